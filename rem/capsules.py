@@ -1,0 +1,75 @@
+"""Vector-capsule building blocks: squash, capsule lengths, primary and fully-connected capsule layers."""
+
+from __future__ import annotations
+
+import math
+
+import torch
+from torch import nn
+
+# Inside the square root, never added to it: sqrt(x + eps) has a finite gradient at x = 0,
+# sqrt(x) + eps does not (the classic NaN of capsule implementations).
+EPS = 1e-8
+
+
+def squash(s: torch.Tensor, dim: int = -1) -> torch.Tensor:
+    """Hinton's squash v = |s|^2 / (1 + |s|^2) * s / |s| along `dim`.
+
+    Computed in fp32 whatever the input precision (bf16 loses the small lengths that decide the
+    prediction), and finite in value and gradient at s = 0.
+    """
+    s32 = s.float()
+    sq = (s32 * s32).sum(dim=dim, keepdim=True)
+    scale = sq / (1.0 + sq) / torch.sqrt(sq + EPS)
+    return s32 * scale
+
+
+def capsule_lengths(v: torch.Tensor, dim: int = -1) -> torch.Tensor:
+    """Capsule activations: the L2 length of each capsule, with the epsilon inside the root."""
+    v32 = v.float()
+    return torch.sqrt((v32 * v32).sum(dim=dim) + EPS)
+
+
+class PrimaryCapsules(nn.Module):
+    """Convolutional primary capsules: one conv, reshaped into `types` capsule types of `dim` each.
+
+    Output `(B, H*W*types, dim)`, ordered position-major (all types of pixel (0,0) first), squashed.
+    """
+
+    def __init__(self, in_channels: int, types: int, dim: int, kernel_size: int, stride: int):
+        super().__init__()
+        self.types, self.dim = types, dim
+        self.conv = nn.Conv2d(in_channels, types * dim, kernel_size, stride=stride)
+
+    def output_grid(self, in_hw: tuple[int, int]) -> tuple[int, int]:
+        k, s = self.conv.kernel_size[0], self.conv.stride[0]
+        return ((in_hw[0] - k) // s + 1, (in_hw[1] - k) // s + 1)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        out = self.conv(x)
+        b, _, h, w = out.shape
+        # (B, types, dim, H, W) -> (B, H, W, types, dim) -> (B, H*W*types, dim)
+        out = out.view(b, self.types, self.dim, h, w).permute(0, 3, 4, 1, 2)
+        return squash(out.reshape(b, h * w * self.types, self.dim))
+
+
+class CapsuleVotes(nn.Module):
+    """One transformation matrix per (input capsule, parent): votes u_hat[b,i,j] = W[i,j] @ u[b,i].
+
+    The votes are one einsum over the batch, never a broadcast of W over the batch: the common
+    `matmul(W[None], u[..., None])` form materialises W per sample and is ~8x slower here.
+    """
+
+    def __init__(self, in_caps: int, in_dim: int, out_caps: int, out_dim: int, init_std: float = 0.1):
+        super().__init__()
+        self.weight = nn.Parameter(torch.randn(in_caps, out_caps, out_dim, in_dim) * init_std)
+
+    def forward(self, u: torch.Tensor) -> torch.Tensor:
+        # Computed parent-major (B, J, I, D) and returned as a (B, I, J, D) view: routing reads it
+        # without a copy (see rem.routing.parent_major).
+        return torch.einsum("ijdk,bik->bjid", self.weight, u).transpose(1, 2)
+
+
+def conv_output_size(size: int, kernel: int, stride: int = 1, padding: int = 0) -> int:
+    """Spatial size after a convolution, for building layers from an input shape."""
+    return math.floor((size + 2 * padding - kernel) / stride) + 1

@@ -1,0 +1,31 @@
+"""Capsule losses: the margin loss on capsule lengths and the reconstruction loss of the decoder."""
+
+from __future__ import annotations
+
+import torch
+import torch.nn.functional as F
+
+
+def margin_loss(
+    lengths: torch.Tensor,
+    target: torch.Tensor,
+    m_pos: float = 0.9,
+    m_neg: float = 0.1,
+    lam: float = 0.5,
+) -> torch.Tensor:
+    """Sabour et al.'s margin loss: lengths `(B, J)`, integer targets `(B,)`.
+
+    L = sum_j T_j max(0, m+ - |v_j|)^2 + lam (1 - T_j) max(0, |v_j| - m-)^2, summed over classes and
+    averaged over the batch (REM's reduction).
+    """
+    lengths = lengths.float()
+    onehot = F.one_hot(target.long(), lengths.shape[1]).to(lengths.dtype)
+    pos = onehot * F.relu(m_pos - lengths).pow(2)
+    neg = lam * (1.0 - onehot) * F.relu(lengths - m_neg).pow(2)
+    return (pos + neg).sum(dim=1).mean()
+
+
+def reconstruction_loss(reconstruction: torch.Tensor, images: torch.Tensor) -> torch.Tensor:
+    """Sum of squared pixel errors per image, averaged over the batch (scaled by a weight from params)."""
+    diff = reconstruction.float().flatten(1) - images.float().flatten(1)
+    return diff.pow(2).sum(dim=1).mean()

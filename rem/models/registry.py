@@ -1,0 +1,57 @@
+"""Model registry: families register small builder functions; `create_model` fails loudly on unknown names."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Callable
+
+import torch
+from torch import nn
+
+
+@dataclass
+class CapsuleOutput:
+    """What every model's forward returns.
+
+    lengths `(B, J)` class-capsule activations; capsules `(B, J, D)`; couplings of the last routing layer
+    `(B, I, J)` (None for models without routing couplings); reconstruction `(B, C, H, W)` or None.
+    """
+
+    lengths: torch.Tensor
+    capsules: torch.Tensor
+    couplings: torch.Tensor | None
+    reconstruction: torch.Tensor | None = None
+
+
+_BUILDERS: dict[str, Callable[..., nn.Module]] = {}
+
+
+def register_model(name: str):
+    """Decorator: `@register_model("capsnet")` on a builder `(in_shape, num_classes, **overrides) -> nn.Module`."""
+
+    def wrap(builder: Callable[..., nn.Module]) -> Callable[..., nn.Module]:
+        if name in _BUILDERS:
+            raise ValueError(f"model {name!r} registered twice")
+        _BUILDERS[name] = builder
+        return builder
+
+    return wrap
+
+
+def list_models() -> list[str]:
+    """Names accepted by `create_model`, sorted."""
+    return sorted(_BUILDERS)
+
+
+def create_model(name: str, *, in_shape: tuple[int, int, int], num_classes: int, **overrides) -> nn.Module:
+    """Build model `name` for inputs `(C, H, W)`; `overrides` pin family options (e.g. `decoder=True`)."""
+    if name not in _BUILDERS:
+        raise KeyError(f"unknown model {name!r}; known models: {', '.join(list_models())}")
+    if len(in_shape) != 3 or min(in_shape) < 1:
+        raise ValueError(f"create_model({name!r}): in_shape must be (C, H, W) with positive sizes, got {in_shape}")
+    return _BUILDERS[name](in_shape=tuple(in_shape), num_classes=num_classes, **overrides)
+
+
+def count_parameters(model: nn.Module) -> int:
+    """Trainable parameters."""
+    return sum(p.numel() for p in model.parameters() if p.requires_grad)
