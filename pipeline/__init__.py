@@ -1,0 +1,1 @@
+"""Thin DVC stage entry points: fetch -> sweep -> report."""

@@ -1,0 +1,181 @@
+"""DVC stage `sweep`: the params grid as a Ray Tune experiment, tracked in MLflow, tabulated in Parquet.
+
+    python -m pipeline.sweep [--params params.yaml] [-S key=value ...]
+
+Local Ray by default; the cluster named by RAY_ADDRESS when set. Rerunning after an interruption restores
+the Ray experiment (same config -> same experiment folder): finished trials are not rerun, unfinished
+ones continue from their last checkpoint, and MLflow runs are found again by their tags.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import logging
+import os
+import sys
+from pathlib import Path
+
+import pandas as pd
+
+from rem import tracking
+from rem.config import Config, ConfigError, load, parse_override
+from rem.data import DataSourceError
+
+log = logging.getLogger("pipeline.sweep")
+
+
+def storage_uri(cfg: Config, repo_root: Path) -> str:
+    """Ray wants an absolute path or a URI (s3://, gs://, an NFS mount shared by every node)."""
+    value = cfg.sweep.storage_path
+    if "://" in value:
+        return value
+    path = Path(os.path.expanduser(value))
+    return str((path if path.is_absolute() else repo_root / path).resolve())
+
+
+def sweep_id(cfg: Config) -> str:
+    return f"{cfg.sweep.name}-{cfg.digest()}"
+
+
+def init_ray() -> None:
+    import ray
+
+    os.environ.setdefault("RAY_AUTH_MODE", "disabled")  # a local, single-user cluster needs no token
+    os.environ.setdefault("TUNE_WARN_EXCESSIVE_EXPERIMENT_CHECKPOINT_SYNC_THRESHOLD_S", "0")
+    from pipeline.trial import worker_env
+
+    address = os.environ.get("RAY_ADDRESS")
+    ray.init(address=address or None, include_dashboard=False, configure_logging=True, logging_level="WARNING",
+             runtime_env={"env_vars": worker_env()}, ignore_reinit_error=True)
+
+
+def resources(cfg: Config) -> dict[str, float]:
+    res = {"cpu": cfg.sweep.cpus_per_trial}
+    if cfg.sweep.gpus_per_trial:
+        res["gpu"] = cfg.sweep.gpus_per_trial
+    return res
+
+
+def build_tuner(cfg: Config, repo_root: Path, context: dict, storage: str):
+    from ray import tune
+
+    from pipeline.trial import run_trial
+
+    trainable = tune.with_resources(tune.with_parameters(run_trial, base=cfg.to_dict(), context=context), resources(cfg))
+    path = f"{storage.rstrip('/')}/{context['sweep_id']}"
+    if tune.Tuner.can_restore(path):
+        log.info("resuming Ray experiment %s", path)
+        # Errored trials stay errored (a NaN is not fixed by retrying); unfinished ones continue.
+        return tune.Tuner.restore(path, trainable, resume_unfinished=True, resume_errored=False, restart_errored=False)
+    stop = {"time_total_s": cfg.sweep.time_limit_s} if cfg.sweep.time_limit_s else None
+    return tune.Tuner(
+        trainable,
+        param_space={axis: tune.grid_search(values) for axis, values in cfg.sweep.grid.items()},
+        tune_config=tune.TuneConfig(max_concurrent_trials=cfg.sweep.max_concurrent or None, reuse_actors=False),
+        run_config=tune.RunConfig(
+            name=context["sweep_id"], storage_path=storage, stop=stop, verbose=cfg.sweep.verbose,
+            failure_config=tune.FailureConfig(max_failures=cfg.sweep.max_failures),
+            checkpoint_config=tune.CheckpointConfig(num_to_keep=2),
+        ),
+    )
+
+
+def results_table(result_grid, cfg: Config, context: dict) -> pd.DataFrame:
+    """One row per trial x epoch: the trial's resolved config (dotted columns), status, metrics."""
+    from pipeline.trial import trial_key
+
+    frames = []
+    for result in result_grid:
+        point = {k: v for k, v in result.config.items()}
+        trial_cfg = cfg.with_overrides(point, "sweep.grid")
+        columns = {k: (json.dumps(v, sort_keys=True) if isinstance(v, (dict, list)) else v) for k, v in trial_cfg.flat().items()}
+        error = f"{type(result.error).__name__}: {result.error}".splitlines()[0] if result.error else ""
+        ident = {"sweep_id": context["sweep_id"], "trial_key": trial_key(point), "status": "FAILED" if error else "FINISHED",
+                 "error": error}
+        metrics = result.metrics_dataframe
+        if metrics is None or metrics.empty or "epoch" not in metrics:
+            frames.append(pd.DataFrame([{**ident, **columns, "epoch": 0}]))
+            continue
+        keep = [c for c in metrics.columns if "/" in c or c in ("epoch", "lr", "params")]
+        rows = metrics[keep].drop_duplicates(subset="epoch", keep="last").copy()
+        for name, value in {**ident, **columns}.items():
+            rows[name] = value
+        frames.append(rows)
+    table = pd.concat(frames, ignore_index=True)
+    first = ["sweep_id", "trial_key", "status", "error", "epoch"]
+    return table[first + [c for c in table.columns if c not in first]].sort_values(["trial_key", "epoch"], ignore_index=True)
+
+
+def write_parquet(frame: pd.DataFrame, path: Path) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(f".{path.name}.tmp")
+    frame.to_parquet(tmp, index=False)
+    os.replace(tmp, path)
+
+
+def settle_runs(client, experiment_id: str, parent_run_id: str, table: pd.DataFrame) -> None:
+    """No run stays RUNNING once the sweep has ended: children by their trial's outcome, then the parent."""
+    outcome = dict(zip(table["trial_key"], table["status"]))
+    for run in tracking.child_runs(client, experiment_id, parent_run_id):
+        if run.info.status == "RUNNING":
+            key = run.data.tags.get(tracking.TRIAL_TAG, "")
+            client.set_terminated(run.info.run_id, status="FINISHED" if outcome.get(key) == "FINISHED" else "KILLED")
+    failed = int((table.drop_duplicates("trial_key")["status"] != "FINISHED").sum())
+    tracking.log_metrics(client, parent_run_id, {"trials": table["trial_key"].nunique(), "trials_failed": failed}, step=0)
+    client.set_terminated(parent_run_id, status="FINISHED" if failed == 0 else "FAILED")
+
+
+def ensure_data(cfg: Config, repo_root: Path) -> None:
+    """Every dataset the grid uses is present and verified before a trial starts (fails with the sources tried)."""
+    from rem.train import fetch_dataset
+
+    for dataset in sorted(set(cfg.sweep.grid.get("data.dataset", [cfg.data.dataset]))):
+        fetch_dataset(cfg.with_overrides({"data.dataset": dataset}), repo_root)
+
+
+def run_sweep(cfg: Config, repo_root: Path) -> pd.DataFrame:
+    from mlflow.tracking import MlflowClient
+
+    uri = tracking.tracking_uri(cfg.sweep.tracking_uri, repo_root)
+    tracking.check_reachable(uri)  # before any trial starts
+    client = MlflowClient(uri)
+    artifacts = None if "://" in uri and not uri.startswith("sqlite") else str((repo_root / "mlartifacts").resolve())
+    experiment_id = tracking.ensure_experiment(client, cfg.sweep.name, artifacts)
+    sid = sweep_id(cfg)
+    parent = tracking.open_run(client, experiment_id, name=sid, tags={tracking.SWEEP_TAG: sid},
+                               params={"grid": json.dumps(cfg.sweep.grid), "profile": cfg.profile, **cfg.flat()})
+    context = {"sweep_id": sid, "tracking_uri": uri, "experiment_id": experiment_id, "parent_run_id": parent,
+               "repo_root": str(repo_root.resolve()), "log_level": os.environ.get("REM_LOG_LEVEL", "INFO")}
+    ensure_data(cfg, repo_root)
+    init_ray()
+    try:
+        grid = build_tuner(cfg, repo_root, context, storage_uri(cfg, repo_root)).fit()
+        table = results_table(grid, cfg, context)
+        write_parquet(table, repo_root / cfg.sweep.results)
+        settle_runs(client, experiment_id, parent, table)
+    except BaseException:
+        client.set_terminated(parent, status="KILLED")
+        raise
+    return table
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--params", default="params.yaml")
+    parser.add_argument("-S", "--set", action="append", default=[], metavar="KEY=VALUE", help="override a param")
+    args = parser.parse_args(argv)
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s: %(message)s")
+    try:
+        cfg = load(args.params, dict(parse_override(o) for o in args.set))
+        table = run_sweep(cfg, Path.cwd())
+    except (ConfigError, DataSourceError, tracking.TrackingUnavailableError) as err:
+        print(f"error: {err}", file=sys.stderr)
+        return 2
+    failed = table.drop_duplicates("trial_key")["status"].ne("FINISHED").sum()
+    print(f"sweep {sweep_id(cfg)}: {table['trial_key'].nunique()} trials, {failed} failed -> {cfg.sweep.results}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,68 @@
+"""The Ray Tune trainable: one trial = `rem.train.train` on the base config with the grid point applied.
+
+Everything a trial needs arrives as plain values (absolute paths, the tracking URI), because trials run
+in other processes, other working directories and possibly other machines.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+from contextlib import nullcontext
+from pathlib import Path
+from typing import Any
+
+from mlflow.tracking import MlflowClient
+from ray import tune
+
+from rem import tracking
+from rem.config import from_dict
+from rem.train import NonFiniteLossError, train
+
+
+def trial_key(point: dict[str, Any]) -> str:
+    """A readable, stable name for a grid point, e.g. `model.name=capsnet,train.seed=42`."""
+    return ",".join(f"{k}={point[k]}" for k in sorted(point))
+
+
+def run_trial(point: dict[str, Any], *, base: dict[str, Any], context: dict[str, Any]) -> None:
+    logging.basicConfig(level=context.get("log_level", "INFO"), format="%(asctime)s %(name)s: %(message)s")
+    cfg = from_dict(base, "sweep base").with_overrides(point, "sweep.grid")
+    key = trial_key(point)
+    client = MlflowClient(context["tracking_uri"])
+    tags = {tracking.SWEEP_TAG: context["sweep_id"], tracking.TRIAL_TAG: key}
+    run_id = tracking.open_run(
+        client, context["experiment_id"], name=key, params=cfg.flat(),
+        tags={**tags, tracking.PARENT_TAG: context["parent_run_id"], "rem.ray_trial_id": tune.get_context().get_trial_id()},
+    )
+    previous = client.get_run(run_id).data.tags.get(tracking.FAILURE_TAG, "")
+    if previous.startswith(NonFiniteLossError.__name__):
+        # Deterministic failure: a retry from the same checkpoint would diverge the same way.
+        tracking.finish(client, run_id, "FAILED")
+        raise NonFiniteLossError(f"{key}: not retried, it failed before with: {previous}")
+
+    def report(metrics: dict, checkpoint_dir: Path) -> None:
+        tracking.log_metrics(client, run_id, metrics, step=int(metrics["epoch"]))
+        tune.report(metrics, checkpoint=tune.Checkpoint.from_directory(str(checkpoint_dir)))
+
+    checkpoint = tune.get_checkpoint()
+    workdir = Path(tune.get_context().get_trial_dir())
+    try:
+        with (checkpoint.as_directory() if checkpoint else nullcontext(None)) as resume_dir:
+            train(cfg, workdir=workdir, repo_root=Path(context["repo_root"]),
+                  resume_from=Path(resume_dir) if resume_dir else None, on_epoch=report)
+    except BaseException as err:
+        reason = f"{type(err).__name__}: {err}"
+        status = "KILLED" if isinstance(err, KeyboardInterrupt) else "FAILED"
+        tracking.finish(client, run_id, status, error=reason)
+        raise
+    tracking.finish(client, run_id, "FINISHED")
+
+
+def worker_env() -> dict[str, str]:
+    """Environment every trial process gets (quiet, and no surprise threads or auth tokens)."""
+    env = {"PYTHONUNBUFFERED": "1", "TUNE_DISABLE_AUTO_CALLBACK_LOGGERS": "1"}
+    for name in ("REM_DATA_MIRROR", "MLFLOW_TRACKING_URI"):
+        if os.environ.get(name):
+            env[name] = os.environ[name]
+    return env

@@ -1,0 +1,302 @@
+"""Typed configuration: `params.yaml` is read once, merged with its profile, validated, then frozen.
+
+params.yaml holds the base sections (data, model, train, eval, prune, sweep, report), a `profile` key
+and a `profiles` mapping of per-profile overrides. Resolution order: base -> profiles[profile] -> explicit
+overrides (dotted keys such as `train.epochs=3`). Every key is checked against the dataclasses below:
+an unknown or ill-typed key raises ConfigError naming the key and what is allowed, before any work starts.
+"""
+
+from __future__ import annotations
+
+import copy
+import dataclasses
+import hashlib
+import json
+import typing
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Literal
+
+import yaml
+
+
+class ConfigError(ValueError):
+    """A params.yaml key is unknown, ill-typed or out of range."""
+
+
+@dataclass(frozen=True)
+class DataConfig:
+    dataset: str = "fashion-mnist"
+    root: str = "data/raw"  # fetched, verified files; relative paths are taken from the repo root
+    mirror: str = "../shared/data"  # a folder of <dataset>/<file> copies; env REM_DATA_MIRROR wins
+    system_root: str = "/usr/share/datasets"  # Debian's dataset packages install here
+    download: bool = True  # try the canonical URLs when no local copy exists
+    val_size: int = 5500  # held out of the training set, as REM does
+    split_seed: int = 0  # fixed shuffle for the train/val split (REM: numpy seed 0)
+    train_subset: int = 0  # 0 = every remaining training image; >0 caps it (quick runs)
+    val_subset: int = 0  # 0 = all val_size images are evaluated each epoch
+    test_subset: int = 0  # 0 = the full test set (the paper's metrics need it)
+    augment: bool = True  # the dataset's REM augmentation (shifts, flips) on training batches
+
+
+@dataclass(frozen=True)
+class ModelConfig:
+    name: str = "capsnet"
+    decoder: bool = False  # REM's headline runs have no decoder
+    recon_weight: float = 0.0005  # times the per-image sum of squared errors (Sabour)
+    routing_iterations: int = 3
+    options: dict = field(default_factory=dict)  # extra keyword overrides for the model builder
+
+
+@dataclass(frozen=True)
+class TrainConfig:
+    epochs: int = 1
+    batch_size: int = 128
+    eval_batch_size: int = 500
+    lr: float = 1e-3
+    lr_decay: float = 0.99  # ExponentialLR per epoch (REM)
+    seed: int = 42
+    precision: Literal["fp32", "bf16"] = "bf16"  # bf16 autocast; squash and routing stay fp32
+    compile: bool = False  # torch.compile: faster steps after a 10-30 s compile per mode
+    m_pos: float = 0.9
+    m_neg: float = 0.1
+    lam: float = 0.5
+    max_steps_per_epoch: int = 0  # 0 = a full pass over the training subset
+    log_every_steps: int = 50  # per-epoch progress lines inside a trial
+
+
+@dataclass(frozen=True)
+class EvalConfig:
+    levels: int = 11  # K quantization levels of the couplings (REM: 11 for 10 classes)
+    quantized_forward: bool = False  # +Q: quantized couplings replace the real ones in the forward pass
+    split: Literal["test", "val"] = "test"  # where parse trees are counted (REM: test)
+
+
+@dataclass(frozen=True)
+class SweepConfig:
+    name: str = "rem"  # experiment name in Ray and MLflow
+    grid: dict = field(default_factory=lambda: {"model.name": ["capsnet"], "train.seed": [42]})
+    storage_path: str = "results/ray"  # Ray Tune experiment storage: a local folder (made absolute) or a URI
+    results: str = "results/sweep.parquet"
+    cpus_per_trial: float = 1.0
+    gpus_per_trial: float = 0.0  # a fraction lets several small capsule trials share one GPU
+    max_concurrent: int = 0  # 0 = as many as the cluster's resources allow
+    max_failures: int = 2  # retries of a crashed trial, from its last checkpoint
+    time_limit_s: float = 0.0  # per-trial wall-clock limit; 0 = none
+    tracking_uri: str = ""  # empty: env MLFLOW_TRACKING_URI, else sqlite:///<repo>/mlflow.db
+    verbose: int = 1  # Tune's status table: 0 silent, 1 status updates, 2 per-result lines
+
+
+@dataclass(frozen=True)
+class FetchConfig:
+    datasets: list = field(default_factory=lambda: ["fashion-mnist"])  # one DVC fetch stage each
+
+
+@dataclass(frozen=True)
+class ReportConfig:
+    out_dir: str = "reports"
+
+
+@dataclass(frozen=True)
+class Config:
+    data: DataConfig = field(default_factory=DataConfig)
+    model: ModelConfig = field(default_factory=ModelConfig)
+    train: TrainConfig = field(default_factory=TrainConfig)
+    eval: EvalConfig = field(default_factory=EvalConfig)
+    sweep: SweepConfig = field(default_factory=SweepConfig)
+    report: ReportConfig = field(default_factory=ReportConfig)
+    fetch: FetchConfig = field(default_factory=FetchConfig)
+    profile: str = "quick"
+
+    def to_dict(self) -> dict[str, Any]:
+        return dataclasses.asdict(self)
+
+    def flat(self) -> dict[str, Any]:
+        """Dotted keys -> values, the form MLflow params and results-table columns use."""
+        return flatten(self.to_dict())
+
+    def digest(self) -> str:
+        """Short stable hash of what decides trial results: data, model, train, eval and the grid.
+
+        Names the sweep (Ray experiment folder, MLflow parent run): an unchanged digest resumes the
+        same sweep; report or resource settings do not start a new one.
+        """
+        tree = {k: v for k, v in self.to_dict().items() if k in TRIAL_SECTIONS}
+        tree["grid"] = self.sweep.grid
+        return hashlib.sha256(json.dumps(tree, sort_keys=True).encode()).hexdigest()[:10]
+
+    def with_overrides(self, overrides: dict[str, Any], source: str = "override") -> "Config":
+        merged = self.to_dict()
+        for key, value in overrides.items():
+            set_dotted(merged, key, value, source)
+        return from_dict(merged, source)
+
+
+_SECTION_CLASSES = {
+    "data": DataConfig, "model": ModelConfig, "train": TrainConfig,
+    "eval": EvalConfig, "sweep": SweepConfig, "report": ReportConfig, "fetch": FetchConfig,
+}
+TRIAL_SECTIONS = ("data", "model", "train", "eval")
+
+
+def flatten(tree: dict[str, Any], prefix: str = "") -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for key, value in tree.items():
+        name = f"{prefix}{key}"
+        if isinstance(value, dict) and value and not name.endswith(("grid", "options")):
+            out.update(flatten(value, name + "."))
+        else:
+            out[name] = value
+    return out
+
+
+def set_dotted(tree: dict[str, Any], key: str, value: Any, source: str = "override") -> None:
+    section, _, leaf = key.partition(".")
+    if section not in _SECTION_CLASSES or not leaf:
+        raise ConfigError(f"{source}: unknown key {key!r}; keys look like <section>.<name>, sections: "
+                          f"{', '.join(_SECTION_CLASSES)}")
+    tree.setdefault(section, {})[leaf] = value
+
+
+def _check_value(key: str, value: Any, annotation: Any, source: str) -> Any:
+    origin = typing.get_origin(annotation)
+    if origin is Literal:
+        allowed = typing.get_args(annotation)
+        if value not in allowed:
+            raise ConfigError(f"{source}: {key} must be one of {', '.join(map(str, allowed))}; got {value!r}")
+        return value
+    if annotation is bool:
+        if not isinstance(value, bool):
+            raise ConfigError(f"{source}: {key} must be true or false; got {value!r} ({type(value).__name__})")
+        return value
+    if annotation is int:
+        if isinstance(value, bool) or not isinstance(value, int):
+            raise ConfigError(f"{source}: {key} must be an integer; got {value!r} ({type(value).__name__})")
+        if value < 0:
+            raise ConfigError(f"{source}: {key} must be >= 0; got {value}")
+        return value
+    if annotation is float:
+        if isinstance(value, bool) or not isinstance(value, (int, float)):
+            raise ConfigError(f"{source}: {key} must be a number; got {value!r} ({type(value).__name__})")
+        if value < 0:
+            raise ConfigError(f"{source}: {key} must be >= 0; got {value}")
+        return float(value)
+    if annotation is str:
+        if not isinstance(value, str):
+            raise ConfigError(f"{source}: {key} must be a string; got {value!r} ({type(value).__name__})")
+        return value
+    if annotation is list or origin is list:
+        if not isinstance(value, list):
+            raise ConfigError(f"{source}: {key} must be a list; got {value!r} ({type(value).__name__})")
+        return list(value)
+    if annotation is dict or origin is dict:
+        if not isinstance(value, dict):
+            raise ConfigError(f"{source}: {key} must be a mapping; got {value!r} ({type(value).__name__})")
+        return copy.deepcopy(value)
+    raise TypeError(f"unsupported config annotation {annotation!r} for {key}")
+
+
+def _build_section(name: str, values: Any, source: str):
+    cls = _SECTION_CLASSES[name]
+    if not isinstance(values, dict):
+        raise ConfigError(f"{source}: section {name!r} must be a mapping; got {type(values).__name__}")
+    hints = typing.get_type_hints(cls)
+    allowed = [f.name for f in dataclasses.fields(cls)]
+    kwargs = {}
+    for key, value in values.items():
+        if key not in hints:
+            raise ConfigError(f"{source}: unknown key '{name}.{key}'; allowed: {', '.join(allowed)}")
+        kwargs[key] = _check_value(f"{name}.{key}", value, hints[key], source)
+    return cls(**kwargs)
+
+
+def from_dict(tree: dict[str, Any], source: str = "params") -> Config:
+    """Validate a resolved config tree (sections only, no `profiles`)."""
+    unknown = set(tree) - set(_SECTION_CLASSES) - {"profile"}
+    if unknown:
+        raise ConfigError(f"{source}: unknown top-level key {sorted(unknown)[0]!r}; allowed: "
+                          f"profile, profiles, {', '.join(_SECTION_CLASSES)}")
+    cfg = _build_config(tree, source)
+    _check_semantics(cfg, source)
+    return cfg
+
+
+def _build_config(tree: dict[str, Any], source: str) -> Config:
+    sections = {name: _build_section(name, tree.get(name, {}), source) for name in _SECTION_CLASSES}
+    return Config(profile=str(tree.get("profile", "quick")), **sections)
+
+
+def _check_semantics(cfg: Config, source: str, check_grid: bool = True) -> None:
+    # Imported here: the registries import torch, which plain config parsing does not need.
+    from rem.data.registry import list_datasets
+    from rem.models import list_models
+
+    if cfg.model.name not in list_models():
+        raise ConfigError(f"{source}: model.name {cfg.model.name!r} is unknown; allowed: {', '.join(list_models())}")
+    for dataset in [cfg.data.dataset, *cfg.fetch.datasets]:
+        if dataset not in list_datasets():
+            raise ConfigError(f"{source}: dataset {dataset!r} is unknown; allowed: {', '.join(list_datasets())}")
+    for key in ("epochs", "batch_size", "eval_batch_size", "routing_iterations"):
+        section = cfg.model if key == "routing_iterations" else cfg.train
+        if getattr(section, key) < 1:
+            raise ConfigError(f"{source}: {'model' if section is cfg.model else 'train'}.{key} must be >= 1; got {getattr(section, key)}")
+    if cfg.eval.levels < 2:
+        raise ConfigError(f"{source}: eval.levels must be >= 2; got {cfg.eval.levels}")
+    if not check_grid:
+        return
+    if not cfg.sweep.grid:
+        raise ConfigError(f"{source}: sweep.grid must name at least one axis, e.g. model.name: [capsnet]")
+    for axis, values in cfg.sweep.grid.items():
+        if not isinstance(values, list) or not values:
+            raise ConfigError(f"{source}: sweep.grid.{axis} must be a non-empty list; got {values!r}")
+        for value in values:  # every grid point must itself be a valid config
+            probe = cfg.to_dict()
+            set_dotted(probe, axis, value, f"{source}: sweep.grid")
+            _check_semantics(_build_config(probe, f"{source}: sweep.grid"), f"{source}: sweep.grid", check_grid=False)
+
+
+def deep_merge(base: dict[str, Any], extra: dict[str, Any]) -> dict[str, Any]:
+    out = copy.deepcopy(base)
+    for key, value in extra.items():
+        if isinstance(value, dict) and isinstance(out.get(key), dict) and key not in ("grid", "options"):
+            out[key] = deep_merge(out[key], value)
+        else:
+            out[key] = copy.deepcopy(value)
+    return out
+
+
+def resolve(raw: dict[str, Any], overrides: dict[str, Any] | None = None, source: str = "params.yaml") -> Config:
+    """Base sections + the selected profile + dotted overrides -> validated Config."""
+    if not isinstance(raw, dict):
+        raise ConfigError(f"{source}: expected a mapping at the top level; got {type(raw).__name__}")
+    raw = copy.deepcopy(raw)
+    overrides = dict(overrides or {})
+    profiles = raw.pop("profiles", {}) or {}
+    profile = overrides.pop("profile", raw.get("profile", "quick"))
+    if profile not in profiles:
+        raise ConfigError(f"{source}: profile {profile!r} is not defined; defined profiles: {', '.join(profiles) or 'none'}")
+    tree = deep_merge(raw, profiles[profile])
+    tree["profile"] = profile
+    for key, value in overrides.items():
+        set_dotted(tree, key, value, source)
+    return from_dict(tree, source)
+
+
+def load(path: str | Path = "params.yaml", overrides: dict[str, Any] | None = None) -> Config:
+    path = Path(path)
+    if not path.exists():
+        raise ConfigError(f"{path}: no such params file")
+    try:
+        raw = yaml.safe_load(path.read_text())
+    except yaml.YAMLError as err:
+        raise ConfigError(f"{path}: not valid YAML ({str(err).splitlines()[0]})") from None
+    return resolve(raw, overrides, source=str(path))
+
+
+def parse_override(text: str) -> tuple[str, Any]:
+    """`train.epochs=3` -> ("train.epochs", 3); values are parsed as YAML scalars/lists."""
+    key, sep, value = text.partition("=")
+    if not sep:
+        raise ConfigError(f"override {text!r}: expected key=value")
+    return key.strip(), yaml.safe_load(value)
+

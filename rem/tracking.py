@@ -1,0 +1,134 @@
+"""MLflow bookkeeping: one parent run per sweep, one child run per trial, both found again by tags.
+
+Runs are addressed through `MlflowClient` and explicit run ids (never MLflow's process-global "active
+run"), because the parent lives in the sweep driver and the children in Ray worker processes, possibly
+on other machines, possibly restarted. Finding a run by its tags is what makes a resumed sweep reuse its
+runs instead of duplicating them.
+"""
+
+from __future__ import annotations
+
+import importlib.metadata
+import os
+import platform
+import subprocess
+import time
+import urllib.error
+import urllib.request
+from pathlib import Path
+from typing import Any
+
+from mlflow.entities import Metric, Param, RunTag
+from mlflow.tracking import MlflowClient
+
+SWEEP_TAG = "rem.sweep_id"
+TRIAL_TAG = "rem.trial_key"
+FAILURE_TAG = "rem.failure"
+PARENT_TAG = "mlflow.parentRunId"
+MAX_PARAM_LENGTH = 6000  # MLflow's limit on a param value
+
+
+class TrackingUnavailableError(RuntimeError):
+    """The MLflow tracking server cannot be reached."""
+
+
+def tracking_uri(configured: str, repo_root: Path) -> str:
+    """env MLFLOW_TRACKING_URI, else params' sweep.tracking_uri, else a sqlite file in the repo."""
+    return os.environ.get("MLFLOW_TRACKING_URI") or configured or f"sqlite:///{(repo_root / 'mlflow.db').resolve()}"
+
+
+def check_reachable(uri: str, timeout: float = 5.0) -> None:
+    """Fail fast (one clear line) when an HTTP tracking server does not answer its health check."""
+    if not uri.startswith(("http://", "https://")):
+        return
+    url = uri.rstrip("/") + "/health"
+    try:
+        with urllib.request.urlopen(url, timeout=timeout) as response:
+            if response.status == 200:
+                return
+            reason = f"HTTP {response.status}"
+    except (urllib.error.URLError, OSError, TimeoutError) as err:
+        reason = str(getattr(err, "reason", err))
+    raise TrackingUnavailableError(f"MLflow tracking server {uri} is unreachable ({reason}); start it or unset MLFLOW_TRACKING_URI")
+
+
+def ensure_experiment(client: MlflowClient, name: str, artifact_location: str | None = None) -> str:
+    found = client.get_experiment_by_name(name)
+    if found is not None:
+        return found.experiment_id
+    return client.create_experiment(name, artifact_location=artifact_location)
+
+
+def find_run(client: MlflowClient, experiment_id: str, tags: dict[str, str]):
+    """The most recent run carrying all `tags`, or None."""
+    clauses = " and ".join(f"tags.`{k}` = '{v}'" for k, v in tags.items())
+    runs = client.search_runs([experiment_id], filter_string=clauses, max_results=1, order_by=["attributes.start_time DESC"])
+    return runs[0] if runs else None
+
+
+def environment_tags() -> dict[str, str]:
+    """What a run needs to be reproduced: code version, package versions, device."""
+    tags = {"rem.host": platform.node(), "rem.python": platform.python_version()}
+    for package in ("torch", "torchvision", "ray", "mlflow", "rem-capsules"):
+        try:
+            tags[f"rem.version.{package}"] = importlib.metadata.version(package)
+        except importlib.metadata.PackageNotFoundError:
+            pass
+    try:
+        commit = subprocess.run(["git", "rev-parse", "HEAD"], capture_output=True, text=True, timeout=5,
+                                cwd=Path(__file__).resolve().parent)
+        if commit.returncode == 0:
+            tags["mlflow.source.git.commit"] = commit.stdout.strip()
+    except (OSError, subprocess.SubprocessError):
+        pass
+    try:
+        import torch
+
+        tags["rem.device"] = torch.cuda.get_device_name(0) if torch.cuda.is_available() else f"cpu ({os.cpu_count()} cores)"
+    except Exception:  # device probing must never stop a run
+        tags["rem.device"] = "unknown"
+    return tags
+
+
+def _params(params: dict[str, Any]) -> list[Param]:
+    return [Param(k, str(v)[:MAX_PARAM_LENGTH]) for k, v in sorted(params.items())]
+
+
+def open_run(client: MlflowClient, experiment_id: str, *, tags: dict[str, str], name: str,
+             params: dict[str, Any] | None = None) -> str:
+    """Reuse the run with these identifying tags (set RUNNING again), or create it with params logged."""
+    existing = find_run(client, experiment_id, tags)
+    if existing is not None:
+        if existing.info.status != "RUNNING":
+            client.update_run(existing.info.run_id, status="RUNNING")
+        return existing.info.run_id
+    run = client.create_run(experiment_id, run_name=name, tags={**tags, **environment_tags()})
+    if params:
+        batch = _params(params)
+        for start in range(0, len(batch), 100):
+            client.log_batch(run.info.run_id, params=batch[start:start + 100])
+    return run.info.run_id
+
+
+def log_metrics(client: MlflowClient, run_id: str, metrics: dict[str, Any], step: int) -> None:
+    now = int(time.time() * 1000)
+    batch = [Metric(k, float(v), now, step) for k, v in metrics.items() if isinstance(v, (int, float))]
+    for start in range(0, len(batch), 1000):
+        client.log_batch(run_id, metrics=batch[start:start + 1000])
+
+
+def set_tags(client: MlflowClient, run_id: str, tags: dict[str, str]) -> None:
+    client.log_batch(run_id, tags=[RunTag(k, str(v)[:5000]) for k, v in tags.items()])
+
+
+def finish(client: MlflowClient, run_id: str, status: str, error: str | None = None) -> None:
+    """Settle a run: FINISHED, FAILED (with the reason as a tag) or KILLED."""
+    if error:
+        set_tags(client, run_id, {FAILURE_TAG: error})
+    elif status == "FINISHED" and FAILURE_TAG in client.get_run(run_id).data.tags:
+        client.delete_tag(run_id, FAILURE_TAG)  # an earlier attempt failed; this one did not
+    client.set_terminated(run_id, status=status)
+
+
+def child_runs(client: MlflowClient, experiment_id: str, parent_run_id: str) -> list:
+    return client.search_runs([experiment_id], filter_string=f"tags.`{PARENT_TAG}` = '{parent_run_id}'", max_results=10000)
