@@ -43,6 +43,9 @@ def init_ray() -> None:
 
     os.environ.setdefault("RAY_AUTH_MODE", "disabled")  # a local, single-user cluster needs no token
     os.environ.setdefault("TUNE_WARN_EXCESSIVE_EXPERIMENT_CHECKPOINT_SYNC_THRESHOLD_S", "0")
+    # The classic status table honours the compact column choice below; the new output engine prints
+    # every reported metric (dozens of per-class columns) after each epoch.
+    os.environ.setdefault("RAY_AIR_NEW_OUTPUT", "0")
     from pipeline.trial import worker_env
 
     address = os.environ.get("RAY_ADDRESS")
@@ -69,12 +72,16 @@ def build_tuner(cfg: Config, repo_root: Path, context: dict, storage: str):
         # Errored trials stay errored (a NaN is not fixed by retrying); unfinished ones continue.
         return tune.Tuner.restore(path, trainable, resume_unfinished=True, resume_errored=False, restart_errored=False)
     stop = {"time_total_s": cfg.sweep.time_limit_s} if cfg.sweep.time_limit_s else None
+    reporter = tune.CLIReporter(
+        parameter_columns=list(cfg.sweep.grid), metric_columns=["epoch", "train/loss", "val/acc", "test/acc", "entropy/mean"],
+        max_report_frequency=60 if os.environ.get("CI") else 20,
+    )
     return tune.Tuner(
         trainable,
         param_space={axis: tune.grid_search(values) for axis, values in cfg.sweep.grid.items()},
         tune_config=tune.TuneConfig(max_concurrent_trials=cfg.sweep.max_concurrent or None, reuse_actors=False),
         run_config=tune.RunConfig(
-            name=context["sweep_id"], storage_path=storage, stop=stop, verbose=cfg.sweep.verbose,
+            name=context["sweep_id"], storage_path=storage, stop=stop, verbose=cfg.sweep.verbose, progress_reporter=reporter,
             failure_config=tune.FailureConfig(max_failures=cfg.sweep.max_failures),
             checkpoint_config=tune.CheckpointConfig(num_to_keep=2),
         ),

@@ -144,7 +144,7 @@ def train(
             if out.reconstruction is not None:
                 loss = loss + cfg.model.recon_weight * reconstruction_loss(out.reconstruction, unit)
             if not torch.isfinite(loss):
-                raise NonFiniteLossError(f"non-finite training loss {float(loss)} at epoch {epoch + 1}, step {step + 1}")
+                raise NonFiniteLossError(f"non-finite training loss {float(loss.detach())} at epoch {epoch + 1}, step {step + 1}")
             optimizer.zero_grad(set_to_none=True)
             loss.backward()
             optimizer.step()

@@ -1,0 +1,55 @@
+"""params.yaml validation: unknown or ill-typed keys fail before any work, naming the key and what is allowed."""
+
+from __future__ import annotations
+
+import pytest
+import yaml
+
+from rem.config import ConfigError, load, parse_override, resolve
+from tests.conftest import REPO
+
+
+def test_repo_params_resolve_for_both_profiles():
+    quick = load(REPO / "params.yaml")
+    assert quick.profile == "quick" and quick.train.epochs >= 1 and len(quick.sweep.grid["train.seed"]) >= 2
+    paper = load(REPO / "params.yaml", {"profile": "paper"})
+    assert paper.train.precision == "fp32" and paper.sweep.grid["train.seed"] == [42, 43, 44, 45, 46]
+    assert paper.data.train_subset == 0  # the published protocol trains on every image
+
+
+@pytest.mark.parametrize("override,pattern", [
+    ({"train.epoch": 3}, r"unknown key 'train.epoch'; allowed: epochs"),
+    ({"train.epochs": "two"}, r"train.epochs must be an integer; got 'two'"),
+    ({"train.precision": "fp16"}, r"train.precision must be one of fp32, bf16; got 'fp16'"),
+    ({"model.name": "capsnett"}, r"model.name 'capsnett' is unknown; allowed: .*capsnet"),
+    ({"data.dataset": "imagenet"}, r"dataset 'imagenet' is unknown; allowed: .*fashion-mnist"),
+    ({"data.augment": "yes"}, r"data.augment must be true or false"),
+    ({"sweep.grid": {"train.seed": [1, "x"]}}, r"sweep.grid: train.seed must be an integer; got 'x'"),
+    ({"sweep.grid": {"model.name": ["capsnet", "nope"]}}, r"sweep.grid: model.name 'nope' is unknown"),
+    ({"sweep.grid": {"train.seed": []}}, r"sweep.grid.train.seed must be a non-empty list"),
+    ({"trian.epochs": 1}, r"unknown key 'trian.epochs'"),
+    ({"profile": "fast"}, r"profile 'fast' is not defined; defined profiles: quick, paper"),
+])
+def test_bad_params_are_named(override, pattern):
+    with pytest.raises(ConfigError, match=pattern):
+        load(REPO / "params.yaml", override)
+
+
+def test_unknown_top_level_key_in_file(tmp_path):
+    raw = yaml.safe_load((REPO / "params.yaml").read_text())
+    raw["trainer"] = {"epochs": 1}
+    with pytest.raises(ConfigError, match="unknown top-level key 'trainer'"):
+        resolve(raw, source="x.yaml")
+
+
+def test_digest_ignores_report_settings_but_not_training():
+    base = load(REPO / "params.yaml")
+    assert base.digest() == base.with_overrides({"report.out_dir": "elsewhere", "sweep.verbose": 0}).digest()
+    assert base.digest() != base.with_overrides({"train.lr": 0.01}).digest()
+
+
+def test_parse_override():
+    assert parse_override("train.epochs=3") == ("train.epochs", 3)
+    assert parse_override("sweep.grid={train.seed: [1, 2]}") == ("sweep.grid", {"train.seed": [1, 2]})
+    with pytest.raises(ConfigError, match="key=value"):
+        parse_override("train.epochs")

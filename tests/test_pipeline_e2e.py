@@ -1,0 +1,89 @@
+"""The real pipeline, shrunk: `dvc repro` in a copy of the repo -> fetch -> Ray Tune (2 trials) -> MLflow -> report.
+
+Real Fashion-MNIST (a few hundred images), real Ray, real MLflow (sqlite), real DVC. Then `dvc repro`
+again must do nothing.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pandas as pd
+import pytest
+import yaml
+from mlflow.tracking import MlflowClient
+
+from tests.conftest import REPO
+
+
+def copy_repo(dest: Path) -> Path:
+    files = subprocess.run(["git", "ls-files", "-co", "--exclude-standard"], cwd=REPO, capture_output=True,
+                           text=True, check=True).stdout.split()
+    for name in files:
+        if (REPO / name).is_file():
+            (dest / name).parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy2(REPO / name, dest / name)
+    return dest
+
+
+def shrink_params(repo: Path, mirror: Path) -> None:
+    params = yaml.safe_load((repo / "params.yaml").read_text())
+    params["profiles"]["quick"]["data"].update({"train_subset": 256, "val_subset": 100, "test_subset": 300})
+    params["profiles"]["quick"]["sweep"]["grid"]["train.seed"] = [42, 43]
+    params["data"]["mirror"] = str(mirror)
+    params["train"]["batch_size"] = 64
+    params["sweep"]["name"] = "e2e"
+    (repo / "params.yaml").write_text(yaml.safe_dump(params, sort_keys=False))
+
+
+def run(cmd: list[str], cwd: Path, timeout: int = 900) -> subprocess.CompletedProcess:
+    env = {**os.environ, "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}",
+           "DVC_NO_ANALYTICS": "1", "RAY_AUTH_MODE": "disabled", "REM_LOG_LEVEL": "WARNING"}
+    env.pop("MLFLOW_TRACKING_URI", None)
+    env.pop("REM_DATA_MIRROR", None)
+    proc = subprocess.run(cmd, cwd=cwd, env=env, capture_output=True, text=True, timeout=timeout)
+    assert proc.returncode == 0, f"{' '.join(cmd)} failed:\n{proc.stdout[-3000:]}\n{proc.stderr[-5000:]}"
+    return proc
+
+
+@pytest.mark.slow
+def test_dvc_repro_runs_the_real_pipeline_then_is_a_noop(mirror, tmp_path):
+    repo = copy_repo(tmp_path / "repo")
+    shrink_params(repo, mirror)
+    run(["git", "init", "-q"], repo)
+    run(["git", "add", "-A"], repo)
+    run(["git", "-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qm", "copy"], repo)
+
+    run(["dvc", "repro"], repo)
+
+    table = pd.read_parquet(repo / "results" / "sweep.parquet")
+    assert sorted(table["train.seed"]) == [42, 43] and set(table["status"]) == {"FINISHED"}
+    assert table["epoch"].tolist() == [1, 1] and table["trial_key"].is_unique
+    assert (table["train/images"] == 256).all()
+    assert sum(table[f"images/class_{j}"].iloc[0] for j in range(10)) == 300
+
+    client = MlflowClient(f"sqlite:///{repo / 'mlflow.db'}")
+    experiment = client.get_experiment_by_name("e2e")
+    runs = client.search_runs([experiment.experiment_id])
+    parents = [r for r in runs if "mlflow.parentRunId" not in r.data.tags]
+    children = [r for r in runs if r.data.tags.get("mlflow.parentRunId") == parents[0].info.run_id]
+    assert len(parents) == 1 and len(children) == 2
+    assert {r.info.status for r in runs} == {"FINISHED"}
+    for child in children:
+        assert "test/acc" in child.data.metrics and "entropy/mean" in child.data.metrics
+        assert child.data.params["model.name"] == "capsnet"
+        assert "mlflow.source.git.commit" in child.data.tags and "rem.version.torch" in child.data.tags
+
+    markdown = (repo / "reports" / "fashion-mnist.md").read_text()
+    assert "| capsnet |" in markdown and "6,804,384" in markdown and "seeds 42, 43" in markdown
+    assert (repo / "reports" / "fashion-mnist.tex").read_text().count(r"\toprule") == 1
+    assert "fashion-mnist" in (repo / "reports" / "metrics.json").read_text()
+
+    again = run(["dvc", "repro"], repo)
+    assert "Running stage" not in again.stdout
+    status = run(["dvc", "status"], repo)
+    assert "up to date" in status.stdout

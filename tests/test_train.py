@@ -1,0 +1,53 @@
+"""`rem.train.train` on real Fashion-MNIST, shrunk: metrics, checkpoints, exact resume, non-finite loss."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+from rem.config import from_dict
+from rem.train import CHECKPOINT_FILE, NonFiniteLossError, train
+
+SMALL_CAPSNET = {"conv_channels": 32, "primary_types": 8}  # same architecture, 40x fewer FLOPs
+
+
+def tiny_cfg(raw_root, **train):
+    return from_dict({
+        "data": {"root": str(raw_root), "mirror": "", "system_root": "", "download": False,
+                 "train_subset": 256, "val_subset": 128, "test_subset": 256},
+        "model": {"options": SMALL_CAPSNET},
+        "train": {"epochs": 1, "batch_size": 64, "eval_batch_size": 128, "precision": "fp32", **train},
+    })
+
+
+def test_one_epoch_records_every_metric_and_a_checkpoint(fashion_raw, tmp_path):
+    seen = []
+    metrics = train(tiny_cfg(fashion_raw), workdir=tmp_path, on_epoch=lambda m, d: seen.append((m, d)))
+    assert len(seen) == 1 and (seen[0][1] / CHECKPOINT_FILE).exists()
+    for key in ("train/loss", "val/loss", "test/loss", "train/acc", "val/acc", "test/acc",
+                "entropy/mean", "entropy/std", "parse_trees/total", "params"):
+        assert key in metrics
+    assert 0.0 <= metrics["test/acc"] <= 1.0
+    per_class = sum(metrics[f"images/class_{j}"] for j in range(10))
+    assert per_class == 256  # every test image is counted under its predicted class
+    assert all(0 <= metrics[f"entropy/class_{j}"] <= 8.0 + 1e-9 for j in range(10))  # <= log2(256)
+
+
+def test_resume_continues_exactly_where_it_stopped(fashion_raw, tmp_path):
+    straight = train(tiny_cfg(fashion_raw, epochs=2), workdir=tmp_path / "a")
+    train(tiny_cfg(fashion_raw, epochs=1), workdir=tmp_path / "b")
+    epochs = []
+    resumed = train(tiny_cfg(fashion_raw, epochs=2), workdir=tmp_path / "b", on_epoch=lambda m, d: epochs.append(m["epoch"]))
+    assert epochs == [2]  # only the missing epoch ran
+    for key in ("train/loss", "test/loss", "test/acc", "entropy/mean"):
+        assert resumed[key] == pytest.approx(straight[key], rel=1e-5, abs=1e-7)
+
+
+def test_nonfinite_loss_stops_the_trial(fashion_raw, tmp_path):
+    with pytest.raises(NonFiniteLossError, match="non-finite training loss"):
+        train(tiny_cfg(fashion_raw, lr=1e30, epochs=2), workdir=tmp_path)
+
+
+def test_bf16_training_step_stays_finite(fashion_raw, tmp_path):
+    metrics = train(tiny_cfg(fashion_raw, precision="bf16"), workdir=tmp_path)
+    assert torch.isfinite(torch.tensor(metrics["train/loss"]))
