@@ -11,8 +11,12 @@ REPO = Path(__file__).resolve().parents[1]
 
 
 def data_mirror() -> Path:
-    """The folder of real dataset copies: env REM_DATA_MIRROR, else ../shared/data beside the repo."""
-    return Path(os.environ.get("REM_DATA_MIRROR") or REPO.parent / "shared" / "data")
+    """The folder of real dataset copies (<root>/<dataset>/<file>): env REM_DATA_MIRROR, else ../shared/data
+    beside the repo, else Debian's /usr/share/datasets (package dataset-fashion-mnist)."""
+    if os.environ.get("REM_DATA_MIRROR"):
+        return Path(os.environ["REM_DATA_MIRROR"])
+    staged = REPO.parent / "shared" / "data"
+    return staged if staged.is_dir() else Path("/usr/share/datasets")
 
 
 @pytest.fixture(scope="session")
