@@ -1,5 +1,10 @@
 """Evaluation: margin loss, accuracy and REM's parse-tree statistics over a split, optionally with +Q.
 
+`quantize_levels=K` runs the quantized ("+Q") forward: the last routing iteration's couplings are replaced by
+the nearest of K levels in the weighted vote sum. Parse-tree keys are always the couplings quantized with
+`levels` bins at the *predicted* class (REM's definition), whatever the forward. With `parse_trees=False`
+it is the cheap validation closure the pruner's threshold search calls.
+
 Parse-tree keys are gathered batch by batch as uint8 rows (one per image, at its predicted class), so a
 10,000-image test set costs ~11 MB of keys instead of the 460 MB the full coupling tensor would take.
 """
@@ -25,18 +30,24 @@ def evaluate(
     precision: str = "fp32",
     parse_trees: bool = True,
     loss_kwargs: dict | None = None,
+    device: torch.device | str | None = None,
 ) -> dict:
     """Metrics of `model` over `(normalised images, labels)` batches.
 
-    Returns `loss`, `acc`, `n`, and with `parse_trees` the per-class table (`stats`, a DataFrame) plus its
-    summary (`entropy/mean`, `entropy/std`, `parse_trees/total`). `quantize_levels` runs the +Q forward.
+    Returns `loss` (mean margin loss per image), `acc` (fraction), `n_images`, and with `parse_trees` the
+    per-class table (`per_class`: n_images, n_parse_trees, entropy_bits) plus its summary (`entropy/mean`,
+    `entropy/std`, `parse_trees/total`).
     """
+    if device is None:
+        first = next(model.parameters(), None)
+        device = first.device if first is not None else torch.device("cpu")
     was_training = model.training
     model.eval()
     total_loss, correct, seen = 0.0, 0, 0
     keys, predictions = [], []
     try:
         for images, labels in batches:
+            images, labels = images.to(device).float(), labels.to(device).long()
             with torch.autocast("cpu", dtype=torch.bfloat16, enabled=precision == "bf16"):
                 out = model(images, quantize_levels=quantize_levels)
             predicted = out.lengths.argmax(dim=1)
@@ -50,10 +61,10 @@ def evaluate(
         model.train(was_training)
     if seen == 0:
         raise ValueError("evaluate: no batches")
-    result = {"loss": total_loss / seen, "acc": correct / seen, "n": seen}
+    result = {"loss": total_loss / seen, "acc": correct / seen, "n_images": seen}
     if keys:
         stats = stats_from_keys(torch.cat(keys).numpy(), torch.cat(predictions).numpy(), num_classes)
-        result["stats"] = stats
+        result["per_class"] = stats
         result.update(summarize(stats))
     return result
 

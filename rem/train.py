@@ -165,9 +165,9 @@ def train(
                            quantize_levels=cfg.eval.levels if cfg.eval.quantized_forward else None,
                            parse_trees=parse_trees, loss_kwargs=loss_kwargs)
             out = {f"{prefix}/loss": res["loss"], f"{prefix}/acc": res["acc"]}
-            if parse_trees and "stats" in res:
+            if parse_trees and "per_class" in res:
                 out.update({k: res[k] for k in ("entropy/mean", "entropy/std", "parse_trees/total")})
-                out.update(per_class_metrics(res["stats"]))
+                out.update(per_class_metrics(res["per_class"]))
             return out
 
         metrics = {"epoch": epoch + 1, "train/loss": run_loss / run_seen, "train/acc": run_correct / run_seen}
