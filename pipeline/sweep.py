@@ -53,11 +53,26 @@ def init_ray() -> None:
              runtime_env={"env_vars": worker_env()}, ignore_reinit_error=True)
 
 
-def resources(cfg: Config) -> dict[str, float]:
-    res = {"cpu": cfg.sweep.cpus_per_trial}
-    if cfg.sweep.gpus_per_trial:
-        res["gpu"] = cfg.sweep.gpus_per_trial
-    return res
+def resources(cfg: Config):
+    """Per-trial resources: the defaults, or the entry of sweep.resources_per_model for the trial's model."""
+    default = {"cpu": cfg.sweep.cpus_per_trial, "gpu": cfg.sweep.gpus_per_trial}
+    per_model = cfg.sweep.resources_per_model
+    if not per_model:
+        return default
+
+    def for_trial(point: dict) -> dict:
+        return {**default, **per_model.get(point.get("model.name", cfg.model.name), {})}
+
+    return for_trial
+
+
+def scheduler(cfg: Config):
+    from ray import tune
+
+    if cfg.sweep.scheduler == "fifo":
+        return tune.schedulers.FIFOScheduler()
+    return tune.schedulers.ASHAScheduler(time_attr="training_iteration", metric=cfg.sweep.asha_metric, mode="min",
+                                         max_t=cfg.train.epochs, grace_period=cfg.sweep.asha_grace_epochs)
 
 
 def build_tuner(cfg: Config, repo_root: Path, context: dict, storage: str):
@@ -79,7 +94,8 @@ def build_tuner(cfg: Config, repo_root: Path, context: dict, storage: str):
     return tune.Tuner(
         trainable,
         param_space={axis: tune.grid_search(values) for axis, values in cfg.sweep.grid.items()},
-        tune_config=tune.TuneConfig(max_concurrent_trials=cfg.sweep.max_concurrent or None, reuse_actors=False),
+        tune_config=tune.TuneConfig(max_concurrent_trials=cfg.sweep.max_concurrent or None, reuse_actors=False,
+                                    scheduler=scheduler(cfg)),
         run_config=tune.RunConfig(
             name=context["sweep_id"], storage_path=storage, stop=stop, verbose=cfg.sweep.verbose, progress_reporter=reporter,
             failure_config=tune.FailureConfig(max_failures=cfg.sweep.max_failures),
@@ -104,7 +120,7 @@ def results_table(result_grid, cfg: Config, context: dict) -> pd.DataFrame:
         if metrics is None or metrics.empty or "epoch" not in metrics:
             frames.append(pd.DataFrame([{**ident, **columns, "epoch": 0}]))
             continue
-        keep = [c for c in metrics.columns if "/" in c or c in ("epoch", "lr", "params")]
+        keep = [c for c in metrics.columns if "/" in c or c in ("epoch", "lr", "params", "node_id")]
         rows = metrics[keep].drop_duplicates(subset="epoch", keep="last").copy()
         for name, value in {**ident, **columns}.items():
             rows[name] = value

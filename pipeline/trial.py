@@ -8,11 +8,13 @@ from __future__ import annotations
 
 import logging
 import os
+import platform
 from contextlib import nullcontext
 from pathlib import Path
 from typing import Any
 
 from mlflow.tracking import MlflowClient
+import ray
 from ray import tune
 
 from rem import tracking
@@ -35,6 +37,9 @@ def run_trial(point: dict[str, Any], *, base: dict[str, Any], context: dict[str,
         client, context["experiment_id"], name=key, params=cfg.flat(),
         tags={**tags, tracking.PARENT_TAG: context["parent_run_id"], "rem.ray_trial_id": tune.get_context().get_trial_id()},
     )
+    node_id = ray.get_runtime_context().get_node_id()
+    # Where this attempt runs (a retry may land on another node): for operators and fault tests.
+    tracking.set_tags(client, run_id, {"rem.node_id": node_id, "rem.pid": os.getpid(), "rem.host": platform.node()})
     previous = client.get_run(run_id).data.tags.get(tracking.FAILURE_TAG, "")
     if previous.startswith(NonFiniteLossError.__name__):
         # Deterministic failure: a retry from the same checkpoint would diverge the same way.
@@ -43,7 +48,7 @@ def run_trial(point: dict[str, Any], *, base: dict[str, Any], context: dict[str,
 
     def report(metrics: dict, checkpoint_dir: Path) -> None:
         tracking.log_metrics(client, run_id, metrics, step=int(metrics["epoch"]))
-        tune.report(metrics, checkpoint=tune.Checkpoint.from_directory(str(checkpoint_dir)))
+        tune.report({**metrics, "node_id": node_id}, checkpoint=tune.Checkpoint.from_directory(str(checkpoint_dir)))
 
     checkpoint = tune.get_checkpoint()
     workdir = Path(tune.get_context().get_trial_dir())

@@ -12,12 +12,16 @@ import copy
 import dataclasses
 import hashlib
 import json
+import types
 import typing
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
 import yaml
+
+# The pruning section is the pruning library's own config: one definition, validated in one place.
+from rem.pruning import PruneConfig
 
 
 class ConfigError(ValueError):
@@ -68,8 +72,12 @@ class TrainConfig:
 @dataclass(frozen=True)
 class EvalConfig:
     levels: int = 11  # K quantization levels of the couplings (REM: 11 for 10 classes)
-    quantized_forward: bool = False  # +Q: quantized couplings replace the real ones in the forward pass
+    quantized_forward: bool = False  # per-epoch metrics with the +Q forward (REM logs them unquantized)
     split: Literal["test", "val"] = "test"  # where parse trees are counted (REM: test)
+    # The final evaluation, as the paper's tables use it: +Q forward, the best-validation-loss weights for an
+    # unpruned run and the last epoch's for a pruned one ("auto"). Both choices are recorded with the run.
+    final_quantized: bool = True
+    final_checkpoint: Literal["auto", "best", "last"] = "auto"
 
 
 @dataclass(frozen=True)
@@ -80,6 +88,10 @@ class SweepConfig:
     results: str = "results/sweep.parquet"
     cpus_per_trial: float = 1.0
     gpus_per_trial: float = 0.0  # a fraction lets several small capsule trials share one GPU
+    resources_per_model: dict = field(default_factory=dict)  # e.g. {deepcaps: {cpu: 4, gpu: 1}} beats the defaults
+    scheduler: Literal["fifo", "asha"] = "fifo"  # FIFO: every table cell needs its full run; ASHA for tuning
+    asha_grace_epochs: int = 1  # ASHA: epochs every trial gets before it can be stopped
+    asha_metric: str = "val/loss"  # ASHA ranks trials by this reported metric (minimised)
     max_concurrent: int = 0  # 0 = as many as the cluster's resources allow
     max_failures: int = 2  # retries of a crashed trial, from its last checkpoint
     time_limit_s: float = 0.0  # per-trial wall-clock limit; 0 = none
@@ -105,6 +117,7 @@ class Config:
     eval: EvalConfig = field(default_factory=EvalConfig)
     sweep: SweepConfig = field(default_factory=SweepConfig)
     report: ReportConfig = field(default_factory=ReportConfig)
+    prune: PruneConfig = field(default_factory=PruneConfig)
     fetch: FetchConfig = field(default_factory=FetchConfig)
     profile: str = "quick"
 
@@ -134,9 +147,9 @@ class Config:
 
 _SECTION_CLASSES = {
     "data": DataConfig, "model": ModelConfig, "train": TrainConfig,
-    "eval": EvalConfig, "sweep": SweepConfig, "report": ReportConfig, "fetch": FetchConfig,
+    "eval": EvalConfig, "sweep": SweepConfig, "report": ReportConfig, "fetch": FetchConfig, "prune": PruneConfig,
 }
-TRIAL_SECTIONS = ("data", "model", "train", "eval")
+TRIAL_SECTIONS = ("data", "model", "train", "eval", "prune")
 
 
 def flatten(tree: dict[str, Any], prefix: str = "") -> dict[str, Any]:
@@ -160,6 +173,11 @@ def set_dotted(tree: dict[str, Any], key: str, value: Any, source: str = "overri
 
 def _check_value(key: str, value: Any, annotation: Any, source: str) -> Any:
     origin = typing.get_origin(annotation)
+    if origin is types.UnionType and type(None) in typing.get_args(annotation):  # `int | None`
+        if value is None:
+            return None
+        (inner,) = [a for a in typing.get_args(annotation) if a is not type(None)]
+        return _check_value(key, value, inner, source)
     if origin is Literal:
         allowed = typing.get_args(annotation)
         if value not in allowed:
@@ -207,7 +225,10 @@ def _build_section(name: str, values: Any, source: str):
         if key not in hints:
             raise ConfigError(f"{source}: unknown key '{name}.{key}'; allowed: {', '.join(allowed)}")
         kwargs[key] = _check_value(f"{name}.{key}", value, hints[key], source)
-    return cls(**kwargs)
+    try:
+        return cls(**kwargs)
+    except ValueError as err:  # the section's own range checks (e.g. PruneConfig.validate)
+        raise ConfigError(f"{source}: {name}: {err}") from None
 
 
 def from_dict(tree: dict[str, Any], source: str = "params") -> Config:
@@ -246,6 +267,10 @@ def _check_semantics(cfg: Config, source: str, check_grid: bool = True) -> None:
         return
     if not cfg.sweep.grid:
         raise ConfigError(f"{source}: sweep.grid must name at least one axis, e.g. model.name: [capsnet]")
+    for model, res in cfg.sweep.resources_per_model.items():
+        if model not in list_models() or not isinstance(res, dict) or not set(res) <= {"cpu", "gpu"}:
+            raise ConfigError(f"{source}: sweep.resources_per_model.{model} must be a known model mapped to "
+                              f"{{cpu: N, gpu: F}}; got {res!r} (models: {', '.join(list_models())})")
     for axis, values in cfg.sweep.grid.items():
         if not isinstance(values, list) or not values:
             raise ConfigError(f"{source}: sweep.grid.{axis} must be a non-empty list; got {values!r}")
