@@ -62,7 +62,10 @@ class Splits:
 
 
 def _split(images, labels) -> Split:
-    return Split(torch.as_tensor(np.ascontiguousarray(images)), torch.as_tensor(np.asarray(labels, dtype=np.int64)))
+    images = np.ascontiguousarray(images)
+    if not images.flags.writeable:
+        images = images.copy()
+    return Split(torch.from_numpy(images), torch.from_numpy(np.array(labels, dtype=np.int64)))
 
 
 # ----------------------------------------------------------------------------- prepared cache
@@ -111,10 +114,10 @@ def prepared(spec: DatasetSpec, raw: Path, params: dict, build, cache_dir: Path 
 def resize_uint8(images: np.ndarray, size: int, chunk: int = 4096) -> np.ndarray:
     """Antialiased bilinear resize of a uint8 (N,C,H,W) array to size x size (area average for exact halving)."""
     if size <= 0 or images.shape[-1] == size and images.shape[-2] == size:
-        return np.ascontiguousarray(images)
+        return np.array(images)  # a copy: the source may be a read-only memmap
     out = np.empty((images.shape[0], images.shape[1], size, size), dtype=np.uint8)
     for i in range(0, len(images), chunk):
-        x = torch.from_numpy(np.ascontiguousarray(images[i:i + chunk])).float()
+        x = torch.from_numpy(np.array(images[i:i + chunk])).float()
         h = x.shape[-1]
         if h % size == 0:
             y = F.avg_pool2d(x, h // size)
