@@ -281,10 +281,11 @@ def load_splits(spec: DatasetSpec, raw: Path, *, val_size: int, split_seed: int,
 
 def _gather_windows(x: torch.Tensor, dy: torch.Tensor, dx: torch.Tensor, h: int, w: int) -> torch.Tensor:
     """Per-image (h, w) windows of x at offsets (dy, dx)."""
-    b, c = x.shape[:2]
-    rows = (dy[:, None] + torch.arange(h))[:, None, :, None]
-    cols = (dx[:, None] + torch.arange(w))[:, None, None, :]
-    return x[torch.arange(b)[:, None, None, None], torch.arange(c)[None, :, None, None], rows, cols]
+    b, c, _, wp = x.shape
+    rows = dy[:, None, None] + torch.arange(h)[None, :, None]
+    cols = dx[:, None, None] + torch.arange(w)[None, None, :]
+    flat = (rows * wp + cols).view(b, 1, h * w).expand(b, c, h * w)  # one gather over the flattened planes
+    return x.flatten(2).gather(2, flat).view(b, c, h, w)
 
 
 class BatchTransform:
