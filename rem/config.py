@@ -40,7 +40,22 @@ class DataConfig:
     train_subset: int = 0  # 0 = every remaining training image; >0 caps it (quick runs)
     val_subset: int = 0  # 0 = all val_size images are evaluated each epoch
     test_subset: int = 0  # 0 = the full test set (the paper's metrics need it)
-    augment: bool = True  # the dataset's REM augmentation (shifts, flips) on training batches
+    augment: bool = True  # the dataset's REM augmentation (shifts, flips, jitter, crops) on training batches
+    # Per-dataset protocol magnitudes (REM's table, rem-paper.md §2); each applies only to its datasets.
+    shift: int = 2  # mnist/fashion-mnist: random shift in px (REM: RandomCrop(28, padding=2))
+    flip: Literal["auto", "on", "off"] = "auto"  # auto: fashion-mnist and CIFAR-10/image folders flip, digits do not
+    resize: int = 24  # cifar10/svhn/image folders: REM resizes whole images to 24x24 (0 keeps the stored size)
+    brightness: float = 0.25  # cifar10/svhn/image folders: ColorJitter brightness (factor in [1-b, 1+b])
+    contrast: list = field(default_factory=lambda: [0.2, 1.8])  # ... and contrast factor range (REM: 0.2-1.8)
+    affnist_shift: int = 6  # affnist: 28x28 MNIST placed at a random offset <= this inside 40x40 (REM: ±6)
+    norb_split: Literal["standard", "azimuth", "elevation"] = "standard"  # smallNORB protocol (novel viewpoints)
+    norb_size: int = 48  # smallNORB: 96x96 downsampled to this once (capsule papers: 48)
+    norb_crop: int = 32  # smallNORB: random crops of this size for training, centre crop for eval (32)
+    norb_brightness: float = 0.125  # smallNORB jitter (EM-routing reimplementations: max_delta 32/255); 0 = off
+    norb_contrast: list = field(default_factory=lambda: [0.5, 1.5])  # smallNORB contrast factor range
+    mean: list = field(default_factory=list)  # per-channel normalisation override; empty = the dataset's REM values
+    std: list = field(default_factory=list)  # ... its std (same length as mean)
+    prepared: str = "data/prepared"  # decoded uint8 arrays cached here, keyed by source checksums ("" = no cache)
 
 
 @dataclass(frozen=True)
@@ -249,14 +264,24 @@ def _build_config(tree: dict[str, Any], source: str) -> Config:
 
 def _check_semantics(cfg: Config, source: str, check_grid: bool = True) -> None:
     # Imported here: the registries import torch, which plain config parsing does not need.
-    from rem.data.registry import list_datasets
+    from rem.data.registry import is_known_dataset, list_datasets
     from rem.models import list_models
 
     if cfg.model.name not in list_models():
         raise ConfigError(f"{source}: model.name {cfg.model.name!r} is unknown; allowed: {', '.join(list_models())}")
     for dataset in [cfg.data.dataset, *cfg.fetch.datasets]:
-        if dataset not in list_datasets():
-            raise ConfigError(f"{source}: dataset {dataset!r} is unknown; allowed: {', '.join(list_datasets())}")
+        if not is_known_dataset(dataset):
+            raise ConfigError(f"{source}: dataset {dataset!r} is unknown; allowed: {', '.join(list_datasets())}, "
+                              f"imagefolder:<folder>")
+    for key in ("contrast", "norb_contrast"):
+        rng = getattr(cfg.data, key)
+        if len(rng) != 2 or not all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in rng) \
+                or not 0 <= rng[0] <= rng[1]:
+            raise ConfigError(f"{source}: data.{key} must be [low, high] with 0 <= low <= high; got {rng!r}")
+    if len(cfg.data.mean) != len(cfg.data.std):
+        raise ConfigError(f"{source}: data.mean and data.std need the same length; got {cfg.data.mean!r} / {cfg.data.std!r}")
+    if cfg.data.norb_crop > cfg.data.norb_size:
+        raise ConfigError(f"{source}: data.norb_crop {cfg.data.norb_crop} must be <= data.norb_size {cfg.data.norb_size}")
     for key in ("epochs", "batch_size", "eval_batch_size", "routing_iterations"):
         section = cfg.model if key == "routing_iterations" else cfg.train
         if getattr(section, key) < 1:

@@ -48,6 +48,8 @@ def resolve_path(value: str, repo_root: Path) -> Path:
 def fetch_dataset(cfg: Config, repo_root: Path) -> Path:
     """Verified files of cfg.data.dataset in its raw folder (idempotent: a no-op once verified)."""
     spec = get_dataset(cfg.data.dataset)
+    if spec.root_dir:  # imagefolder:<path>: the folder itself, nothing to fetch
+        return resolve_path(spec.root_dir, repo_root)
     raw = resolve_path(cfg.data.root, repo_root) / spec.name
     fetch(spec, raw, mirrors=mirror_folders(cfg.data.mirror, repo_root),
           system_root=Path(cfg.data.system_root) if cfg.data.system_root else None, download_ok=cfg.data.download)
@@ -60,7 +62,10 @@ def prepare_data(cfg: Config, repo_root: Path):
     raw = fetch_dataset(cfg, repo_root)
     return load_splits(spec, raw, val_size=cfg.data.val_size, split_seed=cfg.data.split_seed,
                        train_subset=cfg.data.train_subset, val_subset=cfg.data.val_subset,
-                       test_subset=cfg.data.test_subset)
+                       test_subset=cfg.data.test_subset, resize=cfg.data.resize, norb_size=cfg.data.norb_size,
+                       norb_crop=cfg.data.norb_crop, norb_split=cfg.data.norb_split,
+                       cache_dir=resolve_path(cfg.data.prepared, repo_root) if cfg.data.prepared else None,
+                       mean=tuple(cfg.data.mean), std=tuple(cfg.data.std))
 
 
 def build_model(cfg: Config, spec) -> torch.nn.Module:
@@ -110,7 +115,7 @@ def train(
     model = build_model(cfg, spec)
     optimizer = torch.optim.Adam(model.parameters(), lr=cfg.train.lr)
     scheduler = torch.optim.lr_scheduler.ExponentialLR(optimizer, gamma=cfg.train.lr_decay)
-    transform = BatchTransform(spec, augment=cfg.data.augment)
+    transform = BatchTransform.from_config(spec, cfg.data)
     forward = torch.compile(model) if cfg.train.compile else model
     loss_kwargs = {"m_pos": cfg.train.m_pos, "m_neg": cfg.train.m_neg, "lam": cfg.train.lam}
     history: list[dict] = []
@@ -173,6 +178,8 @@ def train(
         metrics = {"epoch": epoch + 1, "train/loss": run_loss / run_seen, "train/acc": run_correct / run_seen}
         metrics.update(split_metrics(splits.val, "val", cfg.eval.split == "val"))
         metrics.update(split_metrics(splits.test, "test", cfg.eval.split == "test"))
+        for name, extra in splits.extra.items():  # e.g. smallNORB familiar viewpoints
+            metrics.update(split_metrics(extra, f"extra/{name}", False))
         metrics.update({
             "lr": lr, "params": params, "time/train_s": train_time, "time/step_s": train_time / max(steps, 1),
             "time/epoch_s": time.perf_counter() - t0, "train/images": run_seen,

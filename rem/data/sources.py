@@ -1,19 +1,28 @@
-"""Getting verified dataset files: a mirror folder, the system dataset folder, then the canonical URLs.
+"""Getting verified dataset files: mirror folder(s), the system dataset folder, then the canonical URLs.
 
-Every file lands in `<dest>/<name>` uncompressed, only after its payload md5 matched the manifest: it is
+Every file lands in `<dest>/<name>` uncompressed, only after its payload was verified against the
+manifest (md5 where known; otherwise exact size and leading header bytes, see registry.py): it is
 written to a temporary name, checked, then renamed, so nothing half-written is ever where the next run
-would trust it. Downloads resume from a `.part` file when the server honours Range requests.
+would trust it. Downloads resume from a `.part` file when the server honours Range requests (also within
+one call: a dropped connection is retried from where it stopped). Archives (.tar, .zip) are extracted
+into a temporary folder, members verified, then moved into place; a member named with `..` or an
+absolute path is refused.
 """
 
 from __future__ import annotations
 
 import gzip
 import hashlib
+import http.client
 import os
 import shutil
+import tarfile
+import time
 import urllib.error
 import urllib.request
-from pathlib import Path
+import zipfile
+import zlib
+from pathlib import Path, PurePosixPath
 from typing import Iterable
 
 from rem.data.registry import DatasetSpec, RemoteFile
@@ -30,6 +39,10 @@ class ChecksumError(DataSourceError):
     """A file's payload does not match the manifest."""
 
 
+class FormatError(ChecksumError):
+    """A file's content is not what its format requires (truncated/corrupt archive, magic, shape, unsafe member)."""
+
+
 def md5_of(path: Path) -> str:
     digest = hashlib.md5()
     with open(path, "rb") as fh:
@@ -44,86 +57,235 @@ def _open_payload(path: Path):
     return gzip.open(path, "rb") if magic == GZIP_MAGIC else open(path, "rb")
 
 
-def install_verified(source: Path, target: Path, expected: RemoteFile) -> None:
-    """Decompress (if gzipped) `source` to `target`, atomically, iff its payload md5 is the expected one."""
+def check_payload(label: str, expected: RemoteFile, md5: str, size: int, head: bytes) -> None:
+    """One-line ChecksumError/FormatError unless md5 (when known), size (when fixed) and header match."""
+    if expected.md5 and md5 != expected.md5:
+        raise ChecksumError(f"{label}: checksum mismatch for {expected.name}: expected md5 {expected.md5}, got {md5}")
+    if expected.size and size != expected.size:
+        raise FormatError(f"{label}: size mismatch for {expected.name}: expected {expected.size} bytes, got {size}")
+    if expected.header and not head.startswith(expected.header):
+        raise FormatError(f"{label}: wrong header for {expected.name}: expected bytes {expected.header[:24].hex()}, "
+                          f"got {head[:len(expected.header)].hex() or 'nothing'}")
+
+
+def install_verified(source: Path, target: Path, expected: RemoteFile) -> str:
+    """Decompress (if gzipped) `source` to `target`, atomically, iff its payload is the expected one.
+
+    Returns the payload md5 (the observed one where the manifest has none)."""
     tmp = target.with_name(f".{target.name}.tmp-{os.getpid()}")
-    digest = hashlib.md5()
+    digest, size, head = hashlib.md5(), 0, b""
     try:
         with _open_payload(source) as src, open(tmp, "wb") as dst:
             for chunk in iter(lambda: src.read(CHUNK), b""):
                 digest.update(chunk)
+                if len(head) < 64:
+                    head += chunk[:64]
+                size += len(chunk)
                 dst.write(chunk)
-    except (OSError, EOFError, gzip.BadGzipFile) as err:
+        check_payload(str(source), expected, digest.hexdigest(), size, head)
+    except (OSError, EOFError, zlib.error, gzip.BadGzipFile) as err:
         tmp.unlink(missing_ok=True)
-        raise ChecksumError(f"{source}: unreadable or truncated ({err})") from None
-    actual = digest.hexdigest()
-    if actual != expected.md5:
+        raise FormatError(f"{source}: unreadable or truncated ({err})") from None
+    except ChecksumError:
         tmp.unlink(missing_ok=True)
-        raise ChecksumError(f"{source}: checksum mismatch for {expected.name}: expected md5 {expected.md5}, got {actual}")
+        raise
     os.replace(tmp, target)
+    return digest.hexdigest()
 
 
-def download(url: str, part: Path, timeout: float = 30.0) -> None:
-    """Fetch `url` into `part`, continuing a previous partial download when the server allows it."""
-    have = part.stat().st_size if part.exists() else 0
-    request = urllib.request.Request(url, headers={"Range": f"bytes={have}-"} if have else {})
+def _check_member_name(archive: Path, name: str) -> None:
+    parts = PurePosixPath(name.replace("\\", "/")).parts
+    if not name or name.startswith(("/", "\\")) or (len(name) > 1 and name[1] == ":") or ".." in parts:
+        raise FormatError(f"{archive}: refusing archive member {name!r} (absolute path or '..'); "
+                          f"expected relative member names")
+
+
+def _archive_entries(archive: Path, kind: str):
+    """Yields (member name, is_dir, open-callable) for a tar or zip file, refusing unsafe names and links."""
+    if kind == "zip":
+        zf = zipfile.ZipFile(archive)
+        with zf:
+            for info in zf.infolist():
+                _check_member_name(archive, info.filename)
+                yield info.filename, info.is_dir(), (lambda i=info: zf.open(i))
+    else:
+        with tarfile.open(archive, "r:*") as tf:
+            for info in tf:
+                _check_member_name(archive, info.name)
+                if not (info.isfile() or info.isdir()):
+                    raise FormatError(f"{archive}: refusing archive member {info.name!r} (link or special file); "
+                                      f"expected regular files and folders")
+                yield info.name, info.isdir(), (lambda i=info: tf.extractfile(i))
+
+
+def extract_verified(archive: Path, dest: Path, expected: RemoteFile) -> list[str]:
+    """Extract `expected.members` (all members when none are listed) into dest; returns top-level names.
+
+    Extraction goes to a temporary folder inside `dest`; members are verified there, then moved into place."""
+    wanted = {m.name: m for m in expected.members}
+    tmp = dest / f".extract-{expected.name}-{os.getpid()}"
+    shutil.rmtree(tmp, ignore_errors=True)
+    tmp.mkdir(parents=True)
+    found: set[str] = set()
     try:
-        with urllib.request.urlopen(request, timeout=timeout) as response:
-            resumed = have and response.status == 206
-            with open(part, "ab" if resumed else "wb") as out:
-                shutil.copyfileobj(response, out, CHUNK)
-    except urllib.error.HTTPError as err:
-        if err.code == 416 and have:  # already complete
+        try:
+            for name, is_dir, opener in _archive_entries(archive, expected.kind):
+                norm = name.rstrip("/")
+                if is_dir or (wanted and norm not in wanted):
+                    continue
+                out = tmp / norm
+                out.parent.mkdir(parents=True, exist_ok=True)
+                digest, size, head = hashlib.md5(), 0, b""
+                with opener() as src, open(out, "wb") as dst:
+                    for chunk in iter(lambda: src.read(CHUNK), b""):
+                        digest.update(chunk)
+                        if len(head) < 64:
+                            head += chunk[:64]
+                        size += len(chunk)
+                        dst.write(chunk)
+                if norm in wanted:
+                    check_payload(f"{archive}:{norm}", wanted[norm], digest.hexdigest(), size, head)
+                found.add(norm)
+        except ChecksumError:
+            raise
+        except (tarfile.TarError, zipfile.BadZipFile, OSError, EOFError, zlib.error, ValueError) as err:
+            raise FormatError(f"{archive}: truncated or corrupt {expected.kind} archive ({err})") from None
+        missing = sorted(set(wanted) - found)
+        if missing:
+            raise FormatError(f"{archive}: archive lacks member {missing[0]!r}; expected members "
+                              f"{', '.join(sorted(wanted))}")
+        if not found:
+            raise FormatError(f"{archive}: empty {expected.kind} archive; expected at least one file")
+        tops = sorted({PurePosixPath(n).parts[0] for n in found})
+        for top in tops:
+            final = dest / top
+            if final.is_dir():
+                shutil.rmtree(final)
+            elif final.exists():
+                final.unlink()
+            os.replace(tmp / top, final)
+        return tops
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
+def download(url: str, part: Path, timeout: float = 30.0, attempts: int = 3) -> None:
+    """Fetch `url` into `part`, continuing a partial download (Range) after a dropped connection."""
+    last = ""
+    for attempt in range(attempts):
+        have = part.stat().st_size if part.exists() else 0
+        request = urllib.request.Request(url, headers={"Range": f"bytes={have}-"} if have else {})
+        try:
+            with urllib.request.urlopen(request, timeout=timeout) as response:
+                resumed = have and response.status == 206
+                expected = response.headers.get("Content-Length")
+                got = 0
+                with open(part, "ab" if resumed else "wb") as out:
+                    while True:
+                        chunk = response.read(CHUNK)
+                        if not chunk:
+                            break
+                        out.write(chunk)
+                        got += len(chunk)
+                if expected is not None and got < int(expected):
+                    raise http.client.IncompleteRead(b"", int(expected) - got)
             return
-        raise DataSourceError(f"{url}: HTTP {err.code}") from None
-    except (urllib.error.URLError, OSError, TimeoutError) as err:
-        reason = getattr(err, "reason", err)
-        raise DataSourceError(f"{url}: {reason}") from None
+        except urllib.error.HTTPError as err:
+            if err.code == 416 and have:  # already complete
+                return
+            raise DataSourceError(f"{url}: HTTP {err.code}") from None
+        except (urllib.error.URLError, OSError, TimeoutError, http.client.HTTPException) as err:
+            last = str(getattr(err, "reason", None) or err.__class__.__name__)
+            got_some = part.exists() and part.stat().st_size > have
+            if not got_some and isinstance(err, urllib.error.URLError):
+                break  # nothing reachable: do not insist
+            time.sleep(0.05 * (attempt + 1))
+    raise DataSourceError(f"{url}: {last} (after {attempts} attempts)")
 
 
 def local_candidates(spec: DatasetSpec, remote: RemoteFile, folders: Iterable[Path]) -> list[Path]:
     """Paths a local copy could have: the published (.gz) name first, then the plain name."""
-    names = [n for n in (remote.archive, remote.name) if n]
+    names = [n for n in dict.fromkeys((remote.archive, remote.name)) if n]
     return [folder / n for folder in folders for n in names]
+
+
+def _stamp(dest: Path, remote: RemoteFile) -> Path:
+    return dest / f".{remote.name}.verified"
+
+
+def is_present(dest: Path, remote: RemoteFile) -> bool:
+    stamp = _stamp(dest, remote)
+    if not stamp.exists():
+        return False
+    lines = stamp.read_text().splitlines()
+    if not lines:
+        return False
+    md5, _, size = lines[0].partition(" ")
+    if remote.md5 and md5 != remote.md5:
+        return False
+    if remote.kind:  # archives: their extracted top-level entries must still be there
+        return all((dest / top).exists() for top in lines[1:]) and len(lines) > 1
+    target = dest / remote.name
+    return target.exists() and str(target.stat().st_size) == size
+
+
+def stamp_text(dest: Path, remote: RemoteFile) -> str:
+    """The recorded identity (md5, size) of a fetched file: what the prepared cache is keyed by."""
+    stamp = _stamp(dest, remote)
+    return stamp.read_text().splitlines()[0] if stamp.exists() else ""
+
+
+def _install(source: Path, dest: Path, remote: RemoteFile) -> None:
+    target = dest / remote.name
+    md5 = install_verified(source, target, remote)
+    size = target.stat().st_size
+    lines = [f"{md5} {size}"]
+    if remote.kind:
+        try:
+            lines += extract_verified(target, dest, remote)
+        finally:
+            target.unlink(missing_ok=True)  # the extracted members are what is kept
+    tmp = _stamp(dest, remote).with_suffix(".tmp")
+    tmp.write_text("\n".join(lines))
+    os.replace(tmp, _stamp(dest, remote))
 
 
 def fetch_file(spec: DatasetSpec, remote: RemoteFile, dest: Path, *, mirrors: list[Path], system_root: Path | None,
                download_ok: bool) -> str:
     """Place one verified file in `dest`; returns where it came from."""
-    target = dest / remote.name
-    stamp = target.with_name(f".{remote.name}.verified")
-    if target.exists() and stamp.exists() and stamp.read_text() == f"{remote.md5} {target.stat().st_size}":
+    if is_present(dest, remote):
         return "already present"
     tried: list[str] = []
-    folders = [m / spec.name for m in mirrors]
-    if system_root is not None and spec.system_dir:
-        folders.append(system_root / spec.system_dir)
+    folder = remote.folder or spec.name
+    folders = [m / folder for m in mirrors]
+    if system_root is not None:
+        folders.append(system_root / (remote.folder or spec.system_dir or spec.name))
     for path in local_candidates(spec, remote, folders):
         if not path.is_file():
             tried.append(f"{path} (missing)")
             continue
         try:
-            install_verified(path, target, remote)
+            _install(path, dest, remote)
         except ChecksumError as err:
             tried.append(str(err))
             continue
-        stamp.write_text(f"{remote.md5} {target.stat().st_size}")
         return str(path)
     if download_ok:
-        for base in spec.urls:
-            url = base + (remote.archive or remote.name)
-            part = dest / f".{remote.archive or remote.name}.part"
+        urls = list(remote.urls) or [base + (remote.archive or remote.name) for base in spec.urls]
+        for url in urls:
+            part = dest / f".{url.rsplit('/', 1)[-1]}.part"
             try:
                 download(url, part)
-                install_verified(part, target, remote)
+                _install(part, dest, remote)
             except DataSourceError as err:
                 tried.append(str(err))
                 if isinstance(err, ChecksumError):
                     part.unlink(missing_ok=True)  # a wrong complete file must not be resumed
                 continue
             part.unlink(missing_ok=True)
-            stamp.write_text(f"{remote.md5} {target.stat().st_size}")
             return url
+        if not urls:
+            tried.append("no canonical URL (mirror or system folder only)")
     else:
         tried.append("downloads disabled (data.download: false)")
     raise DataSourceError(f"{spec.name}/{remote.name}: no verified source; tried: " + "; ".join(tried))
