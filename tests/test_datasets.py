@@ -23,7 +23,7 @@ import torch
 import torch.nn.functional as F
 from PIL import Image
 
-from conftest import write_idx
+from tests.conftest import write_idx
 from rem.config import ConfigError, Config
 from rem.data import BatchTransform, DataSourceError, FormatError, fetch, get_dataset, load_splits
 from rem.data.loading import NORB_AZIMUTH_TRAIN, norb_files
