@@ -7,6 +7,7 @@ epoch granularity: each epoch's permutation and augmentation come from a generat
 
 from __future__ import annotations
 
+import copy
 import logging
 import math
 import os
@@ -23,6 +24,7 @@ from rem.data import BatchTransform, fetch, get_dataset, load_splits, mirror_fol
 from rem.evaluate import batches_of, evaluate, per_class_metrics
 from rem.losses import margin_loss, reconstruction_loss
 from rem.models import count_parameters, create_model
+from rem.pruning import Pruner
 
 log = logging.getLogger("rem.train")
 
@@ -92,6 +94,38 @@ def load_checkpoint(directory: Path | None) -> dict | None:
     return torch.load(Path(directory) / CHECKPOINT_FILE, map_location="cpu", weights_only=False)
 
 
+def _one_batch_loss(model, split, transform, cfg: Config, loss_kwargs: dict) -> torch.Tensor:
+    """Margin loss of one random training batch (SNIP's saliency at initialisation)."""
+    gen = torch.Generator().manual_seed(cfg.train.seed)
+    idx = torch.randperm(len(split), generator=gen)[:cfg.train.batch_size]
+    x, _ = transform(split.images[idx], train=False)
+    return margin_loss(model(x).lengths, split.labels[idx], **loss_kwargs)
+
+
+def final_evaluation(cfg: Config, model, best: dict, last_metrics: dict, split_metrics, test_split) -> dict:
+    """The numbers the paper's tables use, with how they were obtained.
+
+    Which weights: `eval.final_checkpoint` ("auto": the best-validation-loss epoch for an unpruned run, as REM
+    evaluates "+Q"; the last epoch for a pruned run, as REM evaluates "+REM"). Which forward: +Q when
+    `eval.final_quantized`. Recorded as `final/checkpoint_epoch`, `final/best_checkpoint` and `final/quantized`.
+    """
+    choice = cfg.eval.final_checkpoint
+    if choice == "auto":
+        choice = "best" if cfg.prune.method == "none" else "last"
+    epoch = best["epoch"] if choice == "best" and best["model"] is not None else int(last_metrics["epoch"])
+    info = {"final/checkpoint_epoch": epoch, "final/best_checkpoint": float(choice == "best"),
+            "final/quantized": float(cfg.eval.final_quantized)}
+    same_as_epoch = epoch == last_metrics["epoch"] and cfg.eval.final_quantized == cfg.eval.quantized_forward
+    if same_as_epoch and cfg.eval.split == "test":  # this epoch's test metrics are already the final ones
+        return {**info, **{f"final/{k}": v for k, v in last_metrics.items()
+                           if k.startswith(("test/", "entropy/", "parse_trees/", "images/"))}}
+    net = model
+    if epoch != last_metrics["epoch"]:
+        net = copy.deepcopy(model)
+        net.load_state_dict(best["model"])
+    return {**info, **split_metrics(test_split, "final/test", True, quantized=cfg.eval.final_quantized, net=net)}
+
+
 def train(
     cfg: Config,
     *,
@@ -118,15 +152,22 @@ def train(
     transform = BatchTransform.from_config(spec, cfg.data)
     forward = torch.compile(model) if cfg.train.compile else model
     loss_kwargs = {"m_pos": cfg.train.m_pos, "m_neg": cfg.train.m_neg, "lam": cfg.train.lam}
+    pruner = Pruner(model, cfg.prune)
     history: list[dict] = []
+    best: dict = {"val_loss": math.inf, "epoch": 0, "model": None}  # weights of the best validation loss so far
     start_epoch = 0
     state = load_checkpoint(resume_from if resume_from is not None else ckpt_dir)
     if state is not None:
         model.load_state_dict(state["model"])
         optimizer.load_state_dict(state["optimizer"])
         scheduler.load_state_dict(state["scheduler"])
-        start_epoch, history = state["epoch"], state["history"]
+        pruner.load_state_dict(state["pruner"], model)
+        start_epoch, history, best = state["epoch"], state["history"], state["best"]
         log.info("resuming %s from epoch %d", cfg.model.name, start_epoch)
+    else:
+        start_info = pruner.at_start(model, lambda m: _one_batch_loss(m, splits.train, transform, cfg, loss_kwargs))
+        if cfg.prune.method == "snip":
+            log.info("SNIP at initialisation: %.2f %% sparsity", start_info["sparsity"])
     params = count_parameters(model)
     bf16 = cfg.train.precision == "bf16"
 
@@ -152,7 +193,9 @@ def train(
                 raise NonFiniteLossError(f"non-finite training loss {float(loss.detach())} at epoch {epoch + 1}, step {step + 1}")
             optimizer.zero_grad(set_to_none=True)
             loss.backward()
+            pruner.before_optimizer_step(model, epoch)  # LOBSTER shrinkage (REM), masked gradients
             optimizer.step()
+            pruner.after_optimizer_step(model, optimizer)  # pruned weights stay exactly zero
             run_loss += float(loss.detach()) * len(labels)
             run_correct += int((out.lengths.detach().argmax(1) == labels).sum())
             run_seen += len(labels)
@@ -164,18 +207,25 @@ def train(
         lr = optimizer.param_groups[0]["lr"]
         scheduler.step()
 
-        def split_metrics(split, prefix, parse_trees):
-            res = evaluate(forward, batches_of(split.images, split.labels, cfg.train.eval_batch_size, transform),
+        def split_metrics(split, prefix, parse_trees, quantized=cfg.eval.quantized_forward, net=forward):
+            res = evaluate(net, batches_of(split.images, split.labels, cfg.train.eval_batch_size, transform),
                            num_classes=spec.num_classes, levels=cfg.eval.levels, precision=cfg.train.precision,
-                           quantize_levels=cfg.eval.levels if cfg.eval.quantized_forward else None,
+                           quantize_levels=cfg.eval.levels if quantized else None,
                            parse_trees=parse_trees, loss_kwargs=loss_kwargs)
             out = {f"{prefix}/loss": res["loss"], f"{prefix}/acc": res["acc"]}
             if parse_trees and "per_class" in res:
-                out.update({k: res[k] for k in ("entropy/mean", "entropy/std", "parse_trees/total")})
-                out.update(per_class_metrics(res["per_class"]))
+                summary = ("entropy/mean", "entropy/std", "parse_trees/total")
+                named = prefix.removesuffix("test").removesuffix("val")  # "" per epoch, "final/" at the end
+                out.update({f"{named}{k}": res[k] for k in summary})
+                out.update(per_class_metrics(res["per_class"], named))
             return out
 
         metrics = {"epoch": epoch + 1, "train/loss": run_loss / run_seen, "train/acc": run_correct / run_seen}
+        # REM prunes after the learning stage and before the epoch is evaluated: metrics describe the pruned net.
+        val_fn = lambda m: evaluate(m, batches_of(splits.val.images, splits.val.labels, cfg.train.eval_batch_size, transform),  # noqa: E731
+                                    num_classes=spec.num_classes, precision=cfg.train.precision, parse_trees=False,
+                                    loss_kwargs=loss_kwargs)
+        metrics.update(pruner.end_of_epoch(model, epoch, cfg.train.epochs, val_fn if cfg.prune.method == "rem" else None))
         metrics.update(split_metrics(splits.val, "val", cfg.eval.split == "val"))
         metrics.update(split_metrics(splits.test, "test", cfg.eval.split == "test"))
         for name, extra in splits.extra.items():  # e.g. smallNORB familiar viewpoints
@@ -184,10 +234,16 @@ def train(
             "lr": lr, "params": params, "time/train_s": train_time, "time/step_s": train_time / max(steps, 1),
             "time/epoch_s": time.perf_counter() - t0, "train/images": run_seen,
         })
+        if metrics["val/loss"] < best["val_loss"]:
+            best = {"val_loss": metrics["val/loss"], "epoch": epoch + 1,
+                    "model": {k: v.detach().clone() for k, v in model.state_dict().items()}}
+        if epoch + 1 == cfg.train.epochs:
+            metrics.update(final_evaluation(cfg, model, best, metrics, split_metrics, splits.test))
         history.append(metrics)
         save_checkpoint(ckpt_dir, {
             "model": model.state_dict(), "optimizer": optimizer.state_dict(), "scheduler": scheduler.state_dict(),
-            "epoch": epoch + 1, "history": history, "config": cfg.to_dict(),
+            "pruner": pruner.state_dict(), "best": best, "epoch": epoch + 1, "history": history,
+            "config": cfg.to_dict(),
         })
         log.info("epoch %d done: train acc %.4f, val acc %.4f, test acc %.4f, entropy %.3f bits (%.0f s)",
                  epoch + 1, metrics["train/acc"], metrics["val/acc"], metrics["test/acc"],

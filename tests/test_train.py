@@ -51,3 +51,30 @@ def test_nonfinite_loss_stops_the_trial(fashion_raw, tmp_path):
 def test_bf16_training_step_stays_finite(fashion_raw, tmp_path):
     metrics = train(tiny_cfg(fashion_raw, precision="bf16"), workdir=tmp_path)
     assert torch.isfinite(torch.tensor(metrics["train/loss"]))
+
+
+def test_final_evaluation_uses_best_checkpoint_with_quantized_forward(fashion_raw, tmp_path):
+    metrics = train(tiny_cfg(fashion_raw, epochs=2), workdir=tmp_path)
+    assert metrics["final/quantized"] == 1.0 and metrics["final/best_checkpoint"] == 1.0
+    assert metrics["final/checkpoint_epoch"] in (1, 2)
+    assert 0 <= metrics["final/test/acc"] <= 1 and "final/entropy/mean" in metrics
+    assert sum(metrics[f"final/images/class_{j}"] for j in range(10)) == 256
+    assert metrics["sparsity"] == 0.0 and metrics["nonzero_params"] > 0  # measured every epoch, even unpruned
+
+
+def test_rem_pruning_grows_sparsity_and_evaluates_the_last_epoch(fashion_raw, tmp_path):
+    cfg = tiny_cfg(fashion_raw, epochs=2).with_overrides({"prune.method": "rem", "prune.min_step_weights": 100})
+    seen = []
+    metrics = train(cfg, workdir=tmp_path, on_epoch=lambda m, d: seen.append(m))
+    assert all(m["prune/val_loss"] <= m["prune/base_val_loss"] + 1e-12 for m in seen)  # never raises val loss
+    assert metrics["sparsity"] > 0 and metrics["prune/evaluations"] >= 2
+    assert metrics["final/best_checkpoint"] == 0.0 and metrics["final/checkpoint_epoch"] == 2
+    state = torch.load(tmp_path / "checkpoint" / CHECKPOINT_FILE, weights_only=False)
+    pruned = sum(int((~mask).sum()) for mask in state["pruner"]["masks"].values())
+    assert pruned > 0  # masks are saved with the checkpoint, so a resumed trial keeps its pruned weights at zero
+
+
+def test_imp_reaches_its_target_sparsity(fashion_raw, tmp_path):
+    cfg = tiny_cfg(fashion_raw, epochs=2).with_overrides({"prune.method": "imp", "prune.target_sparsity": 0.5})
+    metrics = train(cfg, workdir=tmp_path)
+    assert metrics["sparsity"] == pytest.approx(50.0, abs=0.01)
