@@ -9,6 +9,7 @@ from __future__ import annotations
 import logging
 import os
 import platform
+import sys
 from contextlib import nullcontext
 from pathlib import Path
 from typing import Any
@@ -27,8 +28,19 @@ def trial_key(point: dict[str, Any]) -> str:
     return ",".join(f"{k}={point[k]}" for k in sorted(point))
 
 
+def trial_logging(level: str) -> None:
+    """Per-epoch progress to the worker's stdout (Ray forwards it to the driver, prefixed by the trial)."""
+    logger = logging.getLogger("rem")
+    logger.setLevel(level)
+    if not logger.handlers:  # Ray's worker already configured the root logger, so basicConfig would do nothing
+        handler = logging.StreamHandler(sys.stdout)
+        handler.setFormatter(logging.Formatter("%(asctime)s %(name)s: %(message)s"))
+        logger.addHandler(handler)
+        logger.propagate = False
+
+
 def run_trial(point: dict[str, Any], *, base: dict[str, Any], context: dict[str, Any]) -> None:
-    logging.basicConfig(level=context.get("log_level", "INFO"), format="%(asctime)s %(name)s: %(message)s")
+    trial_logging(context.get("log_level", "INFO"))
     cfg = from_dict(base, "sweep base").with_overrides(point, "sweep.grid")
     key = trial_key(point)
     client = MlflowClient(context["tracking_uri"])
