@@ -58,8 +58,14 @@ def run_trial(point: dict[str, Any], *, base: dict[str, Any], context: dict[str,
         tracking.finish(client, run_id, "FAILED")
         raise NonFiniteLossError(f"{key}: not retried, it failed before with: {previous}")
 
+    logged = {int(m.step) for m in client.get_metric_history(run_id, "epoch")}
+
     def report(metrics: dict, checkpoint_dir: Path) -> None:
-        tracking.log_metrics(client, run_id, metrics, step=int(metrics["epoch"]))
+        epoch = int(metrics["epoch"])
+        # An attempt killed between this log and its checkpoint reruns the epoch: log each epoch once.
+        if epoch not in logged:
+            tracking.log_metrics(client, run_id, metrics, step=epoch)
+            logged.add(epoch)
         tune.report({**metrics, "node_id": node_id}, checkpoint=tune.Checkpoint.from_directory(str(checkpoint_dir)))
 
     checkpoint = tune.get_checkpoint()

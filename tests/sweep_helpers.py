@@ -1,0 +1,98 @@
+"""Helpers for tests that run the real sweep (Ray Tune + MLflow) in a subprocess, on real Fashion-MNIST."""
+
+from __future__ import annotations
+
+import os
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pandas as pd
+import yaml
+from mlflow.tracking import MlflowClient
+
+from tests.conftest import REPO
+
+BIN = Path(sys.executable).parent
+SMALL_CAPSNET = {"conv_channels": 32, "primary_types": 8}  # CapsNet's layout at 1/40 of the FLOPs
+
+
+def write_params(folder: Path, raw_root: Path, *, grid: dict, name: str, epochs: int = 1, train_subset: int = 256,
+                 model_options: dict | None = None, sweep: dict | None = None) -> Path:
+    """The repo's params.yaml with the quick profile shrunk; data read from an already verified raw folder."""
+    params = yaml.safe_load((REPO / "params.yaml").read_text())
+    quick = params["profiles"]["quick"]
+    quick["data"].update({"train_subset": train_subset, "val_subset": 100, "test_subset": 300})
+    quick["train"].update({"epochs": epochs, "precision": "fp32"})
+    quick["sweep"]["grid"] = grid
+    params["data"].update({"root": str(raw_root), "mirror": "", "system_root": "", "download": False, "prepared": ""})
+    params["train"].update({"batch_size": 64, "log_every_steps": 0})
+    if model_options:
+        params["model"]["options"] = model_options
+    params["sweep"].update({"name": name, "storage_path": str(folder / "ray"), "max_failures": 2, **(sweep or {})})
+    folder.mkdir(parents=True, exist_ok=True)
+    path = folder / "params.yaml"
+    path.write_text(yaml.safe_dump(params, sort_keys=False))
+    return path
+
+
+def sweep_env(**extra: str) -> dict[str, str]:
+    env = {**os.environ, "PATH": f"{BIN}{os.pathsep}{os.environ['PATH']}", "RAY_AUTH_MODE": "disabled",
+           "REM_LOG_LEVEL": "WARNING", "DVC_NO_ANALYTICS": "1", "PYTHONUNBUFFERED": "1"}
+    for name in ("MLFLOW_TRACKING_URI", "RAY_ADDRESS", "REM_DATA_MIRROR"):
+        env.pop(name, None)
+    env.update(extra)
+    return env
+
+
+def sweep_cmd() -> list[str]:
+    return [sys.executable, "-m", "pipeline.sweep"]
+
+
+def run_sweep(folder: Path, env: dict | None = None, timeout: int = 600, check: bool = True) -> subprocess.CompletedProcess:
+    proc = subprocess.run(sweep_cmd(), cwd=folder, env=env or sweep_env(), capture_output=True, text=True, timeout=timeout)
+    if check:
+        assert proc.returncode == 0, f"sweep failed ({proc.returncode}):\n{proc.stdout[-3000:]}\n{proc.stderr[-6000:]}"
+    return proc
+
+
+def results(folder: Path) -> pd.DataFrame:
+    return pd.read_parquet(folder / "results" / "sweep.parquet")
+
+
+def local_uri(folder: Path) -> str:
+    return f"sqlite:///{(folder / 'mlflow.db').resolve()}"
+
+
+def sweep_runs(uri: str, experiment: str) -> tuple[list, list]:
+    """(parent runs, child runs) of an experiment."""
+    client = MlflowClient(uri)
+    found = client.get_experiment_by_name(experiment)
+    if found is None:
+        return [], []
+    runs = client.search_runs([found.experiment_id], max_results=1000)
+    parents = [r for r in runs if "mlflow.parentRunId" not in r.data.tags]
+    children = [r for r in runs if "mlflow.parentRunId" in r.data.tags]
+    return parents, children
+
+
+def wait_for(condition, timeout: float, interval: float = 0.5, what: str = "condition"):
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        value = condition()
+        if value:
+            return value
+        time.sleep(interval)
+    raise AssertionError(f"timed out after {timeout:.0f} s waiting for {what}")
+
+
+def epochs_logged(uri: str, run_id: str) -> list[int]:
+    return sorted(int(m.step) for m in MlflowClient(uri).get_metric_history(run_id, "train/loss"))
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
