@@ -24,6 +24,18 @@ def squash(s: torch.Tensor, dim: int = -1) -> torch.Tensor:
     return s32 * scale
 
 
+def efficient_squash(s: torch.Tensor, dim: int = -1) -> torch.Tensor:
+    """Efficient-CapsNet's squash v = (1 - 1/exp(|s|)) * s / |s| along `dim`.
+
+    Efficient-CapsNet adds eps = 1e-20 to exp(|s|) and to |s|; here, as in `squash`, the epsilon sits inside
+    the square root (|s| = sqrt(sum s^2 + EPS)), which keeps value and gradient finite at s = 0 (there
+    v ~= s, since (1 - e^-n)/n -> 1). `-expm1(-n)` computes 1 - e^-n without cancellation. fp32 throughout.
+    """
+    s32 = s.float()
+    norm = torch.sqrt((s32 * s32).sum(dim=dim, keepdim=True) + EPS)
+    return s32 * (-torch.expm1(-norm) / norm)
+
+
 def capsule_lengths(v: torch.Tensor, dim: int = -1) -> torch.Tensor:
     """Capsule activations: the L2 length of each capsule, with the epsilon inside the root."""
     v32 = v.float()

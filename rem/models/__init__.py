@@ -2,5 +2,8 @@
 
 from rem.models.registry import CapsuleOutput, count_parameters, create_model, list_models, register_model
 from rem.models import capsnet  # noqa: F401  (registers "capsnet")
+from rem.models import deepcaps  # noqa: F401  (registers "deepcaps")
+from rem.models import efficient_capsnet  # noqa: F401  (registers "efficient_capsnet")
+from rem.models import gamma_capsnet  # noqa: F401  (registers "gamma_capsnet")
 
 __all__ = ["CapsuleOutput", "count_parameters", "create_model", "list_models", "register_model"]

@@ -30,3 +30,42 @@ class FCDecoder(nn.Module):
     def forward(self, capsules: torch.Tensor, lengths: torch.Tensor, target: torch.Tensor | None) -> torch.Tensor:
         out = self.net(mask_capsules(capsules, lengths, target))
         return out.view(-1, *self.out_shape)
+
+
+class ConvDecoder(nn.Module):
+    """Efficient-CapsNet's smallNORB decoder: FC 64 -> 8x8x1 -> 3 x (bilinear up x2 + 3x3 conv 64/128/128,
+    LeakyReLU) -> 3x3 conv to C channels, sigmoid; the 64x64 result is resized (bilinear) to the input size.
+    """
+
+    def __init__(self, num_classes: int, capsule_dim: int, out_shape: tuple[int, int, int]):
+        super().__init__()
+        self.out_shape = out_shape
+        self.fc = nn.Sequential(nn.Linear(num_classes * capsule_dim, 64), nn.LeakyReLU(0.3, inplace=True))
+        layers: list[nn.Module] = []
+        channels = 1
+        for out in (64, 128, 128):
+            layers += [
+                nn.Upsample(scale_factor=2, mode="bilinear", align_corners=False),
+                nn.Conv2d(channels, out, 3, padding=1), nn.LeakyReLU(0.3, inplace=True),
+            ]
+            channels = out
+        layers += [nn.Conv2d(channels, out_shape[0], 3, padding=1)]
+        self.net = nn.Sequential(*layers)
+
+    def forward(self, capsules: torch.Tensor, lengths: torch.Tensor, target: torch.Tensor | None) -> torch.Tensor:
+        x = self.fc(mask_capsules(capsules, lengths, target)).view(-1, 1, 8, 8)
+        x = self.net(x)
+        if tuple(x.shape[-2:]) != tuple(self.out_shape[1:]):
+            x = nn.functional.interpolate(x, size=self.out_shape[1:], mode="bilinear", align_corners=False)
+        return torch.sigmoid(x)
+
+
+def build_decoder(kind, num_classes: int, capsule_dim: int, in_shape: tuple[int, int, int]) -> nn.Module | None:
+    """`False`/None: no decoder; `True`/"fc": FCDecoder; "conv": ConvDecoder."""
+    if not kind:
+        return None
+    if kind is True or kind == "fc":
+        return FCDecoder(num_classes, capsule_dim, in_shape)
+    if kind == "conv":
+        return ConvDecoder(num_classes, capsule_dim, in_shape)
+    raise ValueError(f"unknown decoder {kind!r}; use False, True, 'fc' or 'conv'")

@@ -1,0 +1,159 @@
+"""DeepCaps (Rajasegaran et al. 2019) as REM's official code builds it (`DeepCapsNet`).
+
+conv 128@3x3 (pad 1) + BatchNorm (no ReLU, as in REM) -> 128 one-dimensional capsules per pixel (squashed) ->
+four cells of 3x3 conv-capsule layers (cell 1: 32 types x 4-D, cells 2-4: 32 x 8-D). A cell is a stride-2
+conv-capsule layer followed by two branches on its output, summed: a one-layer branch and a two-layer branch.
+In cell 4 the one-layer branch is a 3-D conv-capsule layer with dynamic routing (3 iterations). The capsules
+of cells 3 and 4 are flattened (position-major) and concatenated (640 x 8-D for 28x28 and 32x32 inputs) ->
+class capsules 10 x 32-D, dynamic routing (3 iterations) plus a learned bias (10 x 32).
+
+Capsule maps are tensors `(B, types, dim, H, W)`.
+"""
+
+from __future__ import annotations
+
+import math
+
+import torch
+from torch import nn
+
+from rem.capsules import CapsuleVotes, capsule_lengths, squash
+from rem.models.decoder import build_decoder
+from rem.models.registry import CapsuleOutput, register_model
+from rem.routing import dynamic_routing
+
+
+class ConvCaps2d(nn.Module):
+    """Conv-capsule layer: one Conv2d over the (types * dim) channels, reshaped, squashed over dim."""
+
+    def __init__(self, in_types: int, in_dim: int, out_types: int, out_dim: int, kernel_size: int = 3, stride: int = 1):
+        super().__init__()
+        self.out_types, self.out_dim = out_types, out_dim
+        self.conv = nn.Conv2d(in_types * in_dim, out_types * out_dim, kernel_size, stride=stride, padding=kernel_size // 2)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        b, t, d, h, w = x.shape
+        out = self.conv(x.reshape(b, t * d, h, w))
+        return squash(out.view(b, self.out_types, self.out_dim, *out.shape[-2:]), dim=2)
+
+
+class ConvCaps3d(nn.Module):
+    """DeepCaps' 3-D conv-capsule layer with dynamic routing.
+
+    The (types_in * dim_in) channel axis is treated as depth of a 1-channel volume; a Conv3d with kernel
+    (kernel_depth, 3, 3), depth stride dim_in and spatial padding 1 gives one out_types x out_dim vote per
+    (input type, position) (kernel_depth = 3 as in REM's PyTorch code: each vote sees only the first 3
+    dimensions of its input capsule and its 3x3 neighbours; the Keras original uses depth dim_in).
+    Dynamic routing over the input types at each position, 3 iterations, gradients through the last only.
+    `softmax_over="space_and_parents"` (REM's code, the paper's "3-D softmax") normalises each input type's
+    logits jointly over parent types and positions; `"parents"` (brjathu/deepcaps' Keras code) per position.
+    """
+
+    def __init__(
+        self,
+        in_types: int,
+        in_dim: int,
+        out_types: int,
+        out_dim: int,
+        *,
+        kernel_depth: int = 3,
+        iterations: int = 3,
+        softmax_over: str = "space_and_parents",
+    ):
+        super().__init__()
+        if softmax_over not in ("space_and_parents", "parents"):
+            raise ValueError(f"ConvCaps3d: softmax_over must be 'space_and_parents' or 'parents', got {softmax_over!r}")
+        if kernel_depth > in_dim:
+            raise ValueError("ConvCaps3d: kernel_depth must not exceed the input capsule dimension")
+        self.out_types, self.out_dim, self.iterations, self.softmax_over = out_types, out_dim, iterations, softmax_over
+        self.conv = nn.Conv3d(1, out_types * out_dim, (kernel_depth, 3, 3), stride=(in_dim, 1, 1), padding=(0, 1, 1))
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        b, t, d, h, w = x.shape
+        out = self.conv(x.reshape(b, 1, t * d, h, w))  # (B, J*D', I, H, W)
+        j, dj, p = self.out_types, self.out_dim, h * w
+        with torch.autocast(x.device.type, enabled=False):
+            u = out.float().view(b, j, dj, t, p)  # votes (B, J, D', I, P)
+            detached = u.detach()
+            logits = u.new_zeros(b, j, t, p)  # (B, J, I, P)
+            for it in range(self.iterations):
+                last = it == self.iterations - 1
+                if self.softmax_over == "parents":
+                    c = torch.softmax(logits, dim=1)
+                else:  # jointly over (J, P) for each input type i
+                    c = torch.softmax(logits.transpose(1, 2).reshape(b, t, j * p), dim=-1)
+                    c = c.view(b, t, j, p).transpose(1, 2)
+                s = torch.einsum("bjip,bjdip->bjdp", c, u if last else detached)
+                v = squash(s, dim=2)  # (B, J, D', P)
+                if not last:
+                    logits = logits + torch.einsum("bjdp,bjdip->bjip", v, detached)
+        return v.view(b, j, dj, h, w)
+
+
+def flatten_capsules(x: torch.Tensor) -> torch.Tensor:
+    """(B, types, dim, H, W) -> (B, H*W*types, dim), position-major as REM's `flatten_caps`."""
+    b, t, d, h, w = x.shape
+    return x.permute(0, 3, 4, 1, 2).reshape(b, h * w * t, d)
+
+
+class DeepCaps(nn.Module):
+    def __init__(
+        self,
+        in_shape: tuple[int, int, int],
+        num_classes: int,
+        *,
+        stem_channels: int = 128,
+        caps_types: int = 32,
+        cell_dims: tuple[int, int, int, int] = (4, 8, 8, 8),
+        class_dim: int = 32,
+        routing_iterations: int = 3,
+        conv3d_kernel_depth: int = 3,
+        conv3d_softmax: str = "space_and_parents",
+        decoder: bool | str = False,
+    ):
+        super().__init__()
+        c, h, w = in_shape
+        self.routing_iterations = routing_iterations
+        self.conv1 = nn.Conv2d(c, stem_channels, 3, padding=1)
+        self.bn1 = nn.BatchNorm2d(stem_channels, eps=1e-8)
+        cells = []
+        in_types, in_dim = stem_channels, 1
+        for k, dim in enumerate(cell_dims):
+            cell = nn.ModuleDict({
+                "down": ConvCaps2d(in_types, in_dim, caps_types, dim, stride=2),
+                "skip": (
+                    ConvCaps3d(caps_types, dim, caps_types, dim, kernel_depth=conv3d_kernel_depth,
+                               iterations=routing_iterations, softmax_over=conv3d_softmax)
+                    if k == len(cell_dims) - 1 else ConvCaps2d(caps_types, dim, caps_types, dim)
+                ),
+                "a": ConvCaps2d(caps_types, dim, caps_types, dim),
+                "b": ConvCaps2d(caps_types, dim, caps_types, dim),
+            })
+            cells.append(cell)
+            in_types, in_dim = caps_types, dim
+        self.cells = nn.ModuleList(cells)
+        sizes = [(h, w)]
+        for _ in cell_dims:
+            sizes.append(tuple(math.ceil(z / 2) for z in sizes[-1]))
+        self.num_inputs = caps_types * (sizes[-2][0] * sizes[-2][1] + sizes[-1][0] * sizes[-1][1])
+        self.votes = CapsuleVotes(self.num_inputs, cell_dims[-1], num_classes, class_dim, init_std=0.05)
+        self.class_bias = nn.Parameter(torch.randn(num_classes, class_dim) * 0.05)
+        self.decoder = build_decoder(decoder, num_classes, class_dim, in_shape)
+
+    def forward(self, x: torch.Tensor, target: torch.Tensor | None = None, *, quantize_levels: int | None = None) -> CapsuleOutput:
+        x = squash(self.bn1(self.conv1(x)).unsqueeze(2), dim=2)  # 1-D capsules (B, 128, 1, H, W)
+        outputs = []
+        for cell in self.cells:
+            x = cell["down"](x)
+            x = cell["b"](cell["a"](x)) + cell["skip"](x)
+            outputs.append(x)
+        u = torch.cat([flatten_capsules(outputs[-2]), flatten_capsules(outputs[-1])], dim=1)
+        v, c = dynamic_routing(self.votes(u), self.routing_iterations, self.class_bias, quantize_levels=quantize_levels)
+        lengths = capsule_lengths(v)
+        recon = self.decoder(v, lengths, target) if self.decoder is not None else None
+        return CapsuleOutput(lengths=lengths, capsules=v, couplings=c, reconstruction=recon)
+
+
+@register_model("deepcaps")
+def deepcaps(*, in_shape: tuple[int, int, int], num_classes: int, **overrides) -> DeepCaps:
+    return DeepCaps(in_shape, num_classes, **overrides)

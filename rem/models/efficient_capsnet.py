@@ -1,0 +1,92 @@
+"""Efficient-CapsNet (Mazzia, Salvetti, Chiaberge 2021), after the official TensorFlow graphs.
+
+4-conv stem (valid padding) -> depthwise conv whose kernel covers the whole remaining map (output 1x1) ->
+16 primary capsules x 8-D (efficient squash) -> one fully-connected capsule layer (one 16x8 matrix per
+(primary capsule, class)) with non-iterative self-attention routing and a learned prior B (I x J, zero init)
+added after the softmax -> 16-D class capsules (efficient squash).
+
+Stems: "mnist" = 32@5x5, 64@3x3, 64@3x3, 128@3x3 stride 2, each conv + ReLU + BatchNorm;
+"smallnorb" = 32@7x7 stride 2, 64@3x3, 64@3x3, 128@3x3 stride 2, each conv + LeakyReLU + InstanceNorm
+(affine, random-uniform gamma/beta init). Default ("auto"): smallnorb for 2-channel (stereo) inputs or
+inputs of at least 48 px, mnist otherwise. The decoder (`decoder=True`) is the FC 512-1024 decoder, or
+Efficient-CapsNet's smallNORB conv decoder for 2-channel inputs (`decoder="fc"`/`"conv"` force one).
+"""
+
+from __future__ import annotations
+
+import torch
+from torch import nn
+
+from rem.capsules import CapsuleVotes, capsule_lengths, conv_output_size, efficient_squash
+from rem.models.decoder import build_decoder
+from rem.models.registry import CapsuleOutput, register_model
+from rem.routing import self_attention_routing
+
+STEMS = {
+    # (out_channels, kernel, stride) per conv
+    "mnist": ((32, 5, 1), (64, 3, 1), (64, 3, 1), (128, 3, 2)),
+    "smallnorb": ((32, 7, 2), (64, 3, 1), (64, 3, 1), (128, 3, 2)),
+}
+
+
+class EfficientCapsNet(nn.Module):
+    def __init__(
+        self,
+        in_shape: tuple[int, int, int],
+        num_classes: int,
+        *,
+        stem: str = "auto",
+        primary_caps: int = 16,
+        primary_dim: int = 8,
+        class_dim: int = 16,
+        routing_prior: bool = True,
+        votes_init_std: float = 0.5,
+        decoder: bool | str = False,
+    ):
+        super().__init__()
+        c, h, w = in_shape
+        if stem == "auto":
+            stem = "smallnorb" if (c == 2 or min(h, w) >= 48) else "mnist"
+        if stem not in STEMS:
+            raise ValueError(f"EfficientCapsNet: unknown stem {stem!r}; known: {sorted(STEMS)}")
+        self.stem_name = stem
+        layers: list[nn.Module] = []
+        channels, size = c, [h, w]
+        for out, k, s in STEMS[stem]:
+            conv = nn.Conv2d(channels, out, k, stride=s)
+            nn.init.kaiming_normal_(conv.weight, nonlinearity="relu")
+            nn.init.zeros_(conv.bias)
+            if stem == "mnist":
+                layers += [conv, nn.ReLU(inplace=True), nn.BatchNorm2d(out)]
+            else:
+                norm = nn.InstanceNorm2d(out, affine=True)
+                nn.init.uniform_(norm.weight)
+                nn.init.uniform_(norm.bias)
+                layers += [conv, nn.LeakyReLU(0.3, inplace=True), norm]
+            channels, size = out, [conv_output_size(z, k, s) for z in size]
+        if min(size) < 1:
+            raise ValueError(f"EfficientCapsNet: input {in_shape} is too small for the {stem} stem")
+        if (channels % primary_dim) or channels // primary_dim * primary_dim != primary_caps * primary_dim:
+            raise ValueError("EfficientCapsNet: primary_caps * primary_dim must equal the stem's 128 channels")
+        self.stem = nn.Sequential(*layers)
+        # Depthwise conv covering the whole map: one (H x W) filter per channel -> (B, 128, 1, 1).
+        self.primary = nn.Conv2d(channels, channels, tuple(size), groups=channels)
+        self.primary_caps, self.primary_dim = primary_caps, primary_dim
+        self.votes = CapsuleVotes(primary_caps, primary_dim, num_classes, class_dim, init_std=votes_init_std)
+        self.prior = nn.Parameter(torch.zeros(primary_caps, num_classes)) if routing_prior else None
+        if decoder is True:
+            decoder = "conv" if c == 2 else "fc"
+        self.decoder = build_decoder(decoder, num_classes, class_dim, in_shape)
+
+    def forward(self, x: torch.Tensor, target: torch.Tensor | None = None, *, quantize_levels: int | None = None) -> CapsuleOutput:
+        feat = self.primary(self.stem(x))
+        u = efficient_squash(feat.reshape(x.shape[0], self.primary_caps, self.primary_dim))
+        v, c = self_attention_routing(self.votes(u), self.prior, quantize_levels=quantize_levels)
+        lengths = capsule_lengths(v)
+        recon = self.decoder(v, lengths, target) if self.decoder is not None else None
+        return CapsuleOutput(lengths=lengths, capsules=v, couplings=c, reconstruction=recon)
+
+
+@register_model("efficient_capsnet")
+def efficient_capsnet(*, in_shape: tuple[int, int, int], num_classes: int, **overrides) -> EfficientCapsNet:
+    return EfficientCapsNet(in_shape, num_classes, **overrides)

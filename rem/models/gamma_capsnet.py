@@ -1,0 +1,72 @@
+"""γ-CapsNet (Peer, Stabinger, Rodríguez-Sánchez) as REM's official code builds it (`GammaCapsNet`).
+
+conv 256@9x9 + ReLU -> primary capsules (9x9 stride 2, 32 types x 8-D) -> fully-connected capsule layer of
+32 x 8-D capsules (one 8x8 matrix per (primary capsule, FC capsule)) -> 10 x 16-D class capsules (one 16x8
+matrix per (FC capsule, class)). Both capsule layers route with scaled-distance-agreement (SDA), 3 iterations,
+vote lengths clipped to the input capsule's activation, and a learned routing bias per layer (init 0.1).
+The returned couplings are the class layer's (32 inputs x classes), as REM's parse trees use.
+"""
+
+from __future__ import annotations
+
+import torch
+from torch import nn
+
+from rem.capsules import CapsuleVotes, PrimaryCapsules, capsule_lengths, conv_output_size
+from rem.models.decoder import build_decoder
+from rem.models.registry import CapsuleOutput, register_model
+from rem.routing import scaled_distance_routing
+
+
+class GammaCapsNet(nn.Module):
+    def __init__(
+        self,
+        in_shape: tuple[int, int, int],
+        num_classes: int,
+        *,
+        conv_channels: int = 256,
+        kernel_size: int = 9,
+        primary_types: int = 32,
+        primary_dim: int = 8,
+        primary_stride: int = 2,
+        fc_caps: int = 32,
+        fc_dim: int = 8,
+        class_dim: int = 16,
+        routing_iterations: int = 3,
+        routing_bias: bool = True,
+        p: float = 0.9,
+        decoder: bool | str = False,
+    ):
+        super().__init__()
+        c, h, w = in_shape
+        self.routing_iterations, self.p = routing_iterations, p
+        self.conv1 = nn.Conv2d(c, conv_channels, kernel_size)
+        self.primary = PrimaryCapsules(conv_channels, primary_types, primary_dim, kernel_size, primary_stride)
+        grid = [conv_output_size(conv_output_size(s, kernel_size), kernel_size, primary_stride) for s in (h, w)]
+        if min(grid) < 1:
+            raise ValueError(f"GammaCapsNet: input {in_shape} is too small for two {kernel_size}x{kernel_size} convolutions")
+        self.num_primary = grid[0] * grid[1] * primary_types
+        self.fc_votes = CapsuleVotes(self.num_primary, primary_dim, fc_caps, fc_dim)
+        self.class_votes = CapsuleVotes(fc_caps, fc_dim, num_classes, class_dim)
+        self.fc_bias = nn.Parameter(torch.full((fc_caps, fc_dim), 0.1)) if routing_bias else None
+        self.class_bias = nn.Parameter(torch.full((num_classes, class_dim), 0.1)) if routing_bias else None
+        self.decoder = build_decoder(decoder, num_classes, class_dim, in_shape)
+
+    def forward(self, x: torch.Tensor, target: torch.Tensor | None = None, *, quantize_levels: int | None = None) -> CapsuleOutput:
+        u = self.primary(torch.relu(self.conv1(x)))
+        h, _ = scaled_distance_routing(
+            self.fc_votes(u), self.routing_iterations, self.fc_bias, capsule_lengths(u), p=self.p
+        )
+        v, c = scaled_distance_routing(
+            self.class_votes(h), self.routing_iterations, self.class_bias, capsule_lengths(h),
+            quantize_levels=quantize_levels, p=self.p,
+        )
+        lengths = capsule_lengths(v)
+        recon = self.decoder(v, lengths, target) if self.decoder is not None else None
+        return CapsuleOutput(lengths=lengths, capsules=v, couplings=c, reconstruction=recon)
+
+
+@register_model("gamma_capsnet")
+def gamma_capsnet(*, in_shape: tuple[int, int, int], num_classes: int, **overrides) -> GammaCapsNet:
+    """REM's γ-CapsNet; 32 primary types for every input (REM's CIFAR-10 γ-CapsNet also uses 32)."""
+    return GammaCapsNet(in_shape, num_classes, **overrides)

@@ -1,0 +1,186 @@
+"""Routing variants against small hand-worked examples (2 inputs, 2 parents, tiny D)."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+import torch
+
+from rem.capsules import efficient_squash, squash
+from rem.models.deepcaps import ConvCaps3d
+from rem.routing import (
+    dynamic_routing,
+    quantize_couplings,
+    scaled_distance_routing,
+    self_attention_routing,
+)
+
+
+def votes_2x2() -> torch.Tensor:
+    """(B=1, I=2, J=2, D=2): both inputs agree on parent 0, they disagree on parent 1."""
+    v = torch.zeros(1, 2, 2, 2)
+    v[0, 0, 0] = torch.tensor([1.0, 0.0])
+    v[0, 1, 0] = torch.tensor([1.0, 0.0])
+    v[0, 0, 1] = torch.tensor([1.0, 0.0])
+    v[0, 1, 1] = torch.tensor([-1.0, 0.0])
+    return v
+
+
+# ----------------------------------------------------------------------------------------------- squash
+def test_efficient_squash_by_hand():
+    s = torch.tensor([[3.0, 4.0]])
+    expected = (1 - math.exp(-5.0)) * torch.tensor([[0.6, 0.8]])
+    assert torch.allclose(efficient_squash(s), expected, atol=1e-6)
+
+
+def test_efficient_squash_finite_value_and_gradient_at_zero():
+    s = torch.zeros(3, 8, requires_grad=True)
+    v = efficient_squash(s)
+    v.sum().backward()
+    assert torch.isfinite(v).all() and (v == 0).all()
+    assert torch.isfinite(s.grad).all()
+    # near 0, (1 - e^-n)/n -> 1: v ~= s, so the gradient is ~1
+    assert torch.allclose(s.grad, torch.ones_like(s.grad), atol=1e-3)
+
+
+def test_efficient_squash_lengths_below_one():
+    s = torch.randn(100, 16) * 10  # lengths ~40: 1 - e^-40 rounds to 1 in fp32
+    n = efficient_squash(s).norm(dim=-1)
+    assert (n <= 1 + 1e-6).all() and (n > 0.99).all()
+    small = efficient_squash(torch.randn(100, 16) * 0.01).norm(dim=-1)
+    assert (small < 0.1).all() and (small > 0).all()
+
+
+# ------------------------------------------------------------------------------------ self-attention
+def test_self_attention_couplings_by_hand():
+    v, c = self_attention_routing(votes_2x2())
+    # parent 0: logit_i = <u_i0, u_00 + u_10> / sqrt(2) = 2 / sqrt(2) = sqrt(2) for both inputs;
+    # parent 1: u_01 + u_11 = 0 -> logit 0.  c_i0 = sigmoid(sqrt(2)).
+    c0 = 1 / (1 + math.exp(-math.sqrt(2)))
+    expected = torch.tensor([[[c0, 1 - c0], [c0, 1 - c0]]])
+    assert c.shape == (1, 2, 2)
+    assert torch.allclose(c, expected, atol=1e-6)
+    assert c0 > 0.5  # agreement raises the coupling of the agreeing parent
+    s0 = torch.tensor([2 * c0, 0.0])
+    assert torch.allclose(v[0, 0], efficient_squash(s0), atol=1e-6)
+    assert torch.allclose(v[0, 1], torch.zeros(2), atol=1e-6)  # (1-c0)(1,0) + (1-c0)(-1,0) = 0
+
+
+def test_self_attention_prior_added_after_softmax_and_not_in_couplings():
+    prior = torch.tensor([[0.5, 0.0], [0.0, 0.0]])  # (I, J)
+    v, c = self_attention_routing(votes_2x2(), prior)
+    c0 = 1 / (1 + math.exp(-math.sqrt(2)))
+    assert torch.allclose(c.sum(-1), torch.ones(1, 2), atol=1e-6)  # prior is not part of c
+    assert torch.allclose(c[0, 0, 0], torch.tensor(c0), atol=1e-6)
+    s0 = torch.tensor([(c0 + 0.5) + c0, 0.0])  # u_00 (c_00 + B_00) + u_10 c_10
+    assert torch.allclose(v[0, 0], efficient_squash(s0), atol=1e-6)
+
+
+def test_self_attention_quantized_weighted_sum():
+    votes = torch.randn(3, 5, 4, 6)
+    v, c = self_attention_routing(votes, quantize_levels=11)
+    q = quantize_couplings(c, 11)
+    s = torch.einsum("bij,bijd->bjd", q, votes)
+    assert torch.allclose(v, efficient_squash(s), atol=1e-5)
+
+
+# ------------------------------------------------------------------------------------------------ SDA
+def test_sda_couplings_by_hand():
+    v, c = scaled_distance_routing(votes_2x2(), iterations=2)
+    # iteration 1: c = 1/2 -> s_0 = (1, 0), v_0 = squash = (0.5, 0); s_1 = 0, v_1 = 0.
+    # distances: d_i0 = 0.5, d_i1 = 1; d_o = 0.75, d_p = 0.375; t = log(0.9 * 1 / 0.1) / (d_p - d_o).
+    t = math.log(9.0) / (0.375 - 0.75)
+    c0 = 1 / (1 + math.exp(t * 1.0 - t * 0.5))  # softmax of (t*0.5, t*1.0)
+    expected = torch.tensor([[[c0, 1 - c0], [c0, 1 - c0]]])
+    assert torch.allclose(c, expected, atol=1e-5)
+    assert c0 > 0.5  # the nearer (agreeing) parent gains coupling
+    assert torch.allclose(v[0, 0], squash(torch.tensor([2 * c0, 0.0])), atol=1e-5)
+    assert torch.allclose(v[0, 1], torch.zeros(2), atol=1e-5)
+
+
+def test_sda_couplings_sum_to_one_over_parents():
+    votes = torch.randn(4, 6, 3, 5)
+    _, c = scaled_distance_routing(votes, iterations=3)
+    assert torch.allclose(c.sum(-1), torch.ones(4, 6), atol=1e-5)
+
+
+def test_sda_vote_length_clipping_by_hand():
+    votes = torch.zeros(1, 2, 2, 2)
+    votes[0, 0, 0] = torch.tensor([3.0, 4.0])  # length 5, input activation 0.5 -> (0.3, 0.4)
+    votes[0, 1, 0] = torch.tensor([0.1, 0.0])  # length 0.1 < activation 1 -> unchanged
+    act = torch.tensor([[0.5, 1.0]])
+    v, c = scaled_distance_routing(votes, iterations=1, activations=act)
+    assert torch.allclose(c, torch.full((1, 2, 2), 0.5))
+    s0 = 0.5 * torch.tensor([0.4, 0.4])
+    assert torch.allclose(v[0, 0], squash(s0), atol=1e-6)
+
+
+def test_sda_bias_added_before_squash():
+    bias = torch.tensor([[0.1, 0.2], [0.0, -0.3]])
+    v, _ = scaled_distance_routing(votes_2x2(), iterations=1, bias=bias)
+    s = torch.tensor([[1.0, 0.0], [0.0, 0.0]]) + bias
+    assert torch.allclose(v[0], squash(s), atol=1e-6)
+
+
+@pytest.mark.parametrize("routing", ["dynamic", "sda"])
+def test_gradient_only_through_last_iteration(routing):
+    torch.manual_seed(0)
+    votes = torch.randn(2, 7, 3, 4, requires_grad=True)
+    fn = (lambda u: dynamic_routing(u, 3)) if routing == "dynamic" else (lambda u: scaled_distance_routing(u, 3))
+    v, c = fn(votes)
+    (v * torch.arange(4.0)).sum().backward()
+    g_routing = votes.grad.clone()
+    votes.grad = None
+    # the same forward with the last couplings frozen: the gradient must be identical
+    s = torch.einsum("bij,bijd->bjd", c.detach(), votes)
+    (squash(s) * torch.arange(4.0)).sum().backward()
+    assert torch.allclose(g_routing, votes.grad, atol=1e-6)
+
+
+def test_sda_quantized_weighted_sum():
+    votes = torch.randn(3, 5, 4, 6)
+    v, c = scaled_distance_routing(votes, 3, quantize_levels=11)
+    s = torch.einsum("bij,bijd->bjd", quantize_couplings(c, 11), votes)
+    assert torch.allclose(v, squash(s), atol=1e-5)
+
+
+# ---------------------------------------------------------------------------------- shared properties
+ROUTINGS = {
+    "dynamic": lambda u, **kw: dynamic_routing(u, 3, **kw),
+    "self_attention": lambda u, **kw: self_attention_routing(u, **kw),
+    "sda": lambda u, **kw: scaled_distance_routing(u, 3, activations=torch.ones(u.shape[0], u.shape[1]), **kw),
+}
+
+
+@pytest.mark.parametrize("name", sorted(ROUTINGS))
+def test_zero_votes_no_nan(name):
+    votes = torch.zeros(2, 5, 3, 4, requires_grad=True)
+    v, c = ROUTINGS[name](votes)
+    v.sum().backward()
+    assert torch.isfinite(v).all() and torch.isfinite(c).all() and torch.isfinite(votes.grad).all()
+    assert torch.allclose(c, torch.full_like(c, 1 / 3), atol=1e-5)
+
+
+@pytest.mark.parametrize("name", sorted(ROUTINGS))
+def test_routing_fp32_under_bf16_autocast(name):
+    votes = torch.randn(2, 5, 3, 4).to(torch.bfloat16)
+    with torch.autocast("cpu", dtype=torch.bfloat16):
+        v, c = ROUTINGS[name](votes)
+    assert v.dtype == torch.float32 and c.dtype == torch.float32
+    assert torch.allclose(c.sum(-1), torch.ones(2, 5), atol=1e-5)
+
+
+# ------------------------------------------------------------------------------- DeepCaps 3-D layer
+@pytest.mark.parametrize("softmax_over", ["space_and_parents", "parents"])
+def test_conv_caps_3d_shapes_and_finite(softmax_over):
+    layer = ConvCaps3d(4, 8, 3, 6, softmax_over=softmax_over)
+    assert sum(p.numel() for p in layer.parameters()) == 18 * 27 + 18  # (3x3x3 kernel + bias) per output channel
+    x = torch.randn(2, 4, 8, 5, 5, requires_grad=True)
+    y = layer(x)
+    assert y.shape == (2, 3, 6, 5, 5)
+    assert (y.norm(dim=2) < 1).all()
+    y.sum().backward()
+    assert torch.isfinite(x.grad).all()
+    z = layer(torch.zeros(2, 4, 8, 5, 5))
+    assert torch.isfinite(z).all()
