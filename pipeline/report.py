@@ -24,13 +24,15 @@ def write_text(path: Path, text: str) -> None:
 
 
 def build_reports(results: pd.DataFrame, out_dir: Path) -> list[Path]:
-    out_dir.mkdir(parents=True, exist_ok=True)
+    """`out_dir/tables/<dataset>.md|.tex` per dataset and `out_dir/metrics.json`."""
+    tables = out_dir / "tables"
+    tables.mkdir(parents=True, exist_ok=True)
     rows = report.aggregate(results)
     written = []
     for dataset in sorted({r.dataset for r in rows}):
         subset = [r for r in rows if r.dataset == dataset]
         for suffix, text in ((".md", report.markdown_table(dataset, subset)), (".tex", report.latex_table(dataset, subset))):
-            path = out_dir / f"{dataset}{suffix}"
+            path = tables / f"{dataset}{suffix}"
             write_text(path, text)
             written.append(path)
     metrics = out_dir / "metrics.json"

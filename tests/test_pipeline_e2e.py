@@ -78,9 +78,9 @@ def test_dvc_repro_runs_the_real_pipeline_then_is_a_noop(mirror, tmp_path):
         assert child.data.params["model.name"] == "capsnet"
         assert "mlflow.source.git.commit" in child.data.tags and "rem.version.torch" in child.data.tags
 
-    markdown = (repo / "reports" / "fashion-mnist.md").read_text()
-    assert "| capsnet |" in markdown and "6,804,384" in markdown and "seeds 42, 43" in markdown
-    assert (repo / "reports" / "fashion-mnist.tex").read_text().count(r"\toprule") == 1
+    markdown = (repo / "reports" / "tables" / "fashion-mnist.md").read_text()
+    assert "| capsnet | +Q |" in markdown and "6,804,384" in markdown and "seeds 42, 43" in markdown
+    assert (repo / "reports" / "tables" / "fashion-mnist.tex").read_text().count(r"\toprule") == 1
     assert "fashion-mnist" in (repo / "reports" / "metrics.json").read_text()
 
     again = run(["dvc", "repro"], repo)

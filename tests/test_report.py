@@ -35,6 +35,7 @@ def synthetic_results() -> pd.DataFrame:
 
 def test_aggregates_follow_rems_rules():
     rows = {r.model: r for r in report.aggregate(synthetic_results())}
+    assert rows["capsnet"].variant == "plain"
     caps = rows["capsnet"]
     assert caps.seeds == [42, 43, 44] and caps.failed == 1
     assert caps.acc_mean == pytest.approx(0.85)
@@ -47,12 +48,33 @@ def test_aggregates_follow_rems_rules():
 
 def test_missing_run_shows_as_missing(tmp_path):
     written = build_reports(synthetic_results(), tmp_path)
-    markdown = (tmp_path / "toy.md").read_text()
-    assert "| other | not run | not run | not run | not run |" in markdown
-    assert "| capsnet | 85.00 ± 4.08 | 2.000 ± 0.000 | 9 | 100 |" in markdown
-    assert "capsnet: seeds 42, 43, 44; epochs run 2; 1 trial(s) failed" in markdown
-    latex = (tmp_path / "toy.tex").read_text()
+    markdown = (tmp_path / "tables" / "toy.md").read_text()
+    assert "| other | plain | not run | not run | not run | not run | not run | not run |" in markdown
+    assert "| capsnet | plain | 85.00 ± 4.08 | 2.000 ± 0.000 | 9 | - | - | 100 |" in markdown
+    assert "capsnet plain: seeds 42, 43, 44; epochs run 2; 1 trial(s) failed" in markdown
+    latex = (tmp_path / "tables" / "toy.tex").read_text()
     assert r"\toprule" in latex and r"85.00 $\pm$ 4.08" in latex
     metrics = json.loads((tmp_path / "metrics.json").read_text())
-    assert metrics["toy"]["capsnet"]["seeds"] == 3 and metrics["toy"]["other"] == {"seeds": 0, "failed": 1}
+    assert metrics["toy"]["capsnet"]["plain"]["seeds"] == 3
+    assert metrics["toy"]["other"]["plain"] == {"seeds": 0, "failed": 1}
     assert {p.name for p in written} == {"toy.md", "toy.tex", "metrics.json"}
+
+
+def test_variants_use_the_final_evaluation_and_median_sparsity():
+    rows = []
+    for seed, (acc, final_acc, sparsity) in zip((1, 2, 3), ((0.5, 0.80, 10.0), (0.5, 0.82, 30.0), (0.5, 0.84, 20.0))):
+        for method, quantized in (("none", 1.0), ("rem", 1.0)):
+            row = {"trial_key": f"{method}-{seed}", "status": "FINISHED", "epoch": 3, "data.dataset": "toy",
+                   "model.name": "capsnet", "train.seed": seed, "params": 10, "prune.method": method,
+                   "prune.target_sparsity": 0.0, "final/quantized": quantized, "test/acc": acc,
+                   "final/test/acc": final_acc - (0.1 if method == "rem" else 0.0),
+                   "sparsity": sparsity if method == "rem" else 0.0, "nonzero_params": 100 - sparsity}
+            for j in range(2):
+                row[f"final/entropy/class_{j}"] = 1.0 if method == "none" else 0.5
+                row[f"final/parse_trees/class_{j}"] = 4 if method == "none" else 1
+            rows.append(row)
+    out = {r.variant: r for r in report.aggregate(pd.DataFrame(rows))}
+    assert set(out) == {"+Q", "+REM"}
+    assert out["+Q"].acc_mean == pytest.approx(0.82) and out["+REM"].acc_mean == pytest.approx(0.72)
+    assert out["+REM"].sparsity_median == 20.0 and out["+REM"].entropy_mean == 0.5
+    assert out["+Q"].parse_trees_median == 8 and out["+REM"].parse_trees_median == 2

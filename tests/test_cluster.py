@@ -1,0 +1,106 @@
+"""A real 2-node Ray cluster on this machine (`ray start --head` + `ray start --address`, 1 CPU each, 127.0.0.1):
+the sweep submitted as a Ray job runs trials on both nodes, and survives losing the worker node."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import signal
+import subprocess
+import sys
+
+import pytest
+from mlflow.tracking import MlflowClient
+
+from tests.sweep_helpers import BIN, SMALL_CAPSNET, free_port, sweep_env, sweep_runs, wait_for, write_params
+
+pytestmark = pytest.mark.slow
+
+
+def ray_cli(*args: str, env: dict, timeout: int = 120) -> subprocess.CompletedProcess:
+    proc = subprocess.run([str(BIN / "ray"), *args], env=env, capture_output=True, text=True, timeout=timeout)
+    assert proc.returncode == 0, f"ray {' '.join(args)} failed:\n{proc.stdout[-3000:]}\n{proc.stderr[-3000:]}"
+    return proc
+
+
+def nodes(gcs: str, env: dict) -> list[dict]:
+    code = ("import json, ray; ray.init(address=%r, logging_level='ERROR'); "
+            "print(json.dumps([{'id': n['NodeID'], 'port': n['NodeManagerPort'], 'alive': n['Alive']} for n in ray.nodes()]))")
+    out = subprocess.run([sys.executable, "-c", code % gcs], env=env, capture_output=True, text=True, timeout=120)
+    return json.loads(out.stdout.strip().splitlines()[-1])
+
+
+@pytest.fixture(scope="module")
+def cluster(tmp_path_factory):
+    env = sweep_env()
+    gcs_port, dash_port, head_nm, worker_nm = free_port(), free_port(), free_port(), free_port()
+    common = ["--node-ip-address=127.0.0.1", "--num-cpus=1", "--num-gpus=0", "--disable-usage-stats"]
+    ray_cli("start", "--head", f"--port={gcs_port}", "--include-dashboard=true", "--dashboard-host=127.0.0.1",
+            f"--dashboard-port={dash_port}", f"--node-manager-port={head_nm}", *common, env=env)
+    try:
+        ray_cli("start", f"--address=127.0.0.1:{gcs_port}", f"--node-manager-port={worker_nm}", *common, env=env)
+        gcs = f"127.0.0.1:{gcs_port}"
+        live = wait_for(lambda: [n for n in nodes(gcs, env) if n["alive"]] if len(
+            [n for n in nodes(gcs, env) if n["alive"]]) == 2 else None, timeout=60, what="2 live nodes")
+        ids = {n["port"]: n["id"] for n in live}
+        yield {"gcs": gcs, "dashboard": f"http://127.0.0.1:{dash_port}", "env": env,
+               "head": ids[head_nm], "worker": ids[worker_nm], "worker_port": worker_nm}
+    finally:
+        subprocess.run([str(BIN / "ray"), "stop", "--force"], env=env, capture_output=True, timeout=120)
+
+
+def submit(cluster, folder, *extra: str) -> subprocess.CompletedProcess:
+    return ray_cli("job", "submit", f"--address={cluster['dashboard']}", f"--working-dir={folder}", *extra, "--",
+                   "python", "-m", "pipeline.sweep", env=cluster["env"], timeout=900)
+
+
+def job_params(folder, raw, name, **kwargs):
+    """Absolute paths everywhere: the job runs in Ray's copy of the working directory."""
+    return write_params(folder, raw, name=name, sweep={
+        "results": str(folder / "results" / "sweep.parquet"),
+        "tracking_uri": f"sqlite:///{folder / 'mlflow.db'}", "max_failures": 3}, **kwargs)
+
+
+def test_sweep_submitted_as_a_job_runs_trials_on_both_nodes(cluster, fashion_raw, tmp_path):
+    job_params(tmp_path, fashion_raw, "cluster", grid={"train.seed": [42, 43]}, model_options=SMALL_CAPSNET)
+    out = submit(cluster, tmp_path)
+    assert "succeeded" in out.stdout.lower()
+    import pandas as pd
+
+    table = pd.read_parquet(tmp_path / "results" / "sweep.parquet")
+    assert set(table["status"]) == {"FINISHED"} and len(table) == 2
+    assert set(table["node_id"]) == {cluster["head"], cluster["worker"]}
+    _, children = sweep_runs(f"sqlite:///{tmp_path / 'mlflow.db'}", "cluster")
+    assert {r.data.tags["rem.node_id"] for r in children} == {cluster["head"], cluster["worker"]}
+
+
+def test_losing_the_worker_node_moves_its_trial_to_the_head(cluster, fashion_raw, tmp_path):
+    job_params(tmp_path, fashion_raw, "nodeloss", grid={"train.seed": [42, 43]}, epochs=3, train_subset=640)
+    uri = f"sqlite:///{tmp_path / 'mlflow.db'}"
+    job_id = "nodeloss-" + str(os.getpid())
+    submit(cluster, tmp_path, "--no-wait", f"--submission-id={job_id}")
+
+    def worker_trial():
+        _, children = sweep_runs(uri, "nodeloss")
+        on_worker = [r for r in children if r.data.tags.get("rem.node_id") == cluster["worker"]
+                     and r.data.metrics.get("epoch", 0) >= 1]
+        return on_worker[0] if on_worker else None
+
+    moved = wait_for(worker_trial, timeout=400, what="a trial on the worker node to finish epoch 1")
+    raylets = subprocess.run(["ps", "-eo", "pid,args"], capture_output=True, text=True).stdout.splitlines()
+    pattern = re.compile(rf"raylet.*node[_-]manager[_-]port[= ]{cluster['worker_port']}\b")
+    victims = [int(line.split()[0]) for line in raylets if pattern.search(line)]
+    assert victims, "worker raylet not found"
+    for pid in victims:
+        os.kill(pid, signal.SIGKILL)
+    logs = ray_cli("job", "logs", f"--address={cluster['dashboard']}", "--follow", job_id, env=cluster["env"], timeout=900)
+    status = ray_cli("job", "status", f"--address={cluster['dashboard']}", job_id, env=cluster["env"])
+    assert "SUCCEEDED" in status.stdout, logs.stdout[-4000:]
+    import pandas as pd
+
+    table = pd.read_parquet(tmp_path / "results" / "sweep.parquet")
+    assert set(table["status"]) == {"FINISHED"} and sorted(table.groupby("trial_key")["epoch"].max()) == [3, 3]
+    assert not table.duplicated(["trial_key", "epoch"]).any()
+    run = MlflowClient(uri).get_run(moved.info.run_id)
+    assert run.info.status == "FINISHED" and run.data.tags["rem.node_id"] == cluster["head"]
