@@ -20,23 +20,23 @@ STATS_COLUMNS = ["n_images", "n_parse_trees", "entropy_bits"]
 def quantize(c: torch.Tensor | np.ndarray, levels: int = 11) -> torch.Tensor:
     """Integer bin of each coupling: the nearest of `levels` equally spaced centres in [0, 1].
 
-    K = 11 gives c~ = round(10 c) / 10 with ties going down (REM's bins are (e_k, e_k+1]).
+    K = 11 gives c~ = round(10 c) / 10 with ties going down (REM's bins are (e_k, e_k+1]): one bucketize
+    against the K - 1 bin edges (k + 0.5) / (K - 1), values outside [0, 1] in the end bins.
     Returned as uint8 when levels <= 256 (int16 otherwise), the compact form parse-tree keys are stored in.
     """
     if levels < 2:
         raise ValueError(f"quantize: levels must be >= 2, got {levels}")
-    c = torch.as_tensor(c)
-    step = levels - 1
-    # One temporary, updated in place: ~2x faster than the out-of-place chain on 10,000 x 1,152 couplings.
-    bins = torch.mul(c.float(), step).sub_(0.5).ceil_().clamp_(0, step)
+    c = torch.as_tensor(c).float()
+    edges = (torch.arange(levels - 1, dtype=torch.float32, device=c.device) + 0.5) / (levels - 1)
+    bins = torch.bucketize(c, edges, out_int32=True)
     return bins.to(torch.uint8 if levels <= 256 else torch.int16)
 
 
 def keys_for_predictions(couplings: torch.Tensor, predicted: torch.Tensor, levels: int = 11) -> torch.Tensor:
     """The parse-tree key of each image: quantized couplings `(N, I, J)` gathered at the predicted parent."""
-    n = couplings.shape[0]
-    chosen = couplings[torch.arange(n, device=couplings.device), :, predicted.long()]
-    return quantize(chosen, levels)
+    n, i, _ = couplings.shape
+    index = predicted.long().to(couplings.device).view(n, 1, 1).expand(n, i, 1)
+    return quantize(couplings.gather(2, index).squeeze(2), levels)
 
 
 def entropy_bits(counts: np.ndarray) -> float:

@@ -4,9 +4,6 @@
 from __future__ import annotations
 
 import functools
-import gzip
-import os
-import time
 from pathlib import Path
 
 import numpy as np
@@ -16,8 +13,8 @@ import torch
 from rem.losses import margin_loss, reconstruction_loss
 from rem.models import count_parameters, create_model, list_models
 from rem.models.decoder import ConvDecoder, FCDecoder
+from tests.conftest import _idx_array
 
-REPO = Path(__file__).resolve().parents[1]
 
 # (C, H, W) -> classes: MNIST/F-MNIST, CIFAR-10 (24x24), affNIST, smallNORB (5 classes, 1 or 2 channels,
 # 32 or 48 px), SVHN.
@@ -158,64 +155,46 @@ def test_decoder_output_shape(name, shape):
 
 
 # ------------------------------------------------------------------------------------ learning check
-def data_root() -> Path:
-    return Path(os.environ.get("REM_DATA_MIRROR", REPO.parent / "shared" / "data"))
-
-
-def read_idx(path: Path, header: int) -> np.ndarray:
-    with gzip.open(path, "rb") as f:
-        raw = f.read()
-    magic = int.from_bytes(raw[:4], "big")
-    ndim = magic & 0xFF
-    dims = [int.from_bytes(raw[4 + 4 * k: 8 + 4 * k], "big") for k in range(ndim)]
-    assert 4 + 4 * ndim == header, f"{path}: unexpected IDX header"
-    return np.frombuffer(raw, dtype=np.uint8, offset=header).reshape(dims)
-
-
-def fashion_mnist_subset(n: int) -> tuple[torch.Tensor, torch.Tensor]:
-    root = data_root() / "fashion-mnist"
-    images, labels = root / "train-images-idx3-ubyte.gz", root / "train-labels-idx1-ubyte.gz"
-    if not (images.exists() and labels.exists()):
-        pytest.fail(f"Fashion-MNIST not found under {root} (set REM_DATA_MIRROR to the data mirror)")
-    x = read_idx(images, 16)[:n].astype(np.float32) / 255.0
-    y = read_idx(labels, 8)[:n].astype(np.int64)
+def fashion_mnist_subset(mirror: Path, n: int) -> tuple[torch.Tensor, torch.Tensor]:
+    root = mirror / "fashion-mnist"
+    x = _idx_array(root / "train-images-idx3-ubyte.gz")[:n].astype(np.float32) / 255.0
+    y = _idx_array(root / "train-labels-idx1-ubyte.gz")[:n].astype(np.int64)
     return torch.from_numpy(x).unsqueeze(1), torch.from_numpy(y)
 
 
-# model -> (batch size, learning rate, wall-clock budget in seconds, bf16 autocast). The budget bounds the
-# number of steps (checked after every epoch over the 512 images); the whole check stays under ~4-5 minutes.
+# model -> (batch size, learning rate, epoch bound over the 512 images, bf16 autocast). A bound on steps, not
+# on wall-clock time, keeps the check deterministic on any machine.
 LEARNING = {
-    "capsnet": (64, 1e-3, 120, True),
-    "deepcaps": (32, 1e-3, 40, False),
-    "efficient_capsnet": (32, 3e-3, 40, False),
-    "gamma_capsnet": (64, 1e-3, 40, True),
+    "capsnet": (64, 1e-3, 12, True),
+    "efficient_capsnet": (32, 3e-3, 8, False),
+    "deepcaps": (32, 1e-3, 10, False),
+    "gamma_capsnet": (64, 1e-3, 12, True),
 }
-# DeepCaps costs ~5 s per batch-32 training step on the 2-core CI machine (fp32; bf16 is not faster there):
-# one epoch over 512 images takes ~50-80 s, and a 6-minute run reached only 74.8 % training accuracy.
-# gamma_capsnet (SDA routing through two capsule layers) learns slowly: 27% -> 31% training accuracy after
-# 3 epochs (141 s, batch 32). capsnet at batch 64 reached 93.8% after 8 epochs (102 s) in an earlier run
-# (83% after 3 epochs at batch 32, which is ~3x slower per image on 2 cores), so it is kept as a real check.
-TOO_SLOW = {"deepcaps", "gamma_capsnet"}
+# Known gaps, not run in CI (they would cost minutes and fail): DeepCaps costs ~5 s per batch-32 step on 2
+# cores and reached 74.8 % training accuracy after a 6-minute run; gamma_capsnet (SDA routing through two
+# capsule layers) went from 27 % to 31 % in 3 epochs -- slow learning or a defect, not yet diagnosed.
+NOT_YET = {"deepcaps": "74.8 % after 6 CPU-minutes; too slow for CI",
+           "gamma_capsnet": "27 % -> 31 % in 3 epochs; learning problem under investigation"}
 
 
 @pytest.mark.slow
 @pytest.mark.parametrize(
     "name",
-    [pytest.param(n, marks=pytest.mark.xfail(reason="cannot reach 95% within the CPU budget", strict=False))
-     if n in TOO_SLOW else n for n in MODELS],
+    [pytest.param(n, marks=pytest.mark.xfail(reason=NOT_YET[n], run=False)) if n in NOT_YET else n for n in MODELS],
 )
-def test_fits_512_fashion_mnist_images(name):
-    x, y = fashion_mnist_subset(512)
+def test_fits_512_fashion_mnist_images(name, mirror):
+    x, y = fashion_mnist_subset(mirror, 512)
     assert len(np.unique(y.numpy())) == 10
-    bs, lr, budget_s, bf16 = LEARNING[name]
+    bs, lr, max_epochs, bf16 = LEARNING[name]
     torch.manual_seed(0)
     model = create_model(name, in_shape=(1, 28, 28), num_classes=10)
     opt = torch.optim.Adam(model.parameters(), lr=lr)
-    start, acc, epoch = time.time(), 0.0, 0
-    while time.time() - start < budget_s and epoch < 50:
+    acc, epoch = 0.0, 0
+    gen = torch.Generator().manual_seed(0)
+    while epoch < max_epochs:
         epoch += 1
         model.train()
-        perm = torch.randperm(len(x))
+        perm = torch.randperm(len(x), generator=gen)
         for k in range(0, len(x), bs):
             idx = perm[k: k + bs]
             with torch.autocast("cpu", dtype=torch.bfloat16, enabled=bf16):
@@ -227,7 +206,6 @@ def test_fits_512_fashion_mnist_images(name):
         with torch.no_grad(), torch.autocast("cpu", dtype=torch.bfloat16, enabled=bf16):
             pred = torch.cat([model(x[k: k + 128]).lengths.argmax(1) for k in range(0, len(x), 128)])
         acc = (pred == y).float().mean().item()
-        print(f"{name}: epoch {epoch} train acc {acc:.3f} ({time.time() - start:.1f}s)")
         if acc >= 0.95:
             break
-    assert acc >= 0.95, f"{name} reached only {acc:.3f} training accuracy in {epoch} epochs ({budget_s}s budget)"
+    assert acc >= 0.95, f"{name} reached only {acc:.3f} training accuracy in {epoch} epochs"
