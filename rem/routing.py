@@ -36,6 +36,15 @@ def parent_major(votes: torch.Tensor) -> torch.Tensor:
     return votes.float().transpose(1, 2).contiguous()
 
 
+def _parents(c: torch.Tensor, u_hat: torch.Tensor, bias: torch.Tensor | None, quantize_levels: int | None) -> torch.Tensor:
+    """v_j = squash(sum_i c_ij u_hat_j|i + bias_j) from parent-major couplings (B, J, I) and votes (B, J, I, D)."""
+    weights = quantize_couplings(c, quantize_levels) if quantize_levels else c
+    s = torch.matmul(weights.unsqueeze(2), u_hat).squeeze(2)  # (B, J, D)
+    if bias is not None:
+        s = s + bias.float()
+    return squash(s)
+
+
 def dynamic_routing(
     votes: torch.Tensor,
     iterations: int,
@@ -61,11 +70,7 @@ def dynamic_routing(
         for it in range(iterations):
             last = it == iterations - 1
             c = torch.softmax(logits, dim=1)
-            weights = quantize_couplings(c, quantize_levels) if (last and quantize_levels) else c
-            s = torch.matmul(weights.unsqueeze(2), u_hat if last else detached).squeeze(2)  # (B, J, D)
-            if bias is not None:
-                s = s + bias.float()
-            v = squash(s)
+            v = _parents(c, u_hat if last else detached, bias, quantize_levels if last else None)
             if not last:
                 logits = logits + torch.matmul(detached, v.unsqueeze(-1)).squeeze(-1)
     return v, c.transpose(1, 2)
@@ -157,11 +162,7 @@ def scaled_distance_routing(
         for it in range(iterations):
             last = it == iterations - 1
             c = torch.softmax(logits, dim=1)
-            weights = quantize_couplings(c, quantize_levels) if (last and quantize_levels) else c
-            s = torch.matmul(weights.unsqueeze(2), u_hat if last else detached).squeeze(2)  # (B, J, D)
-            if bias is not None:
-                s = s + bias.float()
-            v = squash(s)
+            v = _parents(c, u_hat if last else detached, bias, quantize_levels if last else None)
             if not last and num_parents > 1:
                 diff = v.detach().unsqueeze(2) - detached  # (B, J, I, D)
                 dist = torch.sqrt((diff * diff).sum(dim=-1) + EPS)  # (B, J, I)

@@ -68,21 +68,27 @@ def check_payload(label: str, expected: RemoteFile, md5: str, size: int, head: b
                           f"got {head[:len(expected.header)].hex() or 'nothing'}")
 
 
+def copy_with_digest(src, dst) -> tuple[str, int, bytes]:
+    """Stream src to dst; returns (md5 of the payload, its size, its first 64 bytes for header checks)."""
+    digest, size, head = hashlib.md5(), 0, b""
+    for chunk in iter(lambda: src.read(CHUNK), b""):
+        digest.update(chunk)
+        if len(head) < 64:
+            head += chunk[:64]
+        size += len(chunk)
+        dst.write(chunk)
+    return digest.hexdigest(), size, head
+
+
 def install_verified(source: Path, target: Path, expected: RemoteFile) -> str:
     """Decompress (if gzipped) `source` to `target`, atomically, iff its payload is the expected one.
 
     Returns the payload md5 (the observed one where the manifest has none)."""
     tmp = target.with_name(f".{target.name}.tmp-{os.getpid()}")
-    digest, size, head = hashlib.md5(), 0, b""
     try:
         with _open_payload(source) as src, open(tmp, "wb") as dst:
-            for chunk in iter(lambda: src.read(CHUNK), b""):
-                digest.update(chunk)
-                if len(head) < 64:
-                    head += chunk[:64]
-                size += len(chunk)
-                dst.write(chunk)
-        check_payload(str(source), expected, digest.hexdigest(), size, head)
+            digest, size, head = copy_with_digest(src, dst)
+        check_payload(str(source), expected, digest, size, head)
     except (OSError, EOFError, zlib.error, gzip.BadGzipFile) as err:
         tmp.unlink(missing_ok=True)
         raise FormatError(f"{source}: unreadable or truncated ({err})") from None
@@ -90,7 +96,7 @@ def install_verified(source: Path, target: Path, expected: RemoteFile) -> str:
         tmp.unlink(missing_ok=True)
         raise
     os.replace(tmp, target)
-    return digest.hexdigest()
+    return digest
 
 
 def _check_member_name(archive: Path, name: str) -> None:
@@ -135,16 +141,10 @@ def extract_verified(archive: Path, dest: Path, expected: RemoteFile) -> list[st
                     continue
                 out = tmp / norm
                 out.parent.mkdir(parents=True, exist_ok=True)
-                digest, size, head = hashlib.md5(), 0, b""
                 with opener() as src, open(out, "wb") as dst:
-                    for chunk in iter(lambda: src.read(CHUNK), b""):
-                        digest.update(chunk)
-                        if len(head) < 64:
-                            head += chunk[:64]
-                        size += len(chunk)
-                        dst.write(chunk)
+                    digest, size, head = copy_with_digest(src, dst)
                 if norm in wanted:
-                    check_payload(f"{archive}:{norm}", wanted[norm], digest.hexdigest(), size, head)
+                    check_payload(f"{archive}:{norm}", wanted[norm], digest, size, head)
                 found.add(norm)
         except ChecksumError:
             raise
