@@ -14,7 +14,7 @@ from pathlib import Path
 import pandas as pd
 
 from rem import report
-from rem.config import ConfigError, load
+from rem.config import ConfigError, load, parse_override
 
 
 def write_text(path: Path, text: str) -> None:
@@ -43,9 +43,10 @@ def build_reports(results: pd.DataFrame, out_dir: Path) -> list[Path]:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--params", default="params.yaml")
+    parser.add_argument("-S", "--set", action="append", default=[], metavar="KEY=VALUE", help="override a param")
     args = parser.parse_args(argv)
     try:
-        cfg = load(args.params)
+        cfg = load(args.params, dict(parse_override(o) for o in args.set))
     except ConfigError as err:
         print(f"error: {err}", file=sys.stderr)
         return 2
