@@ -49,8 +49,11 @@ def init_ray() -> None:
     from pipeline.trial import worker_env
 
     address = os.environ.get("RAY_ADDRESS")
+    # On a cluster the job's own runtime_env (working_dir, env_vars from `ray job submit`) must stay in force:
+    # a runtime_env passed here would replace it, and Ray would then delete the job's working directory.
+    runtime_env = None if address else {"env_vars": worker_env()}
     ray.init(address=address or None, include_dashboard=False, configure_logging=True, logging_level="WARNING",
-             runtime_env={"env_vars": worker_env()}, ignore_reinit_error=True)
+             runtime_env=runtime_env, ignore_reinit_error=True)
 
 
 def resources(cfg: Config):
@@ -104,6 +107,12 @@ def build_tuner(cfg: Config, repo_root: Path, context: dict, storage: str):
     )
 
 
+# What Ray Tune adds to every report; everything else in a result row is the trainer's own metrics.
+RAY_FIELDS = {"timestamp", "checkpoint_dir_name", "done", "training_iteration", "trial_id", "date", "time_this_iter_s",
+              "time_total_s", "pid", "hostname", "node_ip", "time_since_restore", "iterations_since_restore",
+              "should_checkpoint", "experiment_tag"}
+
+
 def results_table(result_grid, cfg: Config, context: dict) -> pd.DataFrame:
     """One row per trial x epoch: the trial's resolved config (dotted columns), status, metrics."""
     from pipeline.trial import trial_key
@@ -120,7 +129,7 @@ def results_table(result_grid, cfg: Config, context: dict) -> pd.DataFrame:
         if metrics is None or metrics.empty or "epoch" not in metrics:
             frames.append(pd.DataFrame([{**ident, **columns, "epoch": 0}]))
             continue
-        keep = [c for c in metrics.columns if "/" in c or c in ("epoch", "lr", "params", "node_id")]
+        keep = [c for c in metrics.columns if c not in RAY_FIELDS and not c.startswith("config/")]
         rows = metrics[keep].drop_duplicates(subset="epoch", keep="last").copy()
         for name, value in {**ident, **columns}.items():
             rows[name] = value
