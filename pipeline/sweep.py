@@ -113,6 +113,23 @@ RAY_FIELDS = {"timestamp", "checkpoint_dir_name", "done", "training_iteration", 
               "should_checkpoint", "experiment_tag"}
 
 
+def trial_history(result) -> pd.DataFrame | None:
+    """Every epoch of a trial, from its latest checkpoint's history (Ray's own progress log restarts with
+    each attempt, so after a retry it lacks the epochs before the checkpoint); Ray's log if there is none."""
+    from rem.train import HISTORY_FILE
+
+    checkpoint = result.checkpoint
+    if checkpoint is not None:
+        try:
+            with checkpoint.filesystem.open_input_stream(f"{checkpoint.path}/{HISTORY_FILE}") as stream:
+                history = json.loads(stream.read())
+            node = result.metrics.get("node_id") if result.metrics else None
+            return pd.DataFrame([{**row, "node_id": node} for row in history])
+        except (OSError, ValueError):
+            pass
+    return result.metrics_dataframe
+
+
 def results_table(result_grid, cfg: Config, context: dict) -> pd.DataFrame:
     """One row per trial x epoch: the trial's resolved config (dotted columns), status, metrics."""
     from pipeline.trial import trial_key
@@ -125,7 +142,7 @@ def results_table(result_grid, cfg: Config, context: dict) -> pd.DataFrame:
         error = f"{type(result.error).__name__}: {result.error}".splitlines()[0] if result.error else ""
         ident = {"sweep_id": context["sweep_id"], "trial_key": trial_key(point), "status": "FAILED" if error else "FINISHED",
                  "error": error}
-        metrics = result.metrics_dataframe
+        metrics = trial_history(result)
         if metrics is None or metrics.empty or "epoch" not in metrics:
             frames.append(pd.DataFrame([{**ident, **columns, "epoch": 0}]))
             continue
@@ -175,7 +192,7 @@ def run_sweep(cfg: Config, repo_root: Path) -> pd.DataFrame:
     artifacts = None if "://" in uri and not uri.startswith("sqlite") else str((repo_root / "mlartifacts").resolve())
     experiment_id = tracking.ensure_experiment(client, cfg.sweep.name, artifacts)
     sid = sweep_id(cfg)
-    parent = tracking.open_run(client, experiment_id, name=sid, tags={tracking.SWEEP_TAG: sid},
+    parent = tracking.open_run(client, experiment_id, name=sid, tags={tracking.SWEEP_TAG: sid, tracking.ROLE_TAG: "sweep"},
                                params={"grid": json.dumps(cfg.sweep.grid), "profile": cfg.profile, **cfg.flat()})
     context = {"sweep_id": sid, "tracking_uri": uri, "experiment_id": experiment_id, "parent_run_id": parent,
                "repo_root": str(repo_root.resolve()), "log_level": os.environ.get("REM_LOG_LEVEL", "INFO")}

@@ -44,7 +44,7 @@ def run_trial(point: dict[str, Any], *, base: dict[str, Any], context: dict[str,
     cfg = from_dict(base, "sweep base").with_overrides(point, "sweep.grid")
     key = trial_key(point)
     client = MlflowClient(context["tracking_uri"])
-    tags = {tracking.SWEEP_TAG: context["sweep_id"], tracking.TRIAL_TAG: key}
+    tags = {tracking.SWEEP_TAG: context["sweep_id"], tracking.TRIAL_TAG: key, tracking.ROLE_TAG: "trial"}
     run_id = tracking.open_run(
         client, context["experiment_id"], name=key, params=cfg.flat(),
         tags={**tags, tracking.PARENT_TAG: context["parent_run_id"], "rem.ray_trial_id": tune.get_context().get_trial_id()},

@@ -24,6 +24,7 @@ from mlflow.tracking import MlflowClient
 SWEEP_TAG = "rem.sweep_id"
 TRIAL_TAG = "rem.trial_key"
 FAILURE_TAG = "rem.failure"
+ROLE_TAG = "rem.role"  # "sweep" for the parent, "trial" for a child: the sweep id alone matches both
 PARENT_TAG = "mlflow.parentRunId"
 MAX_PARAM_LENGTH = 6000  # MLflow's limit on a param value
 

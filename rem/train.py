@@ -8,6 +8,7 @@ epoch granularity: each epoch's permutation and augmentation come from a generat
 from __future__ import annotations
 
 import copy
+import json
 import logging
 import math
 import os
@@ -29,6 +30,7 @@ from rem.pruning import Pruner
 log = logging.getLogger("rem.train")
 
 CHECKPOINT_FILE = "state.pt"
+HISTORY_FILE = "history.json"
 EpochCallback = Callable[[dict, Path], None]
 
 
@@ -85,6 +87,11 @@ def save_checkpoint(directory: Path, state: dict) -> Path:
     tmp = directory / f".{CHECKPOINT_FILE}.tmp"
     torch.save(state, tmp)
     os.replace(tmp, directory / CHECKPOINT_FILE)
+    # Every epoch's metrics beside the weights, small enough to read without loading them: the sweep's
+    # results table comes from here, so a trial restarted from this checkpoint still has all its epochs.
+    tmp = directory / f".{HISTORY_FILE}.tmp"
+    tmp.write_text(json.dumps(state["history"]))
+    os.replace(tmp, directory / HISTORY_FILE)
     return directory
 
 

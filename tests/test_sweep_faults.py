@@ -85,7 +85,9 @@ def test_killed_driver_then_rerun_finishes_without_rerunning_or_duplicating(fash
     assert len(table) == 4 and not table.duplicated(["trial_key", "epoch"]).any()
     assert sorted(table.groupby("trial_key")["epoch"].max()) == [2, 2] and set(table["status"]) == {"FINISHED"}
     parents, children = sweep_runs(uri, "killdriver")
-    assert len(parents) == 1 and len(children) == 2  # no duplicate runs
+    described = [(r.data.tags.get("rem.trial_key"), r.info.status, r.info.start_time, r.data.tags.get("rem.ray_trial_id"))
+                 for r in children]
+    assert len(parents) == 1 and len(children) == 2, described  # no duplicate runs
     assert {r.info.status for r in parents + children} == {"FINISHED"}  # no dangling RUNNING run
     again = {r.info.run_id: r for r in children}
     assert again[finished.info.run_id].info.end_time == finished.info.end_time  # the finished trial did not rerun
