@@ -20,7 +20,9 @@ from ray import tune
 
 from rem import tracking
 from rem.config import from_dict
-from rem.train import NonFiniteLossError, train
+from rem.data import get_dataset
+from rem.data.sources import recorded_checksums
+from rem.train import NonFiniteLossError, fetch_dataset, train
 
 
 def trial_key(point: dict[str, Any]) -> str:
@@ -49,6 +51,10 @@ def run_trial(point: dict[str, Any], *, base: dict[str, Any], context: dict[str,
         client, context["experiment_id"], name=key, params=cfg.flat(),
         tags={**tags, tracking.PARENT_TAG: context["parent_run_id"], "rem.ray_trial_id": tune.get_context().get_trial_id()},
     )
+    # The exact bytes trained on: the payload md5 of every dataset file, verified by the fetch.
+    raw = fetch_dataset(cfg, Path(context["repo_root"]))
+    checksums = recorded_checksums(get_dataset(cfg.data.dataset), raw)
+    tracking.set_tags(client, run_id, {f"rem.data.md5.{name}": md5 for name, md5 in checksums.items()})
     node_id = ray.get_runtime_context().get_node_id()
     # Where this attempt runs (a retry may land on another node): for operators and fault tests.
     tracking.set_tags(client, run_id, {"rem.node_id": node_id, "rem.pid": os.getpid(), "rem.host": platform.node()})

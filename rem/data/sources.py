@@ -235,6 +235,11 @@ def stamp_text(dest: Path, remote: RemoteFile) -> str:
     return stamp.read_text().splitlines()[0] if stamp.exists() else ""
 
 
+def recorded_checksums(spec: DatasetSpec, dest: Path) -> dict[str, str]:
+    """{file: md5 of its verified payload} for the fetched files of `spec` in `dest` (recorded with runs)."""
+    return {remote.name: stamp_text(dest, remote).partition(" ")[0] for remote in spec.files if stamp_text(dest, remote)}
+
+
 def _install(source: Path, dest: Path, remote: RemoteFile) -> None:
     target = dest / remote.name
     md5 = install_verified(source, target, remote)
