@@ -26,7 +26,7 @@ def quantize(c: torch.Tensor | np.ndarray, levels: int = 11) -> torch.Tensor:
     """
     if levels < 2:
         raise ValueError(f"quantize: levels must be >= 2, got {levels}")
-    c = torch.as_tensor(c).float()
+    c = torch.as_tensor(c).float().contiguous()  # bucketize copies strided inputs anyway
     edges = (torch.arange(levels - 1, dtype=torch.float32, device=c.device) + 0.5) / (levels - 1)
     bins = torch.bucketize(c, edges, out_int32=True)
     return bins.to(torch.uint8 if levels <= 256 else torch.int16)
