@@ -53,3 +53,21 @@ def test_parse_override():
     assert parse_override("sweep.grid={train.seed: [1, 2]}") == ("sweep.grid", {"train.seed": [1, 2]})
     with pytest.raises(ConfigError, match="key=value"):
         parse_override("train.epochs")
+
+
+def test_sweep_scheduler_and_resources_come_from_params():
+    from ray.tune.schedulers import ASHAScheduler, FIFOScheduler
+
+    from pipeline.sweep import resources, scheduler
+
+    cfg = load(REPO / "params.yaml", {"train.epochs": 4})
+    assert isinstance(scheduler(cfg), FIFOScheduler)  # every table cell needs its full run
+    asha = scheduler(cfg.with_overrides({"sweep.scheduler": "asha", "sweep.asha_grace_epochs": 2}))
+    assert isinstance(asha, ASHAScheduler) and asha._max_t == 4 and asha._metric == "val/loss"
+    assert resources(cfg) == {"cpu": 1.0, "gpu": 0.0}
+    per_model = resources(cfg.with_overrides({"sweep.resources_per_model": {"deepcaps": {"cpu": 4, "gpu": 1}},
+                                              "sweep.gpus_per_trial": 0.25}))
+    assert per_model({"model.name": "deepcaps"}) == {"cpu": 4, "gpu": 1}
+    assert per_model({"model.name": "capsnet"}) == {"cpu": 1.0, "gpu": 0.25}
+    with pytest.raises(ConfigError, match="resources_per_model.nope"):
+        load(REPO / "params.yaml", {"sweep.resources_per_model": {"nope": {"cpu": 1}}})
