@@ -85,3 +85,23 @@ class CapsuleVotes(nn.Module):
 def conv_output_size(size: int, kernel: int, stride: int = 1, padding: int = 0) -> int:
     """Spatial size after a convolution, for building layers from an input shape."""
     return math.floor((size + 2 * padding - kernel) / stride) + 1
+
+
+class SabourStem(nn.Module):
+    """Sabour et al.'s front end, shared by CapsNet and gamma-CapsNet: conv + ReLU, then convolutional
+    primary capsules. Subclasses call `primary_capsules(x)` -> `(B, num_primary, primary_dim)`."""
+
+    def __init__(self, in_shape: tuple[int, int, int], *, conv_channels: int, kernel_size: int, primary_types: int,
+                 primary_dim: int, primary_stride: int):
+        super().__init__()
+        c, h, w = in_shape
+        self.conv1 = nn.Conv2d(c, conv_channels, kernel_size)
+        self.primary = PrimaryCapsules(conv_channels, primary_types, primary_dim, kernel_size, primary_stride)
+        grid = [conv_output_size(conv_output_size(s, kernel_size), kernel_size, primary_stride) for s in (h, w)]
+        if min(grid) < 1:
+            raise ValueError(f"{type(self).__name__}: input {in_shape} is too small for two "
+                             f"{kernel_size}x{kernel_size} convolutions")
+        self.num_primary = grid[0] * grid[1] * primary_types
+
+    def primary_capsules(self, x: torch.Tensor) -> torch.Tensor:
+        return self.primary(torch.relu(self.conv1(x)))

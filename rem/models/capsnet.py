@@ -10,13 +10,13 @@ from __future__ import annotations
 import torch
 from torch import nn
 
-from rem.capsules import CapsuleVotes, PrimaryCapsules, capsule_lengths, conv_output_size
+from rem.capsules import CapsuleVotes, SabourStem, capsule_lengths
 from rem.models.decoder import FCDecoder
 from rem.models.registry import CapsuleOutput, register_model
 from rem.routing import dynamic_routing
 
 
-class CapsNet(nn.Module):
+class CapsNet(SabourStem):
     def __init__(
         self,
         in_shape: tuple[int, int, int],
@@ -32,21 +32,15 @@ class CapsNet(nn.Module):
         routing_bias: bool = True,
         decoder: bool = False,
     ):
-        super().__init__()
-        c, h, w = in_shape
+        super().__init__(in_shape, conv_channels=conv_channels, kernel_size=kernel_size, primary_types=primary_types,
+                         primary_dim=primary_dim, primary_stride=primary_stride)
         self.routing_iterations = routing_iterations
-        self.conv1 = nn.Conv2d(c, conv_channels, kernel_size)
-        self.primary = PrimaryCapsules(conv_channels, primary_types, primary_dim, kernel_size, primary_stride)
-        grid = [conv_output_size(conv_output_size(s, kernel_size), kernel_size, primary_stride) for s in (h, w)]
-        if min(grid) < 1:
-            raise ValueError(f"CapsNet: input {in_shape} is too small for two {kernel_size}x{kernel_size} convolutions")
-        self.num_primary = grid[0] * grid[1] * primary_types
         self.votes = CapsuleVotes(self.num_primary, primary_dim, num_classes, class_dim)
         self.routing_bias = nn.Parameter(torch.full((num_classes, class_dim), 0.1)) if routing_bias else None
         self.decoder = FCDecoder(num_classes, class_dim, in_shape) if decoder else None
 
     def forward(self, x: torch.Tensor, target: torch.Tensor | None = None, *, quantize_levels: int | None = None) -> CapsuleOutput:
-        u = self.primary(torch.relu(self.conv1(x)))
+        u = self.primary_capsules(x)
         v, c = dynamic_routing(self.votes(u), self.routing_iterations, self.routing_bias, quantize_levels=quantize_levels)
         lengths = capsule_lengths(v)
         recon = self.decoder(v, lengths, target) if self.decoder is not None else None

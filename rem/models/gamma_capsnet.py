@@ -12,13 +12,13 @@ from __future__ import annotations
 import torch
 from torch import nn
 
-from rem.capsules import CapsuleVotes, PrimaryCapsules, capsule_lengths, conv_output_size
+from rem.capsules import CapsuleVotes, SabourStem, capsule_lengths
 from rem.models.decoder import build_decoder
 from rem.models.registry import CapsuleOutput, register_model
 from rem.routing import scaled_distance_routing
 
 
-class GammaCapsNet(nn.Module):
+class GammaCapsNet(SabourStem):
     def __init__(
         self,
         in_shape: tuple[int, int, int],
@@ -37,15 +37,9 @@ class GammaCapsNet(nn.Module):
         p: float = 0.9,
         decoder: bool | str = False,
     ):
-        super().__init__()
-        c, h, w = in_shape
+        super().__init__(in_shape, conv_channels=conv_channels, kernel_size=kernel_size, primary_types=primary_types,
+                         primary_dim=primary_dim, primary_stride=primary_stride)
         self.routing_iterations, self.p = routing_iterations, p
-        self.conv1 = nn.Conv2d(c, conv_channels, kernel_size)
-        self.primary = PrimaryCapsules(conv_channels, primary_types, primary_dim, kernel_size, primary_stride)
-        grid = [conv_output_size(conv_output_size(s, kernel_size), kernel_size, primary_stride) for s in (h, w)]
-        if min(grid) < 1:
-            raise ValueError(f"GammaCapsNet: input {in_shape} is too small for two {kernel_size}x{kernel_size} convolutions")
-        self.num_primary = grid[0] * grid[1] * primary_types
         self.fc_votes = CapsuleVotes(self.num_primary, primary_dim, fc_caps, fc_dim)
         self.class_votes = CapsuleVotes(fc_caps, fc_dim, num_classes, class_dim)
         self.fc_bias = nn.Parameter(torch.full((fc_caps, fc_dim), 0.1)) if routing_bias else None
@@ -53,7 +47,7 @@ class GammaCapsNet(nn.Module):
         self.decoder = build_decoder(decoder, num_classes, class_dim, in_shape)
 
     def forward(self, x: torch.Tensor, target: torch.Tensor | None = None, *, quantize_levels: int | None = None) -> CapsuleOutput:
-        u = self.primary(torch.relu(self.conv1(x)))
+        u = self.primary_capsules(x)
         h, _ = scaled_distance_routing(
             self.fc_votes(u), self.routing_iterations, self.fc_bias, capsule_lengths(u), p=self.p
         )
