@@ -94,7 +94,10 @@ def _aggregate_group(row: Row, group: pd.DataFrame) -> Row:
 
 def aggregate(results: pd.DataFrame) -> list[Row]:
     results = results.copy()
-    results["variant"] = results.apply(variant_of, axis=1)
+    # A trial's variant comes from its last row: only that row carries the final evaluation's columns.
+    last = results.sort_values("epoch").groupby("trial_key").tail(1)
+    variants = {row["trial_key"]: variant_of(row) for row in last.to_dict("records")}
+    results["variant"] = results["trial_key"].map(variants)
     keys = ["data.dataset", "model.name", "variant"]
     finals = final_rows(results)
     failed = results[results["status"] != "FINISHED"].drop_duplicates("trial_key")
