@@ -27,11 +27,10 @@ log = logging.getLogger("pipeline.sweep")
 
 def storage_uri(cfg: Config, repo_root: Path) -> str:
     """Ray wants an absolute path or a URI (s3://, gs://, an NFS mount shared by every node)."""
+    from rem.train import resolve_path
+
     value = cfg.sweep.storage_path
-    if "://" in value:
-        return value
-    path = Path(os.path.expanduser(value))
-    return str((path if path.is_absolute() else repo_root / path).resolve())
+    return value if "://" in value else str(resolve_path(value, repo_root).resolve())
 
 
 def sweep_id(cfg: Config) -> str:
