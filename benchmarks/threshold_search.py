@@ -1,129 +1,144 @@
-"""REM's end-of-epoch threshold search, published bisection vs sorted-magnitude search, and LOBSTER's cost.
+"""REM's end-of-epoch threshold search: the published bisection vs rem's "sorted" search, and LOBSTER's cost.
 
-Trains a small CapsNet briefly on real Fashion-MNIST (/work/shared/data/fashion-mnist or --data), then runs
-both searches on copies of the same checkpoint with the same validation set and prints validation passes,
-wall time, threshold, sparsity and validation loss. Then times training steps with and without the LOBSTER
-shrink (`Pruner.before_optimizer_step`) on the small model and on the full-size REM CapsNet.
+Both searches run on copies of the same trained checkpoint with the same validation split (the one the
+pipeline uses: rem.train.prepare_data with the checkpoint's own config), in the checkpoint's precision and
+eval batch size. The table shows validation passes (and how many of them stopped early), wall time, the
+chosen threshold, the resulting sparsity, and the validation loss, plus the search's cost as a fraction of one
+training epoch of the same model measured in the same run (batch 128, LOBSTER on, 54,500 images).
+Then times the LOBSTER shrink inside training steps (forward + backward + shrink + Adam + masks).
 
-    PYTHONPATH=$PWD python benchmarks/threshold_search.py [--steps 60] [--val 1000]
+    PYTHONPATH=$PWD python benchmarks/threshold_search.py [--checkpoint DIR] [--val 5500] [--steps 6]
+
+DIR holds a `state.pt` written by rem.train (default: the newest capsnet checkpoint under results/ray, e.g.
+from the quick profile's `dvc repro`).
 """
 
 from __future__ import annotations
 
 import argparse
 import copy
-import gzip
-import struct
+import statistics
 import time
 from pathlib import Path
 
-import numpy as np
 import torch
 
-from rem.evaluate import evaluate
+from rem.config import from_dict
+from rem.data import BatchTransform, get_dataset
+from rem.evaluate import batches_of, evaluate
 from rem.losses import margin_loss
-from rem.models import create_model
-from rem.pruning import Masks, PruneConfig, Pruner, sparsity_report, threshold_search
+from rem.pruning import Masks, PruneConfig, Pruner, threshold_search
+from rem.train import build_model, load_checkpoint, prepare_data
+
+REPO = Path(__file__).resolve().parents[1]
+EPOCH_IMAGES = 54_500
 
 
-def read_idx(path: Path) -> np.ndarray:
-    with gzip.open(path, "rb") as f:
-        data = f.read()
-    magic = struct.unpack(">I", data[:4])[0]
-    ndim = magic & 0xFF
-    dims = struct.unpack(">" + "I" * ndim, data[4:4 + 4 * ndim])
-    return np.frombuffer(data, dtype=np.uint8, offset=4 + 4 * ndim).reshape(dims)
+def newest_checkpoint() -> Path:
+    found = sorted((REPO / "results" / "ray").glob("*/*/checkpoint/state.pt"), key=lambda p: p.stat().st_mtime)
+    if not found:
+        raise SystemExit("threshold_search: no checkpoint under results/ray; run `dvc repro` or pass --checkpoint DIR")
+    return found[-1].parent
 
 
-def load(data_dir: Path, split: str):
-    prefix = "train" if split == "train" else "t10k"
-    x = torch.from_numpy(read_idx(data_dir / f"{prefix}-images-idx3-ubyte.gz").copy()).float().div_(255).unsqueeze(1)
-    y = torch.from_numpy(read_idx(data_dir / f"{prefix}-labels-idx1-ubyte.gz").astype(np.int64))
-    return x, y
+def validation_loss_fn(cfg, spec, val, n_val):
+    transform = BatchTransform.from_config(spec, cfg.data)
+    loss_kwargs = {"m_pos": cfg.train.m_pos, "m_neg": cfg.train.m_neg, "lam": cfg.train.lam}
+    images, labels = val.images[:n_val], val.labels[:n_val]
+
+    def run(model, stop_above=None):
+        return evaluate(model, batches_of(images, labels, cfg.train.eval_batch_size, transform),
+                        num_classes=spec.num_classes, precision=cfg.train.precision, parse_trees=False,
+                        loss_kwargs=loss_kwargs,
+                        stop_loss_sum=None if stop_above is None else stop_above * len(labels) * (1 + 1e-9))
+
+    def full_only(model):  # the published search: no early exit
+        return run(model)
+
+    return run, full_only
 
 
-def step_times(model, x, y, pruner, steps, shrink):
+def train_step_seconds(model, x, y, precision, shrink, steps):
+    """Median seconds of a REM training step; `shrink` toggles the LOBSTER update."""
+    model = copy.deepcopy(model)
+    pruner = Pruner(model, PruneConfig(method="rem"))
     opt = torch.optim.Adam(model.parameters(), lr=1e-3)
-    total = shrink_t = 0.0
+    times, shrink_times = [], []
     for s in range(steps + 1):
         t0 = time.perf_counter()
         opt.zero_grad()
-        margin_loss(model(x).lengths, y).backward()
+        with torch.autocast("cpu", dtype=torch.bfloat16, enabled=precision == "bf16"):
+            lengths = model(x).lengths
+        margin_loss(lengths.float(), y).backward()
         t1 = time.perf_counter()
         if shrink:
             pruner.before_optimizer_step(model, 0)
         t2 = time.perf_counter()
         opt.step()
         pruner.after_optimizer_step(model, opt)
-        t3 = time.perf_counter()
-        if s:  # first step warms up
-            total += t3 - t0
-            shrink_t += t2 - t1
-    return total / steps, shrink_t / steps
+        if s:  # the first step warms up
+            times.append(time.perf_counter() - t0)
+            shrink_times.append(t2 - t1)
+    return statistics.median(times), statistics.median(shrink_times)
 
 
 def main():
     ap = argparse.ArgumentParser()
-    ap.add_argument("--data", type=Path, default=Path("/work/shared/data/fashion-mnist"))
-    ap.add_argument("--steps", type=int, default=60)
-    ap.add_argument("--batch", type=int, default=64)
-    ap.add_argument("--val", type=int, default=1000)
-    ap.add_argument("--min-step-weights", type=int, default=100)
-    ap.add_argument("--full-steps", type=int, default=3, help="timed steps of the full-size CapsNet (0: skip)")
+    ap.add_argument("--checkpoint", type=Path, default=None)
+    ap.add_argument("--val", type=int, default=5500, help="validation images (the pipeline's split is 5,500)")
+    ap.add_argument("--steps", type=int, default=6, help="timed training steps per variant")
+    ap.add_argument("--min-step-weights", type=int, default=PruneConfig.min_step_weights)
     args = ap.parse_args()
-    torch.manual_seed(0)
 
-    x, y = load(args.data, "train")
-    xv, yv = x[-args.val:], y[-args.val:]  # held-out tail of the training file as validation
-    model = create_model("capsnet", in_shape=(1, 28, 28), num_classes=10, conv_channels=32, primary_types=8)
-    opt = torch.optim.Adam(model.parameters(), lr=1e-3)
-    t0 = time.perf_counter()
-    for s in range(args.steps):
-        idx = torch.randint(0, len(x) - args.val, (args.batch,))
-        opt.zero_grad()
-        margin_loss(model(x[idx]).lengths, y[idx]).backward()
-        opt.step()
-    val_batches = [(xv[i:i + 500], yv[i:i + 500]) for i in range(0, args.val, 500)]
-    val_fn = lambda m: evaluate(m, val_batches, num_classes=10, parse_trees=False)  # noqa: E731
-    base = val_fn(model)
-    n = sparsity_report(model)["prunable_params"]
-    print(f"model: capsnet conv 32, 8 primary types; {n:,} prunable weights; trained {args.steps} steps x "
-          f"{args.batch} in {time.perf_counter() - t0:.1f} s; val ({args.val} images) loss {base['loss']:.4f}, "
-          f"accuracy {base['accuracy']:.1f} %")
-    one_pass = time.perf_counter()
-    val_fn(model)
-    one_pass = time.perf_counter() - one_pass
-    print(f"one validation pass: {one_pass:.2f} s\n")
+    ckpt_dir = args.checkpoint or newest_checkpoint()
+    state = load_checkpoint(ckpt_dir)
+    cfg = from_dict(state["config"], source=str(ckpt_dir / "state.pt"))
+    spec = get_dataset(cfg.data.dataset)
+    splits = prepare_data(cfg, REPO)
+    model = build_model(cfg, spec)
+    model.load_state_dict(state["model"])
+    with_exit, without_exit = validation_loss_fn(cfg, spec, splits.val, args.val)
+    n_val = min(args.val, len(splits.val.labels))
+    print(f"checkpoint: {ckpt_dir} ({cfg.model.name}, {cfg.data.dataset}, epoch {state['epoch'] + 1}, "
+          f"precision {cfg.train.precision}, eval batch {cfg.train.eval_batch_size}); validation: {n_val} images")
 
     rows = []
-    for search, extra in (("bisection", {}), ("sorted", {}), ("sorted", {"max_prune_fraction_per_epoch": 0.5}),
-                          ("sorted", {"require_accuracy": True})):
+    for label, fn, search in (("published bisection", without_exit, "bisection"),
+                              (f"sorted, min_step_weights={args.min_step_weights}", with_exit, "sorted")):
         m = copy.deepcopy(model)
-        cfg = PruneConfig(method="rem", threshold_search=search, min_step_weights=args.min_step_weights, **extra)
-        r = threshold_search(m, Masks.dense(m), val_fn, cfg)
-        after = val_fn(m)
-        label = search + ("" if not extra else " + " + ", ".join(f"{k}={v}" for k, v in extra.items()))
-        rows.append((label, r.evaluations, r.seconds, r.threshold, r.sparsity, after["loss"], after["accuracy"], r.stop))
+        r = threshold_search(m, Masks.dense(m), fn, PruneConfig(method="rem", threshold_search=search,
+                                                                 min_step_weights=args.min_step_weights))
+        rows.append((label, r))
 
-    print("| search | val passes | wall (s) | threshold | sparsity (%) | val loss | val acc (%) | stop |")
-    print("|---|---:|---:|---:|---:|---:|---:|---|")
-    print(f"| (unpruned) | | | | 0.00 | {base['loss']:.6f} | {base['accuracy']:.1f} | |")
-    for label, ev, sec, t, sp, loss, acc, stop in rows:
-        print(f"| {label} | {ev} | {sec:.1f} | {t:.3e} | {sp:.2f} | {loss:.6f} | {acc:.1f} | {stop} |")
+    # One epoch of the same model in the same run: median step (LOBSTER on) x steps per epoch at batch 128.
+    x, _ = BatchTransform.from_config(spec, cfg.data)(splits.train.images[:128], train=False)
+    y = splits.train.labels[:128]
+    step, shrink = {}, {}
+    for precision in ("fp32", "bf16"):
+        step[precision], shrink[precision] = train_step_seconds(model, x, y, precision, True, args.steps)
+    plain = {p: train_step_seconds(model, x, y, p, False, args.steps)[0] for p in ("fp32", "bf16")}
+    epoch_s = step[cfg.train.precision] * EPOCH_IMAGES / 128
+    prunable = sum(mask.numel() for mask in Masks.dense(model).masks.values())
 
-    print("\nLOBSTER shrink overhead per training step (mean over timed steps; forward+backward+shrink+Adam+masks):")
-    print("| model | batch | step (s) | shrink (ms) | overhead (%) |")
+    print("\n| search | val passes (stopped early) | wall (s) | % of an epoch | threshold | sparsity (%) | pruned weights | val loss | unpruned val loss |")
+    print("|---|---:|---:|---:|---:|---:|---:|---:|---:|")
+    for label, r in rows:
+        print(f"| {label} | {r.evaluations} ({r.partial_evaluations}) | {r.seconds:.1f} | {100 * r.seconds / epoch_s:.1f} | "
+              f"{r.threshold:.4e} | {r.sparsity:.3f} | {r.pruned:,} | {r.loss:.6f} | {r.base_loss:.6f} |")
+    pub, fast = rows[0][1], rows[1][1]
+    gap_pp = abs(pub.sparsity - fast.sparsity)
+    print(f"\nepoch ({cfg.train.precision}, batch 128, LOBSTER on): {step[cfg.train.precision]:.3f} s/step x "
+          f"{EPOCH_IMAGES / 128:.0f} steps = {epoch_s:.0f} s; {prunable:,} prunable weights")
+    print(f"sparsity gap to the published search: {gap_pp:.4f} pp (target <= 0.1); sorted search cost "
+          f"{100 * fast.seconds / epoch_s:.1f} % of an epoch (target <= 20 %), {pub.seconds / fast.seconds:.1f}x "
+          f"faster than the published search; val loss never above the unpruned: "
+          f"{all(r.loss <= r.base_loss for _, r in rows)}")
+
+    print("\nLOBSTER shrink inside a training step (batch 128, median of timed steps):")
+    print("| precision | step without shrink (s) | step with shrink (s) | shrink alone (ms) | overhead (%) |")
     print("|---|---:|---:|---:|---:|")
-    cases = [("capsnet small (above)", model, 64, 10)]
-    if args.full_steps:
-        full = create_model("capsnet", in_shape=(1, 28, 28), num_classes=10)
-        cases.append(("capsnet REM size (6.8 M)", full, 32, args.full_steps))
-    for name, m, b, steps in cases:
-        m = copy.deepcopy(m)
-        pruner = Pruner(m, PruneConfig(method="rem"))
-        xb, yb = x[:b], y[:b]
-        step_s, shrink_s = step_times(m, xb, yb, pruner, steps, shrink=True)
-        print(f"| {name} | {b} | {step_s:.3f} | {1000 * shrink_s:.2f} | {100 * shrink_s / step_s:.2f} |")
+    for p in ("fp32", "bf16"):
+        print(f"| {p} | {plain[p]:.3f} | {step[p]:.3f} | {1000 * shrink[p]:.1f} | {100 * shrink[p] / plain[p]:.1f} |")
 
 
 if __name__ == "__main__":

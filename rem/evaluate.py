@@ -11,6 +11,8 @@ Parse-tree keys are gathered batch by batch as uint8 rows (one per image, at its
 
 from __future__ import annotations
 
+import math
+
 from typing import Iterable
 
 import torch
@@ -31,12 +33,17 @@ def evaluate(
     parse_trees: bool = True,
     loss_kwargs: dict | None = None,
     device: torch.device | str | None = None,
+    stop_loss_sum: float | None = None,
 ) -> dict:
     """Metrics of `model` over `(normalised images, labels)` batches.
 
     Returns `loss` (mean margin loss per image), `acc` (fraction), `n_images`, and with `parse_trees` the
     per-class table (`per_class`: n_images, n_parse_trees, entropy_bits) plus its summary (`entropy/mean`,
     `entropy/std`, `parse_trees/total`).
+
+    `stop_loss_sum` ends the pass as soon as the summed loss of the images seen exceeds it (the loss is
+    non-negative, so the total can only grow): the result is then `loss` inf, `acc` None, `stopped_early`.
+    REM's threshold search uses it to reject a threshold without finishing the validation pass.
     """
     if device is None:
         first = next(model.parameters(), None)
@@ -54,6 +61,8 @@ def evaluate(
             total_loss += float(margin_loss(out.lengths, labels, **(loss_kwargs or {}))) * len(labels)
             correct += int((predicted == labels).sum())
             seen += len(labels)
+            if stop_loss_sum is not None and total_loss > stop_loss_sum:
+                return {"loss": math.inf, "acc": None, "n_images": seen, "stopped_early": True}
             if parse_trees and out.couplings is not None:
                 keys.append(keys_for_predictions(out.couplings, predicted, levels).cpu())
                 predictions.append(predicted.cpu())

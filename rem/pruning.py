@@ -37,16 +37,19 @@ Methods (`PruneConfig.method`)
   insensitive to that parameter). After each epoch one global magnitude threshold T is searched: the largest T
   such that zeroing every |w| < T (on top of the masks) keeps the validation loss <= base loss + twt.
   `threshold_search="bisection"` is the published search (start at mean|w|, bisect in [min|w|, max|w|] over the
-  unpruned weights, stop when T moves < 1e-10 or the loss repeats 10 times); `"sorted"` searches over the index
-  into the sorted magnitudes of the unpruned weights (probe "prune everything allowed", then binary search on
-  the count of weights to prune, first probe at half) and stops when the bracket is <= `min_step_weights` weights
-  wide: ~2 + log2(n / min_step_weights) validation passes instead of the ~30 of the bisection on T. (A galloping
-  search from small counts was tried first: on the nearly flat, noisy loss of a barely trained net it stopped
-  at far smaller thresholds than the published bisection, so the probes now start at half, like bisection's.)
-  Both respect `max_evaluations` (validation passes, base pass included) when it is set.
-  The validation loss is not monotone in T, so the two can stop at different feasible thresholds (on a briefly
-  trained Fashion-MNIST capsnet, benchmarks/threshold_search.py: bisection 31 passes -> 18.2 % sparsity,
-  sorted 15 passes -> 9.9 %); both only ever return a threshold they evaluated as feasible.
+  unpruned weights, stop when T moves < 1e-10 or the loss repeats 10 times): ~30 full validation passes.
+  `"sorted"` walks the *same* path of thresholds, so it lands where the published search does, and pays far less:
+  - a threshold only matters through the set of weights below it (a count into the sorted magnitudes), so
+    a probe whose count was already evaluated (same mask) is answered from memory;
+  - it stops once the bracket [lo, hi) holds <= `min_step_weights` unpruned weights: the published answer
+    lies in that bracket, so the chosen sparsity is within min_step_weights / n of it (the bisection keeps
+    halving T down to 1e-10 long after the mask has stopped changing);
+  - when `val_loss_fn` takes a `stop_above` keyword (rem.train's does), a pass stops as soon as the summed
+    loss of the images seen exceeds the bound: the margin loss is non-negative, so the mean can only end
+    higher and the probe is rejected exactly as the full pass would reject it.
+  ~1 + log2(n / min_step_weights) passes, the rejected ones partial (benchmarks/threshold_search.py).
+  Both respect `max_evaluations` (validation passes, base pass included) when it is set, and only ever
+  return a threshold they evaluated as feasible.
   Collapse guards (an all-zero capsule net can have a *lower* margin loss than a barely trained one):
   `max_prune_fraction_per_epoch` caps the fraction of the still-unpruned weights one search may remove, and
   `require_accuracy=True` rejects candidates whose validation accuracy drops by more than `accuracy_tolerance`
@@ -63,6 +66,7 @@ Sparsity (`sparsity_report`) is always measured from the weights (exact zeros), 
 
 from __future__ import annotations
 
+import inspect
 import math
 import time
 from dataclasses import asdict, dataclass, field
@@ -88,9 +92,9 @@ class PruneConfig:
     # REM / LOBSTER
     lambda0: float = 1e-4  # REM's max_lmbda
     lambda_decay: float = 0.99  # per epoch, same as REM's LR decay
-    threshold_search: str = "sorted"  # bisection (published) | sorted (same rule, fewer validation passes)
+    threshold_search: str = "sorted"  # bisection (published) | sorted (the published path, far fewer passes)
     twt: float = 0.0  # threshold worsening tolerance: allowed rise of the validation loss
-    min_step_weights: int = 1000  # sorted search stops when its bracket is this many weights wide
+    min_step_weights: int = 1000  # sorted: stop when the bracket holds this many weights (its distance from the published answer)
     max_evaluations: int | None = None  # cap on validation passes per search (None: no cap)
     max_prune_fraction_per_epoch: float = 1.0  # collapse guard: at most this fraction of unpruned weights per search
     require_accuracy: bool = False  # collapse guard: validation accuracy must not drop (needs accuracy from val fn)
@@ -307,6 +311,7 @@ class ThresholdResult:
     accuracy: float | None = None
     base_accuracy: float | None = None
     seconds: float = 0.0
+    partial_evaluations: int = 0  # passes stopped early because the threshold was already rejected
 
 
 def _loss_acc(out) -> tuple[float, float | None]:
@@ -329,9 +334,11 @@ class _Trial:
         self.sorted = torch.sort(torch.cat(live).float().cpu()).values if live else torch.zeros(0)
         self.n = self.sorted.numel()
         self.evaluations = 0
+        self.early_stops = 0
         self.cap = cfg.max_evaluations
         self.max_prune = math.floor(cfg.max_prune_fraction_per_epoch * self.n + 1e-9)
         self.guard_limited = False
+        self.can_stop_early = "stop_above" in inspect.signature(val_loss_fn).parameters
         self.base_loss, self.base_acc = self._eval(None)
         if cfg.require_accuracy and self.base_acc is None:
             raise ValueError("PruneConfig.require_accuracy=True needs val_loss_fn to return (loss, accuracy) or a dict with 'accuracy'")
@@ -343,23 +350,28 @@ class _Trial:
     def count_below(self, t: float) -> int:
         return int(torch.searchsorted(self.sorted, torch.tensor([t], dtype=self.sorted.dtype), right=False).item())
 
-    def _eval(self, t: float | None):
+    def _eval(self, t: float | None, stop_above: float | None = None):
         with torch.no_grad():
             for n, p in self.params.items():
                 p.copy_(self.orig[n])
                 if t is not None:
                     p.masked_fill_(self.orig[n].abs() < t, 0.0)
         self.evaluations += 1
-        return _loss_acc(self.fn(self.model))
+        if stop_above is None or not self.can_stop_early:
+            return _loss_acc(self.fn(self.model))
+        return _loss_acc(self.fn(self.model, stop_above=stop_above))
 
-    def feasible(self, t: float) -> tuple[bool, float, float | None]:
-        """Evaluate threshold t; the guard on the pruned count is checked before paying for a pass."""
+    def feasible(self, t: float, early_exit: bool = False) -> tuple[bool, float, float | None]:
+        """Evaluate threshold t; the guard on the pruned count is checked before paying for a pass. With
+        `early_exit` a pass may stop once the loss cannot end <= the bound (its loss is then inf)."""
         if self.count_below(t) > self.max_prune:
             self.guard_limited = True
             return False, math.nan, None
-        loss, acc = self._eval(t)
+        bound = self.base_loss + self.cfg.twt
+        loss, acc = self._eval(t, bound if early_exit else None)
+        self.early_stops += math.isinf(loss)
         self.last_losses.append(loss)
-        ok = loss <= self.base_loss + self.cfg.twt
+        ok = loss <= bound
         if ok and self.cfg.require_accuracy and (acc is None or acc < self.base_acc - self.cfg.accuracy_tolerance):
             self.guard_limited = True
             ok = False
@@ -369,15 +381,6 @@ class _Trial:
         with torch.no_grad():
             for n, p in self.params.items():
                 p.copy_(self.orig[n])
-
-    def threshold_for_count(self, k: int) -> float:
-        """Smallest T pruning the k smallest unpruned magnitudes (ties at the k-th value come along)."""
-        if k <= 0:
-            return 0.0
-        if k >= self.n:
-            return float(torch.nextafter(self.sorted[-1], torch.tensor(math.inf)).item())
-        return float(self.sorted[k].item()) if self.sorted[k] > self.sorted[k - 1] else float(
-            torch.nextafter(self.sorted[k - 1], torch.tensor(math.inf)).item())
 
 
 def _search_bisection(trial: _Trial):
@@ -410,33 +413,36 @@ def _search_bisection(trial: _Trial):
 
 
 def _search_sorted(trial: _Trial, min_step: int):
-    kmax = min(trial.n, trial.max_prune)
-    best = (0, trial.base_loss, trial.base_acc)
-    if kmax < 1:
-        return 0.0, trial.base_loss, trial.base_acc, "nothing_prunable"
-
-    def probe(k):
-        ok, loss, acc = trial.feasible(trial.threshold_for_count(k))
-        return ok, loss, acc
-
+    """The published bisection's thresholds, each evaluated once per distinct mask, until <= min_step
+    weights separate the last accepted threshold from the first rejected one (see the module docstring)."""
+    s = trial.sorted
+    lo, hi = float(s[0]), float(s[-1])
+    t = float(s.mean())
+    known = {0: (True, trial.base_loss, trial.base_acc)}  # pruned count -> outcome; 0 is the unpruned net
+    best_t, best_loss, best_acc = 0.0, trial.base_loss, trial.base_acc
     stop = "bracket"
-    ok, loss, acc = probe(kmax)
-    if ok:
-        if kmax < trial.n:  # the fraction guard, not the loss, set the limit
-            trial.guard_limited = True
-        return trial.threshold_for_count(kmax), loss, acc, "all_allowed"
-    lo, hi = 0, kmax  # lo feasible (0: nothing pruned), hi infeasible
-    while hi - lo > min_step:
-        if not trial.budget_left():
-            stop = "max_evaluations"
-            break
-        mid = (lo + hi) // 2
-        ok, loss, acc = probe(mid)
+    while True:
+        k = trial.count_below(t)
+        if k not in known:
+            if not trial.budget_left():
+                stop = "max_evaluations"
+                break
+            known[k] = trial.feasible(t, early_exit=True)
+        ok, loss, acc = known[k]
         if ok:
-            lo, best = mid, (mid, loss, acc)
+            lo = t
+            if k > trial.count_below(best_t):
+                best_t, best_loss, best_acc = t, loss, acc
         else:
-            hi = mid
-    return trial.threshold_for_count(best[0]), best[1], best[2], stop
+            hi = t
+        if trial.count_below(hi) - trial.count_below(lo) <= min_step:
+            break
+        new_t = (lo + hi) / 2
+        if abs(new_t - t) < 1e-10:  # the published stopping rule, should the bracket never narrow enough
+            stop = "tolerance"
+            break
+        t = new_t
+    return best_t, best_loss, best_acc, stop
 
 
 def threshold_search(
@@ -471,6 +477,7 @@ def threshold_search(
         threshold=t, evaluations=trial.evaluations, loss=loss, base_loss=trial.base_loss, pruned=pruned,
         sparsity=rep["sparsity"], search=search, stop=stop, guard_limited=trial.guard_limited,
         accuracy=acc, base_accuracy=trial.base_acc, seconds=time.perf_counter() - start,
+        partial_evaluations=trial.early_stops,
     )
 
 
@@ -581,7 +588,7 @@ class Pruner:
             metrics.update({
                 "prune/threshold": r.threshold, "prune/evaluations": r.evaluations, "prune/val_loss": r.loss,
                 "prune/base_val_loss": r.base_loss, "prune/pruned": r.pruned, "prune/guard_limited": float(r.guard_limited),
-                "prune/seconds": r.seconds,
+                "prune/seconds": r.seconds, "prune/partial_evaluations": r.partial_evaluations,
             })
             metrics["prune/lambda"] = self.lam(epoch + 1)
         elif self.cfg.method == "imp":

@@ -229,9 +229,14 @@ def train(
 
         metrics = {"epoch": epoch + 1, "train/loss": run_loss / run_seen, "train/acc": run_correct / run_seen}
         # REM prunes after the learning stage and before the epoch is evaluated: metrics describe the pruned net.
-        val_fn = lambda m: evaluate(m, batches_of(splits.val.images, splits.val.labels, cfg.train.eval_batch_size, transform),  # noqa: E731
-                                    num_classes=spec.num_classes, precision=cfg.train.precision, parse_trees=False,
-                                    loss_kwargs=loss_kwargs)
+        def val_fn(m, stop_above: float | None = None):
+            """Validation loss for REM's threshold search; `stop_above` (a mean loss) lets a pass end once
+            its summed loss exceeds that mean over the whole split (with a margin far above rounding)."""
+            n_val = len(splits.val.labels)
+            return evaluate(m, batches_of(splits.val.images, splits.val.labels, cfg.train.eval_batch_size, transform),
+                            num_classes=spec.num_classes, precision=cfg.train.precision, parse_trees=False,
+                            loss_kwargs=loss_kwargs,
+                            stop_loss_sum=None if stop_above is None else stop_above * n_val * (1 + 1e-9))
         metrics.update(pruner.end_of_epoch(model, epoch, cfg.train.epochs, val_fn if cfg.prune.method == "rem" else None))
         metrics.update(split_metrics(splits.val, "val", cfg.eval.split == "val"))
         metrics.update(split_metrics(splits.test, "test", cfg.eval.split == "test"))
