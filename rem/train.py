@@ -31,6 +31,9 @@ log = logging.getLogger("rem.train")
 
 CHECKPOINT_FILE = "state.pt"
 HISTORY_FILE = "history.json"
+# The weights after the first epoch, kept beside every later checkpoint: the report compares the routing of
+# the first and the last epoch, and Ray keeps only the newest checkpoints.
+FIRST_EPOCH_FILE = "first_epoch.pt"
 EpochCallback = Callable[[dict, Path], None]
 
 
@@ -93,6 +96,14 @@ def save_checkpoint(directory: Path, state: dict) -> Path:
     tmp.write_text(json.dumps(state["history"]))
     os.replace(tmp, directory / HISTORY_FILE)
     return directory
+
+
+def save_first_epoch(directory: Path, model: torch.nn.Module) -> None:
+    """The first epoch's weights (atomic, like the checkpoint); travels with every later checkpoint."""
+    directory.mkdir(parents=True, exist_ok=True)
+    tmp = directory / f".{FIRST_EPOCH_FILE}.tmp"
+    torch.save({"model": model.state_dict(), "epoch": 1}, tmp)
+    os.replace(tmp, directory / FIRST_EPOCH_FILE)
 
 
 def load_checkpoint(directory: Path | None) -> dict | None:
@@ -247,6 +258,8 @@ def train(
         if epoch + 1 == cfg.train.epochs:
             metrics.update(final_evaluation(cfg, model, best, metrics, split_metrics, splits.test))
         history.append(metrics)
+        if epoch == 0:
+            save_first_epoch(ckpt_dir, model)
         save_checkpoint(ckpt_dir, {
             "model": model.state_dict(), "optimizer": optimizer.state_dict(), "scheduler": scheduler.state_dict(),
             "pruner": pruner.state_dict(), "best": best, "epoch": epoch + 1, "history": history,
