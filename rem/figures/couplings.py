@@ -14,7 +14,7 @@ from pathlib import Path
 import numpy as np
 
 from rem.figures.internals import RoutingSnapshot
-from rem.figures.style import colours, plt, save
+from rem.figures.style import colours, message_panel, plt, save
 
 FLOOR = 1e-6  # empty bins are drawn at this fraction (log scale)
 
@@ -39,28 +39,33 @@ def coupling_histograms(series: dict[str, RoutingSnapshot], path: Path, title: s
     names = first.images.class_names
     cols = min(5, len(names))
     rows = math.ceil(len(names) / cols)
-    fig, axes = plt.subplots(rows, cols, figsize=(3.2 * cols, 2.6 * rows), sharex=True, squeeze=False)
+    fig, axes = plt.subplots(rows, cols, figsize=(3.2 * cols, 2.6 * rows), squeeze=False)
     palette = colours(list(series))
     styles = dict(zip(series, ["-", "--", ":", "-."] * len(series)))  # overlapping series stay distinguishable
     for j, ax in enumerate(axes.flat):
         if j >= len(names):
             ax.set_visible(False)
             continue
+        drawn = 0
         for label, snap in series.items():
             values = class_couplings(snap, j)
             if values is None:
                 continue
+            drawn += 1
             counts, edges = np.histogram(values, bins=bin_edges(snap.levels))
             ax.stairs(np.maximum(counts / counts.sum(), FLOOR), edges, color=palette[label], linewidth=1.8,
                       linestyle=styles[label], label=label, baseline=FLOOR)
-        ax.set_yscale("log")
         ax.set_title(f"class {j}: {names[j]}", fontsize=9)
+        if not drawn:
+            message_panel(ax, "no test image\npredicted as it")
+            continue
+        ax.set_yscale("log")
         ax.grid(alpha=0.3)
         if j % cols == 0:
             ax.set_ylabel("Fraction of couplings (log)")
         if j >= (rows - 1) * cols:
             ax.set_xlabel("Coupling coefficient c_ij")
-    handles, labels = axes.flat[0].get_legend_handles_labels()
+    handles, labels = max((ax.get_legend_handles_labels() for ax in axes.flat), key=lambda hl: len(hl[0]))
     fig.legend(handles, labels, loc="lower center", ncol=max(1, len(series)), fontsize=9, bbox_to_anchor=(0.5, -0.04))
     fig.suptitle(f"{title}\nper class j: the couplings c_ij of all input capsules i in the test images predicted "
                  f"as j ({len(first.predicted)} images, {first.levels} bins)")

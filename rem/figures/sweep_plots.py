@@ -83,19 +83,29 @@ def _legend(ax, points: pd.DataFrame, palette: dict) -> None:
     ax.legend(handles=handles, fontsize=8, loc="best")
 
 
-def pareto_figure(points: pd.DataFrame, dataset: str, path: Path) -> Path:
-    """Accuracy vs sparsity and entropy vs sparsity, one point per trial, colour = architecture."""
+ACC_LABEL, ENTROPY_LABEL = "Test accuracy (%)", "Routing entropy, mean over classes (bits)"
+
+
+def _two_panels(points: pd.DataFrame, dataset: str):
+    """(figure, left, right, the dataset's points); both panels say so when it has no finished trial."""
     points = points[points["dataset"] == dataset]
     fig, (left, right) = plt.subplots(1, 2, figsize=(11, 4.2))
     if points.empty:
-        message_panel(left, f"no finished trial for {dataset}")
-        message_panel(right, f"no finished trial for {dataset}")
+        for ax in (left, right):
+            message_panel(ax, f"no finished trial for {dataset}")
     else:
+        left.set_ylabel(ACC_LABEL)
+        right.set_ylabel(ENTROPY_LABEL)
+    return fig, left, right, points
+
+
+def pareto_figure(points: pd.DataFrame, dataset: str, path: Path) -> Path:
+    """Accuracy vs sparsity and entropy vs sparsity, one point per trial, colour = architecture."""
+    fig, left, right, points = _two_panels(points, dataset)
+    if not points.empty:
         palette = colours(list(points["model"]))
         _scatter_with_front(left, points, "test_acc", True, palette)
         _scatter_with_front(right, points, "entropy", False, palette)
-        left.set_ylabel("Test accuracy (%)")
-        right.set_ylabel("Routing entropy, mean over classes (bits)")
         left.set_title("Accuracy vs sparsity (higher and further right is better)")
         right.set_title("Entropy vs sparsity (lower and further right is better)")
         _legend(left, points, palette)
@@ -105,12 +115,8 @@ def pareto_figure(points: pd.DataFrame, dataset: str, path: Path) -> Path:
 
 def training_figure(points: pd.DataFrame, dataset: str, path: Path) -> Path:
     """Per trial, each epoch's test accuracy and entropy against the % of pruned parameters so far."""
-    points = points[points["dataset"] == dataset]
-    fig, (left, right) = plt.subplots(1, 2, figsize=(11, 4.2))
-    if points.empty:
-        message_panel(left, f"no finished trial for {dataset}")
-        message_panel(right, f"no finished trial for {dataset}")
-    else:
+    fig, left, right, points = _two_panels(points, dataset)
+    if not points.empty:
         series = {key: f"{g['model'].iloc[0]} {g['variant'].iloc[0]} seed {g['seed'].iloc[0]}"
                   for key, g in points.groupby("trial_key")}
         palette = colours(list(series.values()))
@@ -121,9 +127,8 @@ def training_figure(points: pd.DataFrame, dataset: str, path: Path) -> Path:
                 last = group.iloc[-1]
                 ax.annotate(f"ep {last['epoch']}", (last["sparsity"], last[column]), textcoords="offset points",
                             xytext=(4, 4), fontsize=7)
-        for ax, ylabel in ((left, "Test accuracy (%)"), (right, "Routing entropy, mean over classes (bits)")):
+        for ax in (left, right):
             ax.set_xlabel("Pruned parameters (%)")
-            ax.set_ylabel(ylabel)
             ax.grid(alpha=0.3)
         left.set_title("Accuracy during training")
         right.set_title("Entropy during training")
