@@ -206,6 +206,9 @@ def footnote(rows: list[Row]) -> str:
     """Seeds and epochs actually run, per row."""
     parts = []
     for row in rows:
+        if not row.seeds and not row.failed:
+            parts.append(f"{row.model} {row.variant}: not run")
+            continue
         seeds = ", ".join(map(str, row.seeds)) or "none finished"
         epochs = sorted(set(row.epochs))
         text = f"{row.model} {row.variant}: seeds {seeds}; epochs run {', '.join(map(str, epochs)) or '-'}"

@@ -179,3 +179,26 @@ def test_pruning_ablation_orders_methods_and_targets_with_median_sparsity():
 def test_report_params_are_validated(override, message):
     with pytest.raises(ConfigError, match=message):
         load(REPO / "params.yaml", override)
+
+
+def test_report_files_are_logged_to_the_sweeps_parent_run(tmp_path, monkeypatch):
+    from mlflow.tracking import MlflowClient
+
+    from pipeline.report import log_to_mlflow
+    from rem import tracking
+
+    monkeypatch.delenv("MLFLOW_TRACKING_URI", raising=False)  # the params' URI is the one under test
+    uri = f"sqlite:///{tmp_path / 'mlflow.db'}"
+    cfg = load(REPO / "params.yaml", {"sweep.tracking_uri": uri, "sweep.name": "toy"})
+    client = MlflowClient(uri)
+    experiment = tracking.ensure_experiment(client, "toy", str(tmp_path / "artifacts"))
+    parent = tracking.open_run(client, experiment, name="s", tags={tracking.SWEEP_TAG: "s-1", tracking.ROLE_TAG: "sweep"})
+    out = tmp_path / "reports"
+    build_reports(synthetic_results(), out)
+    assert log_to_mlflow(cfg, tmp_path, ["s-1"], out) is None
+    logged = {a.path for a in client.list_artifacts(parent, "report/figures")}
+    assert logged == {"report/figures/pareto_toy.png", "report/figures/training_toy.png"}
+    # unreachable tracking: one line, no exception
+    down = load(REPO / "params.yaml", {"sweep.tracking_uri": "http://127.0.0.1:9", "sweep.name": "toy"})
+    warning = log_to_mlflow(down, tmp_path, ["s-1"], out)
+    assert warning.startswith("MLflow: figures not logged") and "\n" not in warning
