@@ -13,6 +13,7 @@ import logging
 import math
 import os
 import random
+import shutil
 import time
 from pathlib import Path
 from typing import Callable
@@ -106,6 +107,15 @@ def save_first_epoch(directory: Path, model: torch.nn.Module) -> None:
     os.replace(tmp, directory / FIRST_EPOCH_FILE)
 
 
+def carry_first_epoch(source: Path | None, directory: Path) -> None:
+    """A trial resumed from a checkpoint elsewhere (another node's copy) keeps its first epoch's weights."""
+    if source is None or not (Path(source) / FIRST_EPOCH_FILE).exists():
+        return
+    directory.mkdir(parents=True, exist_ok=True)
+    if not (directory / FIRST_EPOCH_FILE).exists():
+        shutil.copy2(Path(source) / FIRST_EPOCH_FILE, directory / FIRST_EPOCH_FILE)
+
+
 def load_checkpoint(directory: Path | None) -> dict | None:
     if directory is None or not (Path(directory) / CHECKPOINT_FILE).exists():
         return None
@@ -181,6 +191,7 @@ def train(
         scheduler.load_state_dict(state["scheduler"])
         pruner.load_state_dict(state["pruner"], model)
         start_epoch, history, best = state["epoch"], state["history"], state["best"]
+        carry_first_epoch(resume_from, ckpt_dir)
         log.info("resuming %s from epoch %d", cfg.model.name, start_epoch)
     else:
         start_info = pruner.at_start(model, lambda m: _one_batch_loss(m, splits.train, transform, cfg, loss_kwargs))

@@ -136,3 +136,15 @@ def test_report_stage_finds_checkpoints_in_ray_storage_and_links_only_existing_f
     assert all(p.exists() for p in written)
     trials = pd.read_csv(out / "plots" / "trials.csv")
     assert list(trials["variant"]) == ["+Q", "+REM"] and len(pd.read_csv(out / "plots" / "training.csv")) == 4
+
+
+def test_a_trial_resumed_elsewhere_keeps_its_first_epoch_weights(fashion_raw, tmp_path):
+    cfg = tiny_cfg(fashion_raw, epochs=1, max_steps_per_epoch=1, batch_size=32).with_overrides(
+        {"data.train_subset": 32, "data.val_subset": 32, "data.test_subset": 32})
+    train(cfg, workdir=tmp_path / "node-a")
+    moved = tmp_path / "copy"  # what Ray hands a retry on another node: a copy of the last checkpoint
+    shutil.copytree(tmp_path / "node-a" / "checkpoint", moved)
+    train(cfg.with_overrides({"train.epochs": 2}), workdir=tmp_path / "node-b", resume_from=moved)
+    first = torch.load(tmp_path / "node-b" / "checkpoint" / FIRST_EPOCH_FILE, weights_only=False)
+    original = torch.load(tmp_path / "node-a" / "checkpoint" / FIRST_EPOCH_FILE, weights_only=False)
+    assert first["epoch"] == 1 and torch.equal(first["model"]["votes.weight"], original["model"]["votes.weight"])
