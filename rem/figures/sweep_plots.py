@@ -70,8 +70,6 @@ def _scatter_with_front(ax, points: pd.DataFrame, column: str, maximize: bool, p
         ax.plot(front["sparsity"], front[column], color="black", linestyle="--", linewidth=1, zorder=2,
                 drawstyle="steps-post" if not maximize else "default", label="Pareto front")
         ax.scatter(front["sparsity"], front[column], s=160, facecolors="none", edgecolors="black", zorder=4)
-    ax.set_xlabel("Pruned parameters (%)")
-    ax.grid(alpha=0.3)
 
 
 def _legend(ax, points: pd.DataFrame, palette: dict) -> None:
@@ -96,6 +94,12 @@ def _two_panels(points: pd.DataFrame, dataset: str):
     else:
         left.set_ylabel(ACC_LABEL)
         right.set_ylabel(ENTROPY_LABEL)
+        # Sparsity is a percentage: keep 0 in view (unpruned trials) instead of a ±0.04 % window around it.
+        top = max(5.0, 1.05 * float(points["sparsity"].max()) + 1)
+        for ax in (left, right):
+            ax.set_xlim(-1, top)
+            ax.set_xlabel("Pruned parameters (%)")
+            ax.grid(alpha=0.3)
     return fig, left, right, points
 
 
@@ -127,9 +131,6 @@ def training_figure(points: pd.DataFrame, dataset: str, path: Path) -> Path:
                 last = group.iloc[-1]
                 ax.annotate(f"ep {last['epoch']}", (last["sparsity"], last[column]), textcoords="offset points",
                             xytext=(4, 4), fontsize=7)
-        for ax in (left, right):
-            ax.set_xlabel("Pruned parameters (%)")
-            ax.grid(alpha=0.3)
         left.set_title("Accuracy during training")
         right.set_title("Entropy during training")
         left.legend(fontsize=8, loc="best")
