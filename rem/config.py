@@ -122,6 +122,13 @@ class FetchConfig:
 @dataclass(frozen=True)
 class ReportConfig:
     out_dir: str = "reports"
+    # Routing figures come from checkpoints + the first N real test images: a few seconds per trial on a CPU.
+    figure_images: int = 200
+    overlap_trees: int = 8  # parse trees drawn per overlap map (most frequent first)
+    saliency_images: int = 6  # images per saliency figure
+    graph_capsules: int = 16  # input capsules drawn in a parse-tree graph (all 1,152 would be ink)
+    checkpoint_figures: bool = True  # false: only the results-table figures (no checkpoints or data needed)
+    log_to_mlflow: bool = True  # figures and tables as artifacts of the sweep's parent run, when reachable
 
 
 @dataclass(frozen=True)
@@ -286,6 +293,9 @@ def _check_semantics(cfg: Config, source: str, check_grid: bool = True) -> None:
         section = cfg.model if key == "routing_iterations" else cfg.train
         if getattr(section, key) < 1:
             raise ConfigError(f"{source}: {'model' if section is cfg.model else 'train'}.{key} must be >= 1; got {getattr(section, key)}")
+    for key in ("figure_images", "overlap_trees", "saliency_images", "graph_capsules"):
+        if getattr(cfg.report, key) < 1:
+            raise ConfigError(f"{source}: report.{key} must be >= 1; got {getattr(cfg.report, key)}")
     if cfg.eval.levels < 2:
         raise ConfigError(f"{source}: eval.levels must be >= 2; got {cfg.eval.levels}")
     if not check_grid:

@@ -10,6 +10,10 @@ Aggregation rules, as REM's inference script computes them:
   of those per-class means (a mean over classes, not a sum);
 - parse trees: per seed the total over classes, then the median over seeds;
 - sparsity and non-zero parameters: median over seeds; parameters: the model's trainable count.
+
+Tables are `rem.table_render.Table`s (Markdown, LaTeX, HTML); published numbers come from
+`rem/reference/published.yaml` (verified entries only). The protocol tables (affNIST, smallNORB, pruning
+ablation) are in `rem.protocol_tables`.
 """
 
 from __future__ import annotations
@@ -20,6 +24,9 @@ from dataclasses import dataclass, field
 
 import numpy as np
 import pandas as pd
+
+from rem.reference import Published, lookup
+from rem.table_render import Table, to_latex, to_markdown
 
 MISSING = "not run"
 
@@ -40,6 +47,15 @@ class Row:
     nonzero_median: float = math.nan
     params: int = 0
     failed: int = 0
+    trees_per_class: list[float] = field(default_factory=list)  # median over seeds, class by class
+    finals: pd.DataFrame | None = field(default=None, repr=False)  # the seeds' final rows, for further tables
+
+
+def dataset_label(row: dict) -> str:
+    """The table a trial belongs to: its dataset, plus smallNORB's viewpoint protocol when not the standard one."""
+    dataset = str(row.get("data.dataset"))
+    split = str(row.get("data.norb_split", "standard"))
+    return f"{dataset} ({split})" if dataset == "smallnorb" and split not in ("standard", "nan", "None") else dataset
 
 
 def variant_of(row: pd.Series) -> str:
@@ -89,15 +105,25 @@ def _aggregate_group(row: Row, group: pd.DataFrame) -> Row:
     row.parse_trees_median = float(np.median(trees))
     row.sparsity_median, row.nonzero_median = _median(group, "sparsity"), _median(group, "nonzero_params")
     row.params = int(group["params"].iloc[0])
+    if tree_cols:
+        row.trees_per_class = [float(v) for v in np.median(group[tree_cols].to_numpy(dtype=np.float64), axis=0)]
+    row.finals = group
     return row
 
 
-def aggregate(results: pd.DataFrame) -> list[Row]:
+def label_trials(results: pd.DataFrame) -> pd.DataFrame:
+    """A copy with each trial's `variant` and its table's name in `data.dataset` (see `dataset_label`)."""
     results = results.copy()
     # A trial's variant comes from its last row: only that row carries the final evaluation's columns.
     last = results.sort_values("epoch").groupby("trial_key").tail(1)
     variants = {row["trial_key"]: variant_of(row) for row in last.to_dict("records")}
     results["variant"] = results["trial_key"].map(variants)
+    results["data.dataset"] = [dataset_label(r) for r in results.to_dict("records")]
+    return results
+
+
+def aggregate(results: pd.DataFrame) -> list[Row]:
+    results = label_trials(results)
     keys = ["data.dataset", "model.name", "variant"]
     finals = final_rows(results)
     failed = results[results["status"] != "FINISHED"].drop_duplicates("trial_key")
@@ -113,58 +139,117 @@ def aggregate(results: pd.DataFrame) -> list[Row]:
     return rows
 
 
-HEADER = ["Model", "Variant", "Test accuracy (%)", "Entropy (bits)", "Parse trees", "Sparsity (%)",
+# Variants every model's table shows, run or not: the paper's pair (unpruned +Q against +REM).
+EXPECTED_VARIANTS = ("+Q", "+REM")
+UNPRUNED = ("plain", "+Q")
+
+HEADER = ["Model", "Variant", "Test accuracy (%)", "Published (%)", "Entropy (bits)", "Parse trees", "Sparsity (%)",
           "Non-zero params", "Parameters"]
 
-
-def _cells(row: Row, pm: str) -> list[str]:
-    if not row.seeds:
-        return [row.model, row.variant] + [MISSING] * (len(HEADER) - 2)
-    sparsity = "-" if math.isnan(row.sparsity_median) else f"{row.sparsity_median:.2f}"
-    nonzero = "-" if math.isnan(row.nonzero_median) else f"{int(row.nonzero_median):,}"
-    return [
-        row.model, row.variant,
-        f"{100 * row.acc_mean:.2f} {pm} {100 * row.acc_std:.2f}",
-        f"{row.entropy_mean:.3f} {pm} {row.entropy_std:.3f}",
-        f"{row.parse_trees_median:g}", sparsity, nonzero, f"{row.params:,}",
-    ]
+RULES = ("Accuracy: mean ± std over seeds. Entropy: mean ± std over classes of the per-class entropy averaged "
+         "over seeds. Parse trees: median over seeds of the total over classes. Sparsity, non-zero parameters: "
+         "median over seeds. \"not run\": no finished trial of that row in the sweep.")
 
 
-def _footnote(rows: list[Row]) -> str:
+def pm(mean: float, std: float, scale: float = 100.0, digits: int = 2) -> str:
+    """`mean ± std` (both scaled), or the missing marker when there is nothing to show."""
+    if math.isnan(mean):
+        return MISSING
+    return f"{scale * mean:.{digits}f} ± {scale * std:.{digits}f}"
+
+
+def with_expected(rows: list[Row]) -> list[Row]:
+    """The rows of the results plus an empty ("not run") row for each expected variant a model lacks."""
+    have = {(r.dataset, r.model, r.variant) for r in rows}
+    out = list(rows)
+    for dataset, model in sorted({(r.dataset, r.model) for r in rows}):
+        out += [Row(dataset, model, v) for v in EXPECTED_VARIANTS if (dataset, model, v) not in have]
+    return sorted(out, key=lambda r: (r.dataset, r.model, variant_order(r.variant)))
+
+
+def variant_order(variant: str) -> tuple:
+    """plain, +Q, +REM, then +IMP / +SNIP by method and target sparsity."""
+    fixed = {"plain": 0, "+Q": 1, "+REM": 2}
+    if variant in fixed:
+        return (fixed[variant], "", 0.0)
+    method, _, target = variant.partition(" ")
+    return (3, method, float(target.rstrip("%") or 0))
+
+
+class Sources:
+    """Numbered citations of the published values a table shows ([1], [2], ...), listed under it."""
+
+    def __init__(self):
+        self.cited: list[Published] = []
+
+    def cite(self, entry: Published | None) -> str:
+        if entry is None:
+            return ""
+        if entry not in self.cited:
+            self.cited.append(entry)
+        return f"{entry.accuracy:.2f} [{self.cited.index(entry) + 1}]"
+
+    def notes(self) -> list[str]:
+        if not self.cited:
+            return []
+        listed = "; ".join(f"[{n}] {e.source} ({e.check})" for n, e in enumerate(self.cited, 1))
+        return [f"Published: the original, unpruned model as its authors report it; empty where no verified "
+                f"number exists. {listed}."]
+
+
+def published_for(entries: list[Published], row: Row, split: str = "test") -> Published | None:
+    variant = "plain" if row.variant in UNPRUNED else row.variant
+    return lookup(entries, row.dataset, row.model, variant, split)
+
+
+def footnote(rows: list[Row]) -> str:
+    """Seeds and epochs actually run, per row."""
     parts = []
     for row in rows:
+        if not row.seeds and not row.failed:
+            parts.append(f"{row.model} {row.variant}: not run")
+            continue
         seeds = ", ".join(map(str, row.seeds)) or "none finished"
         epochs = sorted(set(row.epochs))
         text = f"{row.model} {row.variant}: seeds {seeds}; epochs run {', '.join(map(str, epochs)) or '-'}"
         if row.failed:
             text += f"; {row.failed} trial(s) failed"
         parts.append(text)
-    return "; ".join(parts)
+    return "; ".join(parts) + "."
 
 
-RULES = ("Accuracy: mean ± std over seeds. Entropy: mean ± std over classes of the per-class entropy averaged "
-         "over seeds. Parse trees: median over seeds of the total over classes. Sparsity, non-zero parameters: "
-         "median over seeds.")
+def dataset_table(dataset: str, rows: list[Row], published: list[Published]) -> Table:
+    sources = Sources()
+    cells = []
+    for row in rows:
+        cited = sources.cite(published_for(published, row))
+        if not row.seeds:
+            cells.append([row.model, row.variant, MISSING, cited] + [MISSING] * (len(HEADER) - 4))
+            continue
+        sparsity = "-" if math.isnan(row.sparsity_median) else f"{row.sparsity_median:.2f}"
+        nonzero = "-" if math.isnan(row.nonzero_median) else f"{int(row.nonzero_median):,}"
+        cells.append([row.model, row.variant, pm(row.acc_mean, row.acc_std), cited,
+                      pm(row.entropy_mean, row.entropy_std, scale=1.0, digits=3),
+                      f"{row.parse_trees_median:g}", sparsity, nonzero, f"{row.params:,}"])
+    return Table(dataset, HEADER, cells, notes=[RULES, footnote(rows)] + sources.notes())
 
 
-def markdown_table(dataset: str, rows: list[Row]) -> str:
-    lines = [f"## {dataset}", "", "| " + " | ".join(HEADER) + " |", "|" + "---|" * len(HEADER)]
-    lines += ["| " + " | ".join(_cells(r, "±")) + " |" for r in rows]
-    lines += ["", f"{RULES} {_footnote(rows)}.", ""]
-    return "\n".join(lines)
+def parse_trees_table(dataset: str, rows: list[Row]) -> Table:
+    """Per-class parse-tree counts (median over seeds), as REM's inference script prints them."""
+    classes = max((len(r.trees_per_class) for r in rows), default=0)
+    header = ["Model", "Variant"] + [f"class {j}" for j in range(classes)]
+    cells = [[r.model, r.variant] + ([f"{v:g}" for v in r.trees_per_class] if r.trees_per_class else [MISSING] * classes)
+             for r in rows]
+    return Table(f"{dataset}: parse trees per class", header, cells,
+                 notes=["Distinct parse trees of each predicted class, median over seeds."])
 
 
-def latex_table(dataset: str, rows: list[Row]) -> str:
-    def esc(text: str) -> str:
-        return text.replace("_", r"\_").replace("%", r"\%").replace("&", r"\&")
+def markdown_table(dataset: str, rows: list[Row], published: list[Published] | None = None) -> str:
+    return to_markdown(dataset_table(dataset, rows, published or []))
 
-    body = [" & ".join(esc(c) for c in _cells(r, r"$\pm$")) + r" \\" for r in rows]
-    return "\n".join([
-        r"\begin{table}[t]", r"\centering", rf"\caption{{{esc(dataset)}: {esc(_footnote(rows))}.}}",
-        r"\begin{tabular}{ll" + "r" * (len(HEADER) - 2) + "}", r"\toprule",
-        " & ".join(esc(h) for h in HEADER) + r" \\", r"\midrule",
-        *body, r"\bottomrule", r"\end{tabular}", r"\end{table}", "",
-    ])
+
+def latex_table(dataset: str, rows: list[Row], published: list[Published] | None = None) -> str:
+    return to_latex(dataset_table(dataset, rows, published or []))
 
 
 def metrics_json(rows: list[Row]) -> dict:

@@ -13,6 +13,7 @@ import logging
 import math
 import os
 import random
+import shutil
 import time
 from pathlib import Path
 from typing import Callable
@@ -31,6 +32,9 @@ log = logging.getLogger("rem.train")
 
 CHECKPOINT_FILE = "state.pt"
 HISTORY_FILE = "history.json"
+# The weights after the first epoch, kept beside every later checkpoint: the report compares the routing of
+# the first and the last epoch, and Ray keeps only the newest checkpoints.
+FIRST_EPOCH_FILE = "first_epoch.pt"
 EpochCallback = Callable[[dict, Path], None]
 
 
@@ -93,6 +97,23 @@ def save_checkpoint(directory: Path, state: dict) -> Path:
     tmp.write_text(json.dumps(state["history"]))
     os.replace(tmp, directory / HISTORY_FILE)
     return directory
+
+
+def save_first_epoch(directory: Path, model: torch.nn.Module) -> None:
+    """The first epoch's weights (atomic, like the checkpoint); travels with every later checkpoint."""
+    directory.mkdir(parents=True, exist_ok=True)
+    tmp = directory / f".{FIRST_EPOCH_FILE}.tmp"
+    torch.save({"model": model.state_dict(), "epoch": 1}, tmp)
+    os.replace(tmp, directory / FIRST_EPOCH_FILE)
+
+
+def carry_first_epoch(source: Path | None, directory: Path) -> None:
+    """A trial resumed from a checkpoint elsewhere (another node's copy) keeps its first epoch's weights."""
+    if source is None or not (Path(source) / FIRST_EPOCH_FILE).exists():
+        return
+    directory.mkdir(parents=True, exist_ok=True)
+    if not (directory / FIRST_EPOCH_FILE).exists():
+        shutil.copy2(Path(source) / FIRST_EPOCH_FILE, directory / FIRST_EPOCH_FILE)
 
 
 def load_checkpoint(directory: Path | None) -> dict | None:
@@ -170,6 +191,7 @@ def train(
         scheduler.load_state_dict(state["scheduler"])
         pruner.load_state_dict(state["pruner"], model)
         start_epoch, history, best = state["epoch"], state["history"], state["best"]
+        carry_first_epoch(resume_from, ckpt_dir)
         log.info("resuming %s from epoch %d", cfg.model.name, start_epoch)
     else:
         start_info = pruner.at_start(model, lambda m: _one_batch_loss(m, splits.train, transform, cfg, loss_kwargs))
@@ -252,6 +274,8 @@ def train(
         if epoch + 1 == cfg.train.epochs:
             metrics.update(final_evaluation(cfg, model, best, metrics, split_metrics, splits.test))
         history.append(metrics)
+        if epoch == 0:
+            save_first_epoch(ckpt_dir, model)
         save_checkpoint(ckpt_dir, {
             "model": model.state_dict(), "optimizer": optimizer.state_dict(), "scheduler": scheduler.state_dict(),
             "pruner": pruner.state_dict(), "best": best, "epoch": epoch + 1, "history": history,

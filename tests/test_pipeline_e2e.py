@@ -82,7 +82,14 @@ def test_dvc_repro_runs_the_real_pipeline_then_is_a_noop(mirror, tmp_path):
 
     markdown = (repo / "reports" / "tables" / "fashion-mnist.md").read_text()
     assert "| capsnet | +Q |" in markdown and "6,804,384" in markdown and "seeds 42, 43" in markdown
-    assert (repo / "reports" / "tables" / "fashion-mnist.tex").read_text().count(r"\toprule") == 1
+    assert (repo / "reports" / "tables" / "fashion-mnist.tex").read_text().count(r"\toprule") == 2  # + per class
+    figures = {p.name for p in (repo / "reports" / "figures").glob("*.png")}
+    assert {"pareto_fashion-mnist.png", "couplings_fashion-mnist_capsnet.png", "saliency_fashion-mnist_capsnet_Q.png",
+            "overlap_fashion-mnist_capsnet_Q.png", "graph_fashion-mnist_capsnet_Q.png"} <= figures
+    page = (repo / "reports" / "index.html").read_text()
+    assert "Figures not drawn" not in page  # every checkpoint (and its first-epoch weights) was found
+    logged = client.list_artifacts(parents[0].info.run_id, "report/figures")
+    assert {a.path.split("/")[-1] for a in logged} == figures
     assert "fashion-mnist" in (repo / "reports" / "metrics.json").read_text()
 
     again = run(["dvc", "repro"], repo)

@@ -1,0 +1,116 @@
+"""Which figures a sweep gets: the results-table figures per dataset, and per model the checkpoint figures
+of one representative trial per variant (its smallest seed). A figure that cannot be drawn (checkpoint gone,
+model without spatial primary capsules, ...) becomes a one-line note instead of a crash."""
+
+from __future__ import annotations
+
+import logging
+import re
+from dataclasses import dataclass
+from pathlib import Path
+
+import pandas as pd
+
+from rem.config import Config
+from rem.figures import couplings, graphs, overlap, saliency, sweep_plots
+from rem.figures.internals import CheckpointMissingError, load_trial, snapshot
+from rem.report import label_trials, variant_order
+
+log = logging.getLogger("rem.figures")
+
+
+@dataclass
+class Figure:
+    section: str  # heading the HTML page groups it under
+    path: Path
+    caption: str
+
+
+def slug(*parts: str) -> str:
+    text = "_".join(parts).replace("+", "").replace("%", "pct")
+    return re.sub(r"[^A-Za-z0-9_.-]+", "-", text).strip("-")
+
+
+def representatives(results: pd.DataFrame) -> pd.DataFrame:
+    """One finished trial per (dataset, model, variant): the smallest seed's."""
+    done = label_trials(results)
+    done = done[done["status"] == "FINISHED"].sort_values("epoch").groupby("trial_key").tail(1)
+    done = done.sort_values(["data.dataset", "model.name", "train.seed"])
+    return done.groupby(["data.dataset", "model.name", "variant"], sort=True).head(1)
+
+
+def sweep_figures(results: pd.DataFrame, out_dir: Path) -> list[Figure]:
+    trials, epochs = sweep_plots.trial_points(results), sweep_plots.training_points(results)
+    figures = []
+    for dataset in sorted(set(trials["dataset"])):
+        figures.append(Figure("Accuracy and entropy vs sparsity", sweep_plots.pareto_figure(
+            trials, dataset, out_dir / f"pareto_{slug(dataset)}.png"),
+            f"{dataset}: final accuracy and entropy of every trial against its sparsity; Pareto fronts dashed."))
+        figures.append(Figure("Training against pruning", sweep_plots.training_figure(
+            epochs, dataset, out_dir / f"training_{slug(dataset)}.png"),
+            f"{dataset}: accuracy and entropy at each epoch against the % of parameters pruned so far."))
+    return figures
+
+
+def checkpoint_figures(results: pd.DataFrame, checkpoints: dict[str, Path], cfg: Config, repo_root: Path,
+                       out_dir: Path) -> tuple[list[Figure], list[str]]:
+    figures, notes = [], []
+    chosen = representatives(results)
+    rc = cfg.report
+    for (dataset, model), group in chosen.groupby(["data.dataset", "model.name"], sort=True):
+        series = {}
+        for row in sorted(group.to_dict("records"), key=lambda r: variant_order(r["variant"])):
+            variant, key = row["variant"], row["trial_key"]
+            name = f"{dataset} {model} {variant} (seed {row['train.seed']})"
+            if key not in checkpoints:
+                notes.append(f"{name}: no checkpoint found for trial {key}; its routing figures are skipped.")
+                continue
+            try:
+                trial, images = load_trial(checkpoints[key], cfg, repo_root, rc.figure_images, "last")
+                last = snapshot(trial, images)
+            except (CheckpointMissingError, ValueError, OSError, KeyError, RuntimeError) as err:
+                notes.append(f"{name}: routing figures skipped ({type(err).__name__}: {err}).")
+                continue
+            try:
+                first_trial, _ = load_trial(checkpoints[key], cfg, repo_root, rc.figure_images, "first")
+                series[f"{variant} epoch {first_trial.epoch}"] = snapshot(first_trial, images)
+            except CheckpointMissingError as err:
+                notes.append(f"{name}: first-epoch histogram skipped ({err}).")
+            series[f"{variant} epoch {trial.epoch}"] = last
+            figures += _per_trial_figures(last, name, slug(dataset, model, variant), out_dir, cfg, notes)
+        if series:
+            path = couplings.coupling_histograms(series, out_dir / f"couplings_{slug(dataset, model)}.png",
+                                                 f"{dataset} {model}: coupling coefficients, first vs last epoch")
+            figures.insert(0, Figure("Coupling-coefficient histograms", path,
+                                     f"{dataset} {model}: per-class histograms, " + ", ".join(series) + "."))
+    return figures, notes
+
+
+def _per_trial_figures(snap, name: str, stem: str, out_dir: Path, cfg: Config, notes: list[str]) -> list[Figure]:
+    rc = cfg.report
+    figures = [
+        Figure("Parse-tree overlap maps", overlap.overlap_maps(snap, out_dir / f"overlap_{stem}.png", name,
+                                                               top=rc.overlap_trees),
+               f"{name}: average input of each of the most frequent parse trees of the class with the most trees."),
+        Figure("Parse-tree graphs", graphs.parse_tree_graph(snap, out_dir / f"graph_{stem}.png", name,
+                                                            count=rc.graph_capsules),
+               f"{name}: one image's strongest input capsules and their quantized couplings to the class capsules."),
+    ]
+    if snap.primary is None:
+        notes.append(f"{name}: no saliency map (its class layer does not route from spatial primary capsules).")
+    else:
+        figures.append(Figure("Saliency from primary capsules", saliency.saliency_maps(
+            snap, out_dir / f"saliency_{stem}.png", name, count=rc.saliency_images),
+            f"{name}: E(m,n) = Σ_o ‖u(m,n,o)‖ · c̃(m,n,o,j) for the predicted class j."))
+    return figures
+
+
+def build_figures(results: pd.DataFrame, checkpoints: dict[str, Path], cfg: Config, repo_root: Path,
+                  out_dir: Path) -> tuple[list[Figure], list[str]]:
+    """Every figure of the report under `out_dir`, and the notes on what could not be drawn."""
+    out_dir.mkdir(parents=True, exist_ok=True)
+    figures = sweep_figures(results, out_dir)
+    internal, notes = checkpoint_figures(results, checkpoints, cfg, repo_root, out_dir)
+    for note in notes:
+        log.warning(note)
+    return figures + internal, notes

@@ -1,0 +1,113 @@
+"""What the checkpoint figures look at: a trained model's routing on a few real test images.
+
+`load_trial_model` rebuilds a trial's model from its checkpoint (the config saved inside it) with the
+last or the first epoch's weights; `figure_images` loads the first N test images of that config's dataset
+through the evaluation transform; `snapshot` runs the forward the paper's tables use (+Q when the trial's
+final evaluation was quantized) and keeps couplings, predictions and, for models whose class layer routes
+from spatial primary capsules, those capsules with their grid.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+import torch
+
+from rem.capsules import SabourStem
+from rem.config import Config, from_dict
+from rem.data import BatchTransform
+from rem.train import CHECKPOINT_FILE, FIRST_EPOCH_FILE, build_model, prepare_data
+
+# Where the data comes from is the report machine's business, not the trial's (it may have run elsewhere).
+DATA_SOURCE_KEYS = ("root", "mirror", "system_root", "download", "prepared")
+
+
+class CheckpointMissingError(FileNotFoundError):
+    """A trial's checkpoint (or its first-epoch weights) is not where the report looked."""
+
+
+@dataclass
+class TrialModel:
+    cfg: Config
+    model: torch.nn.Module
+    epoch: int
+
+
+@dataclass
+class FigureImages:
+    normalised: torch.Tensor  # (N, C, H, W) the model's input
+    unit: torch.Tensor  # (N, C, H, W) in [0, 1], what is drawn
+    labels: torch.Tensor  # (N,)
+    class_names: list[str]
+
+
+@dataclass
+class RoutingSnapshot:
+    """A model's routing on some images; couplings are the last routing iteration's, unquantized."""
+
+    images: FigureImages
+    couplings: torch.Tensor  # (N, I, J)
+    lengths: torch.Tensor  # (N, J)
+    predicted: torch.Tensor  # (N,)
+    levels: int  # K quantization levels of the parse trees
+    primary: torch.Tensor | None = None  # (N, I, D) when the class layer routes from spatial primary capsules
+    grid: tuple[int, int, int] | None = None  # (height, width, capsule types) of those primary capsules
+
+
+def load_trial(checkpoint_dir: Path, report_cfg: Config, repo_root: Path, count: int,
+               which: str = "last") -> tuple[TrialModel, FigureImages]:
+    """The model of the checkpoint in `checkpoint_dir` with the `last` (state.pt) or `first` epoch's weights,
+    and the first `count` test images of its dataset (data sources from `report_cfg`)."""
+    checkpoint_dir = Path(checkpoint_dir)
+    state_file = checkpoint_dir / CHECKPOINT_FILE
+    if not state_file.exists():
+        raise CheckpointMissingError(f"no {CHECKPOINT_FILE} in {checkpoint_dir}")
+    state = torch.load(state_file, map_location="cpu", weights_only=False)
+    weights, epoch = state["model"], int(state["epoch"])
+    if which == "first":
+        first_file = checkpoint_dir / FIRST_EPOCH_FILE
+        if not first_file.exists():
+            raise CheckpointMissingError(f"no {FIRST_EPOCH_FILE} in {checkpoint_dir} (trained before it was kept)")
+        first = torch.load(first_file, map_location="cpu", weights_only=False)
+        weights, epoch = first["model"], int(first["epoch"])
+    overrides = {f"data.{k}": getattr(report_cfg.data, k) for k in DATA_SOURCE_KEYS}
+    cfg = from_dict(state["config"], f"{state_file} config").with_overrides(overrides, "report data sources")
+    splits = _splits(cfg, repo_root, count)
+    model = build_model(cfg, splits.spec)
+    model.load_state_dict(weights)
+    transform = BatchTransform.from_config(splits.spec, cfg.data)
+    normalised, unit = transform(splits.test.images, train=False)
+    images = FigureImages(normalised, unit, splits.test.labels, list(splits.spec.classes) or [str(j) for j in range(splits.spec.num_classes)])
+    return TrialModel(cfg, model.eval(), epoch), images
+
+
+_SPLITS_CACHE: dict[tuple, object] = {}
+
+
+def _splits(cfg: Config, repo_root: Path, count: int):
+    """The first `count` test images of a trial config's dataset, loaded once per dataset and protocol."""
+    small = cfg.with_overrides({"data.train_subset": 1, "data.val_subset": 1, "data.test_subset": count})
+    key = (str(repo_root), count, repr(small.data))
+    if key not in _SPLITS_CACHE:
+        _SPLITS_CACHE[key] = prepare_data(small, repo_root)
+    return _SPLITS_CACHE[key]
+
+
+@torch.inference_mode()
+def snapshot(trial: TrialModel, images: FigureImages) -> RoutingSnapshot:
+    """The forward of the trial's final evaluation (+Q when it was quantized) on `images`."""
+    levels = trial.cfg.eval.levels
+    quantize = levels if trial.cfg.eval.final_quantized else None
+    out = trial.model(images.normalised, quantize_levels=quantize)
+    if out.couplings is None:
+        raise ValueError(f"{trial.cfg.model.name} has no routing couplings to draw")
+    snap = RoutingSnapshot(images, out.couplings.float(), out.lengths.float(), out.lengths.argmax(1), levels)
+    model = trial.model
+    if isinstance(model, SabourStem):
+        features = torch.relu(model.conv1(images.normalised))
+        primary = model.primary(features)
+        if primary.shape[1] == snap.couplings.shape[1]:  # the class layer routes from these capsules directly
+            h, w = model.primary.output_grid(tuple(features.shape[-2:]))
+            snap.primary, snap.grid = primary.float(), (h, w, model.primary.types)
+    return snap
