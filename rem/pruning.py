@@ -41,13 +41,13 @@ Methods (`PruneConfig.method`)
   `"sorted"` walks the *same* path of thresholds, so it lands where the published search does, and pays far less:
   - a threshold only matters through the set of weights below it (a count into the sorted magnitudes), so
     a probe whose count was already evaluated (same mask) is answered from memory;
-  - it stops once the bracket [lo, hi) holds <= `min_step_weights` unpruned weights: the published answer
-    lies in that bracket, so the chosen sparsity is within min_step_weights / n of it (the bisection keeps
-    halving T down to 1e-10 long after the mask has stopped changing);
+  - it stops once the bracket [lo, hi) holds <= `search_tolerance_pp` % of the prunable weights (at least one
+    weight): the published answer lies in that bracket, so the chosen sparsity is within search_tolerance_pp
+    percentage points of it (the bisection keeps halving T down to 1e-10 long after the mask stopped changing);
   - when `val_loss_fn` takes a `stop_above` keyword (rem.train's does), a pass stops as soon as the summed
     loss of the images seen exceeds the bound: the margin loss is non-negative, so the mean can only end
     higher and the probe is rejected exactly as the full pass would reject it.
-  ~1 + log2(n / min_step_weights) passes, the rejected ones partial (benchmarks/threshold_search.py).
+  About half the published number of passes, the rejected ones partial (benchmarks/threshold_search.py).
   Both respect `max_evaluations` (validation passes, base pass included) when it is set, and only ever
   return a threshold they evaluated as feasible.
   Collapse guards (an all-zero capsule net can have a *lower* margin loss than a barely trained one):
@@ -94,7 +94,7 @@ class PruneConfig:
     lambda_decay: float = 0.99  # per epoch, same as REM's LR decay
     threshold_search: str = "sorted"  # bisection (published) | sorted (the published path, far fewer passes)
     twt: float = 0.0  # threshold worsening tolerance: allowed rise of the validation loss
-    min_step_weights: int = 1000  # sorted: stop when the bracket holds this many weights (its distance from the published answer)
+    search_tolerance_pp: float = 0.05  # sorted: the most its sparsity may differ from the published search's (pp)
     max_evaluations: int | None = None  # cap on validation passes per search (None: no cap)
     max_prune_fraction_per_epoch: float = 1.0  # collapse guard: at most this fraction of unpruned weights per search
     require_accuracy: bool = False  # collapse guard: validation accuracy must not drop (needs accuracy from val fn)
@@ -123,7 +123,7 @@ class PruneConfig:
             "lambda0": self.lambda0 >= 0,
             "lambda_decay": 0 < self.lambda_decay <= 1,
             "twt": self.twt >= 0,
-            "min_step_weights": isinstance(self.min_step_weights, int) and self.min_step_weights >= 1,
+            "search_tolerance_pp": 0 <= self.search_tolerance_pp < 100,
             "max_evaluations": self.max_evaluations is None or self.max_evaluations >= 2,
             "max_prune_fraction_per_epoch": 0 < self.max_prune_fraction_per_epoch <= 1,
             "accuracy_tolerance": self.accuracy_tolerance >= 0,
@@ -132,7 +132,7 @@ class PruneConfig:
             "snip_batches": self.snip_batches >= 1,
         }
         allowed = {
-            "lambda0": ">= 0", "lambda_decay": "in (0, 1]", "twt": ">= 0", "min_step_weights": "an int >= 1",
+            "lambda0": ">= 0", "lambda_decay": "in (0, 1]", "twt": ">= 0", "search_tolerance_pp": "in [0, 100)",
             "max_evaluations": "None or >= 2", "max_prune_fraction_per_epoch": "in (0, 1]",
             "accuracy_tolerance": ">= 0", "target_sparsity": "in [0, 1)", "schedule_epochs": "None or >= 1",
             "snip_batches": ">= 1",
@@ -412,8 +412,8 @@ def _search_bisection(trial: _Trial):
     return best_t, best_loss, best_acc, stop
 
 
-def _search_sorted(trial: _Trial, min_step: int):
-    """The published bisection's thresholds, each evaluated once per distinct mask, until <= min_step
+def _search_sorted(trial: _Trial, width: int):
+    """The published bisection's thresholds, each evaluated once per distinct mask, until <= `width`
     weights separate the last accepted threshold from the first rejected one (see the module docstring)."""
     s = trial.sorted
     lo, hi = float(s[0]), float(s[-1])
@@ -435,7 +435,7 @@ def _search_sorted(trial: _Trial, min_step: int):
                 best_t, best_loss, best_acc = t, loss, acc
         else:
             hi = t
-        if trial.count_below(hi) - trial.count_below(lo) <= min_step:
+        if trial.count_below(hi) - trial.count_below(lo) <= width:
             break
         new_t = (lo + hi) / 2
         if abs(new_t - t) < 1e-10:  # the published stopping rule, should the bracket never narrow enough
@@ -467,7 +467,8 @@ def threshold_search(
     if search == "bisection":
         t, loss, acc, stop = _search_bisection(trial)
     else:
-        t, loss, acc, stop = _search_sorted(trial, cfg.min_step_weights)
+        width = max(1, math.floor(cfg.search_tolerance_pp / 100 * masks.numel))
+        t, loss, acc, stop = _search_sorted(trial, width)
     trial.restore()
     pruned = masks.prune_below(model, t) if t > 0 else 0
     if pruned == 0:

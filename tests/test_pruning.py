@@ -201,7 +201,7 @@ def test_threshold_never_raises_val_loss(search):
     fn = val_fn_for(x, y)
     base = fn(model)
     masks = Masks.dense(model)
-    cfg = PruneConfig(method="rem", threshold_search=search, min_step_weights=1)
+    cfg = PruneConfig(method="rem", threshold_search=search, search_tolerance_pp=0.0)
     r = threshold_search(model, masks, fn, cfg)
     assert r.base_loss == pytest.approx(base)
     assert r.loss <= r.base_loss + cfg.twt
@@ -253,11 +253,12 @@ def fashion_checkpoint(mirror):
     return fresh, full, early, published
 
 
-@pytest.mark.parametrize("min_step", [1, 200])
-def test_sorted_search_lands_where_the_published_bisection_does(fashion_checkpoint, min_step):
+@pytest.mark.parametrize("tolerance_pp", [0.0, 1.0])
+def test_sorted_search_lands_where_the_published_bisection_does(fashion_checkpoint, tolerance_pp):
     fresh, full, early, published = fashion_checkpoint
     model = fresh()
-    fast = threshold_search(model, Masks.dense(model), early, PruneConfig(method="rem", min_step_weights=min_step))
+    min_step = max(1, int(tolerance_pp / 100 * Masks.dense(model).numel))
+    fast = threshold_search(model, Masks.dense(model), early, PruneConfig(method="rem", search_tolerance_pp=tolerance_pp))
     assert published.pruned > 0
     # The published answer lies in the final bracket: at most min_step weights away.
     assert fast.pruned <= published.pruned <= fast.pruned + min_step, (fast, published)
@@ -268,7 +269,7 @@ def test_sorted_search_lands_where_the_published_bisection_does(fashion_checkpoi
 
 def test_early_exit_passes_change_nothing_but_the_cost(fashion_checkpoint):
     fresh, full, early, _ = fashion_checkpoint
-    cfg = PruneConfig(method="rem", min_step_weights=20)
+    cfg = PruneConfig(method="rem", search_tolerance_pp=0.5)
     a, b = fresh(), fresh()
     plain = threshold_search(a, Masks.dense(a), full, cfg)
     quick = threshold_search(b, Masks.dense(b), early, cfg)
@@ -288,12 +289,12 @@ def test_sorted_search_respects_eval_cap_and_step():
     model = briefly_trained()
     x, y = learnable(128, seed=3)
     fn = val_fn_for(x, y)
-    r = threshold_search(model, Masks.dense(model), fn, PruneConfig(method="rem", max_evaluations=5, min_step_weights=1))
+    r = threshold_search(model, Masks.dense(model), fn, PruneConfig(method="rem", max_evaluations=5, search_tolerance_pp=0.0))
     assert r.evaluations <= 5 and r.loss <= r.base_loss
     coarse = threshold_search(briefly_trained(), Masks.dense(briefly_trained()), fn,
-                              PruneConfig(method="rem", min_step_weights=5000))
+                              PruneConfig(method="rem", search_tolerance_pp=20.0))
     fine = threshold_search(briefly_trained(), Masks.dense(briefly_trained()), fn,
-                            PruneConfig(method="rem", min_step_weights=1))
+                            PruneConfig(method="rem", search_tolerance_pp=0.0))
     assert coarse.evaluations < fine.evaluations
 
 
@@ -310,7 +311,7 @@ def test_nothing_prunable_stops(search):
         with torch.no_grad():
             return float((m(x) - x).pow(2).mean())
 
-    r = threshold_search(model, Masks.dense(model), fn, PruneConfig(method="rem", threshold_search=search, min_step_weights=1))
+    r = threshold_search(model, Masks.dense(model), fn, PruneConfig(method="rem", threshold_search=search, search_tolerance_pp=0.0))
     assert r.pruned == 0 and r.threshold == 0.0
     assert r.evaluations <= 40
     assert model[0].weight.item() == 1.0
@@ -336,7 +337,7 @@ def test_plateau_stops(search):
         calls.append(1)
         return 1.0
 
-    cfg = PruneConfig(method="rem", threshold_search=search, min_step_weights=1)
+    cfg = PruneConfig(method="rem", threshold_search=search, search_tolerance_pp=0.0)
     r = threshold_search(model, Masks.dense(model), fn, cfg)
     assert r.loss == 1.0 and len(calls) == r.evaluations <= 40
     if search == "sorted":  # the published path until 1 weight separates accept from reject
@@ -368,10 +369,10 @@ def _collapsing_setup():
 @pytest.mark.parametrize("search", ["bisection", "sorted"])
 def test_collapse_guard_fraction(search):
     model, fn = _collapsing_setup()
-    free = threshold_search(model, Masks.dense(model), fn, PruneConfig(method="rem", threshold_search=search, min_step_weights=1))
+    free = threshold_search(model, Masks.dense(model), fn, PruneConfig(method="rem", threshold_search=search, search_tolerance_pp=0.0))
     assert free.sparsity > 90.0  # without a guard the search empties the net
     model, fn = _collapsing_setup()
-    cfg = PruneConfig(method="rem", threshold_search=search, min_step_weights=1, max_prune_fraction_per_epoch=0.25)
+    cfg = PruneConfig(method="rem", threshold_search=search, search_tolerance_pp=0.0, max_prune_fraction_per_epoch=0.25)
     r = threshold_search(model, Masks.dense(model), fn, cfg)
     n = sum(p.numel() for p in prunable_parameters(model).values())
     assert 0 < r.pruned <= math.floor(0.25 * n)
@@ -381,7 +382,7 @@ def test_collapse_guard_fraction(search):
 def test_collapse_guard_accuracy():
     model, fn = _collapsing_setup()
     base_loss, base_acc = fn(model)
-    cfg = PruneConfig(method="rem", min_step_weights=1, require_accuracy=True)
+    cfg = PruneConfig(method="rem", search_tolerance_pp=0.0, require_accuracy=True)
     r = threshold_search(model, Masks.dense(model), fn, cfg)
     loss, acc = fn(model)
     assert base_acc == 100.0 and acc >= base_acc and loss <= base_loss
@@ -397,7 +398,7 @@ def test_accuracy_guard_needs_accuracy():
 def test_rem_pruner_epoch_grows_sparsity():
     model = briefly_trained()
     x, y = learnable(128, seed=3)
-    pruner = Pruner(model, PruneConfig(method="rem", min_step_weights=1))
+    pruner = Pruner(model, PruneConfig(method="rem", search_tolerance_pp=0.0))
     m = pruner.end_of_epoch(model, 0, 5, val_fn_for(x, y))
     assert m["sparsity"] > 0 and m["prune/evaluations"] >= 2 and m["prune/val_loss"] <= m["prune/base_val_loss"]
     assert m["prune/lambda"] == pytest.approx(1e-4 * 0.99)
