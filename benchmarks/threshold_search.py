@@ -92,7 +92,9 @@ def main():
 
     ckpt_dir = args.checkpoint or newest_checkpoint()
     state = load_checkpoint(ckpt_dir)
+    state["config"].get("prune", {}).pop("min_step_weights", None)  # renamed search_tolerance_pp since
     cfg = from_dict(state["config"], source=str(ckpt_dir / "state.pt"))
+    cfg = cfg.with_overrides({"data.val_subset": args.val})  # quick runs validate on 1,000 of the 5,500
     spec = get_dataset(cfg.data.dataset)
     splits = prepare_data(cfg, REPO)
     model = build_model(cfg, spec)
