@@ -138,6 +138,26 @@ def test_gradient_only_through_last_iteration(routing):
     assert torch.allclose(g_routing, votes.grad, atol=1e-6)
 
 
+def test_sda_grad_through_routing_same_forward_gradient_through_couplings():
+    """Peer et al.'s variant: the same outputs, but autograd also sees how the couplings react to the votes."""
+    torch.manual_seed(0)
+    votes = torch.randn(2, 7, 3, 4, requires_grad=True)
+    act = torch.rand(2, 7) + 0.5
+    weights = torch.arange(4.0)
+    grads = {}
+    for through in (False, True):
+        v, c = scaled_distance_routing(votes, 3, torch.full((3, 4), 0.1), act, grad_through_routing=through)
+        (v * weights).sum().backward()
+        grads[through], votes.grad = votes.grad.clone(), None
+        outputs = grads.setdefault("v", v.detach())
+        assert torch.allclose(v, outputs, atol=1e-6) and torch.allclose(c.sum(-1), torch.ones(2, 7), atol=1e-5)
+    assert not torch.allclose(grads[False], grads[True], atol=1e-4)  # the couplings' share of the gradient
+    zeros = torch.zeros(2, 5, 3, 4, requires_grad=True)
+    v, c = scaled_distance_routing(zeros, 3, activations=torch.ones(2, 5), grad_through_routing=True)
+    v.sum().backward()
+    assert torch.isfinite(zeros.grad).all() and torch.allclose(c, torch.full_like(c, 1 / 3), atol=1e-5)
+
+
 def test_sda_quantized_weighted_sum():
     votes = torch.randn(3, 5, 4, 6)
     v, c = scaled_distance_routing(votes, 3, quantize_levels=11)
