@@ -8,7 +8,7 @@ import pytest
 import torch
 
 from rem.capsules import efficient_squash, squash
-from rem.models.deepcaps import ConvCaps3d
+from rem.models.deepcaps import ConvCaps3d, squash_scalar_capsules
 from rem.routing import (
     dynamic_routing,
     quantize_couplings,
@@ -192,6 +192,28 @@ def test_routing_fp32_under_bf16_autocast(name):
 
 
 # ------------------------------------------------------------------------------- DeepCaps 3-D layer
+def test_conv_caps_3d_votes_are_the_conv3d_of_its_weights():
+    """The Conv2d used for speed computes exactly REM's Conv3d (depth stride = capsule dim, spatial pad 1)."""
+    torch.manual_seed(0)
+    layer = ConvCaps3d(4, 8, 5, 6)
+    x = torch.randn(3, 4, 8, 3, 2)
+    ref = layer.conv(x.reshape(3, 1, 4 * 8, 3, 2))  # (B, J*D', I, H, W)
+    assert torch.allclose(layer.votes(x), ref.view(3, 5, 6, 4, 6), atol=1e-5)
+
+
+def test_scalar_squash_matches_squash_in_value_and_gradient():
+    torch.manual_seed(0)
+    x = (torch.randn(2, 5, 4, 4) * 3).requires_grad_()
+    x.data[0, 0, 0, 0] = 0.0  # finite at 0 as squash is
+    ours = squash_scalar_capsules(x)
+    (ours * torch.linspace(-1, 1, 4)).sum().backward()
+    g_ours, x.grad = x.grad.clone(), None
+    ref = squash(x.unsqueeze(2), dim=2).squeeze(2)
+    (ref * torch.linspace(-1, 1, 4)).sum().backward()
+    assert torch.allclose(ours, ref, atol=1e-6) and torch.allclose(g_ours, x.grad, atol=1e-5)
+    assert torch.isfinite(g_ours).all()
+
+
 @pytest.mark.parametrize("softmax_over", ["space_and_parents", "parents"])
 def test_conv_caps_3d_shapes_and_finite(softmax_over):
     layer = ConvCaps3d(4, 8, 3, 6, softmax_over=softmax_over)
