@@ -14,6 +14,7 @@ the setting of CapsNet's recorded 85.89 %) via `rem.train.train`, and reports th
 from __future__ import annotations
 
 import argparse
+import logging
 import tempfile
 from pathlib import Path
 
@@ -61,6 +62,7 @@ def main() -> None:
 
     accuracy = dict(RECORDED_EPOCH_ACCURACY)
     if args.epoch_accuracy:
+        logging.basicConfig(level=logging.INFO, format="%(asctime)s %(message)s")  # the trainer's progress lines
         for name in models:
             accuracy[name] = f"{epoch_accuracy(name, repo_root):.2f} %"
 
