@@ -154,6 +154,18 @@ def test_decoder_output_shape(name, shape):
         assert model(x).reconstruction.shape == (BATCH, *shape)  # masked by the prediction at test time
 
 
+@pytest.mark.parametrize("gain,alive", [(2.0, True), (None, False)])
+def test_deepcaps_capsule_lengths_survive_the_cells_at_init(gain, alive):
+    """Default init keeps the last cell's capsules O(1) long; PyTorch's default (REM's port) lets them vanish."""
+    torch.manual_seed(0)
+    model = create_model("deepcaps", in_shape=(1, 28, 28), num_classes=10, caps_init_gain=gain)
+    seen = []
+    model.cells[-1]["b"].register_forward_hook(lambda mod, inp, out: seen.append(out.norm(dim=2).mean().item()))
+    with torch.no_grad():
+        model(torch.rand(4, 1, 28, 28))
+    assert (seen[0] > 0.1) if alive else (seen[0] < 0.01), seen
+
+
 # ------------------------------------------------------------------------------------ learning check
 def fashion_mnist_subset(mirror: Path, n: int) -> tuple[torch.Tensor, torch.Tensor]:
     root = mirror / "fashion-mnist"

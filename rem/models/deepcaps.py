@@ -9,10 +9,12 @@ class capsules 10 x 32-D, dynamic routing (3 iterations) plus a learned bias (10
 
 Capsule maps are tensors `(B, types, dim, H, W)`.
 
-It starts slowly, as REM's port does (same PyTorch default initialisation, kept): squash maps a short capsule
-of length l to ~l^2, so at initialisation the mean capsule length falls from 0.17 after cell 1's stride-2
-layer to ~0.001 in cells 2-4 (measured on Fashion-MNIST); the class capsules then carry mostly their bias
-and the weights must first grow. (Keras' glorot_uniform/zero-bias init of the original code does not avoid it.)
+Initialisation (`caps_init_gain`): squash maps a short capsule of length l to ~l^2, so with PyTorch's default
+conv init (REM's port; `caps_init_gain=None`) the mean capsule length falls from 0.17 after cell 1's stride-2
+layer to ~0.001 in cells 2-4 (measured on Fashion-MNIST; Keras' glorot_uniform of the original code does the
+same). The class capsules then carry little but their bias and the network plateaus near 60 % on 512 training
+images. By default the conv-capsule weights are drawn N(0, (gain / sqrt(fan_in))^2) with zero bias; gain 2
+keeps mean lengths at 0.6-0.8 through all four cells at initialisation.
 """
 
 from __future__ import annotations
@@ -133,6 +135,14 @@ class ConvCaps3d(nn.Module):
         return v.view(b, j, dj, h, w)
 
 
+def init_conv_capsules(cells: nn.Module, gain: float) -> None:
+    """Conv-capsule weights ~ N(0, (gain / sqrt(fan_in))^2), biases 0: capsule lengths survive the squashes."""
+    for module in cells.modules():
+        if isinstance(module, (nn.Conv2d, nn.Conv3d)):
+            nn.init.normal_(module.weight, 0.0, gain / math.sqrt(module.weight[0].numel()))
+            nn.init.zeros_(module.bias)
+
+
 def flatten_capsules(x: torch.Tensor) -> torch.Tensor:
     """(B, types, dim, H, W) -> (B, H*W*types, dim), position-major as REM's `flatten_caps`."""
     b, t, d, h, w = x.shape
@@ -152,6 +162,7 @@ class DeepCaps(nn.Module):
         routing_iterations: int = 3,
         conv3d_kernel_depth: int = 3,
         conv3d_softmax: str = "space_and_parents",
+        caps_init_gain: float | None = 2.0,
         decoder: bool | str = False,
     ):
         super().__init__()
@@ -176,6 +187,8 @@ class DeepCaps(nn.Module):
             cells.append(cell)
             in_types, in_dim = caps_types, dim
         self.cells = nn.ModuleList(cells)
+        if caps_init_gain is not None:
+            init_conv_capsules(self.cells, caps_init_gain)
         sizes = [(h, w)]
         for _ in cell_dims:
             sizes.append(tuple(math.ceil(z / 2) for z in sizes[-1]))
