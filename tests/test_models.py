@@ -154,6 +154,18 @@ def test_decoder_output_shape(name, shape):
         assert model(x).reconstruction.shape == (BATCH, *shape)  # masked by the prediction at test time
 
 
+def test_gamma_capsnet_defaults_and_rem_port_options():
+    """Default: votes as long as their inputs (std 1/sqrt(8)), gradient through SDA; REM's port one option away."""
+    torch.manual_seed(0)
+    ours = create_model("gamma_capsnet", in_shape=(1, 28, 28), num_classes=10)
+    rem = create_model("gamma_capsnet", in_shape=(1, 28, 28), num_classes=10, grad_through_routing=False,
+                       vote_init_std=0.1)
+    assert ours.grad_through_routing and not rem.grad_through_routing
+    assert abs(ours.fc_votes.weight.std().item() - 8 ** -0.5) < 0.01
+    assert abs(rem.fc_votes.weight.std().item() - 0.1) < 0.01
+    assert count_parameters(ours) == count_parameters(rem) == 7_730_336
+
+
 @pytest.mark.parametrize("gain,alive", [(2.0, True), (None, False)])
 def test_deepcaps_capsule_lengths_survive_the_cells_at_init(gain, alive):
     """Default init keeps the last cell's capsules O(1) long; PyTorch's default (REM's port) lets them vanish."""

@@ -6,14 +6,16 @@ matrix per (FC capsule, class)). Both capsule layers route with scaled-distance-
 vote lengths clipped to the input capsule's activation, and a learned routing bias per layer (init 0.1).
 The returned couplings are the class layer's (32 inputs x classes), as REM's parse trees use.
 
-Two defaults differ from REM's port (both references are kept one option away) because with REM's choices the
-network barely learns in short runs (27 % -> 31 % Fashion-MNIST accuracy in three short epochs):
-- `grad_through_routing=True`: autograd runs through SDA's distances and couplings, as in Peer et al.'s
-  γ-capsule code; REM detaches all but the last iteration (see `rem.routing.scaled_distance_routing`).
-- `vote_init_std=None`: transformation matrices drawn with std 1/sqrt(input capsule dim), so a vote starts as
-  long as its input capsule and the γ length clip |u_hat| <= a_i binds from the first step. With REM's and
-  Peer's std 0.1 an 8-D vote starts at ~0.28 a_i; SDA agreement is a distance, so short votes sit nearest
-  short (wrong-class) parents and class capsules stay short until the matrices have grown ~3.5x.
+Two defaults differ from REM's port (each reference is one option away) because with REM's choices the network
+barely learns in short runs. Measured on 512 Fashion-MNIST images (batch 64, lr 1e-3, accuracy after 4 epochs):
+REM's port 29.5 %; votes init only 19.9 % after 2 (no help alone); gradient through routing only 47.9 %; both
+73.4 %. The default (both) fits the 512 images to 95.7 % in 8 epochs at batch 32.
+- `grad_through_routing=True` (the main cause): autograd runs through SDA's distances and couplings, as in
+  Peer et al.'s γ-capsule code; REM detaches all but the last iteration (see `rem.routing.scaled_distance_routing`).
+- `vote_init_std=None`: transformation matrices drawn with std 1/sqrt(input capsule dim), so a vote starts about
+  as long as its input capsule and the γ clip |u_hat| <= a_i is active from the start. With REM's and Peer's
+  std 0.1 an 8-D vote starts at ~0.28 a_i; SDA agreement is a distance, so parents long enough for the margin
+  loss (0.9) need votes of similar length, i.e. matrices ~3.5x larger than at init.
 """
 
 from __future__ import annotations
