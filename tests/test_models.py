@@ -195,6 +195,8 @@ def fashion_mnist_subset(mirror: Path, n: int) -> tuple[torch.Tensor, torch.Tens
 # - deepcaps: its 3x3 conv-capsule cells cost ~0.25 GMAC per image, so batch 16 (the most updates per image
 #   seen); with its default init 79.9 % after the first epoch, 88.7 % after the second (with PyTorch's default
 #   init, REM's, it plateaued near 60 %: see rem/models/deepcaps.py).
+# Wall times of this test measured only under heavy contention (load ~7.5 on 2 cores, the process at ~40 % of a
+# core): efficient_capsnet 68 s, gamma_capsnet 874 s, deepcaps 921 s; quiet-machine times still to be taken.
 LEARNING = {
     "capsnet": (64, 1e-3, 12, True),
     "efficient_capsnet": (32, 3e-3, 8, False),
