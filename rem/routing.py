@@ -126,6 +126,7 @@ def scaled_distance_routing(
     *,
     quantize_levels: int | None = None,
     p: float = 0.9,
+    grad_through_routing: bool = False,
 ) -> tuple[torch.Tensor, torch.Tensor]:
     """γ-CapsNet's scaled-distance-agreement (SDA) routing (Peer et al., as REM's `sda_routing` runs it).
 
@@ -135,8 +136,12 @@ def scaled_distance_routing(
     3. Between iterations: d_ij = |v_j - u_hat_j|i|, d_o = mean distance, d_p = d_o / 2, and
        logits = t * d with t = log(p (J - 1) / (1 - p)) / (d_p - d_o) < 0: a parent at distance d_p, the
        others at d_o, gets probability p (0.9). Nearer parents get larger couplings.
-    4. Gradients only through the last iteration: earlier iterations use detached votes, so the last
-       couplings are constants for autograd (REM disables grad during routing except the last pass).
+    4. `grad_through_routing=False` (REM's port): gradients only through the last iteration; earlier
+       iterations use detached votes, so the last couplings are constants for autograd. `True` (Peer et al.'s
+       original γ-capsule code): autograd also runs through the distances and couplings of every iteration.
+       Detaching is harmless for dynamic routing, where lengthening an agreeing vote also raises its
+       coupling; under SDA a vote made longer moves away from a still-short parent and loses coupling, a
+       reaction the detached gradient cannot see (it fits 512 Fashion-MNIST images about twice as fast).
 
     Assumptions where the references are silent or where we deliberately differ from REM's code:
     - d_o is the mean over (parents, inputs) PER SAMPLE; REM's code averages over the whole batch too
@@ -156,15 +161,15 @@ def scaled_distance_routing(
         if activations is not None:
             u_hat = clip_vote_lengths(u_hat, activations)
         num_parents = u_hat.shape[1]
-        detached = u_hat.detach()
+        routed = u_hat if grad_through_routing else u_hat.detach()  # what the non-final iterations see
         logits = u_hat.new_zeros(u_hat.shape[:3])  # (B, J, I)
         log_odds = math.log(p * (num_parents - 1) / (1.0 - p)) if num_parents > 1 else 0.0
         for it in range(iterations):
             last = it == iterations - 1
             c = torch.softmax(logits, dim=1)
-            v = _parents(c, u_hat if last else detached, bias, quantize_levels if last else None)
+            v = _parents(c, u_hat if last else routed, bias, quantize_levels if last else None)
             if not last and num_parents > 1:
-                diff = v.detach().unsqueeze(2) - detached  # (B, J, I, D)
+                diff = (v if grad_through_routing else v.detach()).unsqueeze(2) - routed  # (B, J, I, D)
                 dist = torch.sqrt((diff * diff).sum(dim=-1) + EPS)  # (B, J, I)
                 d_o = dist.mean(dim=(1, 2), keepdim=True)
                 t = log_odds / (0.5 * d_o - d_o - 1e-12)

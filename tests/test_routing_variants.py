@@ -8,7 +8,7 @@ import pytest
 import torch
 
 from rem.capsules import efficient_squash, squash
-from rem.models.deepcaps import ConvCaps3d
+from rem.models.deepcaps import ConvCaps3d, squash_scalar_capsules
 from rem.routing import (
     dynamic_routing,
     quantize_couplings,
@@ -138,6 +138,26 @@ def test_gradient_only_through_last_iteration(routing):
     assert torch.allclose(g_routing, votes.grad, atol=1e-6)
 
 
+def test_sda_grad_through_routing_same_forward_gradient_through_couplings():
+    """Peer et al.'s variant: the same outputs, but autograd also sees how the couplings react to the votes."""
+    torch.manual_seed(0)
+    votes = torch.randn(2, 7, 3, 4, requires_grad=True)
+    act = torch.rand(2, 7) + 0.5
+    weights = torch.arange(4.0)
+    grads = {}
+    for through in (False, True):
+        v, c = scaled_distance_routing(votes, 3, torch.full((3, 4), 0.1), act, grad_through_routing=through)
+        (v * weights).sum().backward()
+        grads[through], votes.grad = votes.grad.clone(), None
+        outputs = grads.setdefault("v", v.detach())
+        assert torch.allclose(v, outputs, atol=1e-6) and torch.allclose(c.sum(-1), torch.ones(2, 7), atol=1e-5)
+    assert not torch.allclose(grads[False], grads[True], atol=1e-4)  # the couplings' share of the gradient
+    zeros = torch.zeros(2, 5, 3, 4, requires_grad=True)
+    v, c = scaled_distance_routing(zeros, 3, activations=torch.ones(2, 5), grad_through_routing=True)
+    v.sum().backward()
+    assert torch.isfinite(zeros.grad).all() and torch.allclose(c, torch.full_like(c, 1 / 3), atol=1e-5)
+
+
 def test_sda_quantized_weighted_sum():
     votes = torch.randn(3, 5, 4, 6)
     v, c = scaled_distance_routing(votes, 3, quantize_levels=11)
@@ -172,6 +192,28 @@ def test_routing_fp32_under_bf16_autocast(name):
 
 
 # ------------------------------------------------------------------------------- DeepCaps 3-D layer
+def test_conv_caps_3d_votes_are_the_conv3d_of_its_weights():
+    """The Conv2d used for speed computes exactly REM's Conv3d (depth stride = capsule dim, spatial pad 1)."""
+    torch.manual_seed(0)
+    layer = ConvCaps3d(4, 8, 5, 6)
+    x = torch.randn(3, 4, 8, 3, 2)
+    ref = layer.conv(x.reshape(3, 1, 4 * 8, 3, 2))  # (B, J*D', I, H, W)
+    assert torch.allclose(layer.votes(x), ref.view(3, 5, 6, 4, 6), atol=1e-5)
+
+
+def test_scalar_squash_matches_squash_in_value_and_gradient():
+    torch.manual_seed(0)
+    x = (torch.randn(2, 5, 4, 4) * 3).requires_grad_()
+    x.data[0, 0, 0, 0] = 0.0  # finite at 0 as squash is
+    ours = squash_scalar_capsules(x)
+    (ours * torch.linspace(-1, 1, 4)).sum().backward()
+    g_ours, x.grad = x.grad.clone(), None
+    ref = squash(x.unsqueeze(2), dim=2).squeeze(2)
+    (ref * torch.linspace(-1, 1, 4)).sum().backward()
+    assert torch.allclose(ours, ref, atol=1e-6) and torch.allclose(g_ours, x.grad, atol=1e-5)
+    assert torch.isfinite(g_ours).all()
+
+
 @pytest.mark.parametrize("softmax_over", ["space_and_parents", "parents"])
 def test_conv_caps_3d_shapes_and_finite(softmax_over):
     layer = ConvCaps3d(4, 8, 3, 6, softmax_over=softmax_over)

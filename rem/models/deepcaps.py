@@ -8,6 +8,13 @@ of cells 3 and 4 are flattened (position-major) and concatenated (640 x 8-D for 
 class capsules 10 x 32-D, dynamic routing (3 iterations) plus a learned bias (10 x 32).
 
 Capsule maps are tensors `(B, types, dim, H, W)`.
+
+Initialisation (`caps_init_gain`): squash maps a short capsule of length l to ~l^2, so with PyTorch's default
+conv init (REM's port; `caps_init_gain=None`) the mean capsule length falls from 0.17 after cell 1's stride-2
+layer to ~0.001 in cells 2-4 (measured on Fashion-MNIST; Keras' glorot_uniform of the original code does the
+same). The class capsules then carry little but their bias and the network plateaus near 60 % on 512 training
+images. By default the conv-capsule weights are drawn N(0, (gain / sqrt(fan_in))^2) with zero bias; gain 2
+keeps mean lengths at 0.6-0.8 through all four cells at initialisation.
 """
 
 from __future__ import annotations
@@ -21,6 +28,33 @@ from rem.capsules import CapsuleVotes, capsule_lengths, squash
 from rem.models.decoder import build_decoder
 from rem.models.registry import CapsuleOutput, register_model
 from rem.routing import dynamic_routing
+
+
+class _ScalarSquash(torch.autograd.Function):
+    """Hinton's squash of one-dimensional capsules, elementwise: v = x |x| / (1 + x^2), dv/dx = 2 |x| / (1 + x^2)^2.
+
+    `squash(x.unsqueeze(d), dim=d)` computes the same function with its guard sqrt(x^2 + EPS) for |x| (a
+    difference below 3e-9 in value, 3e-5 in gradient, only for |x| < 1e-4; both are finite and 0 at x = 0). It
+    costs a size-1 reduction and six full-size intermediates kept for autograd; DeepCaps squashes 128 x H x W
+    stem capsules, and this form (two buffers, in-place arithmetic) roughly halves that part of its step.
+    """
+
+    @staticmethod
+    def forward(ctx, x: torch.Tensor) -> torch.Tensor:
+        ctx.save_for_backward(x)
+        denominator = torch.mul(x, x).add_(1.0)
+        return torch.abs(x).mul_(x).div_(denominator)
+
+    @staticmethod
+    def backward(ctx, grad: torch.Tensor) -> torch.Tensor:
+        (x,) = ctx.saved_tensors
+        denominator = torch.mul(x, x).add_(1.0).square_()
+        return torch.abs(x).mul_(2.0).div_(denominator).mul_(grad)
+
+
+def squash_scalar_capsules(x: torch.Tensor) -> torch.Tensor:
+    """Squash each element of `x` as a one-dimensional capsule (fp32, like `squash`)."""
+    return _ScalarSquash.apply(x.float())
 
 
 class ConvCaps2d(nn.Module):
@@ -44,6 +78,9 @@ class ConvCaps3d(nn.Module):
     (kernel_depth, 3, 3), depth stride dim_in and spatial padding 1 gives one out_types x out_dim vote per
     (input type, position) (kernel_depth = 3 as in REM's PyTorch code: each vote sees only the first 3
     dimensions of its input capsule and its 3x3 neighbours; the Keras original uses depth dim_in).
+    Since the depth stride equals dim_in, that Conv3d is exactly a Conv2d of the same weights, viewed
+    (out, kernel_depth, 3, 3), over each input type's first kernel_depth dimensions as channels (types folded
+    into the batch); the parameter stays an `nn.Conv3d` (same state_dict), the Conv2d runs ~1.7x faster on CPU.
     Dynamic routing over the input types at each position, 3 iterations, gradients through the last only.
     `softmax_over="space_and_parents"` (REM's code, the paper's "3-D softmax") normalises each input type's
     logits jointly over parent types and positions; `"parents"` (brjathu/deepcaps' Keras code) per position.
@@ -68,12 +105,20 @@ class ConvCaps3d(nn.Module):
         self.out_types, self.out_dim, self.iterations, self.softmax_over = out_types, out_dim, iterations, softmax_over
         self.conv = nn.Conv3d(1, out_types * out_dim, (kernel_depth, 3, 3), stride=(in_dim, 1, 1), padding=(0, 1, 1))
 
+    def votes(self, x: torch.Tensor) -> torch.Tensor:
+        """Votes `(B, J, D', I, H*W)` of input capsules `(B, I, D, H, W)` (the Conv3d, run as a Conv2d)."""
+        b, t, d, h, w = x.shape
+        kd = self.conv.kernel_size[0]
+        weight = self.conv.weight.view(self.conv.out_channels, kd, *self.conv.kernel_size[1:])
+        out = nn.functional.conv2d(x[:, :, :kd].reshape(b * t, kd, h, w), weight, self.conv.bias, padding=1)
+        return out.view(b, t, self.out_types, self.out_dim, h * w).permute(0, 2, 3, 1, 4)
+
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         b, t, d, h, w = x.shape
-        out = self.conv(x.reshape(b, 1, t * d, h, w))  # (B, J*D', I, H, W)
         j, dj, p = self.out_types, self.out_dim, h * w
+        votes = self.votes(x)
         with torch.autocast(x.device.type, enabled=False):
-            u = out.float().view(b, j, dj, t, p)  # votes (B, J, D', I, P)
+            u = votes.float()  # (B, J, D', I, P)
             detached = u.detach()
             logits = u.new_zeros(b, j, t, p)  # (B, J, I, P)
             for it in range(self.iterations):
@@ -88,6 +133,14 @@ class ConvCaps3d(nn.Module):
                 if not last:
                     logits = logits + torch.einsum("bjdp,bjdip->bjip", v, detached)
         return v.view(b, j, dj, h, w)
+
+
+def init_conv_capsules(cells: nn.Module, gain: float) -> None:
+    """Conv-capsule weights ~ N(0, (gain / sqrt(fan_in))^2), biases 0: capsule lengths survive the squashes."""
+    for module in cells.modules():
+        if isinstance(module, (nn.Conv2d, nn.Conv3d)):
+            nn.init.normal_(module.weight, 0.0, gain / math.sqrt(module.weight[0].numel()))
+            nn.init.zeros_(module.bias)
 
 
 def flatten_capsules(x: torch.Tensor) -> torch.Tensor:
@@ -109,13 +162,15 @@ class DeepCaps(nn.Module):
         routing_iterations: int = 3,
         conv3d_kernel_depth: int = 3,
         conv3d_softmax: str = "space_and_parents",
+        caps_init_gain: float | None = 2.0,
         decoder: bool | str = False,
     ):
         super().__init__()
         c, h, w = in_shape
         self.routing_iterations = routing_iterations
         self.conv1 = nn.Conv2d(c, stem_channels, 3, padding=1)
-        self.bn1 = nn.BatchNorm2d(stem_channels, eps=1e-8)
+        # REM's momentum 0.99 (PyTorch convention: running statistics ~ the last training batch's), eps 1e-8
+        self.bn1 = nn.BatchNorm2d(stem_channels, eps=1e-8, momentum=0.99)
         cells = []
         in_types, in_dim = stem_channels, 1
         for k, dim in enumerate(cell_dims):
@@ -132,6 +187,8 @@ class DeepCaps(nn.Module):
             cells.append(cell)
             in_types, in_dim = caps_types, dim
         self.cells = nn.ModuleList(cells)
+        if caps_init_gain is not None:
+            init_conv_capsules(self.cells, caps_init_gain)
         sizes = [(h, w)]
         for _ in cell_dims:
             sizes.append(tuple(math.ceil(z / 2) for z in sizes[-1]))
@@ -141,7 +198,7 @@ class DeepCaps(nn.Module):
         self.decoder = build_decoder(decoder, num_classes, class_dim, in_shape)
 
     def forward(self, x: torch.Tensor, target: torch.Tensor | None = None, *, quantize_levels: int | None = None) -> CapsuleOutput:
-        x = squash(self.bn1(self.conv1(x)).unsqueeze(2), dim=2)  # 1-D capsules (B, 128, 1, H, W)
+        x = squash_scalar_capsules(self.bn1(self.conv1(x))).unsqueeze(2)  # 1-D capsules (B, 128, 1, H, W)
         outputs = []
         for cell in self.cells:
             x = cell["down"](x)

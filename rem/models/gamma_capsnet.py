@@ -5,6 +5,17 @@ conv 256@9x9 + ReLU -> primary capsules (9x9 stride 2, 32 types x 8-D) -> fully-
 matrix per (FC capsule, class)). Both capsule layers route with scaled-distance-agreement (SDA), 3 iterations,
 vote lengths clipped to the input capsule's activation, and a learned routing bias per layer (init 0.1).
 The returned couplings are the class layer's (32 inputs x classes), as REM's parse trees use.
+
+Two defaults differ from REM's port (each reference is one option away) because with REM's choices the network
+barely learns in short runs. Measured on 512 Fashion-MNIST images (batch 64, lr 1e-3, accuracy after 4 epochs):
+REM's port 29.5 %; votes init only 19.9 % after 2 (no help alone); gradient through routing only 47.9 %; both
+73.4 %. The default (both) fits the 512 images to 95.7 % in 8 epochs at batch 32.
+- `grad_through_routing=True` (the main cause): autograd runs through SDA's distances and couplings, as in
+  Peer et al.'s γ-capsule code; REM detaches all but the last iteration (see `rem.routing.scaled_distance_routing`).
+- `vote_init_std=None`: transformation matrices drawn with std 1/sqrt(input capsule dim), so a vote starts about
+  as long as its input capsule and the γ clip |u_hat| <= a_i is active from the start. With REM's and Peer's
+  std 0.1 an 8-D vote starts at ~0.28 a_i; SDA agreement is a distance, so parents long enough for the margin
+  loss (0.9) need votes of similar length, i.e. matrices ~3.5x larger than at init.
 """
 
 from __future__ import annotations
@@ -35,26 +46,27 @@ class GammaCapsNet(SabourStem):
         routing_iterations: int = 3,
         routing_bias: bool = True,
         p: float = 0.9,
+        grad_through_routing: bool = True,
+        vote_init_std: float | None = None,
         decoder: bool | str = False,
     ):
         super().__init__(in_shape, conv_channels=conv_channels, kernel_size=kernel_size, primary_types=primary_types,
                          primary_dim=primary_dim, primary_stride=primary_stride)
-        self.routing_iterations, self.p = routing_iterations, p
-        self.fc_votes = CapsuleVotes(self.num_primary, primary_dim, fc_caps, fc_dim)
-        self.class_votes = CapsuleVotes(fc_caps, fc_dim, num_classes, class_dim)
+        self.routing_iterations, self.p, self.grad_through_routing = routing_iterations, p, grad_through_routing
+        self.fc_votes = CapsuleVotes(self.num_primary, primary_dim, fc_caps, fc_dim,
+                                     init_std=vote_init_std or primary_dim ** -0.5)
+        self.class_votes = CapsuleVotes(fc_caps, fc_dim, num_classes, class_dim, init_std=vote_init_std or fc_dim ** -0.5)
         self.fc_bias = nn.Parameter(torch.full((fc_caps, fc_dim), 0.1)) if routing_bias else None
         self.class_bias = nn.Parameter(torch.full((num_classes, class_dim), 0.1)) if routing_bias else None
         self.decoder = build_decoder(decoder, num_classes, class_dim, in_shape)
 
     def forward(self, x: torch.Tensor, target: torch.Tensor | None = None, *, quantize_levels: int | None = None) -> CapsuleOutput:
         u = self.primary_capsules(x)
-        h, _ = scaled_distance_routing(
-            self.fc_votes(u), self.routing_iterations, self.fc_bias, capsule_lengths(u), p=self.p
-        )
-        v, c = scaled_distance_routing(
-            self.class_votes(h), self.routing_iterations, self.class_bias, capsule_lengths(h),
-            quantize_levels=quantize_levels, p=self.p,
-        )
+        routing = {"p": self.p, "grad_through_routing": self.grad_through_routing}
+        h, _ = scaled_distance_routing(self.fc_votes(u), self.routing_iterations, self.fc_bias, capsule_lengths(u),
+                                       **routing)
+        v, c = scaled_distance_routing(self.class_votes(h), self.routing_iterations, self.class_bias,
+                                       capsule_lengths(h), quantize_levels=quantize_levels, **routing)
         lengths = capsule_lengths(v)
         recon = self.decoder(v, lengths, target) if self.decoder is not None else None
         return CapsuleOutput(lengths=lengths, capsules=v, couplings=c, reconstruction=recon)
