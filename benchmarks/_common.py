@@ -48,8 +48,18 @@ def markdown_table(headers: list[str], rows: list[list[object]]) -> str:
 
 
 def max_rss_mb() -> float:
-    """This process's peak resident set size so far (Linux reports ru_maxrss in KiB)."""
-    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    """This process's peak resident set size so far, in MiB.
+
+    Linux's VmHWM (the high-water mark of this address space), not getrusage's ru_maxrss: the kernel carries
+    ru_maxrss over an exec, so a child started by a big benchmark process would report its parent's peak."""
+    try:
+        with open("/proc/self/status") as fh:
+            for line in fh:
+                if line.startswith("VmHWM:"):
+                    return int(line.split()[1]) / 1024  # kB
+    except OSError:
+        pass
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024  # KiB on Linux; bytes on macOS
 
 
 def child_json(args: list[str], env: dict[str, str] | None = None, timeout: float = 900) -> dict:

@@ -10,8 +10,9 @@ on a busy machine. Compile variants are warmed up (compiled) before timing.
 Columns:
 - step: forward + margin loss + backward + Adam at batch 128; train img/s = 128 / step.
 - infer img/s: one batch of 500 (the pipeline's eval batch) in eval mode under inference_mode.
-- peak RSS +MB: growth of ru_maxrss in a fresh process per variant, from after imports to after building
-  the model and running 2 training steps (includes compilation's own memory for compile variants).
+- peak mem +MB: on CPU, growth of ru_maxrss (peak RSS) in a fresh process per variant, from after imports
+  to after building the model and running 2 training steps (includes compilation's own memory for compile
+  variants); on CUDA (benchmarks/gpu.py), growth of the caching allocator's peak over the same work.
 - GFLOP/s: FLOPs of forward + backward counted by torch.utils.flop_counter.FlopCounterMode (matmuls and
   convolutions; the same count for every variant) / step time; "of ceiling" divides by a 2048^2 matmul's
   measured FLOP/s in the variant's precision, timed in the same rounds.
@@ -41,16 +42,33 @@ def memory_of(spec: str, batch_size: int) -> dict:
     return {"peak_growth_mb": max_rss_mb() - before}
 
 
-def measure_model(name: str, args) -> list[dict]:
+def peak_memory_mb(v: Variant, batch_size: int, device: str) -> float:
+    """CPU: peak RSS growth in a fresh child process (see memory_of). CUDA: growth of the allocator's peak
+    over what was allocated before, for building the variant and two training steps, in this process."""
+    if device.startswith("cuda"):
+        torch.cuda.synchronize()
+        before = torch.cuda.memory_allocated()
+        torch.cuda.reset_peak_memory_stats()
+        step = train_step_fn(v, build(v, device), batch_size, device)
+        step()
+        step()
+        return (torch.cuda.max_memory_allocated() - before) / 2 ** 20
+    spec = f"{v.model}:{v.precision}:{int(v.compile)}:{int(v.broadcast_votes)}"
+    return child_json(["benchmarks/train_step.py", "--memory-of", spec, "--batch", str(batch_size)])["peak_growth_mb"]
+
+
+def measure_model(name: str, args, device: str = "cpu") -> list[dict]:
     variants = standard_variants(name)
     steps, infers = {}, {}
     for v in variants:
-        model = build(v)
-        steps[v.label] = train_step_fn(v, model, args.batch)
-        infers[v.label] = inference_fn(v, model, args.infer_batch)
+        model = build(v, device)
+        steps[v.label] = train_step_fn(v, model, args.batch, device)
+        infers[v.label] = inference_fn(v, model, args.infer_batch, device)
         steps[v.label]()  # warm-up: compiles the training graph for compile variants
         infers[v.label]()  # ... and the eval-mode graph
-    ceilings = {p: matmul_fn(p) for p in ("fp32", "bf16")}
+    # big enough to reach the device's dense-math rate: 2048^2 saturates 2 CPU cores, a GPU needs more
+    size = 8192 if device.startswith("cuda") else 2048
+    ceilings = {p: matmul_fn(p, n=size, device=device) for p in ("fp32", "bf16")}
     calls = {**steps, **{f"matmul {p}": fn for p, (fn, _) in ceilings.items()}}
     step_s = interleaved_medians(calls, args.rounds)
     infer_s = interleaved_medians(infers, args.rounds)
@@ -65,14 +83,13 @@ def measure_model(name: str, args) -> list[dict]:
                "of_ceiling": achieved / ceiling[v.precision], "speedup": step_s[reference] / step_s[v.label],
                "reference": reference, "ceiling_gflops": ceiling[v.precision] / 1e9, "flops_per_step": flops}
         if not args.no_memory:
-            spec = f"{v.model}:{v.precision}:{int(v.compile)}:{int(v.broadcast_votes)}"
-            row["peak_mb"] = child_json(["benchmarks/train_step.py", "--memory-of", spec, "--batch", str(args.batch)])["peak_growth_mb"]
+            row["peak_mb"] = peak_memory_mb(v, args.batch, device)
         rows.append(row)
     return rows
 
 
 def print_table(rows: list[dict]) -> None:
-    headers = ["model", "variant", "step (s)", "train img/s", "infer img/s", "peak RSS +MB", "GFLOP/s",
+    headers = ["model", "variant", "step (s)", "train img/s", "infer img/s", "peak mem +MB", "GFLOP/s",
                "of matmul ceiling", "speed-up vs"]
     table = [[r["model"], r["variant"], r["step_s"], r["train_ips"], r["infer_ips"],
               r.get("peak_mb", float("nan")), r["gflops"], f"{r['of_ceiling']:.0%} of {r['ceiling_gflops']:.0f}",
@@ -103,13 +120,18 @@ def print_targets(rows: list[dict]) -> None:
                          [[a, b, c, "met" if f >= 1 else f"missed: {f:.0%} of target"] for a, b, c, f in lines]))
 
 
-def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+def add_step_arguments(ap: argparse.ArgumentParser) -> None:
+    """The options measure_model reads (shared with benchmarks/gpu.py)."""
     ap.add_argument("--models", default="capsnet,efficient_capsnet")
     ap.add_argument("--rounds", type=int, default=3, help="timed calls per variant (median reported)")
     ap.add_argument("--batch", type=int, default=128)
     ap.add_argument("--infer-batch", type=int, default=500)
-    ap.add_argument("--no-memory", action="store_true", help="skip the per-variant child processes (peak RSS)")
+    ap.add_argument("--no-memory", action="store_true", help="skip the peak-memory measurement")
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    add_step_arguments(ap)
     ap.add_argument("--memory-of", help=argparse.SUPPRESS)
     ap.add_argument("--json", help="also write the rows to this file")
     args = ap.parse_args()
