@@ -96,16 +96,18 @@ def inference_fn(variant: Variant, model: torch.nn.Module, batch_size: int = 500
     return infer
 
 
-def training_flops(model_name: str, batch_size: int = 128) -> int:
-    """FLOPs of one forward + backward (Adam's elementwise update is not counted; neither are other pointwise
-    ops), from torch.utils.flop_counter on the eager fp32 model; the same work for every variant."""
+def count_flops(model_name: str, batch_size: int = 128, backward: bool = True) -> int:
+    """FLOPs of one forward (+ backward) from torch.utils.flop_counter on the eager fp32 model: matmuls and
+    convolutions only (Adam's update and other pointwise ops are not counted); the same for every variant."""
     from torch.utils.flop_counter import FlopCounterMode
 
     model = build(Variant(model_name))
     x, y = batch(batch_size)
     counter = FlopCounterMode(display=False)
-    with counter:
-        margin_loss(model(x).lengths, y).backward()
+    with counter, torch.set_grad_enabled(backward):
+        loss = margin_loss(model(x).lengths, y)
+        if backward:
+            loss.backward()
     return counter.get_total_flops()
 
 
