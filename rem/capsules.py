@@ -87,6 +87,9 @@ class _ValidConv2d(torch.autograd.Function):
         return grad_x, grad_w, grad_b, None
 
 
+# Run eagerly under torch.compile: inductor would only call the same oneDNN kernels, and tracing this
+# Function with a dynamic batch (train and eval batches differ) fails in inductor's stride logic (torch 2.14).
+@torch.compiler.disable
 def valid_conv2d(conv: nn.Conv2d, x: torch.Tensor) -> torch.Tensor:
     """`conv(x)` for an unpadded, undilated, ungrouped square-stride nn.Conv2d, with the fast weight gradient
     of `_ValidConv2d` under bf16/fp16 autocast. The module (state_dict, parameter count) is unchanged.

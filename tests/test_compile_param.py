@@ -21,3 +21,23 @@ def test_compiled_training_matches_eager(fashion_raw, tmp_path, monkeypatch):
     for key in ("train/loss", "test/loss"):
         assert compiled[key] == pytest.approx(eager[key], rel=1e-3)
     assert abs(compiled["test/acc"] - eager["test/acc"]) <= 2 / 256
+
+
+def test_compiled_bf16_capsnet_handles_changing_batch_sizes():
+    """Training and evaluation batches differ (and the last batch is partial), so torch.compile sees a dynamic
+    batch; with bf16 the Sabour front end's custom conv must survive that (it once failed inside inductor)."""
+    from rem.losses import margin_loss
+    from rem.models import create_model
+
+    torch.manual_seed(0)
+    model = create_model("capsnet", in_shape=(1, 28, 28), num_classes=10, conv_channels=16, primary_types=4)
+    compiled = torch.compile(model)
+    for size in (8, 12, 5):
+        x, y = torch.randn(size, 1, 28, 28), torch.randint(0, 10, (size,))
+        with torch.autocast("cpu", dtype=torch.bfloat16):
+            loss = margin_loss(compiled(x).lengths, y)
+        loss.backward()
+        assert torch.isfinite(loss) and torch.isfinite(model.primary.conv.weight.grad).all()
+    model.eval()
+    with torch.inference_mode(), torch.autocast("cpu", dtype=torch.bfloat16):
+        assert compiled(torch.randn(20, 1, 28, 28)).lengths.shape == (20, 10)
