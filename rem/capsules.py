@@ -95,10 +95,10 @@ def valid_conv2d(conv: nn.Conv2d, x: torch.Tensor) -> torch.Tensor:
     of `_ValidConv2d` under bf16/fp16 autocast. The module (state_dict, parameter count) is unchanged.
 
     In fp32 oneDNN's own weight gradient was as fast as the forward-conv form here (within noise), so fp32
-    keeps the stock path."""
+    keeps the stock path; so do GPUs (cuDNN's weight gradient was not measured to be slow)."""
     device = x.device.type
     low_precision = torch.is_autocast_enabled(device) and torch.get_autocast_dtype(device) != torch.float32
-    if (not low_precision or conv.padding != (0, 0) or conv.dilation != (1, 1) or conv.groups != 1
+    if (device != "cpu" or not low_precision or conv.padding != (0, 0) or conv.dilation != (1, 1) or conv.groups != 1
             or conv.stride[0] != conv.stride[1]):
         return conv(x)
     return _ValidConv2d.apply(x, conv.weight, conv.bias, conv.stride[0])
