@@ -8,6 +8,8 @@ pipeline: pipeline.sweep.run_sweep with a one-trial grid: MLflow (sqlite in a te
           per-epoch MLflow logging, checkpoint to Ray storage), the Parquet results table. ray.shutdown is
           timed separately. Everything per *sweep* (ray.init, MLflow schema) is charged to the one trial,
           so the overhead printed is an upper bound of the per-trial overhead of a many-trial sweep.
+The overhead is the time *outside* train()'s epoch (pipeline minus direct): the epoch itself is the same
+code in both runs, and its length drifts with other processes' load on a shared machine.
 The default trial (CapsNet, bf16, 60 steps of 128 + a 1,000-image test pass) takes about 60 s on a quiet
 2-core CPU; the target is overhead <= 5 % of such a trial. --repeats alternates the two orders.
 """
@@ -90,17 +92,22 @@ def main() -> None:
                     pipeline.append((wall, epoch))
                     shutdown.append(down)
     (d, d_epoch), (p, p_epoch) = (tuple(statistics.median(x) for x in zip(*runs)) for runs in (direct, pipeline))
-    over = p - d
+    # The epochs themselves run the same code in both; on a shared machine their length drifts with others'
+    # load, so the overhead is taken from the time outside the epoch, which the pipeline adds to.
+    over = (p - p_epoch) - (d - d_epoch)
     # "outside the epoch": data preparation and model building for the direct run; for the pipeline also
     # MLflow runs, ray.init, the worker process and its imports, the fetch check, checkpoint reporting.
     print(markdown_table(["run", "wall (s)", "epoch in train() (s)", "outside the epoch (s)", "note"], [
         ["direct rem.train.train", d, d_epoch, d - d_epoch, f"median of {len(direct)}"],
         ["pipeline.sweep.run_sweep, 1 trial", p, p_epoch, p - p_epoch, "MLflow sqlite + ray.init + Tune trial + Parquet"],
-        ["overhead (pipeline - direct)", over, p_epoch - d_epoch, (p - p_epoch) - (d - d_epoch), f"{over / d:.1%} of the direct trial"],
+        ["difference (pipeline - direct)", p - d, p_epoch - d_epoch, over, f"overhead = {over / 60:.1%} of a 60 s trial"],
         ["ray.shutdown (after the sweep)", statistics.median(shutdown), 0.0, 0.0, "once per sweep, not per trial"],
     ]))
-    print(f"target: overhead <= {TARGET:.0%} of a 60 s trial (<= {TARGET * 60:.0f} s): "
-          f"{'met' if over <= TARGET * 60 else 'missed'} ({over:.1f} s on a {d:.0f} s trial)")
+    print(f"target: overhead (outside the epoch) <= {TARGET:.0%} of a 60 s trial (<= {TARGET * 60:.0f} s): "
+          f"{'met' if over <= TARGET * 60 else f'missed by {over - TARGET * 60:.1f} s'} ({over:.1f} s)")
+    print("What it is made of: ray.init (~3 s quiet, once per sweep), a new worker process importing torch, ray "
+          "and mlflow (~2-4 s per trial), MLflow runs and per-epoch logging, the dataset checksum check, "
+          "Tune's checkpoint copy; ray.shutdown comes after.")
 
 
 if __name__ == "__main__":
