@@ -5,6 +5,7 @@ from __future__ import annotations
 import math
 
 import torch
+import torch.nn.functional as F
 from torch import nn
 
 # Inside the square root, never added to it: sqrt(x + eps) has a finite gradient at x = 0,
@@ -42,6 +43,67 @@ def capsule_lengths(v: torch.Tensor, dim: int = -1) -> torch.Tensor:
     return torch.sqrt((v32 * v32).sum(dim=dim) + EPS)
 
 
+class _ValidConv2d(torch.autograd.Function):
+    """conv2d without padding whose weight gradient is computed as a *forward* convolution.
+
+    dW[o, c, kh, kw] = sum_{b,i,j} dY[b, o, i, j] x[b, c, s*i + kh, s*j + kw] is itself a convolution of x (batch
+    and channels swapped) with dY as a kernel dilated by the stride s. For the Sabour front end (9x9 kernels,
+    stride 2, 256 channels) oneDNN's own weight-gradient kernel is ~4x slower than its forward convolution in
+    bf16 and gains nothing from bf16; as a forward conv the same FLOPs run at forward speed. The input gradient
+    is the usual transposed convolution. Autocast is applied by hand (inputs cast to the autocast dtype) so
+    backward runs in the forward's precision on any device.
+    """
+
+    @staticmethod
+    def forward(ctx, x, weight, bias, stride: int):
+        device = x.device.type
+        dtype = torch.get_autocast_dtype(device) if torch.is_autocast_enabled(device) else x.dtype
+        ctx.dtypes = (x.dtype, weight.dtype, None if bias is None else bias.dtype)
+        ctx.stride = stride
+        with torch.autocast(device, enabled=False):
+            x, weight = x.to(dtype), weight.to(dtype)
+            bias = None if bias is None else bias.to(dtype)
+            ctx.save_for_backward(x, weight)
+            return F.conv2d(x, weight, bias, stride=stride)
+
+    @staticmethod
+    def backward(ctx, grad_out):
+        x, weight = ctx.saved_tensors
+        s = ctx.stride
+        x_dtype, w_dtype, b_dtype = ctx.dtypes
+        grad_out = grad_out.to(x.dtype)
+        (kh, kw), (oh, ow) = weight.shape[-2:], grad_out.shape[-2:]
+        used_h, used_w = (oh - 1) * s + kh, (ow - 1) * s + kw  # rows/cols a valid strided conv reads
+        grad_x = grad_w = grad_b = None
+        with torch.autocast(x.device.type, enabled=False):
+            if ctx.needs_input_grad[0]:
+                pad = (x.shape[-2] - used_h, x.shape[-1] - used_w)  # the unread tail, < stride
+                grad_x = F.conv_transpose2d(grad_out, weight, stride=s, output_padding=pad).to(x_dtype)
+            if ctx.needs_input_grad[1]:
+                used = x[..., :used_h, :used_w].transpose(0, 1)  # (C, B, H, W): the batch is the reduced axis
+                grad_w = F.conv2d(used, grad_out.transpose(0, 1), dilation=s).transpose(0, 1).to(w_dtype)
+            if b_dtype is not None and ctx.needs_input_grad[2]:
+                grad_b = grad_out.sum(dim=(0, 2, 3), dtype=torch.float32).to(b_dtype)
+        return grad_x, grad_w, grad_b, None
+
+
+# Run eagerly under torch.compile: inductor would only call the same oneDNN kernels, and tracing this
+# Function with a dynamic batch (train and eval batches differ) fails in inductor's stride logic (torch 2.14).
+@torch.compiler.disable
+def valid_conv2d(conv: nn.Conv2d, x: torch.Tensor) -> torch.Tensor:
+    """`conv(x)` for an unpadded, undilated, ungrouped square-stride nn.Conv2d, with the fast weight gradient
+    of `_ValidConv2d` under bf16/fp16 autocast. The module (state_dict, parameter count) is unchanged.
+
+    In fp32 oneDNN's own weight gradient was as fast as the forward-conv form here (within noise), so fp32
+    keeps the stock path; so do GPUs (cuDNN's weight gradient was not measured to be slow)."""
+    device = x.device.type
+    low_precision = torch.is_autocast_enabled(device) and torch.get_autocast_dtype(device) != torch.float32
+    if (device != "cpu" or not low_precision or conv.padding != (0, 0) or conv.dilation != (1, 1) or conv.groups != 1
+            or conv.stride[0] != conv.stride[1]):
+        return conv(x)
+    return _ValidConv2d.apply(x, conv.weight, conv.bias, conv.stride[0])
+
+
 class PrimaryCapsules(nn.Module):
     """Convolutional primary capsules: one conv, reshaped into `types` capsule types of `dim` each.
 
@@ -58,7 +120,7 @@ class PrimaryCapsules(nn.Module):
         return ((in_hw[0] - k) // s + 1, (in_hw[1] - k) // s + 1)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
-        out = self.conv(x)
+        out = valid_conv2d(self.conv, x)
         b, _, h, w = out.shape
         # (B, types, dim, H, W) -> (B, H, W, types, dim) -> (B, H*W*types, dim)
         out = out.view(b, self.types, self.dim, h, w).permute(0, 3, 4, 1, 2)
@@ -104,4 +166,4 @@ class SabourStem(nn.Module):
         self.num_primary = grid[0] * grid[1] * primary_types
 
     def primary_capsules(self, x: torch.Tensor) -> torch.Tensor:
-        return self.primary(torch.relu(self.conv1(x)))
+        return self.primary(torch.relu(valid_conv2d(self.conv1, x)))
