@@ -36,13 +36,15 @@ def cluster(tmp_path_factory):
     env = sweep_env()
     gcs_port, dash_port, head_nm, worker_nm = free_port(), free_port(), free_port(), free_port()
     common = ["--node-ip-address=127.0.0.1", "--num-cpus=1", "--num-gpus=0", "--disable-usage-stats"]
+    temp_dirs = [f"/tmp/rem-head-{gcs_port}", f"/tmp/rem-worker-{worker_nm}"]
     ray_cli("start", "--head", f"--port={gcs_port}", "--include-dashboard=true", "--dashboard-host=127.0.0.1",
-            f"--dashboard-port={dash_port}", f"--node-manager-port={head_nm}", *common, env=env)
+            f"--dashboard-port={dash_port}", f"--node-manager-port={head_nm}", f"--temp-dir={temp_dirs[0]}",
+            *common, env=env)
     try:
         # Its own temp dir, as a real second machine has: nodes sharing one would garbage-collect each
         # other's copy of the job's working directory (the driver's cwd).
         ray_cli("start", f"--address=127.0.0.1:{gcs_port}", f"--node-manager-port={worker_nm}",
-                f"--temp-dir=/tmp/rem-worker-{worker_nm}", *common, env=env)
+                f"--temp-dir={temp_dirs[1]}", *common, env=env)
         gcs = f"127.0.0.1:{gcs_port}"
         live = wait_for(lambda: [n for n in nodes(gcs, env) if n["alive"]] if len(
             [n for n in nodes(gcs, env) if n["alive"]]) == 2 else None, timeout=60, what="2 live nodes")
@@ -50,7 +52,29 @@ def cluster(tmp_path_factory):
         yield {"gcs": gcs, "dashboard": f"http://127.0.0.1:{dash_port}", "env": env,
                "head": ids[head_nm], "worker": ids[worker_nm], "worker_port": worker_nm}
     finally:
-        subprocess.run([str(BIN / "ray"), "stop", "--force"], env=env, capture_output=True, timeout=120)
+        stop_processes_of(temp_dirs + [f"127.0.0.1:{gcs_port}"])
+
+
+def stop_processes_of(markers: list[str]) -> None:
+    """Kill this test's Ray nodes only: processes naming one of its temp dirs or its GCS address, and their
+    descendants (workers, agents, dashboard modules). `ray stop` would kill every Ray on the machine,
+    a user's own cluster or another checkout's pipeline included."""
+    own = []
+    for proc in psutil.process_iter(["cmdline"]):
+        line = " ".join(proc.info["cmdline"] or [])
+        if any(m in line for m in markers) and proc.pid != os.getpid():
+            own.append(proc)
+    for proc in list(own):
+        try:
+            own.extend(proc.children(recursive=True))
+        except psutil.NoSuchProcess:
+            pass
+    for proc in own:
+        try:
+            proc.kill()
+        except psutil.NoSuchProcess:
+            pass
+    psutil.wait_procs(own, timeout=30)
 
 
 def submit(cluster, folder, *extra: str) -> subprocess.CompletedProcess:
