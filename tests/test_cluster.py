@@ -36,15 +36,20 @@ def cluster(tmp_path_factory):
     env = sweep_env()
     gcs_port, dash_port, head_nm, worker_nm = free_port(), free_port(), free_port(), free_port()
     common = ["--node-ip-address=127.0.0.1", "--num-cpus=1", "--num-gpus=0", "--disable-usage-stats"]
+
+    def own_ports():  # Ray's fixed defaults (agent 52365, client 10001, ...) collide with any other Ray here
+        return [f"--{flag}={free_port()}" for flag in ("dashboard-agent-listen-port", "dashboard-agent-grpc-port",
+                                                      "metrics-export-port", "runtime-env-agent-port")]
+
     temp_dirs = [f"/tmp/rem-head-{gcs_port}", f"/tmp/rem-worker-{worker_nm}"]
     ray_cli("start", "--head", f"--port={gcs_port}", "--include-dashboard=true", "--dashboard-host=127.0.0.1",
             f"--dashboard-port={dash_port}", f"--node-manager-port={head_nm}", f"--temp-dir={temp_dirs[0]}",
-            *common, env=env)
+            f"--ray-client-server-port={free_port()}", *own_ports(), *common, env=env)
     try:
         # Its own temp dir, as a real second machine has: nodes sharing one would garbage-collect each
         # other's copy of the job's working directory (the driver's cwd).
         ray_cli("start", f"--address=127.0.0.1:{gcs_port}", f"--node-manager-port={worker_nm}",
-                f"--temp-dir={temp_dirs[1]}", *common, env=env)
+                f"--temp-dir={temp_dirs[1]}", *own_ports(), *common, env=env)
         gcs = f"127.0.0.1:{gcs_port}"
         live = wait_for(lambda: [n for n in nodes(gcs, env) if n["alive"]] if len(
             [n for n in nodes(gcs, env) if n["alive"]]) == 2 else None, timeout=60, what="2 live nodes")
