@@ -342,7 +342,6 @@ class _Trial:
         self.base_loss, self.base_acc = self._eval(None)
         if cfg.require_accuracy and self.base_acc is None:
             raise ValueError("PruneConfig.require_accuracy=True needs val_loss_fn to return (loss, accuracy) or a dict with 'accuracy'")
-        self.last_losses: list[float] = []
 
     def budget_left(self) -> bool:
         return self.cap is None or self.evaluations < self.cap
@@ -370,7 +369,6 @@ class _Trial:
         bound = self.base_loss + self.cfg.twt
         loss, acc = self._eval(t, bound if early_exit else None)
         self.early_stops += math.isinf(loss)
-        self.last_losses.append(loss)
         ok = loss <= bound
         if ok and self.cfg.require_accuracy and (acc is None or acc < self.base_acc - self.cfg.accuracy_tolerance):
             self.guard_limited = True
