@@ -381,66 +381,48 @@ class _Trial:
                 p.copy_(self.orig[n])
 
 
-def _search_bisection(trial: _Trial):
+def _bisect(trial: _Trial, fast: bool, width: int = 1):
+    """The published bisection on T: start at mean|w|, halve [min|w|, max|w|], stop when T moves < 1e-10 or
+    the loss repeats 10 times. With `fast` ("sorted") the same path of thresholds, but a threshold whose
+    pruned count (mask) was already evaluated is answered from memory, passes may stop early on a reject,
+    and the walk ends once <= `width` weights separate the last accepted count from the first rejected one.
+    The threshold returned is the last accepted one (fast: the first with that mask)."""
     s = trial.sorted
     lo, hi = float(s[0]), float(s[-1])
     t = float(s.mean())
-    best_t, best_loss, best_acc = 0.0, trial.base_loss, trial.base_acc
+    k_lo, k_hi = 0, trial.count_below(hi)
+    known = {0: (True, trial.base_loss, trial.base_acc)}  # pruned count -> outcome; 0 is the unpruned net
+    best = (0.0, trial.base_loss, trial.base_acc)
     repeats, prev, stop = 0, None, "tolerance"
     while True:
-        if not trial.budget_left():
-            stop = "max_evaluations"
-            break
-        ok, loss, acc = trial.feasible(t)
-        if ok:
-            best_t, best_loss, best_acc = t, loss, acc
-            lo = t
+        k = trial.count_below(t)
+        if fast and k in known:
+            ok, loss, acc = known[k]
         else:
-            hi = t
-        if not math.isnan(loss):
+            if not trial.budget_left():
+                stop = "max_evaluations"
+                break
+            ok, loss, acc = known[k] = trial.feasible(t, early_exit=fast)
+        if ok:
+            if not fast or k > k_lo:
+                best = (t, loss, acc)
+            lo, k_lo = t, k
+        else:
+            hi, k_hi = t, k
+        if fast and k_hi - k_lo <= width:
+            stop = "bracket"
+            break
+        if not fast and not math.isnan(loss):
             repeats = repeats + 1 if prev is not None and loss == prev else 0
             prev = loss
-        if repeats >= 10:
-            stop = "loss_repeated"
-            break
+            if repeats >= 10:
+                stop = "loss_repeated"
+                break
         new_t = (lo + hi) / 2
         if abs(new_t - t) < 1e-10:
             break
         t = new_t
-    return best_t, best_loss, best_acc, stop
-
-
-def _search_sorted(trial: _Trial, width: int):
-    """The published bisection's thresholds, each evaluated once per distinct mask, until <= `width`
-    weights separate the last accepted threshold from the first rejected one (see the module docstring)."""
-    s = trial.sorted
-    lo, hi = float(s[0]), float(s[-1])
-    t = float(s.mean())
-    known = {0: (True, trial.base_loss, trial.base_acc)}  # pruned count -> outcome; 0 is the unpruned net
-    best_t, best_loss, best_acc = 0.0, trial.base_loss, trial.base_acc
-    stop = "bracket"
-    while True:
-        k = trial.count_below(t)
-        if k not in known:
-            if not trial.budget_left():
-                stop = "max_evaluations"
-                break
-            known[k] = trial.feasible(t, early_exit=True)
-        ok, loss, acc = known[k]
-        if ok:
-            lo = t
-            if k > trial.count_below(best_t):
-                best_t, best_loss, best_acc = t, loss, acc
-        else:
-            hi = t
-        if trial.count_below(hi) - trial.count_below(lo) <= width:
-            break
-        new_t = (lo + hi) / 2
-        if abs(new_t - t) < 1e-10:  # the published stopping rule, should the bracket never narrow enough
-            stop = "tolerance"
-            break
-        t = new_t
-    return best_t, best_loss, best_acc, stop
+    return (*best, stop)
 
 
 def threshold_search(
@@ -462,11 +444,8 @@ def threshold_search(
         rep = sparsity_report(model, masks)
         return ThresholdResult(0.0, 0, math.nan, math.nan, 0, rep["sparsity"], search, "nothing_prunable")
     trial = _Trial(model, masks, val_loss_fn, cfg)
-    if search == "bisection":
-        t, loss, acc, stop = _search_bisection(trial)
-    else:
-        width = max(1, math.floor(cfg.search_tolerance_pp / 100 * masks.numel))
-        t, loss, acc, stop = _search_sorted(trial, width)
+    width = max(1, math.floor(cfg.search_tolerance_pp / 100 * masks.numel))
+    t, loss, acc, stop = _bisect(trial, fast=search == "sorted", width=width)
     trial.restore()
     pruned = masks.prune_below(model, t) if t > 0 else 0
     if pruned == 0:
