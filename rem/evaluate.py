@@ -34,6 +34,7 @@ def evaluate(
     loss_kwargs: dict | None = None,
     device: torch.device | str | None = None,
     stop_loss_sum: float | None = None,
+    per_image_loss: bool = False,
 ) -> dict:
     """Metrics of `model` over `(normalised images, labels)` batches.
 
@@ -44,6 +45,8 @@ def evaluate(
     `stop_loss_sum` ends the pass as soon as the summed loss of the images seen exceeds it (the loss is
     non-negative, so the total can only grow): the result is then `loss` inf, `acc` None, `stopped_early`.
     REM's threshold search uses it to reject a threshold without finishing the validation pass.
+    The loss is summed per image in float64, so the total does not depend on how images are batched or
+    ordered. `per_image_loss` adds the `(n_images,)` float64 losses in the order seen (`per_image_loss`).
     """
     if device is None:
         first = next(model.parameters(), None)
@@ -51,14 +54,17 @@ def evaluate(
     was_training = model.training
     model.eval()
     total_loss, correct, seen = 0.0, 0, 0
-    keys, predictions = [], []
+    keys, predictions, losses = [], [], []
     try:
         for images, labels in batches:
             images, labels = images.to(device).float(), labels.to(device).long()
             with torch.autocast("cpu", dtype=torch.bfloat16, enabled=precision == "bf16"):
                 out = model(images, quantize_levels=quantize_levels)
             predicted = out.lengths.argmax(dim=1)
-            total_loss += float(margin_loss(out.lengths, labels, **(loss_kwargs or {}))) * len(labels)
+            batch_losses = margin_loss(out.lengths, labels, **(loss_kwargs or {}), reduction="none").double()
+            total_loss += float(batch_losses.sum())
+            if per_image_loss:
+                losses.append(batch_losses.cpu())
             correct += int((predicted == labels).sum())
             seen += len(labels)
             if stop_loss_sum is not None and total_loss > stop_loss_sum:
@@ -71,6 +77,8 @@ def evaluate(
     if seen == 0:
         raise ValueError("evaluate: no batches")
     result = {"loss": total_loss / seen, "acc": correct / seen, "n_images": seen}
+    if per_image_loss:
+        result["per_image_loss"] = torch.cat(losses)
     if keys:
         stats = stats_from_keys(torch.cat(keys).numpy(), torch.cat(predictions).numpy(), num_classes)
         result["per_class"] = stats
@@ -88,9 +96,16 @@ def per_class_metrics(stats, prefix: str = "") -> dict[str, float]:
     return out
 
 
-def batches_of(images: torch.Tensor, labels: torch.Tensor, batch_size: int, transform) -> Iterable:
-    """Sequential evaluation batches of a uint8 split through `transform(images, train=False)`."""
+def batches_of(images: torch.Tensor, labels: torch.Tensor, batch_size: int, transform,
+               order: torch.Tensor | None = None) -> Iterable:
+    """Evaluation batches of a uint8 split through `transform(images, train=False)`: sequential, or in
+    `order` (a permutation of the split's indices)."""
     for start in range(0, len(labels), batch_size):
-        x, _ = transform(images[start:start + batch_size], train=False)
-        yield x, labels[start:start + batch_size]
+        if order is None:
+            x, _ = transform(images[start:start + batch_size], train=False)
+            yield x, labels[start:start + batch_size]
+        else:
+            index = order[start:start + batch_size]
+            x, _ = transform(images[index], train=False)
+            yield x, labels[index]
 

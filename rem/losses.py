@@ -12,17 +12,23 @@ def margin_loss(
     m_pos: float = 0.9,
     m_neg: float = 0.1,
     lam: float = 0.5,
+    reduction: str = "mean",
 ) -> torch.Tensor:
     """Sabour et al.'s margin loss: lengths `(B, J)`, integer targets `(B,)`.
 
     L = sum_j T_j max(0, m+ - |v_j|)^2 + lam (1 - T_j) max(0, |v_j| - m-)^2, summed over classes and
-    averaged over the batch (REM's reduction).
+    averaged over the batch (REM's reduction); `reduction="none"` gives the `(B,)` per-image losses.
     """
     lengths = lengths.float()
     onehot = F.one_hot(target.long(), lengths.shape[1]).to(lengths.dtype)
     pos = onehot * F.relu(m_pos - lengths).pow(2)
     neg = lam * (1.0 - onehot) * F.relu(lengths - m_neg).pow(2)
-    return (pos + neg).sum(dim=1).mean()
+    per_image = (pos + neg).sum(dim=1)
+    if reduction == "none":
+        return per_image
+    if reduction != "mean":
+        raise ValueError(f"margin_loss: reduction={reduction!r} is not one of ['mean', 'none']")
+    return per_image.mean()
 
 
 def reconstruction_loss(reconstruction: torch.Tensor, images: torch.Tensor) -> torch.Tensor:

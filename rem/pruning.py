@@ -46,7 +46,9 @@ Methods (`PruneConfig.method`)
     percentage points of it (the bisection keeps halving T down to 1e-10 long after the mask stopped changing);
   - when `val_loss_fn` takes a `stop_above` keyword (rem.train's does), a pass stops as soon as the summed
     loss of the images seen exceeds the bound: the margin loss is non-negative, so the mean can only end
-    higher and the probe is rejected exactly as the full pass would reject it.
+    higher and the probe is rejected exactly as the full pass would reject it. With `order_by_loss`
+    (rem.validation_loss.ValidationLoss) the images come in descending order of their loss in the last
+    complete pass, so a rejection is reached after the high-loss images instead of near the end.
   About half the published number of passes, the rejected ones partial (benchmarks/threshold_search.py).
   Both respect `max_evaluations` (validation passes, base pass included) when it is set, and only ever
   return a threshold they evaluated as feasible.
@@ -95,6 +97,7 @@ class PruneConfig:
     threshold_search: str = "sorted"  # bisection (published) | sorted (the published path, far fewer passes)
     twt: float = 0.0  # threshold worsening tolerance: allowed rise of the validation loss
     search_tolerance_pp: float = 0.05  # sorted: the most its sparsity may differ from the published search's (pp)
+    order_by_loss: bool = True  # search passes visit images by descending loss of the last complete pass (cost only)
     max_evaluations: int | None = None  # cap on validation passes per search (None: no cap)
     max_prune_fraction_per_epoch: float = 1.0  # collapse guard: at most this fraction of unpruned weights per search
     require_accuracy: bool = False  # collapse guard: validation accuracy must not drop (needs accuracy from val fn)

@@ -27,6 +27,7 @@ from rem.evaluate import batches_of, evaluate, per_class_metrics
 from rem.losses import margin_loss, reconstruction_loss
 from rem.models import count_parameters, create_model
 from rem.pruning import Pruner
+from rem.validation_loss import ValidationLoss
 
 log = logging.getLogger("rem.train")
 
@@ -251,14 +252,9 @@ def train(
 
         metrics = {"epoch": epoch + 1, "train/loss": run_loss / run_seen, "train/acc": run_correct / run_seen}
         # REM prunes after the learning stage and before the epoch is evaluated: metrics describe the pruned net.
-        def val_fn(m, stop_above: float | None = None):
-            """Validation loss for REM's threshold search; `stop_above` (a mean loss) lets a pass end once
-            its summed loss exceeds that mean over the whole split (with a margin far above rounding)."""
-            n_val = len(splits.val.labels)
-            return evaluate(m, batches_of(splits.val.images, splits.val.labels, cfg.train.eval_batch_size, transform),
-                            num_classes=spec.num_classes, precision=cfg.train.precision, parse_trees=False,
-                            loss_kwargs=loss_kwargs,
-                            stop_loss_sum=None if stop_above is None else stop_above * n_val * (1 + 1e-9))
+        val_fn = ValidationLoss(splits.val.images, splits.val.labels, transform, batch_size=cfg.train.eval_batch_size,
+                                num_classes=spec.num_classes, precision=cfg.train.precision, loss_kwargs=loss_kwargs,
+                                order_by_loss=cfg.prune.order_by_loss)
         metrics.update(pruner.end_of_epoch(model, epoch, cfg.train.epochs, val_fn if cfg.prune.method == "rem" else None))
         metrics.update(split_metrics(splits.val, "val", cfg.eval.split == "val"))
         metrics.update(split_metrics(splits.test, "test", cfg.eval.split == "test"))

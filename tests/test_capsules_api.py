@@ -77,6 +77,9 @@ def test_margin_loss_hand_computed():
     assert margin_loss(lengths, target).item() == pytest.approx((0.02 + 0.8025) / 2)
     assert margin_loss(lengths, target, m_pos=1.0, m_neg=0.0, lam=1.0).item() == pytest.approx(
         ((0.05**2 + 0.3**2) + (0.95**2 + 0.5**2)) / 2)
+    assert margin_loss(lengths, target, reduction="none").tolist() == pytest.approx([0.02, 0.8025])
+    with pytest.raises(ValueError, match="reduction='sum'"):
+        margin_loss(lengths, target, reduction="sum")
 
 
 def test_quantize_matches_rem_bins():

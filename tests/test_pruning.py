@@ -2,6 +2,7 @@
 
 import functools
 import math
+import types
 
 import pytest
 import numpy as np
@@ -14,6 +15,8 @@ from rem.pruning import (
     Masks, PruneConfig, Pruner, lobster_shrink_, magnitude_prune_to, prunable_parameters, schedule_sparsity,
     shrinkable_parameters, sparsity_report, threshold_search,
 )
+from rem.evaluate import batches_of, evaluate
+from rem.validation_loss import ValidationLoss
 
 
 SHAPE = (1, 20, 20)  # 2x2 grid of primary capsules: 16 input capsules, fast on CPU
@@ -218,7 +221,6 @@ def fashion_checkpoint(mirror):
     """A tiny capsnet trained 30 steps on real Fashion-MNIST, and a 400-image real validation set, as
     `evaluate`-based loss functions with and without early exit, and the published bisection's result."""
     from tests.conftest import _idx_array
-    from rem.evaluate import evaluate
 
     images = torch.from_numpy(_idx_array(mirror / "fashion-mnist" / "train-images-idx3-ubyte.gz")[:3160].copy())
     labels = torch.from_numpy(_idx_array(mirror / "fashion-mnist" / "train-labels-idx1-ubyte.gz")[:3160].astype(np.int64))
@@ -238,24 +240,25 @@ def fashion_checkpoint(mirror):
         margin_loss(model(x[sl]).lengths, labels[sl]).backward()
         opt.step()
     state = {k: v.clone() for k, v in model.state_dict().items()}
-    val = [(x[2560 + i:2660 + i], labels[2560 + i:2660 + i]) for i in range(0, 400, 100)]
 
-    def full(m):
-        return evaluate(m, val, num_classes=10, parse_trees=False)
+    def validation(order_by_loss=False):  # the pipeline's search closure over 400 real images, batches of 100
+        return ValidationLoss(images[2560:2960], labels[2560:2960], lambda im, train: (im.float().div(255).unsqueeze(1), None),
+                              batch_size=100, num_classes=10, order_by_loss=order_by_loss)
 
-    def early(m, stop_above=None):
-        return evaluate(m, val, num_classes=10, parse_trees=False,
-                        stop_loss_sum=None if stop_above is None else stop_above * 400 * (1 + 1e-9))
+    early = validation()  # dataset order: stateless, shared by the tests
+
+    def full(m):  # the published search's passes: never stopped early
+        return early(m)
 
     fresh = functools.partial(fresh, state)
     model = fresh()
     published = threshold_search(model, Masks.dense(model), full, PruneConfig(method="rem", threshold_search="bisection"))
-    return fresh, full, early, published
+    return fresh, full, early, published, validation
 
 
 @pytest.mark.parametrize("tolerance_pp", [0.0, 1.0])
 def test_sorted_search_lands_where_the_published_bisection_does(fashion_checkpoint, tolerance_pp):
-    fresh, full, early, published = fashion_checkpoint
+    fresh, full, early, published, _ = fashion_checkpoint
     model = fresh()
     min_step = max(1, int(tolerance_pp / 100 * Masks.dense(model).numel))
     fast = threshold_search(model, Masks.dense(model), early, PruneConfig(method="rem", search_tolerance_pp=tolerance_pp))
@@ -268,7 +271,7 @@ def test_sorted_search_lands_where_the_published_bisection_does(fashion_checkpoi
 
 
 def test_early_exit_passes_change_nothing_but_the_cost(fashion_checkpoint):
-    fresh, full, early, _ = fashion_checkpoint
+    fresh, full, early, _, _ = fashion_checkpoint
     cfg = PruneConfig(method="rem", search_tolerance_pp=0.5)
     a, b = fresh(), fresh()
     plain = threshold_search(a, Masks.dense(a), full, cfg)
@@ -280,9 +283,68 @@ def test_early_exit_passes_change_nothing_but_the_cost(fashion_checkpoint):
 
 
 def test_stopped_pass_reports_no_loss(fashion_checkpoint):
-    fresh, _, early, _ = fashion_checkpoint
+    fresh, _, early, _, _ = fashion_checkpoint
     out = early(fresh(), stop_above=0.0)
     assert out["stopped_early"] and out["loss"] == math.inf and out["acc"] is None and out["n_images"] == 100
+
+
+def test_loss_ordered_passes_change_nothing_but_the_cost(fashion_checkpoint):
+    fresh, full, early, published, validation = fashion_checkpoint
+    ordered = validation(order_by_loss=True)
+    base = ordered(fresh())  # complete, in dataset order: fixes the order for the next passes
+    assert base["loss"] == full(fresh())["loss"]
+    per_image = evaluate(fresh(), batches_of(ordered.images, ordered.labels, 100, ordered.transform), num_classes=10,
+                         parse_trees=False, per_image_loss=True)["per_image_loss"]
+    losses_in_order = per_image[ordered.order]
+    assert torch.all(losses_in_order[:-1] >= losses_in_order[1:])  # highest loss first
+    again = ordered(fresh())
+    assert again["loss"] == pytest.approx(base["loss"], rel=1e-12) and again["acc"] == base["acc"]
+    # The whole search lands exactly where the dataset-order one does.
+    cfg = PruneConfig(method="rem", search_tolerance_pp=0.5)
+    a, b = fresh(), fresh()
+    plain_search = threshold_search(a, Masks.dense(a), early, cfg)
+    ordered_search = threshold_search(b, Masks.dense(b), validation(order_by_loss=True), cfg)
+    assert (plain_search.threshold, plain_search.pruned, plain_search.evaluations) == \
+        (ordered_search.threshold, ordered_search.pruned, ordered_search.evaluations)
+    assert ordered_search.loss == pytest.approx(plain_search.loss, rel=1e-12)
+
+
+class _PerImageScore(nn.Module):
+    """Class-0 capsule length = the image's mean pixel minus `drop`: per-image losses known in closed form."""
+
+    def __init__(self):
+        super().__init__()
+        self.drop = 0.0
+
+    def forward(self, x, quantize_levels=None):
+        lengths = torch.zeros(len(x), 10)
+        lengths[:, 0] = x.flatten(1).mean(1) - self.drop
+        return types.SimpleNamespace(lengths=lengths, couplings=None)
+
+
+def test_loss_ordered_pass_rejects_after_fewer_images():
+    # 100 images: the first 90 confidently right (length 0.95, loss 0), the last 10 wrong (length 0.2).
+    images = torch.cat([torch.full((90, 4, 4), 242, dtype=torch.uint8), torch.full((10, 4, 4), 51, dtype=torch.uint8)])
+    labels = torch.zeros(100, dtype=torch.long)
+    model = _PerImageScore()
+
+    def validation(order_by_loss):
+        return ValidationLoss(images, labels, lambda im, train: (im.float() / 255, None), batch_size=10,
+                              num_classes=10, order_by_loss=order_by_loss)
+
+    plain, ordered = validation(False), validation(True)
+    base = plain(model)["loss"]
+    assert ordered(model)["loss"] == base == pytest.approx(10 * 0.7 ** 2 / 100)
+    model.drop = 0.1  # every loss rises a little: the wrong images' sum alone exceeds the bound
+    assert plain(model, stop_above=base)["n_images"] == 100  # dataset order: rejected at the last batch
+    quick = ordered(model, stop_above=base)
+    assert quick["stopped_early"] and quick["n_images"] == 10  # the ten high-loss images came first
+    assert ordered(model)["loss"] == pytest.approx(plain(model)["loss"], rel=1e-12)
+
+
+def test_validation_loss_rejects_mismatched_split():
+    with pytest.raises(ValueError, match="3 images and 2 labels"):
+        ValidationLoss(torch.zeros(3, 28, 28), torch.zeros(2), None, batch_size=2, num_classes=10)
 
 
 def test_sorted_search_respects_eval_cap_and_step():

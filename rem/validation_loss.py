@@ -1,0 +1,51 @@
+"""The validation loss REM's threshold search calls, ordered so that rejected thresholds are rejected early.
+
+`ValidationLoss(...)(model, stop_above=None)` is one pass of `rem.evaluate.evaluate` over the validation split
+without parse trees. With `stop_above` (a mean loss) the pass ends as soon as the summed loss exceeds
+`stop_above x n_images`: the margin loss is non-negative, so the total can only grow and the rejection is
+exact.
+
+Why the order matters: near REM's threshold the loss surface is flat (pruning a third of a trained CapsNet's
+weights raised its validation loss by under 4 %), so a rejected threshold exceeds the bound only slightly and,
+in dataset order, is rejected only near the end of the pass. A pass therefore visits images in descending order
+of their loss in the last *complete* pass (the unpruned net's, then each accepted threshold's): a pruned net's
+per-image losses are close to those, so the sum crosses the bound once the high-loss images are seen and the
+long tail of near-zero losses is skipped. Each image's forward is independent of its batch-mates and the
+total is summed per image in float64, so the order changes the cost of a pass, not its result.
+"""
+
+from __future__ import annotations
+
+import torch
+
+from rem.evaluate import batches_of, evaluate
+
+# Far above float64 rounding of a sum of a few thousand terms, far below any real change of the loss.
+STOP_MARGIN = 1e-9
+
+
+class ValidationLoss:
+    def __init__(self, images: torch.Tensor, labels: torch.Tensor, transform, *, batch_size: int, num_classes: int,
+                 precision: str = "fp32", loss_kwargs: dict | None = None, order_by_loss: bool = True):
+        if len(images) != len(labels) or len(labels) == 0:
+            raise ValueError(f"ValidationLoss: {len(images)} images and {len(labels)} labels (need as many, > 0)")
+        self.images, self.labels, self.transform = images, labels, transform
+        self.batch_size, self.num_classes, self.precision = batch_size, num_classes, precision
+        self.loss_kwargs = loss_kwargs or {}
+        self.order_by_loss = order_by_loss
+        self.order: torch.Tensor | None = None  # None: dataset order (before the first complete pass)
+
+    def __len__(self) -> int:
+        return len(self.labels)
+
+    def __call__(self, model: torch.nn.Module, stop_above: float | None = None) -> dict:
+        stop = None if stop_above is None else stop_above * len(self) * (1 + STOP_MARGIN)
+        out = evaluate(model, batches_of(self.images, self.labels, self.batch_size, self.transform, self.order),
+                       num_classes=self.num_classes, precision=self.precision, parse_trees=False,
+                       loss_kwargs=self.loss_kwargs, stop_loss_sum=stop, per_image_loss=self.order_by_loss)
+        losses = out.pop("per_image_loss", None)
+        if losses is not None and not out.get("stopped_early"):
+            seen = torch.arange(len(self)) if self.order is None else self.order
+            # stable: equal losses (e.g. the many exact zeros) keep their relative order, so runs repeat
+            self.order = seen[torch.sort(losses, descending=True, stable=True).indices]
+        return out
