@@ -7,7 +7,11 @@ chosen threshold, the resulting sparsity, and the validation loss, plus the sear
 training epoch of the same model measured in the same run (batch 128, LOBSTER on, 54,500 images).
 Then times the LOBSTER shrink inside training steps (forward + backward + shrink + Adam + masks).
 
-    PYTHONPATH=$PWD python benchmarks/threshold_search.py [--checkpoint DIR] [--val 5500] [--steps 6]
+The sorted search runs as rem.train runs it: passes stop early on a rejection, in descending order of the
+last complete pass's per-image losses (`--ablation` adds a run in dataset order to show what the order buys).
+`--compile` compiles evaluation and training steps alike (train.compile=true; compile time excluded).
+
+    PYTHONPATH=$PWD python benchmarks/threshold_search.py [--checkpoint DIR] [--val 5500] [--steps 6] [--ablation] [--compile]
 
 DIR holds a `state.pt` written by rem.train (default: the newest capsnet checkpoint under results/ray, e.g.
 from the quick profile's `dvc repro`).
@@ -41,17 +45,30 @@ def newest_checkpoint() -> Path:
     return found[-1].parent
 
 
-def validation_loss(cfg, spec, val, n_val, order_by_loss):
+def validation_loss(cfg, spec, val, n_val, order_by_loss, compiled=None):
     """The pipeline's own search closure (rem.train builds the same one) over the first n_val images."""
     return ValidationLoss(val.images[:n_val], val.labels[:n_val], BatchTransform.from_config(spec, cfg.data),
                           batch_size=cfg.train.eval_batch_size, num_classes=spec.num_classes,
-                          precision=cfg.train.precision, order_by_loss=order_by_loss,
+                          precision=cfg.train.precision, order_by_loss=order_by_loss, compiled=compiled,
                           loss_kwargs={"m_pos": cfg.train.m_pos, "m_neg": cfg.train.m_neg, "lam": cfg.train.lam})
 
 
-def train_step_seconds(model, x, y, precision, shrink, steps):
+def compiled_for_eval(model, val, spec, cfg):
+    """torch.compile(model), compiled for the evaluation batch before any search is timed: rem.train
+    compiles once per trial (its per-epoch evaluation uses the same compiled module), not once per search."""
+    compiled = torch.compile(model)
+    model.eval()
+    x, _ = BatchTransform.from_config(spec, cfg.data)(val.images[:cfg.train.eval_batch_size], train=False)
+    with torch.inference_mode(), torch.autocast("cpu", dtype=torch.bfloat16, enabled=cfg.train.precision == "bf16"):
+        compiled(x.float())
+    model.train()
+    return compiled
+
+
+def train_step_seconds(model, x, y, precision, shrink, steps, compile_model=False):
     """Median seconds of a REM training step; `shrink` toggles the LOBSTER update."""
     model = copy.deepcopy(model)
+    forward = torch.compile(model) if compile_model else model
     pruner = Pruner(model, PruneConfig(method="rem"))
     opt = torch.optim.Adam(model.parameters(), lr=1e-3)
     times, shrink_times = [], []
@@ -59,7 +76,7 @@ def train_step_seconds(model, x, y, precision, shrink, steps):
         t0 = time.perf_counter()
         opt.zero_grad()
         with torch.autocast("cpu", dtype=torch.bfloat16, enabled=precision == "bf16"):
-            lengths = model(x).lengths
+            lengths = forward(x).lengths
         margin_loss(lengths.float(), y).backward()
         t1 = time.perf_counter()
         if shrink:
@@ -80,6 +97,8 @@ def main():
     ap.add_argument("--steps", type=int, default=6, help="timed training steps per variant")
     ap.add_argument("--tolerance-pp", type=float, default=PruneConfig.search_tolerance_pp)
     ap.add_argument("--ablation", action="store_true", help="also run the sorted search in dataset order")
+    ap.add_argument("--compile", action="store_true", help="torch.compile the searches' evaluation and the epoch's steps "
+                    "(train.compile=true)")
     args = ap.parse_args()
 
     ckpt_dir = args.checkpoint or newest_checkpoint()
@@ -95,19 +114,16 @@ def main():
     print(f"checkpoint: {ckpt_dir} ({cfg.model.name}, {cfg.data.dataset}, epoch {state['epoch'] + 1}, "
           f"precision {cfg.train.precision}, eval batch {cfg.train.eval_batch_size}); validation: {n_val} images")
 
-    in_dataset_order = validation_loss(cfg, spec, splits.val, n_val, False)
-
-    def full_passes(m):  # the published search: every pass complete (no stop_above), in dataset order
-        return in_dataset_order(m)
-
-    variants = [("published bisection", full_passes, "bisection", True)]
+    variants = [("published bisection", "bisection", False)]
     for ordered in ((False, True) if args.ablation else (True,)):
         order = "descending-loss order" if ordered else "dataset order"
-        variants.append((f"sorted, {args.tolerance_pp} pp, {order}", None, "sorted", ordered))
+        variants.append((f"sorted, {args.tolerance_pp} pp, {order}", "sorted", ordered))
     rows = []
-    for label, fn, search, ordered in variants:
+    for label, search, ordered in variants:
         m = copy.deepcopy(model)
-        fn = fn or validation_loss(cfg, spec, splits.val, n_val, ordered)  # a fresh order per search
+        compiled = compiled_for_eval(m, splits.val, spec, cfg) if args.compile else None
+        loss = validation_loss(cfg, spec, splits.val, n_val, ordered, compiled)  # a fresh order per search
+        fn = loss if search == "sorted" else (lambda net, loss=loss: loss(net))  # published: complete passes
         r = threshold_search(m, Masks.dense(m), fn, PruneConfig(method="rem", threshold_search=search,
                                                                  search_tolerance_pp=args.tolerance_pp))
         rows.append((label, r))
@@ -117,8 +133,8 @@ def main():
     y = splits.train.labels[:128]
     step, shrink = {}, {}
     for precision in ("fp32", "bf16"):
-        step[precision], shrink[precision] = train_step_seconds(model, x, y, precision, True, args.steps)
-    plain = {p: train_step_seconds(model, x, y, p, False, args.steps)[0] for p in ("fp32", "bf16")}
+        step[precision], shrink[precision] = train_step_seconds(model, x, y, precision, True, args.steps, args.compile)
+    plain = {p: train_step_seconds(model, x, y, p, False, args.steps, args.compile)[0] for p in ("fp32", "bf16")}
     epoch_s = step[cfg.train.precision] * EPOCH_IMAGES / 128
     prunable = sum(mask.numel() for mask in Masks.dense(model).masks.values())
 

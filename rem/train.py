@@ -254,7 +254,7 @@ def train(
         # REM prunes after the learning stage and before the epoch is evaluated: metrics describe the pruned net.
         val_fn = ValidationLoss(splits.val.images, splits.val.labels, transform, batch_size=cfg.train.eval_batch_size,
                                 num_classes=spec.num_classes, precision=cfg.train.precision, loss_kwargs=loss_kwargs,
-                                order_by_loss=cfg.prune.order_by_loss)
+                                order_by_loss=cfg.prune.order_by_loss, compiled=forward if cfg.train.compile else None)
         metrics.update(pruner.end_of_epoch(model, epoch, cfg.train.epochs, val_fn if cfg.prune.method == "rem" else None))
         metrics.update(split_metrics(splits.val, "val", cfg.eval.split == "val"))
         metrics.update(split_metrics(splits.test, "test", cfg.eval.split == "test"))

@@ -26,7 +26,8 @@ STOP_MARGIN = 1e-9
 
 class ValidationLoss:
     def __init__(self, images: torch.Tensor, labels: torch.Tensor, transform, *, batch_size: int, num_classes: int,
-                 precision: str = "fp32", loss_kwargs: dict | None = None, order_by_loss: bool = True):
+                 precision: str = "fp32", loss_kwargs: dict | None = None, order_by_loss: bool = True,
+                 compiled: torch.nn.Module | None = None):
         if len(images) != len(labels) or len(labels) == 0:
             raise ValueError(f"ValidationLoss: {len(images)} images and {len(labels)} labels (need as many, > 0)")
         self.images, self.labels, self.transform = images, labels, transform
@@ -34,13 +35,20 @@ class ValidationLoss:
         self.loss_kwargs = loss_kwargs or {}
         self.order_by_loss = order_by_loss
         self.order: torch.Tensor | None = None  # None: dataset order (before the first complete pass)
+        # torch.compile(model) of the model the search prunes: evaluated instead of it (same parameters)
+        self.compiled = compiled
 
     def __len__(self) -> int:
         return len(self.labels)
 
     def __call__(self, model: torch.nn.Module, stop_above: float | None = None) -> dict:
         stop = None if stop_above is None else stop_above * len(self) * (1 + STOP_MARGIN)
-        out = evaluate(model, batches_of(self.images, self.labels, self.batch_size, self.transform, self.order),
+        net = model
+        if self.compiled is not None:
+            if getattr(self.compiled, "_orig_mod", None) is not model:
+                raise ValueError("ValidationLoss: `compiled` must be torch.compile() of the model being evaluated")
+            net = self.compiled
+        out = evaluate(net, batches_of(self.images, self.labels, self.batch_size, self.transform, self.order),
                        num_classes=self.num_classes, precision=self.precision, parse_trees=False,
                        loss_kwargs=self.loss_kwargs, stop_loss_sum=stop, per_image_loss=self.order_by_loss)
         losses = out.pop("per_image_loss", None)

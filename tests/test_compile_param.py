@@ -41,3 +41,29 @@ def test_compiled_bf16_capsnet_handles_changing_batch_sizes():
     model.eval()
     with torch.inference_mode(), torch.autocast("cpu", dtype=torch.bfloat16):
         assert compiled(torch.randn(20, 1, 28, 28)).lengths.shape == (20, 10)
+
+
+def test_compiled_rem_search_evaluates_through_the_compiled_module(fashion_raw, tmp_path, monkeypatch):
+    from rem import validation_loss
+
+    nets = []
+    real_evaluate = validation_loss.evaluate
+    monkeypatch.setattr(validation_loss, "evaluate", lambda net, *a, **kw: nets.append(net) or real_evaluate(net, *a, **kw))
+    cfg = tiny_cfg(fashion_raw, compile=True).with_overrides({"prune.method": "rem", "prune.search_tolerance_pp": 1.0})
+    metrics = train(cfg, workdir=tmp_path)
+    assert metrics["prune/evaluations"] >= 2 and len(nets) == metrics["prune/evaluations"]
+    assert all(hasattr(net, "_orig_mod") for net in nets)  # the search's passes ran the compiled graph
+    assert metrics["prune/val_loss"] <= metrics["prune/base_val_loss"]
+
+
+def test_validation_loss_refuses_a_compiled_module_of_another_model():
+    from rem.models import create_model
+    from rem.validation_loss import ValidationLoss
+
+    a = create_model("capsnet", in_shape=(1, 28, 28), num_classes=10, conv_channels=8, primary_types=4)
+    b = create_model("capsnet", in_shape=(1, 28, 28), num_classes=10, conv_channels=8, primary_types=4)
+    loss = ValidationLoss(torch.zeros(2, 28, 28, dtype=torch.uint8), torch.zeros(2, dtype=torch.long),
+                          lambda im, train: (im.float().unsqueeze(1), None), batch_size=2, num_classes=10,
+                          compiled=torch.compile(a))
+    with pytest.raises(ValueError, match="torch.compile\\(\\) of the model being evaluated"):
+        loss(b)
