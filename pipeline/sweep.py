@@ -96,7 +96,10 @@ def build_tuner(cfg: Config, repo_root: Path, context: dict, storage: str):
     return tune.Tuner(
         trainable,
         param_space={axis: tune.grid_search(values) for axis, values in cfg.sweep.grid.items()},
-        tune_config=tune.TuneConfig(max_concurrent_trials=cfg.sweep.max_concurrent or None, reuse_actors=False,
+        # Reused actors: a trial that follows another with the same resources runs in that worker process, so
+        # the process start and the imports of torch, ray and mlflow (~5-10 s) are paid per worker, not per
+        # trial. pipeline.trial resets what a trial could leave behind in the process (see fresh_process_state).
+        tune_config=tune.TuneConfig(max_concurrent_trials=cfg.sweep.max_concurrent or None, reuse_actors=True,
                                     scheduler=scheduler(cfg)),
         run_config=tune.RunConfig(
             name=context["sweep_id"], storage_path=storage, stop=stop, verbose=cfg.sweep.verbose, progress_reporter=reporter,

@@ -2,6 +2,11 @@
 
 Everything a trial needs arrives as plain values (absolute paths, the tracking URI), because trials run
 in other processes, other working directories and possibly other machines.
+
+The sweep reuses worker processes (`reuse_actors`): a process runs one trial after another, each in a
+new thread and working directory Ray gives it. What a trial could leave behind in the process is reset
+when the next one starts (`fresh_process_state`); seeds are set by `train` itself; MLflow is addressed by
+explicit run ids, never a process-global active run.
 """
 
 from __future__ import annotations
@@ -17,6 +22,7 @@ from typing import Any
 from mlflow.tracking import MlflowClient
 import ray
 from ray import tune
+import torch
 
 from rem import tracking
 from rem.config import from_dict
@@ -41,7 +47,21 @@ def trial_logging(level: str) -> None:
         logger.propagate = False
 
 
+# The torch thread count of this worker process when it started (Ray derives it from the trial's CPUs, and
+# reuses a process only for trials asking for the same resources).
+PROCESS_THREADS = torch.get_num_threads()
+
+
+def fresh_process_state() -> None:
+    """What an earlier trial in this (reused) worker process could have changed, as a new process has it:
+    torch's thread count, and no compiled graphs (torch.compile's caches and recompilation budget)."""
+    if torch.get_num_threads() != PROCESS_THREADS:
+        torch.set_num_threads(PROCESS_THREADS)
+    torch.compiler.reset()
+
+
 def run_trial(point: dict[str, Any], *, base: dict[str, Any], context: dict[str, Any]) -> None:
+    fresh_process_state()
     trial_logging(context.get("log_level", "INFO"))
     cfg = from_dict(base, "sweep base").with_overrides(point, "sweep.grid")
     key = trial_key(point)
@@ -54,10 +74,10 @@ def run_trial(point: dict[str, Any], *, base: dict[str, Any], context: dict[str,
     # The exact bytes trained on: the payload md5 of every dataset file, verified by the fetch.
     raw = fetch_dataset(cfg, Path(context["repo_root"]))
     checksums = recorded_checksums(get_dataset(cfg.data.dataset), raw)
-    tracking.set_tags(client, run_id, {f"rem.data.md5.{name}": md5 for name, md5 in checksums.items()})
     node_id = ray.get_runtime_context().get_node_id()
     # Where this attempt runs (a retry may land on another node): for operators and fault tests.
-    tracking.set_tags(client, run_id, {"rem.node_id": node_id, "rem.pid": os.getpid(), "rem.host": platform.node()})
+    where = {"rem.node_id": node_id, "rem.pid": os.getpid(), "rem.host": platform.node()}
+    tracking.set_tags(client, run_id, {**{f"rem.data.md5.{name}": md5 for name, md5 in checksums.items()}, **where})
     previous = client.get_run(run_id).data.tags.get(tracking.FAILURE_TAG, "")
     if previous.startswith(NonFiniteLossError.__name__):
         # Deterministic failure: a retry from the same checkpoint would diverge the same way.
