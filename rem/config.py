@@ -236,6 +236,13 @@ def _check_value(key: str, value: Any, annotation: Any, source: str) -> Any:
     raise TypeError(f"unsupported config annotation {annotation!r} for {key}")
 
 
+# Keys that old params files or checkpoints may still carry: the error says what replaced them.
+RENAMED = {
+    "prune.min_step_weights": "prune.search_tolerance_pp (the sorted search's stop, in percentage points of the "
+                              "prunable weights instead of a weight count)",
+}
+
+
 def _build_section(name: str, values: Any, source: str):
     cls = _SECTION_CLASSES[name]
     if not isinstance(values, dict):
@@ -244,6 +251,8 @@ def _build_section(name: str, values: Any, source: str):
     allowed = [f.name for f in dataclasses.fields(cls)]
     kwargs = {}
     for key, value in values.items():
+        if f"{name}.{key}" in RENAMED:
+            raise ConfigError(f"{source}: key '{name}.{key}' was replaced by {RENAMED[f'{name}.{key}']}")
         if key not in hints:
             raise ConfigError(f"{source}: unknown key '{name}.{key}'; allowed: {', '.join(allowed)}")
         kwargs[key] = _check_value(f"{name}.{key}", value, hints[key], source)

@@ -28,6 +28,7 @@ def test_repo_params_resolve_for_both_profiles():
     ({"sweep.grid": {"model.name": ["capsnet", "nope"]}}, r"sweep.grid: model.name 'nope' is unknown"),
     ({"sweep.grid": {"train.seed": []}}, r"sweep.grid.train.seed must be a non-empty list"),
     ({"trian.epochs": 1}, r"unknown key 'trian.epochs'"),
+    ({"prune.min_step_weights": 64}, r"key 'prune.min_step_weights' was replaced by prune.search_tolerance_pp"),
     ({"profile": "fast"}, r"profile 'fast' is not defined; defined profiles: quick, paper"),
 ])
 def test_bad_params_are_named(override, pattern):
