@@ -101,11 +101,7 @@ def batches_of(images: torch.Tensor, labels: torch.Tensor, batch_size: int, tran
     """Evaluation batches of a uint8 split through `transform(images, train=False)`: sequential, or in
     `order` (a permutation of the split's indices)."""
     for start in range(0, len(labels), batch_size):
-        if order is None:
-            x, _ = transform(images[start:start + batch_size], train=False)
-            yield x, labels[start:start + batch_size]
-        else:
-            index = order[start:start + batch_size]
-            x, _ = transform(images[index], train=False)
-            yield x, labels[index]
+        index = slice(start, start + batch_size) if order is None else order[start:start + batch_size]
+        x, _ = transform(images[index], train=False)
+        yield x, labels[index]
 

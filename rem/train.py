@@ -182,6 +182,12 @@ def train(
     forward = torch.compile(model) if cfg.train.compile else model
     loss_kwargs = {"m_pos": cfg.train.m_pos, "m_neg": cfg.train.m_neg, "lam": cfg.train.lam}
     pruner = Pruner(model, cfg.prune)
+    # REM's end-of-epoch threshold search: its validation passes (each search starts with a complete one)
+    search_val = ValidationLoss(
+        splits.val.images, splits.val.labels, transform, batch_size=cfg.train.eval_batch_size,
+        num_classes=spec.num_classes, precision=cfg.train.precision, loss_kwargs=loss_kwargs,
+        order_by_loss=cfg.prune.order_by_loss, compiled=forward if cfg.train.compile else None,
+    ) if cfg.prune.method == "rem" else None
     history: list[dict] = []
     best: dict = {"val_loss": math.inf, "epoch": 0, "model": None}  # weights of the best validation loss so far
     start_epoch = 0
@@ -252,10 +258,7 @@ def train(
 
         metrics = {"epoch": epoch + 1, "train/loss": run_loss / run_seen, "train/acc": run_correct / run_seen}
         # REM prunes after the learning stage and before the epoch is evaluated: metrics describe the pruned net.
-        val_fn = ValidationLoss(splits.val.images, splits.val.labels, transform, batch_size=cfg.train.eval_batch_size,
-                                num_classes=spec.num_classes, precision=cfg.train.precision, loss_kwargs=loss_kwargs,
-                                order_by_loss=cfg.prune.order_by_loss, compiled=forward if cfg.train.compile else None)
-        metrics.update(pruner.end_of_epoch(model, epoch, cfg.train.epochs, val_fn if cfg.prune.method == "rem" else None))
+        metrics.update(pruner.end_of_epoch(model, epoch, cfg.train.epochs, search_val))
         metrics.update(split_metrics(splits.val, "val", cfg.eval.split == "val"))
         metrics.update(split_metrics(splits.test, "test", cfg.eval.split == "test"))
         for name, extra in splits.extra.items():  # e.g. smallNORB familiar viewpoints
