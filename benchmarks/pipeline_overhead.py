@@ -128,13 +128,12 @@ def main() -> None:
     ap.add_argument("--sweep-child", type=Path, help=argparse.SUPPRESS)  # internal: one sweep, JSON to stdout
     ap.add_argument("--seeds", type=json.loads, help=argparse.SUPPRESS)
     args = ap.parse_args()
+    logging.basicConfig(level=logging.WARNING)
     if args.sweep_child:
-        logging.basicConfig(level=logging.WARNING)
         print(json.dumps(sweep_child(args.sweep_child, args.steps, args.seeds)))
         return
     if args.trials < 2:
         ap.error("--trials must be at least 2: the marginal cost is the difference between 1 and N trials")
-    logging.basicConfig(level=logging.WARNING)
     os.environ.setdefault("REM_LOG_LEVEL", "WARNING")
     print(environment_line())
     from rem.train import prepare_data

@@ -46,7 +46,7 @@ def evaluate(
     non-negative, so the total can only grow): the result is then `loss` inf, `acc` None, `stopped_early`.
     REM's threshold search uses it to reject a threshold without finishing the validation pass.
     The loss is summed per image in float64, so the total does not depend on how images are batched or
-    ordered. `per_image_loss` adds the `(n_images,)` float64 losses in the order seen (`per_image_loss`).
+    ordered. With `per_image_loss` the result also holds the `(n_images,)` float64 losses, in the order seen.
     """
     if device is None:
         first = next(model.parameters(), None)
