@@ -1,7 +1,9 @@
-"""DVC stage `fetch@<dataset>`: verified files of one dataset in data/raw/<dataset>.
+"""DVC stage `fetch`: verified files of every dataset the selected profile trains on, in data/raw/<dataset>.
 
-    python -m pipeline.fetch <dataset> [--params params.yaml]
+    python -m pipeline.fetch [DATASET ...] [--params params.yaml] [-S key=value ...] [--list]
 
+Without DATASET: the datasets of the profile's sweep grid plus `fetch.datasets`, so `dvc exp run -S
+profile=paper` fetches all six (DVC's own templating cannot see a profile's grid; this stage resolves it).
 Sources, in order: mirror folders (env REM_DATA_MIRROR, then params data.mirror), the system dataset
 folder (data.system_root, e.g. Debian's /usr/share/datasets), then the canonical URLs.
 """
@@ -12,23 +14,39 @@ import argparse
 import sys
 from pathlib import Path
 
-from rem.config import ConfigError, load
+from rem import grid
+from rem.config import Config, ConfigError, load, parse_override
 from rem.data import DataSourceError
-from rem.train import fetch_dataset
+
+
+def datasets_needed(cfg: Config) -> list[str]:
+    """Every dataset a trial of the grid reads, then the extra ones named in fetch.datasets."""
+    found = dict.fromkeys(grid.values_of(cfg.sweep.grid, "data.dataset", cfg.data.dataset))
+    found.update(dict.fromkeys(cfg.fetch.datasets))
+    return list(found)
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("dataset")
+    parser.add_argument("datasets", nargs="*", help="default: what the selected profile needs")
     parser.add_argument("--params", default="params.yaml")
+    parser.add_argument("-S", "--set", action="append", default=[], metavar="KEY=VALUE", help="override a param")
+    parser.add_argument("--list", action="store_true", help="print the datasets that would be fetched, fetch nothing")
     args = parser.parse_args(argv)
     try:
-        cfg = load(args.params, {"data.dataset": args.dataset})
-        raw = fetch_dataset(cfg, Path.cwd())
+        cfg = load(args.params, dict(parse_override(o) for o in args.set))
+        names = args.datasets or datasets_needed(cfg)
+        if args.list:
+            print("\n".join(names))
+            return 0
+        from rem.train import fetch_dataset  # torch: only when something is fetched
+
+        for name in names:
+            raw = fetch_dataset(cfg.with_overrides({"data.dataset": name}), Path.cwd())
+            print(f"{name}: verified files in {raw}")
     except (ConfigError, DataSourceError) as err:
         print(f"error: {err}", file=sys.stderr)
         return 2
-    print(f"{args.dataset}: verified files in {raw}")
     return 0
 
 

@@ -77,8 +77,8 @@ def write_plot_data(results: pd.DataFrame, plots_dir: Path) -> list[Path]:
 
 def locate_checkpoints(cfg: Config, repo_root: Path, sweep_ids: list[str]) -> tuple[dict[str, Path], list[str]]:
     """trial_key -> the folder of its newest checkpoint, from the sweep's Ray storage (local storage only)."""
-    from pipeline.sweep import storage_uri
-    from pipeline.trial import trial_key
+    from pipeline.sweep import POINT, storage_uri
+    from rem.grid import trial_key
     from rem.train import CHECKPOINT_FILE
 
     storage = storage_uri(cfg, repo_root)
@@ -92,7 +92,7 @@ def locate_checkpoints(cfg: Config, repo_root: Path, sweep_ids: list[str]) -> tu
             persisted = [c for c in candidates if (c / CHECKPOINT_FILE).exists()]
             if not persisted:
                 continue
-            key = trial_key(json.loads(params_file.read_text()))
+            key = trial_key(json.loads(params_file.read_text())[POINT])
             mtime = params_file.stat().st_mtime
             if key not in found or mtime > found[key][0]:  # a rerun sweep folder: its newest trial
                 found[key] = (mtime, _newest(persisted))

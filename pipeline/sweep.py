@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from rem import tracking
+from rem import grid, tracking
 from rem.config import Config, ConfigError, load, parse_override
 from rem.data import DataSourceError
 
@@ -62,8 +62,8 @@ def resources(cfg: Config):
     if not per_model:
         return default
 
-    def for_trial(point: dict) -> dict:
-        return {**default, **per_model.get(point.get("model.name", cfg.model.name), {})}
+    def for_trial(config: dict) -> dict:
+        return {**default, **per_model.get(config[POINT].get("model.name", cfg.model.name), {})}
 
     return for_trial
 
@@ -75,6 +75,17 @@ def scheduler(cfg: Config):
         return tune.schedulers.FIFOScheduler()
     return tune.schedulers.ASHAScheduler(time_attr="training_iteration", metric=cfg.sweep.asha_metric, mode="min",
                                          max_t=cfg.train.epochs, grace_period=cfg.sweep.asha_grace_epochs)
+
+
+# The trial's grid point lives under this key of the Ray config: one grid_search over the expanded points
+# (rem.grid), so sub-grids and linked axes (a pruning method with its target) need nothing from Ray.
+POINT = "point"
+
+
+def trial_name(trial) -> str:
+    """Ray's status table names a trial by its grid values, e.g. `capsnet rem s42`."""
+    point = trial.config.get(POINT, {})
+    return " ".join(str(v) for v in point.values())[:80] or trial.trial_id
 
 
 def build_tuner(cfg: Config, repo_root: Path, context: dict, storage: str):
@@ -90,17 +101,17 @@ def build_tuner(cfg: Config, repo_root: Path, context: dict, storage: str):
         return tune.Tuner.restore(path, trainable, resume_unfinished=True, resume_errored=False, restart_errored=False)
     stop = {"time_total_s": cfg.sweep.time_limit_s} if cfg.sweep.time_limit_s else None
     reporter = tune.CLIReporter(
-        parameter_columns=list(cfg.sweep.grid), metric_columns=["epoch", "train/loss", "val/acc", "test/acc", "entropy/mean"],
+        parameter_columns=[], metric_columns=["epoch", "train/loss", "val/acc", "test/acc", "entropy/mean"],
         max_report_frequency=60 if os.environ.get("CI") else 20,
     )
     return tune.Tuner(
         trainable,
-        param_space={axis: tune.grid_search(values) for axis, values in cfg.sweep.grid.items()},
+        param_space={POINT: tune.grid_search(grid.points(cfg.sweep.grid))},
         # Reused actors: a trial that follows another with the same resources runs in that worker process, so
         # the process start and the imports of torch, ray and mlflow (~5-10 s) are paid per worker, not per
         # trial. pipeline.trial resets what a trial could leave behind in the process (see fresh_process_state).
         tune_config=tune.TuneConfig(max_concurrent_trials=cfg.sweep.max_concurrent or None, reuse_actors=True,
-                                    scheduler=scheduler(cfg)),
+                                    scheduler=scheduler(cfg), trial_name_creator=trial_name),
         run_config=tune.RunConfig(
             name=context["sweep_id"], storage_path=storage, stop=stop, verbose=cfg.sweep.verbose, progress_reporter=reporter,
             failure_config=tune.FailureConfig(max_failures=cfg.sweep.max_failures),
@@ -134,15 +145,13 @@ def trial_history(result) -> pd.DataFrame | None:
 
 def results_table(result_grid, cfg: Config, context: dict) -> pd.DataFrame:
     """One row per trial x epoch: the trial's resolved config (dotted columns), status, metrics."""
-    from pipeline.trial import trial_key
-
     frames = []
     for result in result_grid:
-        point = {k: v for k, v in result.config.items()}
+        point = dict(result.config[POINT])
         trial_cfg = cfg.with_overrides(point, "sweep.grid")
         columns = {k: (json.dumps(v, sort_keys=True) if isinstance(v, (dict, list)) else v) for k, v in trial_cfg.flat().items()}
         error = f"{type(result.error).__name__}: {result.error}".splitlines()[0] if result.error else ""
-        ident = {"sweep_id": context["sweep_id"], "trial_key": trial_key(point), "status": "FAILED" if error else "FINISHED",
+        ident = {"sweep_id": context["sweep_id"], "trial_key": grid.trial_key(point), "status": "FAILED" if error else "FINISHED",
                  "error": error}
         metrics = trial_history(result)
         if metrics is None or metrics.empty or "epoch" not in metrics:
@@ -181,7 +190,7 @@ def ensure_data(cfg: Config, repo_root: Path) -> None:
     """Every dataset the grid uses is present and verified before a trial starts (fails with the sources tried)."""
     from rem.train import fetch_dataset
 
-    for dataset in sorted(set(cfg.sweep.grid.get("data.dataset", [cfg.data.dataset]))):
+    for dataset in sorted(grid.values_of(cfg.sweep.grid, "data.dataset", cfg.data.dataset)):
         fetch_dataset(cfg.with_overrides({"data.dataset": dataset}), repo_root)
 
 

@@ -26,14 +26,10 @@ import torch
 
 from rem import tracking
 from rem.config import from_dict
+from rem.grid import trial_key
 from rem.data import get_dataset
 from rem.data.sources import recorded_checksums
 from rem.train import NonFiniteLossError, fetch_dataset, train
-
-
-def trial_key(point: dict[str, Any]) -> str:
-    """A readable, stable name for a grid point, e.g. `model.name=capsnet,train.seed=42`."""
-    return ",".join(f"{k}={point[k]}" for k in sorted(point))
 
 
 def trial_logging(level: str) -> None:
@@ -60,8 +56,10 @@ def fresh_process_state() -> None:
     torch.compiler.reset()
 
 
-def run_trial(point: dict[str, Any], *, base: dict[str, Any], context: dict[str, Any]) -> None:
+def run_trial(config: dict[str, Any], *, base: dict[str, Any], context: dict[str, Any]) -> None:
+    """Ray's trainable: `config["point"]` is the trial's grid point (flat dotted keys)."""
     fresh_process_state()
+    point = config["point"]
     trial_logging(context.get("log_level", "INFO"))
     cfg = from_dict(base, "sweep base").with_overrides(point, "sweep.grid")
     key = trial_key(point)

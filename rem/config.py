@@ -20,6 +20,8 @@ from typing import Any, Literal
 
 import yaml
 
+from rem import grid
+
 # The pruning section is the pruning library's own config: one definition, validated in one place.
 from rem.pruning import PruneConfig
 
@@ -80,8 +82,22 @@ class TrainConfig:
     m_pos: float = 0.9
     m_neg: float = 0.1
     lam: float = 0.5
+    # REM's DeepCaps switches to a "hard" margin loss after epoch 100 (m+ 0.95, m- 0.05, lambda 0.8); 0 = never
+    hard_margin_epoch: int = 0
+    hard_margin: list = field(default_factory=lambda: [0.95, 0.05, 0.8])  # [m_pos, m_neg, lam] after the switch
     max_steps_per_epoch: int = 0  # 0 = a full pass over the training subset
+    # REM's stopping rule: stop once the validation loss has not strictly improved for this many epochs
+    # (REM: 200); `epochs` is then only a cap. 0 = run every epoch.
+    patience: int = 0
     log_every_steps: int = 50  # per-epoch progress lines inside a trial
+
+
+    def margin(self, epoch: int) -> dict[str, float]:
+        """Margin-loss constants for 0-based `epoch` (the hard margin from epoch `hard_margin_epoch` on)."""
+        if self.hard_margin_epoch and epoch >= self.hard_margin_epoch:
+            m_pos, m_neg, lam = self.hard_margin
+            return {"m_pos": float(m_pos), "m_neg": float(m_neg), "lam": float(lam)}
+        return {"m_pos": self.m_pos, "m_neg": self.m_neg, "lam": self.lam}
 
 
 @dataclass(frozen=True)
@@ -93,12 +109,19 @@ class EvalConfig:
     # unpruned run and the last epoch's for a pruned one ("auto"). Both choices are recorded with the run.
     final_quantized: bool = True
     final_checkpoint: Literal["auto", "best", "last"] = "auto"
+    # Coupling levels of a model's class layer where REM's code differs from `levels`: its γ-CapsNet quantizes
+    # the class layer with K = 6 (and its FC capsule layer with `levels`). Keys and the +Q forward both use it.
+    levels_per_model: dict = field(default_factory=lambda: {"gamma_capsnet": 6})
+
+    def levels_for(self, model_name: str) -> int:
+        return int(self.levels_per_model.get(model_name, self.levels))
 
 
 @dataclass(frozen=True)
 class SweepConfig:
     name: str = "rem"  # experiment name in Ray and MLflow
-    grid: dict = field(default_factory=lambda: {"model.name": ["capsnet"], "train.seed": [42]})
+    # One mapping of axes (their product) or a list of them (the union); see rem.grid.
+    grid: dict | list = field(default_factory=lambda: {"model.name": ["capsnet"], "train.seed": [42]})
     storage_path: str = "results/ray"  # Ray Tune experiment storage: a local folder (made absolute) or a URI
     results: str = "results/sweep.parquet"
     cpus_per_trial: float = 1.0
@@ -116,7 +139,8 @@ class SweepConfig:
 
 @dataclass(frozen=True)
 class FetchConfig:
-    datasets: list = field(default_factory=lambda: ["fashion-mnist"])  # one DVC fetch stage each
+    # Fetched besides every dataset the selected profile's grid trains on (the fetch stage reads both).
+    datasets: list = field(default_factory=list)
 
 
 @dataclass(frozen=True)
@@ -178,7 +202,7 @@ def flatten(tree: dict[str, Any], prefix: str = "") -> dict[str, Any]:
     out: dict[str, Any] = {}
     for key, value in tree.items():
         name = f"{prefix}{key}"
-        if isinstance(value, dict) and value and not name.endswith(("grid", "options")):
+        if isinstance(value, dict) and value and not name.endswith(("grid", "options", "levels_per_model")):
             out.update(flatten(value, name + "."))
         else:
             out[name] = value
@@ -200,6 +224,13 @@ def _check_value(key: str, value: Any, annotation: Any, source: str) -> Any:
             return None
         (inner,) = [a for a in typing.get_args(annotation) if a is not type(None)]
         return _check_value(key, value, inner, source)
+    if origin is types.UnionType:  # `dict | list`: the first member the value is an instance of
+        members = typing.get_args(annotation)
+        for member in members:
+            if isinstance(value, member):
+                return _check_value(key, value, member, source)
+        raise ConfigError(f"{source}: {key} must be one of {', '.join(m.__name__ for m in members)}; "
+                          f"got {value!r} ({type(value).__name__})")
     if origin is Literal:
         allowed = typing.get_args(annotation)
         if value not in allowed:
@@ -294,6 +325,8 @@ def _check_semantics(cfg: Config, source: str, check_grid: bool = True) -> None:
         if len(rng) != 2 or not all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in rng) \
                 or not 0 <= rng[0] <= rng[1]:
             raise ConfigError(f"{source}: data.{key} must be [low, high] with 0 <= low <= high; got {rng!r}")
+    if len(cfg.train.hard_margin) != 3 or not all(isinstance(v, (int, float)) for v in cfg.train.hard_margin):
+        raise ConfigError(f"{source}: train.hard_margin must be [m_pos, m_neg, lam]; got {cfg.train.hard_margin!r}")
     if len(cfg.data.mean) != len(cfg.data.std):
         raise ConfigError(f"{source}: data.mean and data.std need the same length; got {cfg.data.mean!r} / {cfg.data.std!r}")
     if cfg.data.norb_crop > cfg.data.norb_size:
@@ -307,21 +340,27 @@ def _check_semantics(cfg: Config, source: str, check_grid: bool = True) -> None:
             raise ConfigError(f"{source}: report.{key} must be >= 1; got {getattr(cfg.report, key)}")
     if cfg.eval.levels < 2:
         raise ConfigError(f"{source}: eval.levels must be >= 2; got {cfg.eval.levels}")
+    if cfg.eval.levels_for(cfg.model.name) < 2:
+        raise ConfigError(f"{source}: eval.levels_per_model.{cfg.model.name} must be >= 2")
+    if cfg.prune.method == "imp" and cfg.train.epochs > 1 and (cfg.prune.schedule_epochs or 0) >= cfg.train.epochs:
+        raise ConfigError(f"{source}: prune.schedule_epochs {cfg.prune.schedule_epochs} must be < train.epochs "
+                          f"{cfg.train.epochs}: IMP's last pruning step needs training after it")
     if not check_grid:
         return
-    if not cfg.sweep.grid:
-        raise ConfigError(f"{source}: sweep.grid must name at least one axis, e.g. model.name: [capsnet]")
     for model, res in cfg.sweep.resources_per_model.items():
         if model not in list_models() or not isinstance(res, dict) or not set(res) <= {"cpu", "gpu"}:
             raise ConfigError(f"{source}: sweep.resources_per_model.{model} must be a known model mapped to "
                               f"{{cpu: N, gpu: F}}; got {res!r} (models: {', '.join(list_models())})")
-    for axis, values in cfg.sweep.grid.items():
-        if not isinstance(values, list) or not values:
-            raise ConfigError(f"{source}: sweep.grid.{axis} must be a non-empty list; got {values!r}")
-        for value in values:  # every grid point must itself be a valid config
-            probe = cfg.to_dict()
-            set_dotted(probe, axis, value, f"{source}: sweep.grid")
-            _check_semantics(_build_config(probe, f"{source}: sweep.grid"), f"{source}: sweep.grid", check_grid=False)
+    try:
+        trial_points = grid.points(cfg.sweep.grid)
+    except grid.GridError as err:
+        raise ConfigError(f"{source}: {err}") from None
+    base = cfg.to_dict()
+    for point in trial_points:  # every grid point must itself be a valid config
+        probe = copy.deepcopy(base)
+        for key, value in point.items():
+            set_dotted(probe, key, value, f"{source}: sweep.grid")
+        _check_semantics(_build_config(probe, f"{source}: sweep.grid"), f"{source}: sweep.grid", check_grid=False)
 
 
 def deep_merge(base: dict[str, Any], extra: dict[str, Any]) -> dict[str, Any]:

@@ -196,12 +196,20 @@ def parse_tree_stats(couplings: torch.Tensor, predicted: torch.Tensor, levels: i
     return stats_from_keys(keys, predicted, couplings.shape[2])
 
 
+def entropy_over_classes(entropy: np.ndarray, images: np.ndarray) -> tuple[float, float]:
+    """REM's headline entropy from per-class entropies of one or more seeds, `(S, J)` each with the images
+    predicted per class: each class's entropy averaged over the seeds where it received images, then mean and
+    population std over the classes that received any. The trial (S = 1) and the report's table both use it."""
+    entropy = np.atleast_2d(np.asarray(entropy, dtype=np.float64))
+    seen = np.atleast_2d(np.asarray(images, dtype=np.float64)) > 0
+    counts = seen.sum(axis=0)
+    if not counts.any():
+        return 0.0, 0.0
+    per_class = np.where(seen, entropy, 0.0).sum(axis=0)[counts > 0] / counts[counts > 0]
+    return float(per_class.mean()), float(per_class.std())
+
+
 def summarize(stats: pd.DataFrame) -> dict[str, float]:
     """Mean and population std of entropy over the classes that received images, and total parse trees."""
-    seen = stats[stats["n_images"] > 0]
-    ent = seen["entropy_bits"].to_numpy(dtype=np.float64)
-    return {
-        "entropy/mean": float(ent.mean()) if ent.size else 0.0,
-        "entropy/std": float(ent.std()) if ent.size else 0.0,
-        "parse_trees/total": int(stats["n_parse_trees"].sum()),
-    }
+    mean, std = entropy_over_classes(stats["entropy_bits"].to_numpy(), stats["n_images"].to_numpy())
+    return {"entropy/mean": mean, "entropy/std": std, "parse_trees/total": int(stats["n_parse_trees"].sum())}

@@ -3,11 +3,11 @@
 Which tensors
 -------------
 - `prunable_parameters(model)`: every parameter named `weight` owned directly by a module that is not
-  Linear / BatchNorm / InstanceNorm / LayerNorm and does not live under a module path containing "decoder"
-  (conv kernels, capsule transformation matrices). These are the tensors that get masks and thresholds.
-- `shrinkable_parameters(model)`: all direct parameters of those modules (weights *and* biases), plus
-  any non-decoder parameter whose name contains "routing_bias" (REM's routing bias lives in its class-capsule
-  layer, which LOBSTER shrinks; here it hangs on the model itself). LOBSTER shrinks this larger set.
+  Linear / BatchNorm / InstanceNorm / LayerNorm and not under a "decoder" path (conv kernels, capsule
+  matrices), less the names a model lists in `unthresholded` when `rem_tensors` (REM's code never zeroes
+  DeepCaps' class matrix). These get masks and thresholds; sparsity is measured over them.
+- `shrinkable_parameters(model)`: every parameter of those modules plus the model's own parameters (its
+  routing biases): what LOBSTER shrinks, as REM's code does.
 
 The driver
 ----------
@@ -33,32 +33,17 @@ Methods (`PruneConfig.method`)
 - "none": nothing is pruned; sparsity is still measured.
 - "rem": REM as published (LOBSTER). Every optimizer step, before Adam's step:
   w <- w - lambda * w * max(0, 1 - |dL/dw|), lambda = lambda0 * lambda_decay**epoch (epoch 0-based, so
-  lambda0 in epoch 0, as REM's 1e-4 * 0.99**(e+1) after epoch e). A missing gradient counts as 0 (the loss is
-  insensitive to that parameter). After each epoch one global magnitude threshold T is searched: the largest T
-  such that zeroing every |w| < T (on top of the masks) keeps the validation loss <= base loss + twt.
-  `threshold_search="bisection"` is the published search (start at mean|w|, bisect in [min|w|, max|w|] over the
-  unpruned weights, stop when T moves < 1e-10 or the loss repeats 10 times): ~30 full validation passes.
-  `"sorted"` walks the *same* path of thresholds, so it lands where the published search does, and pays far less:
-  - a threshold only matters through the set of weights below it (a count into the sorted magnitudes), so
-    a probe whose count was already evaluated (same mask) is answered from memory;
-  - it stops once the bracket [lo, hi) holds <= `search_tolerance_pp` % of the prunable weights (at least one
-    weight): the published answer lies in that bracket, so the chosen sparsity is within search_tolerance_pp
-    percentage points of it (the bisection keeps halving T down to 1e-10 long after the mask stopped changing);
-  - when `val_loss_fn` takes a `stop_above` keyword (rem.train's does), a pass stops as soon as the summed
-    loss of the images seen exceeds the bound: the margin loss is non-negative, so the mean can only end
-    higher and the probe is rejected exactly as the full pass would reject it. With `order_by_loss`
-    (rem.validation_loss.ValidationLoss) the images come in descending order of their loss in the last
-    complete pass, so a rejection is reached after the high-loss images instead of near the end.
-  About half the published number of passes, the rejected ones partial (benchmarks/threshold_search.py).
-  Both respect `max_evaluations` (validation passes, base pass included) when it is set, and only ever
-  return a threshold they evaluated as feasible.
-  Collapse guards (an all-zero capsule net can have a *lower* margin loss than a barely trained one):
-  `max_prune_fraction_per_epoch` caps the fraction of the still-unpruned weights one search may remove, and
-  `require_accuracy=True` rejects candidates whose validation accuracy drops by more than `accuracy_tolerance`
-  (absolute, in the units val_loss_fn reports) below the unpruned accuracy.
+  lambda0 in epoch 0, as REM's 1e-4 * 0.99**(e+1) after epoch e). A missing gradient counts as 0.
+  After each epoch one global magnitude threshold T is searched: the largest T such that zeroing every
+  |w| < T (on top of the masks) keeps the validation loss <= base * (1 + twt). `threshold_search=
+  "bisection"` is the published search (start at mean|w|, bisect in [min|w|, max|w|], both over every
+  prunable weight, zeros included; stop when T moves < 1e-10 or the loss repeats 10 times). `"sorted"`
+  walks the same path to the same answer with fewer passes (see `_bisect`); every pass is logged.
+  Collapse guards: `require_accuracy` (on by default) rejects candidates whose validation accuracy drops
+  more than `accuracy_tolerance` below the unpruned net's; `max_prune_fraction_per_epoch` caps one search.
 - "imp": iterative magnitude pruning to `target_sparsity` at epoch ends on the schedule
   s_t = s_f (1 - (1 - t/T)^3) ("cubic", Zhu & Gupta) or s_f t/T ("linear"), t = epoch + 1, T = `schedule_epochs`
-  or the run's total epochs; exactly round(s_t * n) weights are pruned (n = all prunable weights for
+  or all epochs but the last (the last pruning step is followed by training); exactly round(s_t * n) weights are pruned (n = all prunable weights for
   scope="global", per layer for scope="layer"); ties broken by flat index (stable sort), pruned weights first.
 - "snip": at_start prunes round(target_sparsity * n) weights with the lowest |g * w| (gradients summed over
   `snip_batches` calls of batch_loss_fn), global; masks then stay fixed.
@@ -69,6 +54,7 @@ Sparsity (`sparsity_report`) is always measured from the weights (exact zeros), 
 from __future__ import annotations
 
 import inspect
+import logging
 import math
 import time
 from dataclasses import asdict, dataclass, field
@@ -76,6 +62,8 @@ from typing import Callable
 
 import torch
 from torch import nn
+
+log = logging.getLogger("rem.pruning")
 
 METHODS = ("none", "rem", "imp", "snip")
 SEARCHES = ("bisection", "sorted")
@@ -95,13 +83,21 @@ class PruneConfig:
     lambda0: float = 1e-4  # REM's max_lmbda
     lambda_decay: float = 0.99  # per epoch, same as REM's LR decay
     threshold_search: str = "sorted"  # bisection (published) | sorted (the published path, far fewer passes)
-    twt: float = 0.0  # threshold worsening tolerance: allowed rise of the validation loss
-    search_tolerance_pp: float = 0.05  # sorted: the most its sparsity may differ from the published search's (pp)
+    twt: float = 0.0  # threshold worsening tolerance: the loss may rise to base * (1 + twt) (REM: 0)
+    # sorted: 0 lands exactly where the published search does; > 0 stops once the bracket holds at most this
+    # many percentage points of the prunable weights (fewer passes, lands up to that much below it)
+    search_tolerance_pp: float = 0.0
     order_by_loss: bool = True  # search passes visit images by descending loss of the last complete pass (cost only)
     max_evaluations: int | None = None  # cap on validation passes per search (None: no cap)
     max_prune_fraction_per_epoch: float = 1.0  # collapse guard: at most this fraction of unpruned weights per search
-    require_accuracy: bool = False  # collapse guard: validation accuracy must not drop (needs accuracy from val fn)
-    accuracy_tolerance: float = 0.0  # allowed accuracy drop when require_accuracy
+    # Collapse guard, on by default: a barely trained capsule net can have a higher margin loss than the all-zero
+    # net, so REM's loss rule alone may prune everything; a candidate must also keep the validation accuracy
+    # within accuracy_tolerance (a fraction: 0.01 = 1 point) of the unpruned net's.
+    require_accuracy: bool = True
+    accuracy_tolerance: float = 0.01
+    # Threshold only the tensors REM's code thresholds (a model's `unthresholded` names are kept out, e.g.
+    # DeepCaps' class-capsule matrix, named `W` there); false: every capsule matrix and conv kernel.
+    rem_tensors: bool = True
     # IMP / SNIP
     target_sparsity: float = 0.0  # fraction in [0, 1) of prunable weights
     schedule: str = "cubic"  # cubic | linear (IMP)
@@ -155,29 +151,35 @@ def _excluded(module_name: str, module: nn.Module) -> bool:
     return "decoder" in module_name.split(".") or "decoder" in module_name or isinstance(module, _EXCLUDED_TYPES)
 
 
-def prunable_parameters(model: nn.Module) -> dict[str, nn.Parameter]:
-    """`weight` tensors of prunable modules (conv kernels, capsule matrices), by full parameter name."""
+def prunable_parameters(model: nn.Module, *, rem_tensors: bool = True) -> dict[str, nn.Parameter]:
+    """`weight` tensors of prunable modules (conv kernels, capsule matrices), by full parameter name. With
+    `rem_tensors`, the names a model lists in `unthresholded` (tensors REM's code never zeroes) are left out."""
+    skip = set(getattr(model, "unthresholded", ())) if rem_tensors else set()
     out = {}
     for mname, module in model.named_modules():
         if _excluded(mname, module):
             continue
         w = module._parameters.get("weight")
-        if isinstance(w, nn.Parameter):
-            out[f"{mname}.weight" if mname else "weight"] = w
+        name = f"{mname}.weight" if mname else "weight"
+        if isinstance(w, nn.Parameter) and name not in skip:
+            out[name] = w
     return out
 
 
 def shrinkable_parameters(model: nn.Module) -> dict[str, nn.Parameter]:
-    """All direct parameters of prunable modules plus routing biases: what LOBSTER shrinks."""
+    """What LOBSTER shrinks, as REM does: every parameter of a prunable module (weights, conv biases, its capsule
+    matrix) and the routing biases. REM keeps a layer's routing bias inside its capsule layer; here the models
+    hold them (CapsNet's routing_bias, γ-CapsNet's fc_bias and class_bias, DeepCaps' class_bias) themselves,
+    so the model's own direct parameters count too."""
     out = {}
     for mname, module in model.named_modules():
         if _excluded(mname, module):
             continue
         owns_weight = isinstance(module._parameters.get("weight"), nn.Parameter)
+        if not (owns_weight or module is model):
+            continue
         for pname, p in module._parameters.items():
-            if p is None:
-                continue
-            if owns_weight or "routing_bias" in pname:
+            if p is not None:
                 out[f"{mname}.{pname}" if mname else pname] = p
     return out
 
@@ -210,8 +212,9 @@ class Masks:
         self.masks = {k: v.bool() for k, v in masks.items()}
 
     @classmethod
-    def dense(cls, model: nn.Module) -> "Masks":
-        return cls({n: torch.ones_like(p, dtype=torch.bool) for n, p in prunable_parameters(model).items()})
+    def dense(cls, model: nn.Module, *, rem_tensors: bool = True) -> "Masks":
+        params = prunable_parameters(model, rem_tensors=rem_tensors)
+        return cls({n: torch.ones_like(p, dtype=torch.bool) for n, p in params.items()})
 
     def _params(self, model: nn.Module) -> dict[str, nn.Parameter]:
         params = dict(model.named_parameters())
@@ -283,8 +286,9 @@ def sparsity_report(model: nn.Module, masks: Masks | None = None) -> dict[str, f
     (weights the masks hold at zero)."""
     out: dict[str, float] = {}
     total = nonzero = 0
+    params = masks._params(model) if masks is not None else prunable_parameters(model)
     with torch.no_grad():
-        for n, p in prunable_parameters(model).items():
+        for n, p in params.items():
             nz = int(torch.count_nonzero(p).item())
             out[f"sparsity/{n}"] = 100.0 * (1 - nz / p.numel()) if p.numel() else 0.0
             total += p.numel()
@@ -326,23 +330,29 @@ def _loss_acc(out) -> tuple[float, float | None]:
     return float(out), None
 
 
-class _Trial:
+class _ThresholdProbe:
     """Evaluates 'zero every unpruned |w| < T' without committing it; restores the weights afterwards."""
 
     def __init__(self, model, masks: Masks, val_loss_fn, cfg: PruneConfig):
         self.model, self.masks, self.fn, self.cfg = model, masks, val_loss_fn, cfg
         self.params = masks._params(model)
         self.orig = {n: p.detach().clone() for n, p in self.params.items()}
-        live = [p.detach().abs()[masks.masks[n].to(p.device)].flatten() for n, p in self.params.items()]
-        self.sorted = torch.sort(torch.cat(live).float().cpu()).values if live else torch.zeros(0)
-        self.n = self.sorted.numel()
+        magnitudes = [p.detach().abs().flatten().float().cpu() for p in self.params.values()]
+        live = [m[masks.masks[n].flatten().cpu()] for n, m in zip(self.params, magnitudes)]
+        # REM's search range: min, max and mean of |w| over every weight it prunes, zeros included
+        every = torch.cat(magnitudes)
+        self.range = (float(every.min()), float(every.max()), float(every.double().mean()))
+        # Only still-unpruned weights change the mask: a threshold is known by how many of them lie below it.
+        self.live_sorted = torch.sort(torch.cat(live)).values if live else torch.zeros(0)
+        self.n_live = self.live_sorted.numel()
         self.evaluations = 0
         self.early_stops = 0
         self.cap = cfg.max_evaluations
-        self.max_prune = math.floor(cfg.max_prune_fraction_per_epoch * self.n + 1e-9)
+        self.max_prune = math.floor(cfg.max_prune_fraction_per_epoch * self.n_live + 1e-9)
         self.guard_limited = False
         self.can_stop_early = "stop_above" in inspect.signature(val_loss_fn).parameters
         self.base_loss, self.base_acc = self._eval(None)
+        self.bound = self.base_loss * (1 + cfg.twt)  # REM's relative tolerance
         if cfg.require_accuracy and self.base_acc is None:
             raise ValueError("PruneConfig.require_accuracy=True needs val_loss_fn to return (loss, accuracy) or a dict with 'accuracy'")
 
@@ -350,7 +360,7 @@ class _Trial:
         return self.cap is None or self.evaluations < self.cap
 
     def count_below(self, t: float) -> int:
-        return int(torch.searchsorted(self.sorted, torch.tensor([t], dtype=self.sorted.dtype), right=False).item())
+        return int(torch.searchsorted(self.live_sorted, torch.tensor([t]), right=False).item())
 
     def _eval(self, t: float | None, stop_above: float | None = None):
         with torch.no_grad():
@@ -366,16 +376,21 @@ class _Trial:
     def feasible(self, t: float, early_exit: bool = False) -> tuple[bool, float, float | None]:
         """Evaluate threshold t; the guard on the pruned count is checked before paying for a pass. With
         `early_exit` a pass may stop once the loss cannot end <= the bound (its loss is then inf)."""
-        if self.count_below(t) > self.max_prune:
+        count = self.count_below(t)
+        if count > self.max_prune:
             self.guard_limited = True
+            log.info("threshold search: T=%.4g would prune %d weights, over the per-epoch cap %d: rejected",
+                     t, count, self.max_prune)
             return False, math.nan, None
-        bound = self.base_loss + self.cfg.twt
-        loss, acc = self._eval(t, bound if early_exit else None)
+        loss, acc = self._eval(t, self.bound if early_exit else None)
         self.early_stops += math.isinf(loss)
-        ok = loss <= bound
+        ok = loss <= self.bound
+        verdict = "accepted" if ok else ("rejected (pass stopped early)" if math.isinf(loss) else "rejected")
         if ok and self.cfg.require_accuracy and (acc is None or acc < self.base_acc - self.cfg.accuracy_tolerance):
             self.guard_limited = True
-            ok = False
+            ok, verdict = False, f"rejected by the accuracy guard ({acc:.4f} < {self.base_acc:.4f} - {self.cfg.accuracy_tolerance})"
+        log.info("threshold search: pass %d, T=%.4g prunes %d more (%.2f %% of the unpruned), loss %.6f vs bound %.6f: %s",
+                 self.evaluations, t, count, 100.0 * count / max(self.n_live, 1), loss, self.bound, verdict)
         return ok, loss, acc
 
     def restore(self):
@@ -384,40 +399,41 @@ class _Trial:
                 p.copy_(self.orig[n])
 
 
-def _bisect(trial: _Trial, fast: bool, width: int = 1):
+def _bisect(probe: _ThresholdProbe, memoised: bool, width: int = 1):
     """The published bisection on T: start at mean|w|, halve [min|w|, max|w|], stop when T moves < 1e-10 or
-    the loss repeats 10 times. With `fast` ("sorted") the same path of thresholds, but a threshold whose
-    pruned count (mask) was already evaluated is answered from memory, passes may stop early on a reject,
-    and the walk ends once <= `width` weights separate the last accepted count from the first rejected one.
-    The threshold returned is the last accepted one (fast: the first with that mask)."""
-    s = trial.sorted
-    lo, hi = float(s[0]), float(s[-1])
-    t = float(s.mean())
-    k_lo, k_hi = 0, trial.count_below(hi)
-    known = {0: (True, trial.base_loss, trial.base_acc)}  # pruned count -> outcome; 0 is the unpruned net
-    best = (0.0, trial.base_loss, trial.base_acc)
-    repeats, prev, stop = 0, None, "tolerance"
+    the loss repeats 10 times; the answer is the last accepted T.
+
+    `memoised` ("sorted") walks the same path with the same stop rules and the same answer, paying less: a T
+    whose pruned set (its count of live weights below T) was already evaluated is answered from memory, and a
+    pass may stop as soon as it is rejected (its loss is then inf, so "the loss repeated" is read as "the
+    pruned set repeated" for such passes). With `width > 1` it also stops once at most `width` weights separate
+    the largest accepted pruned set from the smallest rejected one, answering the accepted end (approximate)."""
+    lo, hi, t = probe.range
+    pruned_ok, pruned_bad = 0, probe.count_below(math.inf)  # largest accepted / smallest rejected pruned count
+    outcome_of = {0: (True, probe.base_loss, probe.base_acc)}  # pruned count -> outcome; 0 = the unpruned net
+    answer = (0.0, probe.base_loss, probe.base_acc)
+    repeats, previous, stop = 0, None, "tolerance"
     while True:
-        k = trial.count_below(t)
-        if fast and k in known:
-            ok, loss, acc = known[k]
+        count = probe.count_below(t)
+        if memoised and count in outcome_of:
+            ok, loss, acc = outcome_of[count]
         else:
-            if not trial.budget_left():
+            if not probe.budget_left():
                 stop = "max_evaluations"
                 break
-            ok, loss, acc = known[k] = trial.feasible(t, early_exit=fast)
+            ok, loss, acc = outcome_of[count] = probe.feasible(t, early_exit=memoised)
         if ok:
-            if not fast or k > k_lo:
-                best = (t, loss, acc)
-            lo, k_lo = t, k
+            answer = (t, loss, acc)
+            lo, pruned_ok = t, max(pruned_ok, count)
         else:
-            hi, k_hi = t, k
-        if fast and k_hi - k_lo <= width:
+            hi, pruned_bad = t, min(pruned_bad, count)
+        if width > 1 and pruned_bad - pruned_ok <= width:
             stop = "bracket"
             break
-        if not fast and not math.isnan(loss):
-            repeats = repeats + 1 if prev is not None and loss == prev else 0
-            prev = loss
+        if not math.isnan(loss):
+            same = previous is not None and (count == previous[1] or (math.isfinite(loss) and loss == previous[0]))
+            repeats = repeats + 1 if same else 0
+            previous = (loss, count)
             if repeats >= 10:
                 stop = "loss_repeated"
                 break
@@ -425,7 +441,7 @@ def _bisect(trial: _Trial, fast: bool, width: int = 1):
         if abs(new_t - t) < 1e-10:
             break
         t = new_t
-    return (*best, stop)
+    return (*answer, stop)
 
 
 def threshold_search(
@@ -437,7 +453,7 @@ def threshold_search(
     search: str | None = None,
 ) -> ThresholdResult:
     """REM's end-of-epoch step: find and apply the largest global magnitude threshold that keeps the validation
-    loss <= base + twt (and passes the collapse guards). The masks are updated in place."""
+    loss <= base * (1 + twt) (and passes the collapse guards). The masks are updated in place."""
     search = search or cfg.threshold_search
     if search not in SEARCHES:
         raise ValueError(f"threshold_search: search={search!r} is not one of {list(SEARCHES)}")
@@ -446,20 +462,24 @@ def threshold_search(
     if masks.numel - masks.num_pruned == 0:
         rep = sparsity_report(model, masks)
         return ThresholdResult(0.0, 0, math.nan, math.nan, 0, rep["sparsity"], search, "nothing_prunable")
-    trial = _Trial(model, masks, val_loss_fn, cfg)
+    probe = _ThresholdProbe(model, masks, val_loss_fn, cfg)
     width = max(1, math.floor(cfg.search_tolerance_pp / 100 * masks.numel))
-    t, loss, acc, stop = _bisect(trial, fast=search == "sorted", width=width)
-    trial.restore()
+    t, loss, acc, stop = _bisect(probe, memoised=search == "sorted", width=width)
+    probe.restore()
     pruned = masks.prune_below(model, t) if t > 0 else 0
     if pruned == 0:
         t = 0.0
     rep = sparsity_report(model, masks)
-    return ThresholdResult(
-        threshold=t, evaluations=trial.evaluations, loss=loss, base_loss=trial.base_loss, pruned=pruned,
-        sparsity=rep["sparsity"], search=search, stop=stop, guard_limited=trial.guard_limited,
-        accuracy=acc, base_accuracy=trial.base_acc, seconds=time.perf_counter() - start,
-        partial_evaluations=trial.early_stops,
+    result = ThresholdResult(
+        threshold=t, evaluations=probe.evaluations, loss=loss, base_loss=probe.base_loss, pruned=pruned,
+        sparsity=rep["sparsity"], search=search, stop=stop, guard_limited=probe.guard_limited,
+        accuracy=acc, base_accuracy=probe.base_acc, seconds=time.perf_counter() - start,
+        partial_evaluations=probe.early_stops,
     )
+    log.info("threshold search done: T=%.4g pruned %d weights -> %.2f %% sparsity, %d passes (%d stopped early), "
+             "%.1f s, stop: %s", t, pruned, result.sparsity, result.evaluations, result.partial_evaluations,
+             result.seconds, stop)
+    return result
 
 
 # --------------------------------------------------------------------------------------------- IMP / SNIP
@@ -530,13 +550,18 @@ class Pruner:
 
     def __init__(self, model: nn.Module, cfg: PruneConfig | None = None):
         self.cfg = (cfg or PruneConfig()).validate()
-        self.masks = Masks.dense(model)
+        self.masks = Masks.dense(model, rem_tensors=self.cfg.rem_tensors)
         self._shrink = list(shrinkable_parameters(model).values())
         self._masks_active = False  # skip per-step mask work until something is pruned
         self.history: list[dict] = []
 
     def lam(self, epoch: int) -> float:
         return self.cfg.lambda0 * self.cfg.lambda_decay ** epoch if self.cfg.method == "rem" else 0.0
+
+    def imp_epochs(self, total_epochs: int) -> int:
+        """Epochs over which IMP reaches its target: `schedule_epochs`, else all but the last, so the last pruning
+        step is followed by an epoch of training before the final evaluation (a one-epoch run has no room)."""
+        return self.cfg.schedule_epochs or max(1, total_epochs - 1)
 
     def at_start(self, model: nn.Module, batch_loss_fn: Callable[[nn.Module], torch.Tensor] | None = None) -> dict:
         if self.cfg.method == "snip":
@@ -573,7 +598,7 @@ class Pruner:
             })
             metrics["prune/lambda"] = self.lam(epoch + 1)
         elif self.cfg.method == "imp":
-            s = schedule_sparsity(self.cfg.target_sparsity, epoch + 1, self.cfg.schedule_epochs or total_epochs, self.cfg.schedule)
+            s = schedule_sparsity(self.cfg.target_sparsity, epoch + 1, self.imp_epochs(total_epochs), self.cfg.schedule)
             magnitude_prune_to(model, self.masks, s, self.cfg.scope)
             metrics["prune/scheduled_sparsity"] = 100.0 * s
         self._masks_active = self.masks.any_pruned()

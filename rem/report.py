@@ -25,6 +25,7 @@ from dataclasses import dataclass, field
 import numpy as np
 import pandas as pd
 
+from rem.parse_trees import entropy_over_classes
 from rem.reference import Published, lookup
 from rem.table_render import Table, to_latex, to_markdown
 
@@ -96,12 +97,16 @@ def _aggregate_group(row: Row, group: pd.DataFrame) -> Row:
     p = _prefix(group)
     acc = group[f"{p}test/acc"].to_numpy(dtype=np.float64)
     ent_cols, tree_cols = class_columns(group, f"{p}entropy"), class_columns(group, f"{p}parse_trees")
-    per_class = group[ent_cols].to_numpy(dtype=np.float64).mean(axis=0) if ent_cols else np.array([math.nan])
     trees = group[tree_cols].to_numpy(dtype=np.float64).sum(axis=1) if tree_cols else np.array([math.nan])
     row.seeds = sorted(int(s) for s in group["train.seed"])
     row.epochs = sorted(int(e) for e in group["epoch"])
     row.acc_mean, row.acc_std = float(acc.mean()), float(acc.std())
-    row.entropy_mean, row.entropy_std = float(per_class.mean()), float(per_class.std())
+    img_cols = class_columns(group, f"{p}images")
+    if ent_cols and len(img_cols) == len(ent_cols):
+        row.entropy_mean, row.entropy_std = entropy_over_classes(group[ent_cols].to_numpy(dtype=np.float64),
+                                                                 group[img_cols].to_numpy(dtype=np.float64))
+    else:
+        row.entropy_mean = row.entropy_std = math.nan
     row.parse_trees_median = float(np.median(trees))
     row.sparsity_median, row.nonzero_median = _median(group, "sparsity"), _median(group, "nonzero_params")
     row.params = int(group["params"].iloc[0])

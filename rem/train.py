@@ -8,6 +8,7 @@ epoch granularity: each epoch's permutation and augmentation come from a generat
 from __future__ import annotations
 
 import copy
+import itertools
 import json
 import logging
 import math
@@ -123,36 +124,50 @@ def load_checkpoint(directory: Path | None) -> dict | None:
     return torch.load(Path(directory) / CHECKPOINT_FILE, map_location="cpu", weights_only=False)
 
 
-def _one_batch_loss(model, split, transform, cfg: Config, loss_kwargs: dict) -> torch.Tensor:
-    """Margin loss of one random training batch (SNIP's saliency at initialisation)."""
-    gen = torch.Generator().manual_seed(cfg.train.seed)
-    idx = torch.randperm(len(split), generator=gen)[:cfg.train.batch_size]
-    x, _ = transform(split.images[idx], train=False)
-    return margin_loss(model(x).lengths, split.labels[idx], **loss_kwargs)
+def batch_losses(split, transform, cfg: Config, loss_kwargs: dict) -> Callable[[torch.nn.Module], torch.Tensor]:
+    """SNIP's saliency batches: each call is the margin loss of the next distinct batch of one seeded
+    permutation of the training split (wrapping around only after every image was used)."""
+    order = torch.randperm(len(split), generator=torch.Generator().manual_seed(cfg.train.seed))
+    per_pass = max(1, len(order) // cfg.train.batch_size)
+    calls = itertools.count()
+
+    def next_batch_loss(model: torch.nn.Module) -> torch.Tensor:
+        start = (next(calls) % per_pass) * cfg.train.batch_size
+        idx = order[start:start + cfg.train.batch_size]
+        x, _ = transform(split.images[idx], train=False)
+        return margin_loss(model(x).lengths, split.labels[idx], **loss_kwargs)
+
+    return next_batch_loss
 
 
-def final_evaluation(cfg: Config, model, best: dict, last_metrics: dict, split_metrics, test_split) -> dict:
+def final_evaluation(cfg: Config, model, best: dict, last_metrics: dict, split_metrics, splits) -> dict:
     """The numbers the paper's tables use, with how they were obtained.
 
     Which weights: `eval.final_checkpoint` ("auto": the best-validation-loss epoch for an unpruned run, as REM
     evaluates "+Q"; the last epoch for a pruned run, as REM evaluates "+REM"). Which forward: +Q when
-    `eval.final_quantized`. Recorded as `final/checkpoint_epoch`, `final/best_checkpoint` and `final/quantized`.
+    `eval.final_quantized`. Recorded as `final/checkpoint_epoch`, `final/best_checkpoint` (0 when the best
+    weights were asked for but none were kept, so the last epoch's were used) and `final/quantized`. Extra splits
+    (affNIST's MNIST-40, smallNORB's familiar views) are read from the same weights and forward.
     """
     choice = cfg.eval.final_checkpoint
     if choice == "auto":
         choice = "best" if cfg.prune.method == "none" else "last"
-    epoch = best["epoch"] if choice == "best" and best["model"] is not None else int(last_metrics["epoch"])
-    info = {"final/checkpoint_epoch": epoch, "final/best_checkpoint": float(choice == "best"),
+    use_best = choice == "best" and best["model"] is not None
+    epoch = best["epoch"] if use_best else int(last_metrics["epoch"])
+    info = {"final/checkpoint_epoch": epoch, "final/best_checkpoint": float(use_best),
             "final/quantized": float(cfg.eval.final_quantized)}
     same_as_epoch = epoch == last_metrics["epoch"] and cfg.eval.final_quantized == cfg.eval.quantized_forward
     if same_as_epoch and cfg.eval.split == "test":  # this epoch's test metrics are already the final ones
         return {**info, **{f"final/{k}": v for k, v in last_metrics.items()
-                           if k.startswith(("test/", "entropy/", "parse_trees/", "images/"))}}
+                           if k.startswith(("test/", "entropy/", "parse_trees/", "images/", "extra/"))}}
     net = model
     if epoch != last_metrics["epoch"]:
         net = copy.deepcopy(model)
         net.load_state_dict(best["model"])
-    return {**info, **split_metrics(test_split, "final/test", True, quantized=cfg.eval.final_quantized, net=net)}
+    out = {**info, **split_metrics(splits.test, "final/test", True, quantized=cfg.eval.final_quantized, net=net)}
+    for name, extra in splits.extra.items():
+        out.update(split_metrics(extra, f"final/extra/{name}", False, quantized=cfg.eval.final_quantized, net=net))
+    return out
 
 
 def train(
@@ -180,7 +195,8 @@ def train(
     scheduler = torch.optim.lr_scheduler.ExponentialLR(optimizer, gamma=cfg.train.lr_decay)
     transform = BatchTransform.from_config(spec, cfg.data)
     forward = torch.compile(model) if cfg.train.compile else model
-    loss_kwargs = {"m_pos": cfg.train.m_pos, "m_neg": cfg.train.m_neg, "lam": cfg.train.lam}
+    # One dict, updated in place each epoch, so the search's ValidationLoss sees the hard margin once it applies
+    loss_kwargs = cfg.train.margin(0)
     pruner = Pruner(model, cfg.prune)
     # REM's end-of-epoch threshold search: its validation passes (each search starts with a complete one)
     search_val = ValidationLoss(
@@ -199,16 +215,20 @@ def train(
         pruner.load_state_dict(state["pruner"], model)
         start_epoch, history, best = state["epoch"], state["history"], state["best"]
         carry_first_epoch(resume_from, ckpt_dir)
+        if history and "final/checkpoint_epoch" in history[-1]:  # it had already stopped (patience or cap)
+            return history[-1]
         log.info("resuming %s from epoch %d", cfg.model.name, start_epoch)
     else:
-        start_info = pruner.at_start(model, lambda m: _one_batch_loss(m, splits.train, transform, cfg, loss_kwargs))
+        start_info = pruner.at_start(model, batch_losses(splits.train, transform, cfg, loss_kwargs))
         if cfg.prune.method == "snip":
             log.info("SNIP at initialisation: %.2f %% sparsity", start_info["sparsity"])
     params = count_parameters(model)
     bf16 = cfg.train.precision == "bf16"
+    levels = cfg.eval.levels_for(cfg.model.name)  # coupling levels of the keys and the +Q forward
 
     for epoch in range(start_epoch, cfg.train.epochs):
         t0 = time.perf_counter()
+        loss_kwargs.update(cfg.train.margin(epoch))
         gen = torch.Generator().manual_seed(cfg.train.seed * 1_000_003 + epoch)
         order = torch.randperm(len(splits.train), generator=gen)
         steps = math.ceil(len(order) / cfg.train.batch_size)
@@ -245,8 +265,8 @@ def train(
 
         def split_metrics(split, prefix, parse_trees, quantized=cfg.eval.quantized_forward, net=forward):
             res = evaluate(net, batches_of(split.images, split.labels, cfg.train.eval_batch_size, transform),
-                           num_classes=spec.num_classes, levels=cfg.eval.levels, precision=cfg.train.precision,
-                           quantize_levels=cfg.eval.levels if quantized else None,
+                           num_classes=spec.num_classes, levels=levels, precision=cfg.train.precision,
+                           quantize_levels=levels if quantized else None,
                            parse_trees=parse_trees, loss_kwargs=loss_kwargs)
             out = {f"{prefix}/loss": res["loss"], f"{prefix}/acc": res["acc"]}
             if parse_trees and "per_class" in res:
@@ -270,8 +290,12 @@ def train(
         if metrics["val/loss"] < best["val_loss"]:
             best = {"val_loss": metrics["val/loss"], "epoch": epoch + 1,
                     "model": {k: v.detach().clone() for k, v in model.state_dict().items()}}
-        if epoch + 1 == cfg.train.epochs:
-            metrics.update(final_evaluation(cfg, model, best, metrics, split_metrics, splits.test))
+        # REM's stopping rule: `patience` epochs without a strictly lower validation loss; `epochs` caps the run
+        stale = epoch + 1 - best["epoch"]
+        stopping = epoch + 1 == cfg.train.epochs or (cfg.train.patience > 0 and stale >= cfg.train.patience)
+        metrics["epochs_without_improvement"] = stale
+        if stopping:
+            metrics.update(final_evaluation(cfg, model, best, metrics, split_metrics, splits))
         history.append(metrics)
         if epoch == 0:
             save_first_epoch(ckpt_dir, model)
@@ -285,4 +309,8 @@ def train(
                  metrics.get("entropy/mean", float("nan")), metrics["time/epoch_s"])
         if on_epoch is not None:
             on_epoch(metrics, ckpt_dir)
+        if stopping:
+            if epoch + 1 < cfg.train.epochs:
+                log.info("stopping after epoch %d: no better validation loss for %d epochs (patience)", epoch + 1, stale)
+            break
     return history[-1] if history else {}

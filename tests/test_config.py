@@ -5,15 +5,18 @@ from __future__ import annotations
 import pytest
 import yaml
 
+from rem import grid
 from rem.config import ConfigError, load, parse_override, resolve
 from tests.conftest import REPO
 
 
 def test_repo_params_resolve_for_both_profiles():
     quick = load(REPO / "params.yaml")
-    assert quick.profile == "quick" and quick.train.epochs >= 1 and len(quick.sweep.grid["train.seed"]) >= 2
+    assert quick.profile == "quick" and quick.train.epochs >= 1
+    assert len(grid.values_of(quick.sweep.grid, "train.seed", quick.train.seed)) >= 2
     paper = load(REPO / "params.yaml", {"profile": "paper"})
-    assert paper.train.precision == "fp32" and paper.sweep.grid["train.seed"] == [42, 43, 44, 45, 46]
+    assert paper.train.precision == "fp32"
+    assert grid.values_of(paper.sweep.grid, "train.seed", paper.train.seed) == [42, 43, 44, 45, 46]
     assert paper.data.train_subset == 0  # the published protocol trains on every image
 
 
@@ -68,7 +71,7 @@ def test_sweep_scheduler_and_resources_come_from_params():
     assert resources(cfg) == {"cpu": 1.0, "gpu": 0.0}
     per_model = resources(cfg.with_overrides({"sweep.resources_per_model": {"deepcaps": {"cpu": 4, "gpu": 1}},
                                               "sweep.gpus_per_trial": 0.25}))
-    assert per_model({"model.name": "deepcaps"}) == {"cpu": 4, "gpu": 1}
-    assert per_model({"model.name": "capsnet"}) == {"cpu": 1.0, "gpu": 0.25}
+    assert per_model({"point": {"model.name": "deepcaps"}}) == {"cpu": 4, "gpu": 1}
+    assert per_model({"point": {"model.name": "capsnet"}}) == {"cpu": 1.0, "gpu": 0.25}
     with pytest.raises(ConfigError, match="resources_per_model.nope"):
         load(REPO / "params.yaml", {"sweep.resources_per_model": {"nope": {"cpu": 1}}})

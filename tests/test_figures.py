@@ -120,7 +120,7 @@ def test_report_stage_finds_checkpoints_in_ray_storage_and_links_only_existing_f
     for n, (key, folder) in enumerate(sorted(checkpoints.items())):
         trial_dir = storage / SWEEP / f"run_trial_{n}"  # Ray's layout: params.json + checkpoint_NNNNNN/
         trial_dir.mkdir(parents=True)
-        (trial_dir / "params.json").write_text(json.dumps({"prune.method": key.split("=")[1]}))
+        (trial_dir / "params.json").write_text(json.dumps({"point": {"prune.method": key.split("=")[1]}}))
         shutil.copytree(folder, trial_dir / "checkpoint_000001")
     cfg = report_cfg(fashion_raw, tmp_path, storage=storage)
     found, notes = locate_checkpoints(cfg, REPO, [SWEEP])

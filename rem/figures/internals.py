@@ -97,7 +97,7 @@ def _splits(cfg: Config, repo_root: Path, count: int):
 @torch.inference_mode()
 def snapshot(trial: TrialModel, images: FigureImages) -> RoutingSnapshot:
     """The forward of the trial's final evaluation (+Q when it was quantized) on `images`."""
-    levels = trial.cfg.eval.levels
+    levels = trial.cfg.eval.levels_for(trial.cfg.model.name)
     quantize = levels if trial.cfg.eval.final_quantized else None
     out = trial.model(images.normalised, quantize_levels=quantize)
     if out.couplings is None:

@@ -150,6 +150,10 @@ def flatten_capsules(x: torch.Tensor) -> torch.Tensor:
 
 
 class DeepCaps(nn.Module):
+    # REM's threshold search zeroes only tensors named `weight`; its class-capsule matrix is named `W`, so REM
+    # shrinks it (LOBSTER) but never thresholds it. rem.pruning keeps it out likewise unless prune.rem_tensors=false.
+    unthresholded = ("votes.weight",)
+
     def __init__(
         self,
         in_shape: tuple[int, int, int],

@@ -48,11 +48,15 @@ class GammaCapsNet(SabourStem):
         p: float = 0.9,
         grad_through_routing: bool = True,
         vote_init_std: float | None = None,
+        fc_quantize_levels: int = 11,
         decoder: bool | str = False,
     ):
         super().__init__(in_shape, conv_channels=conv_channels, kernel_size=kernel_size, primary_types=primary_types,
                          primary_dim=primary_dim, primary_stride=primary_stride)
         self.routing_iterations, self.p, self.grad_through_routing = routing_iterations, p, grad_through_routing
+        # REM's +Q quantizes both routings: the FC capsule layer with K = 11, the class layer with the K asked
+        # for (REM: 6, rem.config's eval.levels_per_model)
+        self.fc_quantize_levels = fc_quantize_levels
         self.fc_votes = CapsuleVotes(self.num_primary, primary_dim, fc_caps, fc_dim,
                                      init_std=vote_init_std or primary_dim ** -0.5)
         self.class_votes = CapsuleVotes(fc_caps, fc_dim, num_classes, class_dim, init_std=vote_init_std or fc_dim ** -0.5)
@@ -63,8 +67,9 @@ class GammaCapsNet(SabourStem):
     def forward(self, x: torch.Tensor, target: torch.Tensor | None = None, *, quantize_levels: int | None = None) -> CapsuleOutput:
         u = self.primary_capsules(x)
         routing = {"p": self.p, "grad_through_routing": self.grad_through_routing}
+        fc_levels = self.fc_quantize_levels if quantize_levels else None
         h, _ = scaled_distance_routing(self.fc_votes(u), self.routing_iterations, self.fc_bias, capsule_lengths(u),
-                                       **routing)
+                                       quantize_levels=fc_levels, **routing)
         v, c = scaled_distance_routing(self.class_votes(h), self.routing_iterations, self.class_bias,
                                        capsule_lengths(h), quantize_levels=quantize_levels, **routing)
         lengths = capsule_lengths(v)

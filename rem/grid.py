@@ -1,0 +1,95 @@
+"""The sweep grid: `sweep.grid` in params.yaml expanded into trial points (flat `section.key -> value` dicts).
+
+A grid is either one mapping (the Cartesian product of its axes) or a list of mappings (the union of their
+products, in order), so an experiment can pair cheap and costly arms without running every combination:
+
+    sweep:
+      grid:
+        - model.name: [capsnet]                       # +Q and +REM for CapsNet
+          prune: [{method: none}, {method: rem}]
+          train.seed: [42, 43]
+        - model.name: [efficient_capsnet]             # the pruning ablation on the cheap model
+          prune: [{method: imp, target_sparsity: 0.5}, {method: snip, target_sparsity: 0.5}]
+          train.seed: [42]
+
+An axis is a dotted key (`train.seed`) whose values are set one at a time, or a section name (`prune`,
+`model`, ...) whose values are mappings of that section's keys set together: a pruning method and its
+target sparsity are one choice, not two axes. A point that two sub-grids both produce runs once.
+"""
+
+from __future__ import annotations
+
+import itertools
+from typing import Any
+
+Point = dict[str, Any]
+
+
+class GridError(ValueError):
+    """The grid's shape is wrong (the message names the axis)."""
+
+
+def _axis_choices(axis: str, values: Any) -> list[Point]:
+    """One axis -> its choices, each a flat {dotted key: value} dict."""
+    if not isinstance(values, list) or not values:
+        raise GridError(f"sweep.grid.{axis} must be a non-empty list; got {values!r}")
+    if "." in axis:  # a single key (dict values stay whole: e.g. model.options)
+        return [{axis: value} for value in values]
+    choices = []
+    for value in values:
+        if not isinstance(value, dict) or not value:
+            raise GridError(f"sweep.grid.{axis}: each choice of a section axis is a mapping of {axis}.<key> values, "
+                            f"e.g. {{method: rem}}; got {value!r}")
+        choices.append({f"{axis}.{key}": v for key, v in value.items()})
+    return choices
+
+
+def sub_grids(grid: Any) -> list[dict]:
+    if isinstance(grid, dict):
+        grids = [grid]
+    elif isinstance(grid, list):
+        grids = grid
+    else:
+        raise GridError(f"sweep.grid must be a mapping of axes or a list of such mappings; got {type(grid).__name__}")
+    if not grids or any(not isinstance(g, dict) or not g for g in grids):
+        raise GridError("sweep.grid must name at least one axis, e.g. model.name: [capsnet]")
+    return grids
+
+
+def points(grid: Any) -> list[Point]:
+    """Every trial of the grid, in order (sub-grid by sub-grid, last axis fastest), duplicates dropped."""
+    out, seen = [], set()
+    for sub in sub_grids(grid):
+        for combo in itertools.product(*(_axis_choices(axis, values) for axis, values in sub.items())):
+            point: Point = {}
+            for choice in combo:
+                clash = set(point) & set(choice)
+                if clash:
+                    raise GridError(f"sweep.grid: key {sorted(clash)[0]} is set by two axes of one sub-grid")
+                point.update(choice)
+            key = trial_key(point)
+            if key not in seen:
+                seen.add(key)
+                out.append(point)
+    return out
+
+
+def axes(grid: Any) -> list[str]:
+    """The dotted keys any trial sets, in first-seen order (what tells trials apart)."""
+    keys: dict[str, None] = {}
+    for point in points(grid):
+        keys.update(dict.fromkeys(point))
+    return list(keys)
+
+
+def trial_key(point: Point) -> str:
+    """A readable, stable name for a point, e.g. `model.name=capsnet,prune.method=rem,train.seed=42`."""
+    return ",".join(f"{k}={point[k]}" for k in sorted(point))
+
+
+def values_of(grid: Any, key: str, default: Any) -> list:
+    """The distinct values `key` takes over the grid's points (`default` where a point leaves it unset)."""
+    found: dict[Any, None] = {}
+    for point in points(grid):
+        found.setdefault(point.get(key, default), None)
+    return list(found)
