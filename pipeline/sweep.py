@@ -101,7 +101,8 @@ def build_tuner(cfg: Config, repo_root: Path, context: dict, storage: str):
         return tune.Tuner.restore(path, trainable, resume_unfinished=True, resume_errored=False, restart_errored=False)
     stop = {"time_total_s": cfg.sweep.time_limit_s} if cfg.sweep.time_limit_s else None
     reporter = tune.CLIReporter(
-        parameter_columns=[], metric_columns=["epoch", "train/loss", "val/acc", "test/acc", "entropy/mean"],
+        parameter_columns={f"{POINT}/{axis}": axis.rpartition(".")[2] for axis in grid.axes(cfg.sweep.grid)},
+        metric_columns=["epoch", "train/loss", "val/acc", "test/acc", "entropy/mean"],
         max_report_frequency=60 if os.environ.get("CI") else 20,
     )
     return tune.Tuner(

@@ -188,7 +188,9 @@ class Config:
         merged = self.to_dict()
         for key, value in overrides.items():
             set_dotted(merged, key, value, source)
-        return from_dict(merged, source)
+        # A trial's grid point leaves the grid as it was (already validated): re-checking every point for each
+        # trial would cost trials x points config builds.
+        return from_dict(merged, source, check_grid=any(k.startswith("sweep.") for k in overrides))
 
 
 _SECTION_CLASSES = {
@@ -293,14 +295,14 @@ def _build_section(name: str, values: Any, source: str):
         raise ConfigError(f"{source}: {name}: {err}") from None
 
 
-def from_dict(tree: dict[str, Any], source: str = "params") -> Config:
-    """Validate a resolved config tree (sections only, no `profiles`)."""
+def from_dict(tree: dict[str, Any], source: str = "params", check_grid: bool = True) -> Config:
+    """Validate a resolved config tree (sections only, no `profiles`); `check_grid`: every grid point too."""
     unknown = set(tree) - set(_SECTION_CLASSES) - {"profile"}
     if unknown:
         raise ConfigError(f"{source}: unknown top-level key {sorted(unknown)[0]!r}; allowed: "
                           f"profile, profiles, {', '.join(_SECTION_CLASSES)}")
     cfg = _build_config(tree, source)
-    _check_semantics(cfg, source)
+    _check_semantics(cfg, source, check_grid)
     return cfg
 
 
