@@ -217,7 +217,7 @@ def train(
         pruner.load_state_dict(state["pruner"], model)
         start_epoch, history, best = state["epoch"], state["history"], state["best"]
         carry_first_epoch(resume_from, ckpt_dir)
-        if history and "final/checkpoint_epoch" in history[-1]:  # it had already stopped (patience or cap)
+        if history and history[-1].get("stopped_early"):  # patience ended it: a longer cap changes nothing
             return history[-1]
         log.info("resuming %s from epoch %d", cfg.model.name, start_epoch)
     else:
@@ -297,6 +297,7 @@ def train(
         stopping = epoch + 1 == cfg.train.epochs or (cfg.train.patience > 0 and stale >= cfg.train.patience)
         metrics["epochs_without_improvement"] = stale
         if stopping:
+            metrics["stopped_early"] = float(epoch + 1 < cfg.train.epochs)
             metrics.update(final_evaluation(cfg, model, best, metrics, split_metrics, splits))
         history.append(metrics)
         if epoch == 0:

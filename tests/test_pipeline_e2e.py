@@ -6,6 +6,7 @@ again must do nothing.
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import subprocess
@@ -33,7 +34,12 @@ def copy_repo(dest: Path) -> Path:
 def shrink_params(repo: Path, mirror: Path) -> None:
     params = yaml.safe_load((repo / "params.yaml").read_text())
     params["profiles"]["quick"]["data"].update({"train_subset": 256, "val_subset": 100, "test_subset": 300})
-    params["profiles"]["quick"]["sweep"]["grid"]["train.seed"] = [42, 43]
+    params["profiles"]["quick"]["train"]["epochs"] = 1
+    # the quick grid's shape (sub-grids, a section axis), shrunk to two CapsNet seeds and one pruned trial
+    params["profiles"]["quick"]["sweep"]["grid"] = [
+        {"model.name": ["capsnet"], "prune": [{"method": "none"}], "train.seed": [42, 43]},
+        {"model.name": ["efficient_capsnet"], "prune": [{"method": "snip", "target_sparsity": 0.5}], "train.seed": [42]},
+    ]
     params["data"]["mirror"] = str(mirror)
     params["train"]["batch_size"] = 64
     params["sweep"]["name"] = "e2e"
@@ -61,17 +67,21 @@ def test_dvc_repro_runs_the_real_pipeline_then_is_a_noop(mirror, tmp_path):
     run(["dvc", "repro"], repo)
 
     table = pd.read_parquet(repo / "results" / "sweep.parquet")
-    assert sorted(table["train.seed"]) == [42, 43] and set(table["status"]) == {"FINISHED"}
-    assert table["epoch"].tolist() == [1, 1] and table["trial_key"].is_unique
+    assert sorted(table["train.seed"]) == [42, 42, 43] and set(table["status"]) == {"FINISHED"}
+    assert table["epoch"].tolist() == [1, 1, 1] and table["trial_key"].is_unique
     assert (table["train/images"] == 256).all()
     assert sum(table[f"images/class_{j}"].iloc[0] for j in range(10)) == 300
+    snip = table[table["prune.method"] == "snip"]
+    assert len(snip) == 1 and snip["sparsity"].iloc[0] == pytest.approx(50.0, abs=0.01)
+    table = table[table["model.name"] == "capsnet"]
 
     client = MlflowClient(f"sqlite:///{repo / 'mlflow.db'}")
     experiment = client.get_experiment_by_name("e2e")
     runs = client.search_runs([experiment.experiment_id])
     parents = [r for r in runs if "mlflow.parentRunId" not in r.data.tags]
     children = [r for r in runs if r.data.tags.get("mlflow.parentRunId") == parents[0].info.run_id]
-    assert len(parents) == 1 and len(children) == 2
+    assert len(parents) == 1 and len(children) == 3
+    children = [c for c in children if c.data.params["model.name"] == "capsnet"]
     assert {r.info.status for r in runs} == {"FINISHED"}
     for child in children:
         assert "test/acc" in child.data.metrics and "entropy/mean" in child.data.metrics
@@ -92,7 +102,18 @@ def test_dvc_repro_runs_the_real_pipeline_then_is_a_noop(mirror, tmp_path):
     assert {a.path.split("/")[-1] for a in logged} == figures
     assert "fashion-mnist" in (repo / "reports" / "metrics.json").read_text()
 
+    assert "| efficient_capsnet | +SNIP 50% |" in markdown
+
     again = run(["dvc", "repro"], repo)
     assert "Running stage" not in again.stdout
     status = run(["dvc", "status"], repo)
     assert "up to date" in status.stdout
+
+    # Any pruning setting changes trials: the sweep (and what follows it) is stale, the fetch is not.
+    params = yaml.safe_load((repo / "params.yaml").read_text())
+    params["prune"]["lambda0"] = 0.0002
+    (repo / "params.yaml").write_text(yaml.safe_dump(params, sort_keys=False))
+    stale = run(["dvc", "status", "--json"], repo)
+    changed = json.loads(stale.stdout)
+    assert "sweep" in changed and "fetch" not in changed
+    assert any("prune.lambda0" in str(entry) for entry in changed["sweep"])
