@@ -28,6 +28,7 @@ from rem import tracking
 from rem.config import from_dict
 from rem.data import get_dataset
 from rem.data.sources import recorded_checksums
+from rem.device import describe, resolve_device
 from rem.train import NonFiniteLossError, fetch_dataset, train
 
 
@@ -97,6 +98,8 @@ def run_trial(point: dict[str, Any], *, base: dict[str, Any], context: dict[str,
     checkpoint = tune.get_checkpoint()
     workdir = Path(tune.get_context().get_trial_dir())
     try:
+        # The device this trial trains on (train resolves the same setting the same way in this process).
+        tracking.set_tags(client, run_id, {"rem.device": describe(resolve_device(cfg.train.device))})
         with (checkpoint.as_directory() if checkpoint else nullcontext(None)) as resume_dir:
             train(cfg, workdir=workdir, repo_root=Path(context["repo_root"]),
                   resume_from=Path(resume_dir) if resume_dir else None, on_epoch=report)
