@@ -80,6 +80,14 @@ def describe(device: torch.device | str) -> str:
     return f"{device.type} ({os.cpu_count()} cores)"
 
 
+def describe_visible() -> str:
+    """What this process could compute on, without creating a CUDA context: the sweep driver calls it, and a
+    context would hold GPU memory for the whole sweep that the trials then cannot use."""
+    if torch.cuda.is_available():
+        return f"{torch.cuda.device_count()} CUDA device(s) visible, {describe(HOST)}"
+    return describe(HOST)
+
+
 def prepare_backend(device: torch.device) -> None:
     """cuDNN picks its fastest convolution algorithms once per input shape: a trial's batches have fixed shapes."""
     if device.type == "cuda":

@@ -82,10 +82,10 @@ def environment_tags() -> dict[str, str]:
             tags["mlflow.source.git.commit"] = commit.stdout.strip()
     except (OSError, subprocess.SubprocessError):
         pass
-    try:  # what `train.device: auto` gives this process; a trial overwrites it with the device it trains on
-        from rem.device import describe, resolve_device
+    try:  # what this process could use; a trial overwrites it with the device it trains on
+        from rem.device import describe_visible
 
-        tags["rem.device"] = describe(resolve_device("auto"))
+        tags["rem.device"] = describe_visible()
     except Exception:  # device probing must never stop a run
         tags["rem.device"] = "unknown"
     return tags

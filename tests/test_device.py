@@ -255,3 +255,16 @@ def test_two_trials_share_one_gpu(fashion_raw, tmp_path):
     assert len(devices) == 1 and devices.pop().startswith("cuda:0 (")  # Ray gave both trials the same GPU
     spans = sorted((c.info.start_time, c.info.end_time) for c in children)
     assert spans[1][0] < spans[0][1]  # ... at the same time
+
+
+def test_the_sweep_driver_describes_its_devices_without_touching_a_gpu():
+    """A CUDA context in the driver would hold GPU memory the trials need: describing must not create one."""
+    from rem.device import describe_visible
+
+    code = "import torch; from rem.tracking import environment_tags; t = environment_tags(); " \
+           "print(torch.cuda.is_initialized(), t['rem.device'])"
+    env = {**os.environ, "PYTHONPATH": str(REPO)}
+    out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=120, cwd=REPO)
+    assert out.returncode == 0, out.stderr[-2000:]
+    initialised, text = out.stdout.strip().split(" ", 1)
+    assert initialised == "False" and text == describe_visible()
