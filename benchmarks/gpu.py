@@ -258,9 +258,12 @@ def main() -> None:
     if args.trial_child:
         trial_child(*json.loads(args.trial_child))
         return
-    from rem.device import describe, resolve_device
+    from rem.device import DeviceUnavailableError, describe, resolve_device
 
-    device = resolve_device(args.device)
+    try:
+        device = resolve_device(args.device)
+    except DeviceUnavailableError as err:
+        sys.exit(f"gpu.py: {err}")
     if device.type != "cuda" and not (args.quick or args.allow_cpu):
         print(f"gpu.py: no CUDA GPU visible to torch {torch.__version__} (CUDA build {torch.version.cuda or 'none'}); "
               "nothing to measure here -- run it on a GPU machine, or pass --quick / --allow-cpu for the CPU")

@@ -61,12 +61,17 @@ def test_auto_honours_the_gpus_ray_made_visible():
     assert out.stdout.split()[0] == "cpu" and f"({os.cpu_count()} cores)" in out.stdout
 
 
-@pytest.mark.skipif(torch.cuda.is_available(), reason="checks the error a machine without a GPU gives")
 @pytest.mark.parametrize("setting", ["cuda", "cuda:0"])
-def test_cuda_without_a_gpu_is_one_clear_line(setting):
-    with pytest.raises(DeviceUnavailableError) as err:
-        resolve_device(setting)
-    assert f"train.device={setting}: no CUDA device here" in str(err.value) and "\n" not in str(err.value)
+def test_cuda_without_a_gpu_is_one_clear_line_from_rem_train(setting, tmp_path):
+    """Where no GPU is visible (here, or a Ray trial given none), `rem train` says so in one line, before any work."""
+    env = {**os.environ, "CUDA_VISIBLE_DEVICES": "", "PYTHONPATH": str(REPO)}
+    cmd = [sys.executable, "-m", "rem.cli", "train", "--params", str(REPO / "params.yaml"), "-S", f"train.device={setting}",
+           "--workdir", str(tmp_path / "trial")]
+    out = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=120, cwd=tmp_path)
+    assert out.returncode == 2 and out.stdout == ""
+    lines = out.stderr.strip().splitlines()
+    assert lines[-1].startswith(f"error: train.device={setting}: no CUDA device here (CUDA_VISIBLE_DEVICES='')")
+    assert not (tmp_path / "trial").exists()
 
 
 def test_cuda_index_beyond_the_visible_gpus_is_one_clear_line():
