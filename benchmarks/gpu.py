@@ -63,8 +63,8 @@ def step_row(model: str, precision: str, device: str, args) -> dict:
     if cuda:
         gc.collect()
         torch.cuda.empty_cache()
-        before = torch.cuda.memory_allocated()
-        torch.cuda.reset_peak_memory_stats()
+        before = torch.cuda.memory_allocated(device)
+        torch.cuda.reset_peak_memory_stats(device)
     variant = Variant(model, precision)
     step = train_step_fn(variant, build(variant, device), args.batch, device)
     for _ in range(args.warmup):
@@ -76,8 +76,8 @@ def step_row(model: str, precision: str, device: str, args) -> dict:
     seconds = (time.perf_counter() - t0) / args.steps
     row = {"model": model, "precision": precision, "step_s": seconds, "ips": args.batch / seconds}
     if cuda:
-        row["peak_mib"] = mib(torch.cuda.max_memory_allocated() - before)
-        row["reserved_mib"] = mib(torch.cuda.max_memory_reserved())
+        row["peak_mib"] = mib(torch.cuda.max_memory_allocated(device) - before)
+        row["reserved_mib"] = mib(torch.cuda.max_memory_reserved(device))
     del step
     return row
 
@@ -138,7 +138,7 @@ def trial_child(device: str, seconds: float, batch: int) -> None:
     step = train_step_fn(variant, build(variant, device), batch, device)
     for _ in range(3):
         step()
-    reserved = mib(torch.cuda.memory_reserved()) if device.startswith("cuda") else 0.0
+    reserved = mib(torch.cuda.memory_reserved(device)) if device.startswith("cuda") else 0.0
     print(json.dumps({"ready": True, "reserved_mib": reserved}), flush=True)
     sys.stdin.readline()
     t0, steps = time.perf_counter(), 0
