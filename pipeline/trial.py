@@ -29,6 +29,7 @@ from rem.config import from_dict
 from rem.grid import trial_key
 from rem.data import get_dataset
 from rem.data.sources import recorded_checksums
+from rem.device import describe, resolve_device
 from rem.train import NonFiniteLossError, fetch_dataset, train
 
 
@@ -95,6 +96,8 @@ def run_trial(config: dict[str, Any], *, base: dict[str, Any], context: dict[str
     checkpoint = tune.get_checkpoint()
     workdir = Path(tune.get_context().get_trial_dir())
     try:
+        # The device this trial trains on (train resolves the same setting the same way in this process).
+        tracking.set_tags(client, run_id, {"rem.device": describe(resolve_device(cfg.train.device))})
         with (checkpoint.as_directory() if checkpoint else nullcontext(None)) as resume_dir:
             train(cfg, workdir=workdir, repo_root=Path(context["repo_root"]),
                   resume_from=Path(resume_dir) if resume_dir else None, on_epoch=report)

@@ -20,13 +20,14 @@ from pathlib import Path
 def _train(args: argparse.Namespace) -> int:
     from rem.config import ConfigError, load, parse_override
     from rem.data import DataSourceError
+    from rem.device import DeviceUnavailableError
     from rem.train import train
 
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s: %(message)s")
     try:
         cfg = load(args.params, dict(parse_override(o) for o in args.set))
         metrics = train(cfg, workdir=Path(args.workdir), repo_root=Path.cwd())
-    except (ConfigError, DataSourceError) as err:
+    except (ConfigError, DataSourceError, DeviceUnavailableError) as err:
         print(f"error: {err}", file=sys.stderr)
         return 2
     print({k: round(v, 4) if isinstance(v, float) else v for k, v in metrics.items() if "/class_" not in k})

@@ -90,6 +90,7 @@ class TrainConfig:
     # (REM: 200); `epochs` is then only a cap. 0 = run every epoch.
     patience: int = 0
     log_every_steps: int = 50  # per-epoch progress lines inside a trial
+    device: str = "auto"  # auto (the GPU Ray gave the trial, else the CPU) | cpu | cuda | cuda:N (rem.device)
 
 
     def margin(self, epoch: int) -> dict[str, float]:
@@ -181,6 +182,7 @@ class Config:
         same sweep; report or resource settings do not start a new one.
         """
         tree = {k: v for k, v in self.to_dict().items() if k in TRIAL_SECTIONS}
+        tree["train"].pop("device")  # where a trial runs, not what it computes: a sweep resumes on another device
         tree["grid"] = self.sweep.grid
         return hashlib.sha256(json.dumps(tree, sort_keys=True).encode()).hexdigest()[:10]
 
@@ -314,6 +316,7 @@ def _build_config(tree: dict[str, Any], source: str) -> Config:
 def _check_semantics(cfg: Config, source: str, check_grid: bool = True) -> None:
     # Imported here: the registries import torch, which plain config parsing does not need.
     from rem.data.registry import is_known_dataset, list_datasets
+    from rem.device import check_setting as check_device_setting
     from rem.models import list_models
 
     if cfg.model.name not in list_models():
@@ -340,6 +343,10 @@ def _check_semantics(cfg: Config, source: str, check_grid: bool = True) -> None:
     for key in ("figure_images", "overlap_trees", "saliency_images", "graph_capsules"):
         if getattr(cfg.report, key) < 1:
             raise ConfigError(f"{source}: report.{key} must be >= 1; got {getattr(cfg.report, key)}")
+    try:
+        check_device_setting(cfg.train.device)
+    except ValueError as err:
+        raise ConfigError(f"{source}: {err}") from None
     if cfg.eval.levels < 2:
         raise ConfigError(f"{source}: eval.levels must be >= 2; got {cfg.eval.levels}")
     if cfg.eval.levels_for(cfg.model.name) < 2:

@@ -17,6 +17,7 @@ from typing import Iterable
 
 import torch
 
+from rem.device import HOST, autocast
 from rem.losses import margin_loss
 from rem.parse_trees import keys_for_predictions, stats_from_keys, summarize
 
@@ -50,37 +51,40 @@ def evaluate(
     """
     if device is None:
         first = next(model.parameters(), None)
-        device = first.device if first is not None else torch.device("cpu")
+        device = first.device if first is not None else HOST
+    device = torch.device(device)
     was_training = model.training
     model.eval()
-    total_loss, correct, seen = 0.0, 0, 0
+    # Sums stay on the device (one transfer at the end) unless the early stop must read them every batch.
+    total_loss = torch.zeros((), dtype=torch.float64, device=device)
+    correct, seen = torch.zeros((), dtype=torch.int64, device=device), 0
     keys, predictions, losses = [], [], []
     try:
         for images, labels in batches:
             images, labels = images.to(device).float(), labels.to(device).long()
-            with torch.autocast("cpu", dtype=torch.bfloat16, enabled=precision == "bf16"):
+            with autocast(device, precision):
                 out = model(images, quantize_levels=quantize_levels)
             predicted = out.lengths.argmax(dim=1)
             batch_losses = margin_loss(out.lengths, labels, **(loss_kwargs or {}), reduction="none").double()
-            total_loss += float(batch_losses.sum())
+            total_loss += batch_losses.sum()
             if per_image_loss:
-                losses.append(batch_losses.cpu())
-            correct += int((predicted == labels).sum())
+                losses.append(batch_losses)
+            correct += (predicted == labels).sum()
             seen += len(labels)
-            if stop_loss_sum is not None and total_loss > stop_loss_sum:
+            if stop_loss_sum is not None and float(total_loss) > stop_loss_sum:
                 return {"loss": math.inf, "acc": None, "n_images": seen, "stopped_early": True}
             if parse_trees and out.couplings is not None:
-                keys.append(keys_for_predictions(out.couplings, predicted, levels).cpu())
-                predictions.append(predicted.cpu())
+                keys.append(keys_for_predictions(out.couplings, predicted, levels))
+                predictions.append(predicted)
     finally:
         model.train(was_training)
     if seen == 0:
         raise ValueError("evaluate: no batches")
-    result = {"loss": total_loss / seen, "acc": correct / seen, "n_images": seen}
+    result = {"loss": float(total_loss) / seen, "acc": int(correct) / seen, "n_images": seen}
     if per_image_loss:
-        result["per_image_loss"] = torch.cat(losses)
+        result["per_image_loss"] = torch.cat(losses).cpu()
     if keys:
-        stats = stats_from_keys(torch.cat(keys).numpy(), torch.cat(predictions).numpy(), num_classes)
+        stats = stats_from_keys(torch.cat(keys).cpu().numpy(), torch.cat(predictions).cpu().numpy(), num_classes)
         result["per_class"] = stats
         result.update(summarize(stats))
     return result
@@ -100,6 +104,8 @@ def batches_of(images: torch.Tensor, labels: torch.Tensor, batch_size: int, tran
                order: torch.Tensor | None = None) -> Iterable:
     """Evaluation batches of a uint8 split through `transform(images, train=False)`: sequential, or in
     `order` (a permutation of the split's indices)."""
+    if order is not None:
+        order = order.to(images.device)  # indices where the images are (a trial's splits are on its device)
     for start in range(0, len(labels), batch_size):
         index = slice(start, start + batch_size) if order is None else order[start:start + batch_size]
         x, _ = transform(images[index], train=False)

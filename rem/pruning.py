@@ -499,7 +499,7 @@ def _prune_lowest(scores: dict[str, torch.Tensor], masks: Masks, count: int | di
     names = list(scores)
 
     def ranked(ns):
-        flat = torch.cat([torch.where(masks.masks[n].to(scores[n].device), scores[n].float(), torch.tensor(-1.0)).flatten().cpu() for n in ns])
+        flat = torch.cat([torch.where(masks.masks[n].to(scores[n].device), scores[n].float(), -1.0).flatten().cpu() for n in ns])
         return torch.argsort(flat, stable=True)
 
     groups = [(names, count)] if isinstance(count, int) else [([n], count[n]) for n in names]

@@ -82,10 +82,10 @@ def environment_tags() -> dict[str, str]:
             tags["mlflow.source.git.commit"] = commit.stdout.strip()
     except (OSError, subprocess.SubprocessError):
         pass
-    try:
-        import torch
+    try:  # what this process could use; a trial overwrites it with the device it trains on
+        from rem.device import describe_visible
 
-        tags["rem.device"] = torch.cuda.get_device_name(0) if torch.cuda.is_available() else f"cpu ({os.cpu_count()} cores)"
+        tags["rem.device"] = describe_visible()
     except Exception:  # device probing must never stop a run
         tags["rem.device"] = "unknown"
     return tags

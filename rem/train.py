@@ -24,6 +24,7 @@ import torch
 
 from rem.config import Config
 from rem.data import BatchTransform, fetch, get_dataset, load_splits, mirror_folders
+from rem.device import autocast, check_precision, prepare_backend, resolve_device, splits_to
 from rem.evaluate import batches_of, evaluate, per_class_metrics
 from rem.losses import margin_loss, reconstruction_loss
 from rem.models import count_parameters, create_model
@@ -133,7 +134,7 @@ def batch_losses(split, transform, cfg: Config, loss_kwargs: dict) -> Callable[[
 
     def next_batch_loss(model: torch.nn.Module) -> torch.Tensor:
         start = (next(calls) % per_pass) * cfg.train.batch_size
-        idx = order[start:start + cfg.train.batch_size]
+        idx = order[start:start + cfg.train.batch_size].to(split.labels.device)
         x, _ = transform(split.images[idx], train=False)
         return margin_loss(model(x).lengths, split.labels[idx], **loss_kwargs)
 
@@ -190,9 +191,12 @@ def train(
     workdir = Path(workdir)
     ckpt_dir = workdir / "checkpoint"
     seed_everything(cfg.train.seed)
-    splits = prepare_data(cfg, repo_root)
+    device = resolve_device(cfg.train.device)
+    check_precision(device, cfg.train.precision)
+    prepare_backend(device)
+    splits = splits_to(prepare_data(cfg, repo_root), device)
     spec = splits.spec
-    model = build_model(cfg, spec)
+    model = build_model(cfg, spec).to(device)  # initialised on the host by the seed, the same on every device
     optimizer = torch.optim.Adam(model.parameters(), lr=cfg.train.lr)
     scheduler = torch.optim.lr_scheduler.ExponentialLR(optimizer, gamma=cfg.train.lr_decay)
     transform = BatchTransform.from_config(spec, cfg.data)
@@ -225,42 +229,43 @@ def train(
         if cfg.prune.method == "snip":
             log.info("SNIP at initialisation: %.2f %% sparsity", start_info["sparsity"])
     params = count_parameters(model)
-    bf16 = cfg.train.precision == "bf16"
     levels = cfg.eval.levels_for(cfg.model.name)  # coupling levels of the keys and the +Q forward
 
     for epoch in range(start_epoch, cfg.train.epochs):
         t0 = time.perf_counter()
         loss_kwargs.update(cfg.train.margin(epoch))
+        # The host's generator draws the order and the augmentation on every device: the same batches anywhere.
         gen = torch.Generator().manual_seed(cfg.train.seed * 1_000_003 + epoch)
-        order = torch.randperm(len(splits.train), generator=gen)
+        order = torch.randperm(len(splits.train), generator=gen).to(device)
         steps = math.ceil(len(order) / cfg.train.batch_size)
         if cfg.train.max_steps_per_epoch:
             steps = min(steps, cfg.train.max_steps_per_epoch)
         model.train()
-        run_loss, run_correct, run_seen = 0.0, 0, 0
+        run_loss, run_correct, run_seen = 0.0, torch.zeros((), dtype=torch.int64, device=device), 0
         for step in range(steps):
             idx = order[step * cfg.train.batch_size:(step + 1) * cfg.train.batch_size]
             labels = splits.train.labels[idx]
             x, unit = transform(splits.train.images[idx], train=True, gen=gen)
-            with torch.autocast("cpu", dtype=torch.bfloat16, enabled=bf16):
+            with autocast(device, cfg.train.precision):
                 out = forward(x, labels if cfg.model.decoder else None)
             loss = margin_loss(out.lengths, labels, **loss_kwargs)
             if out.reconstruction is not None:
                 loss = loss + cfg.model.recon_weight * reconstruction_loss(out.reconstruction, unit)
-            if not torch.isfinite(loss):
-                raise NonFiniteLossError(f"non-finite training loss {float(loss.detach())} at epoch {epoch + 1}, step {step + 1}")
+            loss_value = float(loss.detach())  # the step's one wait for the device
+            if not math.isfinite(loss_value):
+                raise NonFiniteLossError(f"non-finite training loss {loss_value} at epoch {epoch + 1}, step {step + 1}")
             optimizer.zero_grad(set_to_none=True)
             loss.backward()
             pruner.before_optimizer_step(model, epoch)  # LOBSTER shrinkage (REM), masked gradients
             optimizer.step()
             pruner.after_optimizer_step(model, optimizer)  # pruned weights stay exactly zero
-            run_loss += float(loss.detach()) * len(labels)
-            run_correct += int((out.lengths.detach().argmax(1) == labels).sum())
+            run_loss += loss_value * len(labels)
+            run_correct += (out.lengths.detach().argmax(1) == labels).sum()
             run_seen += len(labels)
             if cfg.train.log_every_steps and (step + 1) % cfg.train.log_every_steps == 0:
                 elapsed = time.perf_counter() - t0
                 log.info("epoch %d step %d/%d loss %.4f acc %.3f (%.2f s/step)", epoch + 1, step + 1, steps,
-                         run_loss / run_seen, run_correct / run_seen, elapsed / (step + 1))
+                         run_loss / run_seen, int(run_correct) / run_seen, elapsed / (step + 1))
         train_time = time.perf_counter() - t0
         lr = optimizer.param_groups[0]["lr"]
         scheduler.step()
@@ -278,7 +283,7 @@ def train(
                 out.update(per_class_metrics(res["per_class"], named))
             return out
 
-        metrics = {"epoch": epoch + 1, "train/loss": run_loss / run_seen, "train/acc": run_correct / run_seen}
+        metrics = {"epoch": epoch + 1, "train/loss": run_loss / run_seen, "train/acc": int(run_correct) / run_seen}
         # REM prunes after the learning stage and before the epoch is evaluated: metrics describe the pruned net.
         metrics.update(pruner.end_of_epoch(model, epoch, cfg.train.epochs, search_val))
         metrics.update(split_metrics(splits.val, "val", cfg.eval.split == "val"))

@@ -38,4 +38,4 @@ def test_rem_train_with_an_unknown_key_fails_with_one_line(tmp_path):
     assert proc.returncode == 2
     assert proc.stderr.strip().splitlines() == [
         f"error: {REPO / 'params.yaml'}: unknown key 'train.epoch'; allowed: epochs, batch_size, eval_batch_size, lr, "
-        "lr_decay, seed, precision, compile, m_pos, m_neg, lam, max_steps_per_epoch, log_every_steps"]
+        "lr_decay, seed, precision, compile, m_pos, m_neg, lam, max_steps_per_epoch, log_every_steps, device"]

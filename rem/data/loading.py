@@ -282,8 +282,9 @@ def load_splits(spec: DatasetSpec, raw: Path, *, val_size: int, split_seed: int,
 def _gather_windows(x: torch.Tensor, dy: torch.Tensor, dx: torch.Tensor, h: int, w: int) -> torch.Tensor:
     """Per-image (h, w) windows of x at offsets (dy, dx)."""
     b, c, _, wp = x.shape
-    rows = dy[:, None, None] + torch.arange(h)[None, :, None]
-    cols = dx[:, None, None] + torch.arange(w)[None, None, :]
+    dy, dx = dy.to(x.device), dx.to(x.device)  # drawn by the host's generator (see BatchTransform)
+    rows = dy[:, None, None] + torch.arange(h, device=x.device)[None, :, None]
+    cols = dx[:, None, None] + torch.arange(w, device=x.device)[None, None, :]
     flat = (rows * wp + cols).view(b, 1, h * w).expand(b, c, h * w)  # one gather over the flattened planes
     return x.flatten(2).gather(2, flat).view(b, c, h, w)
 
@@ -295,6 +296,10 @@ class BatchTransform:
     color (brightness/contrast jitter), color_flip (+ flip), place (affNIST: 28x28 digit at a random
     offset <= place_shift around the centre of a `canvas` canvas; centred when not training), crop
     (smallNORB: random `crop` window + jitter; centre window when not training).
+
+    The batch is made on the device its uint8 images are on (a trial moves its splits to its device once);
+    the random draws come from the trial's seeded host generator and are moved there, so a batch's
+    augmentation is the same on every device and a resumed epoch repeats it exactly.
     """
 
     def __init__(self, spec: DatasetSpec, *, augment: bool, shift: int = 2, flip: bool | None = None,
@@ -329,7 +334,7 @@ class BatchTransform:
             mean = flat.mean(1).view(-1, 1, 1, 1)
             std = flat.std(1, unbiased=False).clamp_min(1.0 / flat.shape[1] ** 0.5).view(-1, 1, 1, 1)
             return (unit - mean) / std
-        return (unit - self.mean) / self.std
+        return (unit - self.mean.to(unit.device)) / self.std.to(unit.device)
 
     def random_shift(self, x: torch.Tensor, gen: torch.Generator, s: int | None = None) -> torch.Tensor:
         s = self.shift if s is None else s
@@ -344,11 +349,13 @@ class BatchTransform:
         b = x.shape[0]
         if self.brightness:
             f = 1 - self.brightness + 2 * self.brightness * torch.rand(b, generator=gen)
-            x = (x * f.view(-1, 1, 1, 1)).clamp_(0, 1)
+            x = (x * f.to(x.device).view(-1, 1, 1, 1)).clamp_(0, 1)
         lo, hi = self.contrast
         if (lo, hi) != (1.0, 1.0):
             c = lo + (hi - lo) * torch.rand(b, generator=gen)
-            grey = (x * torch.tensor([0.299, 0.587, 0.114]).view(1, 3, 1, 1)).sum(1) if x.shape[1] == 3 else x.mean(1)
+            c = c.to(x.device)
+            luma = torch.tensor([0.299, 0.587, 0.114], device=x.device)
+            grey = (x * luma.view(1, 3, 1, 1)).sum(1) if x.shape[1] == 3 else x.mean(1)
             m = grey.mean(dim=(1, 2)).view(-1, 1, 1, 1)
             x = ((x - m) * c.view(-1, 1, 1, 1) + m).clamp_(0, 1)
         return x
@@ -377,7 +384,7 @@ class BatchTransform:
             if self.kind in ("shift", "shift_flip") and self.shift:
                 unit = self.random_shift(unit, gen)
             if self.flip:
-                flip = torch.rand(unit.shape[0], generator=gen) < 0.5
+                flip = (torch.rand(unit.shape[0], generator=gen) < 0.5).to(unit.device)
                 unit = torch.where(flip[:, None, None, None], unit.flip(-1), unit)
             if self.kind in ("color", "color_flip", "crop"):
                 unit = self.jitter(unit, gen)

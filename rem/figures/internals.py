@@ -17,6 +17,7 @@ import torch
 from rem.capsules import SabourStem
 from rem.config import Config, from_dict
 from rem.data import BatchTransform
+from rem.device import resolve_device
 from rem.train import CHECKPOINT_FILE, FIRST_EPOCH_FILE, build_model, prepare_data
 
 # Where the data comes from is the report machine's business, not the trial's (it may have run elsewhere).
@@ -36,8 +37,8 @@ class TrialModel:
 
 @dataclass
 class FigureImages:
-    normalised: torch.Tensor  # (N, C, H, W) the model's input
-    unit: torch.Tensor  # (N, C, H, W) in [0, 1], what is drawn
+    normalised: torch.Tensor  # (N, C, H, W) the model's input, on the model's device
+    unit: torch.Tensor  # (N, C, H, W) in [0, 1], what is drawn (host)
     labels: torch.Tensor  # (N,)
     class_names: list[str]
 
@@ -58,7 +59,8 @@ class RoutingSnapshot:
 def load_trial(checkpoint_dir: Path, report_cfg: Config, repo_root: Path, count: int,
                which: str = "last") -> tuple[TrialModel, FigureImages]:
     """The model of the checkpoint in `checkpoint_dir` with the `last` (state.pt) or `first` epoch's weights,
-    and the first `count` test images of its dataset (data sources from `report_cfg`)."""
+    and the first `count` test images of its dataset (data sources from `report_cfg`), on the report machine's
+    device (`report_cfg.train.device`; the checkpoint may come from a GPU trial and load on a CPU)."""
     checkpoint_dir = Path(checkpoint_dir)
     state_file = checkpoint_dir / CHECKPOINT_FILE
     if not state_file.exists():
@@ -74,11 +76,12 @@ def load_trial(checkpoint_dir: Path, report_cfg: Config, repo_root: Path, count:
     overrides = {f"data.{k}": getattr(report_cfg.data, k) for k in DATA_SOURCE_KEYS}
     cfg = from_dict(state["config"], f"{state_file} config").with_overrides(overrides, "report data sources")
     splits = _splits(cfg, repo_root, count)
-    model = build_model(cfg, splits.spec)
+    device = resolve_device(report_cfg.train.device)
+    model = build_model(cfg, splits.spec).to(device)
     model.load_state_dict(weights)
     transform = BatchTransform.from_config(splits.spec, cfg.data)
-    normalised, unit = transform(splits.test.images, train=False)
-    images = FigureImages(normalised, unit, splits.test.labels, list(splits.spec.classes) or [str(j) for j in range(splits.spec.num_classes)])
+    normalised, unit = transform(splits.test.images.to(device), train=False)
+    images = FigureImages(normalised, unit.cpu(), splits.test.labels, list(splits.spec.classes) or [str(j) for j in range(splits.spec.num_classes)])
     return TrialModel(cfg, model.eval(), epoch), images
 
 
@@ -96,18 +99,20 @@ def _splits(cfg: Config, repo_root: Path, count: int):
 
 @torch.inference_mode()
 def snapshot(trial: TrialModel, images: FigureImages) -> RoutingSnapshot:
-    """The forward of the trial's final evaluation (+Q when it was quantized) on `images`."""
+    """The forward of the trial's final evaluation (+Q when it was quantized) on `images`, on the model's device;
+    the snapshot's tensors come back to the host, where the figures are drawn."""
     levels = trial.cfg.eval.levels_for(trial.cfg.model.name)
     quantize = levels if trial.cfg.eval.final_quantized else None
     out = trial.model(images.normalised, quantize_levels=quantize)
     if out.couplings is None:
         raise ValueError(f"{trial.cfg.model.name} has no routing couplings to draw")
-    snap = RoutingSnapshot(images, out.couplings.float(), out.lengths.float(), out.lengths.argmax(1), levels)
+    snap = RoutingSnapshot(images, out.couplings.float().cpu(), out.lengths.float().cpu(),
+                           out.lengths.argmax(1).cpu(), levels)
     model = trial.model
     if isinstance(model, SabourStem):
         features = torch.relu(model.conv1(images.normalised))
         primary = model.primary(features)
         if primary.shape[1] == snap.couplings.shape[1]:  # the class layer routes from these capsules directly
             h, w = model.primary.output_grid(tuple(features.shape[-2:]))
-            snap.primary, snap.grid = primary.float(), (h, w, model.primary.types)
+            snap.primary, snap.grid = primary.float().cpu(), (h, w, model.primary.types)
     return snap
