@@ -75,11 +75,14 @@ def smallnorb_table(rows: list[Row]) -> Table:
 
 
 def ablation_table(rows: list[Row]) -> Table:
-    """Per dataset and model: the unpruned reference and every pruned variant, ordered by method and target."""
+    """Per dataset and model that ran a fixed-target method (IMP or SNIP): the unpruned reference and every pruned
+    variant, ordered by method and target; a method of the ablation that did not run is a "not run" row."""
     cells, shown = [], []
     for dataset, model in sorted({(r.dataset, r.model) for r in rows}):
         mine = [r for r in rows if (r.dataset, r.model) == (dataset, model)]
         methods = {r.variant.split(" ")[0] for r in mine}
+        if not methods & set(PRUNING_METHODS[1:]):  # +Q against +REM only: the dataset's own table has it
+            continue
         mine += [Row(dataset, model, m) for m in PRUNING_METHODS if m not in methods]
         for row in sorted(mine, key=lambda r: variant_order(r.variant)):
             shown.append(row)

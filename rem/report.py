@@ -102,9 +102,11 @@ def _aggregate_group(row: Row, group: pd.DataFrame) -> Row:
     row.epochs = sorted(int(e) for e in group["epoch"])
     row.acc_mean, row.acc_std = float(acc.mean()), float(acc.std())
     img_cols = class_columns(group, f"{p}images")
-    if ent_cols and len(img_cols) == len(ent_cols):
-        row.entropy_mean, row.entropy_std = entropy_over_classes(group[ent_cols].to_numpy(dtype=np.float64),
-                                                                 group[img_cols].to_numpy(dtype=np.float64))
+    if ent_cols:
+        entropy = group[ent_cols].to_numpy(dtype=np.float64)
+        # results without per-class image counts: every class counts as seen
+        images = group[img_cols].to_numpy(dtype=np.float64) if len(img_cols) == len(ent_cols) else np.ones_like(entropy)
+        row.entropy_mean, row.entropy_std = entropy_over_classes(entropy, images)
     else:
         row.entropy_mean = row.entropy_std = math.nan
     row.parse_trees_median = float(np.median(trees))
