@@ -179,3 +179,26 @@ def test_capsules_sweep_logs_every_metric_to_mlflow(fashion_raw, tmp_path):
     for key in ("capsules/types", "capsules/flops", "params", "final/test/acc"):
         assert logged[key] == pytest.approx(float(last[key]))
     assert logged["capsules/types"] < 8
+
+
+def test_report_shows_caps_rows_with_types_kept_and_speedups():
+    import pandas as pd
+
+    from rem import report
+    from rem.capsule_table import capsule_table
+    from rem.table_render import to_markdown
+
+    def final(key, method, fraction, acc, step, **extra):
+        return {"trial_key": key, "status": "FINISHED", "epoch": 2, "data.dataset": "fashion-mnist",
+                "model.name": "capsnet", "train.seed": 1, "params": 100, "prune.method": method,
+                "prune.target_sparsity": 0.0, "prune.capsule_fraction": fraction, "final/quantized": 1.0,
+                "final/test/acc": acc, "time/step_s": step, "time/epoch_s": step * 10 + 2, "time/train_s": step * 10,
+                "final/entropy/class_0": 1.0, "final/parse_trees/class_0": 1, **extra}
+
+    rows = report.with_expected(report.aggregate(pd.DataFrame([
+        final("a", "none", 0.0, 0.90, 0.4), final("b", "capsules", 0.5, 0.89, 0.2, **{"capsules/types": 16.0,
+                                                                                        "capsules/flops": 2e8})])))
+    assert [r.variant for r in rows] == ["+Q", "+REM", "+CAPS 50%"]
+    text = to_markdown(capsule_table("fashion-mnist", rows))
+    assert "| capsnet | +CAPS 50% | 89.00 ± 0.00 | 16 | 100 | 200.0 | 0.200 | 2.00 |" in text
+    assert capsule_table("fashion-mnist", [r for r in rows if r.variant != "+CAPS 50%"]) is None
