@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import pytest
 import torch
+import yaml
 
 from rem.config import ConfigError, from_dict
 from rem.models import count_parameters, create_model
@@ -169,8 +170,11 @@ def test_rem_rule_removes_no_more_than_the_schedule(fashion_raw, tmp_path):
 
 @pytest.mark.slow
 def test_capsules_sweep_logs_every_metric_to_mlflow(fashion_raw, tmp_path):
-    write_params(tmp_path, fashion_raw, grid={"prune.method": ["capsules"], "prune.capsule_fraction": [0.5]},
-                 name="caps", epochs=2, model_options=SMALL_CAPSNET)
+    path = write_params(tmp_path, fashion_raw, grid={"prune.method": ["capsules"]}, name="caps", epochs=2,
+                        model_options=SMALL_CAPSNET)
+    params = yaml.safe_load(path.read_text())
+    params.setdefault("prune", {})["capsule_fraction"] = 0.5  # each grid value is checked against the base
+    path.write_text(yaml.safe_dump(params, sort_keys=False))
     run_sweep(tmp_path)
     _, children = sweep_runs(local_uri(tmp_path), "caps")
     assert len(children) == 1 and children[0].info.status == "FINISHED"
