@@ -108,6 +108,22 @@ def capsule_layout(model: nn.Module) -> CapsuleLayout:
                      f"type cannot be removed from one layer alone")
 
 
+# The type count of a saved model, read from its weights: (state_dict name of the capsule-making conv's bias,
+# its vote matrix (I, J, D_out, D_in), the build argument).
+_SAVED_TYPES = (("primary.conv.bias", "votes.weight", "primary_types"),
+                ("primary.conv.bias", "fc_votes.weight", "primary_types"),
+                ("primary.bias", "votes.weight", "primary_caps"))
+
+
+def build_args_from_weights(weights: dict[str, torch.Tensor]) -> dict[str, int]:
+    """The capsule-count build argument of a saved state_dict ({} for families capsule pruning does not touch):
+    a checkpoint written at any size -- the first epoch's or a later, smaller one -- rebuilds at that size."""
+    for bias, votes, arg in _SAVED_TYPES:
+        if bias in weights and votes in weights:
+            return {arg: weights[bias].numel() // weights[votes].shape[-1]}
+    return {}
+
+
 def _check_keep(layout: CapsuleLayout, keep: Iterable[int]) -> torch.Tensor:
     keep = torch.as_tensor(sorted(set(int(k) for k in keep)), dtype=torch.long)
     if keep.numel() == 0 or keep[0] < 0 or keep[-1] >= layout.types:

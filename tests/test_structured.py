@@ -9,7 +9,7 @@ import yaml
 
 from rem.config import ConfigError, from_dict
 from rem.models import count_parameters, create_model
-from rem.structured import (capsule_layout, coupling_mass_scores, mask_capsules, prune_capsules,
+from rem.structured import (build_args_from_weights, capsule_layout, coupling_mass_scores, mask_capsules, prune_capsules,
                             retarget_optimizer, sensitivity_add_, weight_norm_scores)
 from rem.train import CHECKPOINT_FILE, load_checkpoint, train
 from tests.sweep_helpers import SMALL_CAPSNET, local_uri, results, run_sweep, sweep_runs, write_params
@@ -37,6 +37,7 @@ def test_rebuilt_model_computes_what_the_masked_model_computes(name):
     model = trained_looking(name)
     keep = [0, 3, 5]
     small, args, _ = prune_capsules(model, keep, builder(name))
+    assert build_args_from_weights(small.state_dict()) == args
     masked = mask_capsules(trained_looking(name), keep)
     x = torch.randn(6, *SHAPE)
     with torch.no_grad():
@@ -73,6 +74,7 @@ def test_pruned_model_reloads_from_its_build_args(tmp_path):
     small, args, _ = prune_capsules(trained_looking("efficient_capsnet"), [1, 2, 9], builder("efficient_capsnet"))
     torch.save({"build_args": args, "model": small.state_dict()}, tmp_path / "m.pt")
     saved = torch.load(tmp_path / "m.pt", weights_only=False)
+    assert build_args_from_weights(saved["model"]) == saved["build_args"] == {"primary_caps": 3}
     again = create_model("efficient_capsnet", in_shape=SHAPE, num_classes=CLASSES, **saved["build_args"])
     again.load_state_dict(saved["model"])
     x = torch.randn(3, *SHAPE)
