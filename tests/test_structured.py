@@ -208,3 +208,13 @@ def test_report_shows_caps_rows_with_types_kept_and_speedups():
     text = to_markdown(capsule_table("fashion-mnist", rows))
     assert "| capsnet | +CAPS 50% | 89.00 ± 0.00 | 16 | 100 | 200.0 | 0.200 | 2.00 |" in text
     assert capsule_table("fashion-mnist", [r for r in rows if r.variant != "+CAPS 50%"]) is None
+
+
+def test_gamma_capsnet_loses_exactly_the_removed_types_parameters():
+    build = lambda **args: create_model("gamma_capsnet", in_shape=SHAPE, num_classes=CLASSES, conv_channels=32, **args)
+    torch.manual_seed(0)
+    full = build()
+    small, args, _ = prune_capsules(full, [0, 5, 9], build)
+    per_type = 8 * 32 * 81 + 8 + 36 * 32 * 8 * 8  # primary filters + bias, FC vote matrices at 36 positions
+    assert args == {"primary_types": 3} and count_parameters(full) - count_parameters(small) == 29 * per_type
+    assert torch.isfinite(small(torch.randn(2, *SHAPE)).lengths).all()  # SDA: approximate, not masked-equal
