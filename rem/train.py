@@ -252,6 +252,7 @@ def train(
         lr = optimizer.param_groups[0]["lr"]
         scheduler.step()
 
+        # net=None: the current `forward`, read at call time (capsule pruning may have rebuilt the model meanwhile)
         def split_metrics(split, prefix, parse_trees, quantized=cfg.eval.quantized_forward, net=None):
             res = evaluate(forward if net is None else net, batches_of(split.images, split.labels, cfg.train.eval_batch_size, transform),
                            num_classes=spec.num_classes, levels=cfg.eval.levels, precision=cfg.train.precision,
