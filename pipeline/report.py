@@ -20,6 +20,7 @@ from pathlib import Path
 import pandas as pd
 
 from rem import protocol_tables, report
+from rem.capsule_table import capsule_table
 from rem.config import Config, ConfigError, load, parse_override
 from rem.reference import load_published
 from rem.report_html import render_page
@@ -42,8 +43,8 @@ def all_tables(results: pd.DataFrame) -> tuple[list[report.Row], list[tuple[str,
     groups = []
     for dataset in sorted({r.dataset for r in shown}):
         subset = [r for r in shown if r.dataset == dataset]
-        groups.append((dataset, dataset, [report.dataset_table(dataset, subset, published),
-                                          report.parse_trees_table(dataset, subset)]))
+        tables = [report.dataset_table(dataset, subset, published), report.parse_trees_table(dataset, subset)]
+        groups.append((dataset, dataset, tables + [t for t in [capsule_table(dataset, subset)] if t is not None]))
     groups.append(("affnist", "affNIST", [protocol_tables.affnist_table(rows, published)]))
     groups.append(("smallnorb", "smallNORB novel viewpoints", [protocol_tables.smallnorb_table(rows)]))
     groups.append(("pruning-ablation", "Pruning ablation", [protocol_tables.ablation_table(rows)]))

@@ -47,6 +47,8 @@ Methods (`PruneConfig.method`)
   scope="global", per layer for scope="layer"); ties broken by flat index (stable sort), pruned weights first.
 - "snip": at_start prunes round(target_sparsity * n) weights with the lowest |g * w| (gradients summed over
   `snip_batches` calls of batch_loss_fn), global; masks then stay fixed.
+- "capsules": whole primary-capsule types removed and the model rebuilt smaller (rem.structured.CapsulePruner,
+  which rem.train drives in this class's place).
 
 Sparsity (`sparsity_report`) is always measured from the weights (exact zeros), never taken from masks or configs.
 """
@@ -65,7 +67,7 @@ from torch import nn
 
 log = logging.getLogger("rem.pruning")
 
-METHODS = ("none", "rem", "imp", "snip")
+METHODS = ("none", "rem", "imp", "snip", "capsules")
 SEARCHES = ("bisection", "sorted")
 SCHEDULES = ("cubic", "linear")
 SCOPES = ("global", "layer")
@@ -104,6 +106,10 @@ class PruneConfig:
     schedule_epochs: int | None = None  # epochs to reach the target (None: the run's total epochs)
     scope: str = "global"  # global | layer (IMP; SNIP is global)
     snip_batches: int = 1
+    # capsules (rem.structured): whole primary-capsule types removed, the model rebuilt smaller
+    capsule_fraction: float = 0.0  # fraction of the types removed by the end of the schedule
+    capsule_criterion: str = "weight_norm"  # weight_norm | coupling_mass | sensitivity
+    capsule_rule: str = "fraction"  # fraction (the schedule's count) | rem (at most that, if the val loss holds)
 
     def __post_init__(self):
         self.validate()
@@ -139,6 +145,9 @@ class PruneConfig:
         for name, ok in checks.items():
             if not ok:
                 raise ValueError(f"PruneConfig.{name}={getattr(self, name)!r} must be {allowed[name]}")
+        from rem.structured import validate_capsule_options  # here: rem.structured imports the models
+
+        validate_capsule_options(self)
         if self.method in ("imp", "snip") and self.target_sparsity <= 0:
             raise ValueError(f"PruneConfig.target_sparsity={self.target_sparsity!r} must be in (0, 1) for method={self.method!r}")
         return self

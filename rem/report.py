@@ -1,7 +1,8 @@
 """The paper's tables from the results table alone (one row per trial x epoch).
 
 Rows are model x variant: "plain" / "+Q" (unpruned; +Q when the final forward was quantized), "+REM",
-"+IMP s%" and "+SNIP s%" (pruned, per target sparsity). Each trial contributes its final evaluation
+"+IMP s%" and "+SNIP s%" (pruned, per target sparsity), "+CAPS s%" (s % of the capsule types removed;
+capsules kept, FLOPs and speed-ups in `rem.capsule_table`). Each trial contributes its final evaluation
 (`final/...` columns: the paper's checkpoint and forward), or its last epoch when a run predates them.
 
 Aggregation rules, as REM's inference script computes them:
@@ -67,6 +68,8 @@ def variant_of(row: pd.Series) -> str:
         return "+Q" if bool(quantized) and not pd.isna(quantized) else "plain"
     if method == "rem":
         return "+REM"
+    if method == "capsules":  # structured: the fraction of primary-capsule types removed (rem.structured)
+        return f"+CAPS {100 * float(row.get('prune.capsule_fraction', 0.0) or 0.0):g}%"
     return f"+{method.upper()} {100 * target:g}%"
 
 
@@ -175,7 +178,7 @@ def with_expected(rows: list[Row]) -> list[Row]:
 
 
 def variant_order(variant: str) -> tuple:
-    """plain, +Q, +REM, then +IMP / +SNIP by method and target sparsity."""
+    """plain, +Q, +REM, then +CAPS / +IMP / +SNIP by method and target."""
     fixed = {"plain": 0, "+Q": 1, "+REM": 2}
     if variant in fixed:
         return (fixed[variant], "", 0.0)

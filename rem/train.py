@@ -29,6 +29,7 @@ from rem.evaluate import batches_of, evaluate, per_class_metrics
 from rem.losses import margin_loss, reconstruction_loss
 from rem.models import count_parameters, create_model
 from rem.pruning import Pruner
+from rem.structured import CapsulePruner
 from rem.validation_loss import ValidationLoss
 
 log = logging.getLogger("rem.train")
@@ -79,8 +80,9 @@ def prepare_data(cfg: Config, repo_root: Path):
                        mean=tuple(cfg.data.mean), std=tuple(cfg.data.std))
 
 
-def build_model(cfg: Config, spec) -> torch.nn.Module:
-    options = dict(cfg.model.options)
+def build_model(cfg: Config, spec, **extra) -> torch.nn.Module:
+    """The trial's model; `extra` build args on top of the config's (a capsule-pruned model's smaller sizes)."""
+    options = {**cfg.model.options, **extra}
     if cfg.model.decoder:
         options["decoder"] = True
     if cfg.model.routing_iterations != 3:  # only iterative routings take it; 3 is every family's default
@@ -203,18 +205,25 @@ def train(
     forward = torch.compile(model) if cfg.train.compile else model
     # One dict, updated in place each epoch, so the search's ValidationLoss sees the hard margin once it applies
     loss_kwargs = cfg.train.margin(0)
-    pruner = Pruner(model, cfg.prune)
+    if cfg.prune.method == "capsules":  # structured: rebuilds the model smaller (see adopt below)
+        pruner = CapsulePruner(model, cfg.prune, lambda **extra: build_model(cfg, spec, **extra).to(device), spec.in_shape,
+                               cfg.train.precision)
+    else:
+        pruner = Pruner(model, cfg.prune)
     # REM's end-of-epoch threshold search: its validation passes (each search starts with a complete one)
     search_val = ValidationLoss(
         splits.val.images, splits.val.labels, transform, batch_size=cfg.train.eval_batch_size,
         num_classes=spec.num_classes, precision=cfg.train.precision, loss_kwargs=loss_kwargs,
-        order_by_loss=cfg.prune.order_by_loss, compiled=forward if cfg.train.compile else None,
-    ) if cfg.prune.method == "rem" else None
+        order_by_loss=cfg.prune.order_by_loss, compiled=forward if cfg.train.compile and cfg.prune.method == "rem" else None,
+    ) if cfg.prune.method in ("rem", "capsules") else None
     history: list[dict] = []
     best: dict = {"val_loss": math.inf, "epoch": 0, "model": None}  # weights of the best validation loss so far
     start_epoch = 0
     state = load_checkpoint(resume_from if resume_from is not None else ckpt_dir)
     if state is not None:
+        if cfg.prune.method == "capsules":  # saved at its pruned size: rebuilt at that size before loading
+            model = pruner.restore_structure(state["pruner"], model, optimizer)
+            forward = torch.compile(model) if cfg.train.compile else model
         model.load_state_dict(state["model"])
         optimizer.load_state_dict(state["optimizer"])
         scheduler.load_state_dict(state["scheduler"])
@@ -270,8 +279,9 @@ def train(
         lr = optimizer.param_groups[0]["lr"]
         scheduler.step()
 
-        def split_metrics(split, prefix, parse_trees, quantized=cfg.eval.quantized_forward, net=forward):
-            res = evaluate(net, batches_of(split.images, split.labels, cfg.train.eval_batch_size, transform),
+        # net=None: the current `forward`, read at call time (capsule pruning may have rebuilt the model meanwhile)
+        def split_metrics(split, prefix, parse_trees, quantized=cfg.eval.quantized_forward, net=None):
+            res = evaluate(forward if net is None else net, batches_of(split.images, split.labels, cfg.train.eval_batch_size, transform),
                            num_classes=spec.num_classes, levels=levels, precision=cfg.train.precision,
                            quantize_levels=levels if quantized else None,
                            parse_trees=parse_trees, loss_kwargs=loss_kwargs)
@@ -286,6 +296,11 @@ def train(
         metrics = {"epoch": epoch + 1, "train/loss": run_loss / run_seen, "train/acc": int(run_correct) / run_seen}
         # REM prunes after the learning stage and before the epoch is evaluated: metrics describe the pruned net.
         metrics.update(pruner.end_of_epoch(model, epoch, cfg.train.epochs, search_val))
+        if cfg.prune.method == "capsules" and (rebuilt := pruner.adopt(model, optimizer)) is not model:
+            model = rebuilt
+            forward = torch.compile(model) if cfg.train.compile else model
+            params = count_parameters(model)
+            best = {"val_loss": math.inf, "epoch": 0, "model": None}  # earlier weights no longer fit its shapes
         metrics.update(split_metrics(splits.val, "val", cfg.eval.split == "val"))
         metrics.update(split_metrics(splits.test, "test", cfg.eval.split == "test"))
         for name, extra in splits.extra.items():  # e.g. smallNORB familiar viewpoints

@@ -18,6 +18,7 @@ from rem.capsules import SabourStem
 from rem.config import Config, from_dict
 from rem.data import BatchTransform
 from rem.device import resolve_device
+from rem.structured import build_args_from_weights
 from rem.train import CHECKPOINT_FILE, FIRST_EPOCH_FILE, build_model, prepare_data
 
 # Where the data comes from is the report machine's business, not the trial's (it may have run elsewhere).
@@ -77,7 +78,7 @@ def load_trial(checkpoint_dir: Path, report_cfg: Config, repo_root: Path, count:
     cfg = from_dict(state["config"], f"{state_file} config").with_overrides(overrides, "report data sources")
     splits = _splits(cfg, repo_root, count)
     device = resolve_device(report_cfg.train.device)
-    model = build_model(cfg, splits.spec).to(device)
+    model = build_model(cfg, splits.spec, **build_args_from_weights(weights)).to(device)  # capsule-pruned: its saved size
     model.load_state_dict(weights)
     transform = BatchTransform.from_config(splits.spec, cfg.data)
     normalised, unit = transform(splits.test.images.to(device), train=False)

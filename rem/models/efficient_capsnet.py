@@ -7,7 +7,7 @@ added after the softmax -> 16-D class capsules (efficient squash).
 
 Stems: "mnist" = 32@5x5, 64@3x3, 64@3x3, 128@3x3 stride 2, each conv + ReLU + BatchNorm;
 "smallnorb" = 32@7x7 stride 2, 64@3x3, 64@3x3, 128@3x3 stride 2, each conv + LeakyReLU + InstanceNorm
-(affine, random-uniform gamma/beta init). Default ("auto"): smallnorb for 2-channel (stereo) inputs or
+(affine, random-uniform gamma/beta init). The last conv has primary_caps x primary_dim channels (128 by default). Default ("auto"): smallnorb for 2-channel (stereo) inputs or
 inputs of at least 48 px, mnist otherwise. The decoder (`decoder=True`) is the FC 512-1024 decoder, or
 Efficient-CapsNet's smallNORB conv decoder for 2-channel inputs (`decoder="fc"`/`"conv"` force one).
 """
@@ -52,7 +52,11 @@ class EfficientCapsNet(nn.Module):
         self.stem_name = stem
         layers: list[nn.Module] = []
         channels, size = c, [h, w]
-        for out, k, s in STEMS[stem]:
+        convs = list(STEMS[stem])
+        # The last conv makes one channel per primary-capsule component (128 in the paper); fewer after capsule
+        # pruning (rem.structured), where whole types leave with their channels.
+        convs[-1] = (primary_caps * primary_dim, *convs[-1][1:])
+        for out, k, s in convs:
             conv = nn.Conv2d(channels, out, k, stride=s)
             nn.init.kaiming_normal_(conv.weight, nonlinearity="relu")
             nn.init.zeros_(conv.bias)
@@ -66,8 +70,8 @@ class EfficientCapsNet(nn.Module):
             channels, size = out, [conv_output_size(z, k, s) for z in size]
         if min(size) < 1:
             raise ValueError(f"EfficientCapsNet: input {in_shape} is too small for the {stem} stem")
-        if (channels % primary_dim) or channels // primary_dim * primary_dim != primary_caps * primary_dim:
-            raise ValueError("EfficientCapsNet: primary_caps * primary_dim must equal the stem's 128 channels")
+        if primary_caps < 1 or primary_dim < 1:
+            raise ValueError(f"EfficientCapsNet: primary_caps and primary_dim must be >= 1; got {primary_caps}, {primary_dim}")
         self.stem = nn.Sequential(*layers)
         # Depthwise conv covering the whole map: one (H x W) filter per channel -> (B, 128, 1, 1).
         self.primary = nn.Conv2d(channels, channels, tuple(size), groups=channels)

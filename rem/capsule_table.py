@@ -1,0 +1,59 @@
+"""The capsule-pruning table: what "+CAPS s%" rows kept and what it bought, beside their model's unpruned row.
+
+Per row (medians over seeds of each trial's final epoch): test accuracy, capsule types kept, parameters, FLOPs per
+image (`capsules/...`, recorded by rem.structured; unpruned rows have none), the training step time
+(`time/step_s`) and the evaluation time of the epoch (`time/epoch_s - time/train_s`: validation + test passes),
+and their speed-ups against the unpruned row ("plain" / "+Q") of the same model. Times come from the trials
+themselves, so they are only comparable between trials that ran on equally loaded machines;
+benchmarks/capsule_pruning.py measures the speed-ups in one process.
+"""
+
+from __future__ import annotations
+
+import math
+
+from rem.report import UNPRUNED, Row, pm
+from rem.table_render import Table
+
+HEADER = ["Model", "Variant", "Test accuracy (%)", "Types kept", "Parameters", "MFLOPs / image", "Train step (s)",
+          "Train speed-up", "Eval (s)", "Eval speed-up"]
+
+
+def _median(row: Row, column: str) -> float:
+    frame = row.finals
+    if frame is None or column not in frame.columns or frame[column].isna().all():
+        return math.nan
+    return float(frame[column].median())
+
+
+def _eval_seconds(row: Row) -> float:
+    frame = row.finals
+    if frame is None or not {"time/epoch_s", "time/train_s"} <= set(frame.columns):
+        return math.nan
+    return float((frame["time/epoch_s"] - frame["time/train_s"]).median())
+
+
+def _cell(value: float, fmt: str) -> str:
+    return "-" if math.isnan(value) else format(value, fmt)
+
+
+def capsule_table(dataset: str, rows: list[Row]) -> Table | None:
+    """None when no row of `dataset` is capsule-pruned."""
+    pruned = [r for r in rows if r.variant.startswith("+CAPS") and r.seeds]
+    if not pruned:
+        return None
+    models = {r.model for r in pruned}
+    shown = [r for r in rows if r.seeds and r.model in models and (r.variant in UNPRUNED or r.variant.startswith("+CAPS"))]
+    base = {r.model: r for r in shown if r.variant in UNPRUNED}
+    cells = []
+    for r in shown:
+        step, evals = _median(r, "time/step_s"), _eval_seconds(r)
+        ref = base.get(r.model)
+        speed = (_median(ref, "time/step_s") / step) if ref is not None else math.nan
+        eval_speed = (_eval_seconds(ref) / evals) if ref is not None else math.nan
+        cells.append([r.model, r.variant, pm(r.acc_mean, r.acc_std), _cell(_median(r, "capsules/types"), "g"),
+                      f"{r.params:,}", _cell(_median(r, "capsules/flops") / 1e6, ".1f"), _cell(step, ".3f"),
+                      _cell(speed, ".2f"), _cell(evals, ".2f"), _cell(eval_speed, ".2f")])
+    notes = ["Medians over seeds of each trial's final epoch; speed-ups against the model's unpruned row, from the "
+             "trials' own timings (comparable only between equally loaded runs)."]
+    return Table(f"{dataset}: capsule pruning", HEADER, cells, notes=notes)
