@@ -70,6 +70,7 @@ def test_the_quick_profile_exercises_every_axis_of_the_experiment():
     assert {"capsnet", "efficient_capsnet"} <= set(arms)
     for model, runs in arms.items():
         assert {m for m, _ in runs} >= {"none", "rem"}, model
+    assert any(m == "capsules" for m, _ in arms["capsnet"])  # whole capsules removed, the net rebuilt smaller
     ablation = arms["efficient_capsnet"]
     assert len({t for m, t in ablation if m == "imp"}) >= 2 and any(m == "snip" for m, _ in ablation)
     seeds = grid.values_of(cfg.sweep.grid, "train.seed", cfg.train.seed)
