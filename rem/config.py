@@ -93,6 +93,8 @@ class EvalConfig:
     # unpruned run and the last epoch's for a pruned one ("auto"). Both choices are recorded with the run.
     final_quantized: bool = True
     final_checkpoint: Literal["auto", "best", "last"] = "auto"
+    # A routing-layer input capsule is "dead" when its length stays below this on every evaluated image.
+    dead_capsule_threshold: float = 0.01
 
 
 @dataclass(frozen=True)
@@ -112,6 +114,7 @@ class SweepConfig:
     time_limit_s: float = 0.0  # per-trial wall-clock limit; 0 = none
     tracking_uri: str = ""  # empty: env MLFLOW_TRACKING_URI, else sqlite:///<repo>/mlflow.db
     verbose: int = 1  # Tune's status table: 0 silent, 1 status updates, 2 per-result lines
+    log_model: bool = True  # each trial's final model as an MLflow artifact (false for huge sweeps)
 
 
 @dataclass(frozen=True)

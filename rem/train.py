@@ -27,6 +27,7 @@ from rem.evaluate import batches_of, evaluate, per_class_metrics
 from rem.losses import margin_loss, reconstruction_loss
 from rem.models import count_parameters, create_model
 from rem.pruning import Pruner
+from rem.safe_load import load_plain
 from rem.validation_loss import ValidationLoss
 
 log = logging.getLogger("rem.train")
@@ -77,13 +78,18 @@ def prepare_data(cfg: Config, repo_root: Path):
                        mean=tuple(cfg.data.mean), std=tuple(cfg.data.std))
 
 
-def build_model(cfg: Config, spec) -> torch.nn.Module:
+def model_options(cfg: Config) -> dict:
+    """The family options `create_model` gets for this config (also logged with a trial's model)."""
     options = dict(cfg.model.options)
     if cfg.model.decoder:
         options["decoder"] = True
     if cfg.model.routing_iterations != 3:  # only iterative routings take it; 3 is every family's default
         options["routing_iterations"] = cfg.model.routing_iterations
-    return create_model(cfg.model.name, in_shape=spec.in_shape, num_classes=spec.num_classes, **options)
+    return options
+
+
+def build_model(cfg: Config, spec) -> torch.nn.Module:
+    return create_model(cfg.model.name, in_shape=spec.in_shape, num_classes=spec.num_classes, **model_options(cfg))
 
 
 def save_checkpoint(directory: Path, state: dict) -> Path:
@@ -120,7 +126,7 @@ def carry_first_epoch(source: Path | None, directory: Path) -> None:
 def load_checkpoint(directory: Path | None) -> dict | None:
     if directory is None or not (Path(directory) / CHECKPOINT_FILE).exists():
         return None
-    return torch.load(Path(directory) / CHECKPOINT_FILE, map_location="cpu", weights_only=False)
+    return load_plain(Path(directory) / CHECKPOINT_FILE)
 
 
 def _one_batch_loss(model, split, transform, cfg: Config, loss_kwargs: dict) -> torch.Tensor:
@@ -247,10 +253,11 @@ def train(
             res = evaluate(net, batches_of(split.images, split.labels, cfg.train.eval_batch_size, transform),
                            num_classes=spec.num_classes, levels=cfg.eval.levels, precision=cfg.train.precision,
                            quantize_levels=cfg.eval.levels if quantized else None,
-                           parse_trees=parse_trees, loss_kwargs=loss_kwargs)
+                           parse_trees=parse_trees, loss_kwargs=loss_kwargs,
+                           dead_capsule_threshold=cfg.eval.dead_capsule_threshold)
             out = {f"{prefix}/loss": res["loss"], f"{prefix}/acc": res["acc"]}
             if parse_trees and "per_class" in res:
-                summary = ("entropy/mean", "entropy/std", "parse_trees/total")
+                summary = ("entropy/mean", "entropy/std", "parse_trees/total", *(k for k in res if k.startswith("routing/")))
                 named = prefix.removesuffix("test").removesuffix("val")  # "" per epoch, "final/" at the end
                 out.update({f"{named}{k}": res[k] for k in summary})
                 out.update(per_class_metrics(res["per_class"], named))
