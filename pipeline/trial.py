@@ -30,7 +30,7 @@ from rem.config import from_dict
 from rem.data import get_dataset
 from rem.data.sources import recorded_checksums
 from rem.train import CHECKPOINT_FILE, HISTORY_FILE, NonFiniteLossError, fetch_dataset, train
-from rem.trial_record import axis_params, best_metrics, log_final, run_name
+from rem.trial_record import axis_params, best_metrics, log_config, log_final, run_name
 
 
 def trial_key(point: dict[str, Any]) -> str:
@@ -73,6 +73,7 @@ def run_trial(point: dict[str, Any], *, base: dict[str, Any], context: dict[str,
         client, context["experiment_id"], name=run_name(point), params={**cfg.flat(), **axis_params(point)},
         tags={**tags, tracking.PARENT_TAG: context["parent_run_id"], "rem.ray_trial_id": tune.get_context().get_trial_id()},
     )
+    log_config(client, run_id, cfg)
     # The exact bytes trained on: the payload md5 of every dataset file, verified by the fetch.
     raw = fetch_dataset(cfg, Path(context["repo_root"]))
     checksums = recorded_checksums(get_dataset(cfg.data.dataset), raw)

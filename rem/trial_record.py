@@ -46,23 +46,30 @@ def best_metrics(history: list[dict]) -> dict[str, float]:
                 if isinstance(row.get(name), (int, float)) and math.isfinite(row[name])]
         if seen:
             value = better(v for v, _ in seen)
-            stem = f"best/{name.split('/')[1]}"
+            stem = f"best/{name.replace('/', '_')}"
             out[stem] = float(value)
             out[f"{stem}_epoch"] = float(next(e for v, e in seen if v == value))
     return out
 
 
+def log_config(client, run_id: str, cfg: Config) -> None:
+    """The trial's resolved config as one YAML artifact, logged when the run opens (a failed trial has it too)."""
+    with tempfile.TemporaryDirectory(prefix="rem-config-") as tmp:
+        path = Path(tmp) / CONFIG_ARTIFACT
+        path.write_text(yaml.safe_dump(cfg.to_dict(), sort_keys=False))
+        client.log_artifact(run_id, str(path))
+
+
 def final_artifacts(cfg: Config, state: dict, repo_root: Path, out_dir: Path, with_model: bool) -> dict[str, Path]:
-    """Write the run's artifacts for checkpoint `state` under `out_dir`: the config (YAML), the model package
-    (when `with_model`) and the parse-tree dictionary of the final evaluation's forward on the test split."""
+    """Write the run's final artifacts for checkpoint `state` under `out_dir`: the model package (when
+    `with_model`) and the parse-tree dictionary of the final evaluation's forward on the test split."""
     from rem.data import BatchTransform
     from rem.evaluate import batches_of, evaluate
     from rem.parse_trees import key_counts
     from rem.train import prepare_data
 
     out_dir.mkdir(parents=True, exist_ok=True)
-    files = {CONFIG_ARTIFACT: out_dir / CONFIG_ARTIFACT}
-    files[CONFIG_ARTIFACT].write_text(yaml.safe_dump(cfg.to_dict(), sort_keys=False))
+    files = {}
     splits = prepare_data(cfg, repo_root)
     package = model_package(state, splits.spec.in_shape, splits.spec.num_classes)
     if with_model:

@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
+import signal
 import socket
 import subprocess
 import sys
 import time
+import urllib.request
 from pathlib import Path
 
 import pandas as pd
@@ -96,3 +99,26 @@ def free_port() -> int:
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
         return sock.getsockname()[1]
+
+
+@contextlib.contextmanager
+def mlflow_server(folder: Path):
+    """A real `mlflow server` on a free local port (sqlite store, proxied artifacts under `folder`); yields its URI."""
+    port = free_port()
+    server = subprocess.Popen(
+        [sys.executable, "-m", "mlflow", "server", "--backend-store-uri", f"sqlite:///{folder / 'server.db'}",
+         "--artifacts-destination", str(folder / "artifacts"), "--host", "127.0.0.1", "--port", str(port),
+         "--workers", "1"], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
+    uri = f"http://127.0.0.1:{port}"
+    try:
+        def healthy():
+            try:
+                with urllib.request.urlopen(f"{uri}/health", timeout=2) as response:
+                    return response.status == 200
+            except OSError:
+                return False
+
+        wait_for(healthy, timeout=60, what="mlflow server /health")
+        yield uri
+    finally:
+        os.killpg(server.pid, signal.SIGKILL)
