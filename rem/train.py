@@ -153,7 +153,7 @@ def final_evaluation(cfg: Config, model, best: dict, last_metrics: dict, split_m
     same_as_epoch = epoch == last_metrics["epoch"] and cfg.eval.final_quantized == cfg.eval.quantized_forward
     if same_as_epoch and cfg.eval.split == "test":  # this epoch's test metrics are already the final ones
         return {**info, **{f"final/{k}": v for k, v in last_metrics.items()
-                           if k.startswith(("test/", "entropy/", "parse_trees/", "images/"))}}
+                           if k.startswith(("test/", "entropy/", "parse_trees/", "images/", "routing/"))}}
     net = model
     if epoch != last_metrics["epoch"]:
         net = copy.deepcopy(model)
