@@ -15,35 +15,10 @@ from mlflow.tracking import MlflowClient
 from rem.model_store import load_parse_trees, model_package
 from rem.safe_load import load_plain
 from tests.conftest import REPO
-from tests.sweep_helpers import SMALL_CAPSNET, local_uri, results, run_sweep, sweep_env, sweep_runs, write_params
+from tests.sweep_helpers import (SMALL_CAPSNET, assert_same_table, load_in_new_process, local_uri, results, run_sweep,
+                                 sweep_env, sweep_runs, write_params)
 
 pytestmark = pytest.mark.slow
-
-# Run in a fresh interpreter: the model comes back from the tracking store alone.
-LOAD_AND_PREDICT = """
-import sys, torch
-import rem
-from rem.data import BatchTransform
-from rem.evaluate import batches_of, evaluate
-from rem.model_store import load_package
-from rem.config import from_dict
-from rem.train import prepare_data
-from rem.parse_trees import key_counts
-run_id, uri, out = sys.argv[1:]
-model = rem.load_model(run_id, uri)
-assert not model.training
-cfg = from_dict(load_package(run_id, uri)["config"])
-splits = prepare_data(cfg, None)
-transform = BatchTransform.from_config(splits.spec, cfg.data)
-x, _ = transform(splits.test.images, train=False)
-with torch.inference_mode():
-    lengths = model(x, quantize_levels=cfg.eval.levels).lengths
-res = evaluate(model, batches_of(splits.test.images, splits.test.labels, cfg.train.eval_batch_size, transform),
-               num_classes=splits.spec.num_classes, levels=cfg.eval.levels, quantize_levels=cfg.eval.levels, keep_keys=True)
-torch.save({"lengths": lengths, "x": x}, out)
-key_counts(res["keys"], res["predicted"]).to_parquet(out + ".parquet")
-"""
-
 
 def checkpoint_state(folder, trial_key_part: str) -> dict:
     """The newest checkpoint Ray kept for the trial whose key contains `trial_key_part`."""
@@ -78,11 +53,7 @@ def test_trial_runs_are_self_contained_and_load_back_in_a_new_process(fashion_ra
     assert "model/size_bytes" in by_flag["True"].data.metrics
 
     run = by_flag["True"]
-    out = tmp_path / "loaded.pt"
-    proc = subprocess.run([sys.executable, "-c", LOAD_AND_PREDICT, run.info.run_id, uri, str(out)], cwd=tmp_path,
-                          env=sweep_env(PYTHONPATH=str(REPO)), capture_output=True, text=True, timeout=300)
-    assert proc.returncode == 0, proc.stderr[-3000:]
-    loaded = torch.load(out, weights_only=True)
+    loaded, trees = load_in_new_process(run.info.run_id, uri, tmp_path)
     # The same weights straight from the trial's checkpoint give bit-identical outputs on the test split.
     state = checkpoint_state(tmp_path, "sweep.log_model=True")
     from rem.model_store import model_from_package
@@ -92,7 +63,7 @@ def test_trial_runs_are_self_contained_and_load_back_in_a_new_process(fashion_ra
         expected = reference(loaded["x"], quantize_levels=state["config"]["eval"]["levels"]).lengths
     assert torch.equal(loaded["lengths"], expected)
     logged = load_parse_trees(run.info.run_id, uri)
-    pd.testing.assert_frame_equal(pd.read_parquet(f"{out}.parquet"), logged)
+    pd.testing.assert_frame_equal(trees, logged)
     assert int(logged["count"].sum()) == 300  # every test image, under its predicted class
 
     # The results table rebuilt from MLflow equals the one the sweep wrote, metric for metric.
@@ -109,16 +80,3 @@ def test_trial_runs_are_self_contained_and_load_back_in_a_new_process(fashion_ra
     front = pd.read_csv(tmp_path / "front.csv")
     assert len(front) >= 1 and set(front["run_id"]) <= {r.info.run_id for r in children}
     assert front["run_id"].iloc[0] in proc.stdout
-
-
-def assert_same_table(collected: pd.DataFrame, written: pd.DataFrame) -> None:
-    """Same trials and epochs, and the same value in every column the sweep wrote (ints may come back as floats)."""
-    assert len(collected) == len(written)
-    missing = set(written.columns) - set(collected.columns)
-    assert not missing, missing
-    for column in written.columns:
-        a, b = collected[column].reset_index(drop=True), written[column].reset_index(drop=True)
-        if pd.api.types.is_numeric_dtype(b) and not pd.api.types.is_bool_dtype(b):
-            pd.testing.assert_series_equal(a.astype("float64"), b.astype("float64"), check_exact=True, check_names=False)
-        else:
-            assert a.astype(str).tolist() == b.astype(str).tolist(), column
