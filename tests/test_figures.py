@@ -65,7 +65,7 @@ def test_every_figure_is_drawn_from_real_checkpoints(tiny_sweep, fashion_raw, tm
     figures, notes = build_figures(results, checkpoints, cfg, REPO, tmp_path / "figures")
     names = sorted(f.path.name for f in figures)
     assert names == sorted([
-        "pareto_fashion-mnist.png", "training_fashion-mnist.png", "couplings_fashion-mnist_capsnet.png",
+        "pareto_fashion-mnist.png", "training_fashion-mnist.png", "parallel.png", "couplings_fashion-mnist_capsnet.png",
         "overlap_fashion-mnist_capsnet_Q.png", "graph_fashion-mnist_capsnet_Q.png",
         "saliency_fashion-mnist_capsnet_Q.png", "overlap_fashion-mnist_capsnet_REM.png",
         "graph_fashion-mnist_capsnet_REM.png", "saliency_fashion-mnist_capsnet_REM.png"])
@@ -109,7 +109,7 @@ def test_missing_checkpoint_is_a_note_not_a_crash(tiny_sweep, fashion_raw, tmp_p
     gone.mkdir()
     broken = {"prune.method=none": gone}  # +REM's checkpoint not found at all, +Q's folder empty
     figures, notes = build_figures(results, broken, report_cfg(fashion_raw, tmp_path), REPO, tmp_path / "figures")
-    assert {f.path.name for f in figures} == {"pareto_fashion-mnist.png", "training_fashion-mnist.png"}
+    assert {f.path.name for f in figures} == {"pareto_fashion-mnist.png", "training_fashion-mnist.png", "parallel.png"}
     assert len(notes) == 2
     assert f"no {CHECKPOINT_FILE} in {gone}" in notes[0] and "no checkpoint found" in notes[1]
 
