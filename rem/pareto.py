@@ -47,6 +47,8 @@ def front_from_mlflow(uri: str, experiment: str, sweep: str | None) -> pd.DataFr
     from rem.mlflow_results import results_from_mlflow
 
     table = results_from_mlflow(uri, experiment, sweep, history=False)
+    if sweep is None:  # trials of several sweeps: a grid point's key repeats in each
+        table["trial_key"] = table["sweep_id"] + "/" + table["trial_key"]
     points = trial_points(table)
     points["run_id"] = points["trial_key"].map(dict(zip(table["trial_key"], table["run_id"])))
     return front(points)[TABLE_COLUMNS]

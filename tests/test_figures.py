@@ -145,6 +145,6 @@ def test_a_trial_resumed_elsewhere_keeps_its_first_epoch_weights(fashion_raw, tm
     moved = tmp_path / "copy"  # what Ray hands a retry on another node: a copy of the last checkpoint
     shutil.copytree(tmp_path / "node-a" / "checkpoint", moved)
     train(cfg.with_overrides({"train.epochs": 2}), workdir=tmp_path / "node-b", resume_from=moved)
-    first = torch.load(tmp_path / "node-b" / "checkpoint" / FIRST_EPOCH_FILE, weights_only=False)
-    original = torch.load(tmp_path / "node-a" / "checkpoint" / FIRST_EPOCH_FILE, weights_only=False)
+    first = torch.load(tmp_path / "node-b" / "checkpoint" / FIRST_EPOCH_FILE, weights_only=True)
+    original = torch.load(tmp_path / "node-a" / "checkpoint" / FIRST_EPOCH_FILE, weights_only=True)
     assert first["epoch"] == 1 and torch.equal(first["model"]["votes.weight"], original["model"]["votes.weight"])
