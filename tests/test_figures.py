@@ -130,7 +130,7 @@ def test_report_stage_finds_checkpoints_in_ray_storage_and_links_only_existing_f
     written = build_reports(results, out, cfg, REPO)
     page = (out / "index.html").read_text()
     links = linked_files(page)
-    assert len([x for x in links if x.endswith(".png")]) == 9 and any(x.endswith(".tex") for x in links)
+    assert len([x for x in links if x.endswith(".png")]) == 10 and any(x.endswith(".tex") for x in links)
     assert all((out / link).is_file() for link in links) and all(not link.startswith("/") for link in links)
     assert "Figures not drawn" not in page
     assert all(p.exists() for p in written)
