@@ -146,11 +146,13 @@ def trial_history(result) -> pd.DataFrame | None:
 
 def results_table(result_grid, cfg: Config, context: dict) -> pd.DataFrame:
     """One row per trial x epoch: the trial's resolved config (dotted columns), status, metrics."""
+    from rem.mlflow_results import config_columns
+
     frames = []
     for result in result_grid:
         point = dict(result.config[POINT])
         trial_cfg = cfg.with_overrides(point, "sweep.grid")
-        columns = {k: (json.dumps(v, sort_keys=True) if isinstance(v, (dict, list)) else v) for k, v in trial_cfg.flat().items()}
+        columns = config_columns(trial_cfg)
         error = f"{type(result.error).__name__}: {result.error}".splitlines()[0] if result.error else ""
         ident = {"sweep_id": context["sweep_id"], "trial_key": grid.trial_key(point), "status": "FAILED" if error else "FINISHED",
                  "error": error}

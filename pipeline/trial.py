@@ -11,6 +11,7 @@ explicit run ids, never a process-global active run.
 
 from __future__ import annotations
 
+import json
 import logging
 import os
 import platform
@@ -30,7 +31,8 @@ from rem.grid import trial_key
 from rem.data import get_dataset
 from rem.data.sources import recorded_checksums
 from rem.device import describe, resolve_device
-from rem.train import NonFiniteLossError, fetch_dataset, train
+from rem.train import CHECKPOINT_FILE, HISTORY_FILE, NonFiniteLossError, fetch_dataset, train
+from rem.trial_record import axis_params, best_metrics, log_config, log_final, run_name
 
 
 def trial_logging(level: str) -> None:
@@ -67,9 +69,10 @@ def run_trial(config: dict[str, Any], *, base: dict[str, Any], context: dict[str
     client = MlflowClient(context["tracking_uri"])
     tags = {tracking.SWEEP_TAG: context["sweep_id"], tracking.TRIAL_TAG: key, tracking.ROLE_TAG: "trial"}
     run_id = tracking.open_run(
-        client, context["experiment_id"], name=key, params=cfg.flat(),
+        client, context["experiment_id"], name=run_name(point), params={**cfg.flat(), **axis_params(point)},
         tags={**tags, tracking.PARENT_TAG: context["parent_run_id"], "rem.ray_trial_id": tune.get_context().get_trial_id()},
     )
+    log_config(client, run_id, cfg)
     # The exact bytes trained on: the payload md5 of every dataset file, verified by the fetch.
     raw = fetch_dataset(cfg, Path(context["repo_root"]))
     checksums = recorded_checksums(get_dataset(cfg.data.dataset), raw)
@@ -89,7 +92,8 @@ def run_trial(config: dict[str, Any], *, base: dict[str, Any], context: dict[str
         epoch = int(metrics["epoch"])
         # An attempt killed between this log and its checkpoint reruns the epoch: log each epoch once.
         if epoch not in logged:
-            tracking.log_metrics(client, run_id, metrics, step=epoch)
+            history = json.loads((checkpoint_dir / HISTORY_FILE).read_text())  # every epoch, also before a restart
+            tracking.log_metrics(client, run_id, {**metrics, **best_metrics(history)}, step=epoch)
             logged.add(epoch)
         tune.report({**metrics, "node_id": node_id}, checkpoint=tune.Checkpoint.from_directory(str(checkpoint_dir)))
 
@@ -101,6 +105,10 @@ def run_trial(config: dict[str, Any], *, base: dict[str, Any], context: dict[str
         with (checkpoint.as_directory() if checkpoint else nullcontext(None)) as resume_dir:
             train(cfg, workdir=workdir, repo_root=Path(context["repo_root"]),
                   resume_from=Path(resume_dir) if resume_dir else None, on_epoch=report)
+            # A trial restored after its last epoch trains nothing here: its state is the restored checkpoint.
+            final = workdir / "checkpoint" / CHECKPOINT_FILE
+            final = final if final.exists() else Path(resume_dir) / CHECKPOINT_FILE
+            log_final(client, run_id, cfg, final)
     except BaseException as err:
         reason = f"{type(err).__name__}: {err}"
         status = "KILLED" if isinstance(err, KeyboardInterrupt) else "FAILED"

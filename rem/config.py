@@ -116,6 +116,8 @@ class EvalConfig:
 
     def levels_for(self, model_name: str) -> int:
         return int(self.levels_per_model.get(model_name, self.levels))
+    # A routing-layer input capsule is "dead" when its length stays below this on every evaluated image.
+    dead_capsule_threshold: float = 0.01
 
 
 @dataclass(frozen=True)
@@ -136,6 +138,7 @@ class SweepConfig:
     time_limit_s: float = 0.0  # per-trial wall-clock limit; 0 = none
     tracking_uri: str = ""  # empty: env MLFLOW_TRACKING_URI, else sqlite:///<repo>/mlflow.db
     verbose: int = 1  # Tune's status table: 0 silent, 1 status updates, 2 per-result lines
+    log_model: bool = True  # each trial's final model as an MLflow artifact (false for huge sweeps)
 
 
 @dataclass(frozen=True)

@@ -20,6 +20,7 @@ import torch
 from rem.device import HOST, autocast
 from rem.losses import margin_loss
 from rem.parse_trees import keys_for_predictions, stats_from_keys, summarize
+from rem.routing_health import RoutingHealth
 
 
 @torch.inference_mode()
@@ -36,18 +37,22 @@ def evaluate(
     device: torch.device | str | None = None,
     stop_loss_sum: float | None = None,
     per_image_loss: bool = False,
+    dead_capsule_threshold: float = 0.01,
+    keep_keys: bool = False,
 ) -> dict:
     """Metrics of `model` over `(normalised images, labels)` batches.
 
     Returns `loss` (mean margin loss per image), `acc` (fraction), `n_images`, and with `parse_trees` the
     per-class table (`per_class`: n_images, n_parse_trees, entropy_bits) plus its summary (`entropy/mean`,
-    `entropy/std`, `parse_trees/total`).
+    `entropy/std`, `parse_trees/total`) and the routing metrics of `rem.routing_health` (`routing/*`, dead
+    capsules below `dead_capsule_threshold`).
 
     `stop_loss_sum` ends the pass as soon as the summed loss of the images seen exceeds it (the loss is
     non-negative, so the total can only grow): the result is then `loss` inf, `acc` None, `stopped_early`.
     REM's threshold search uses it to reject a threshold without finishing the validation pass.
     The loss is summed per image in float64, so the total does not depend on how images are batched or
-    ordered. With `per_image_loss` the result also holds the `(n_images,)` float64 losses, in the order seen.
+    ordered. With `per_image_loss` the result also holds the `(n_images,)` float64 losses, in the order seen;
+    with `keep_keys` (and `parse_trees`) the parse-tree keys `keys` `(n_images, I)` and `predicted` `(n_images,)`.
     """
     if device is None:
         first = next(model.parameters(), None)
@@ -59,6 +64,7 @@ def evaluate(
     total_loss = torch.zeros((), dtype=torch.float64, device=device)
     correct, seen = torch.zeros((), dtype=torch.int64, device=device), 0
     keys, predictions, losses = [], [], []
+    health = RoutingHealth(dead_capsule_threshold)
     try:
         for images, labels in batches:
             images, labels = images.to(device).float(), labels.to(device).long()
@@ -76,6 +82,8 @@ def evaluate(
             if parse_trees and out.couplings is not None:
                 keys.append(keys_for_predictions(out.couplings, predicted, levels))
                 predictions.append(predicted)
+                if out.input_lengths is not None:
+                    health.update(out.couplings, out.input_lengths)
     finally:
         model.train(was_training)
     if seen == 0:
@@ -87,6 +95,9 @@ def evaluate(
         stats = stats_from_keys(torch.cat(keys).cpu().numpy(), torch.cat(predictions).cpu().numpy(), num_classes)
         result["per_class"] = stats
         result.update(summarize(stats))
+        result.update(health.result())
+        if keep_keys:
+            result["keys"], result["predicted"] = torch.cat(keys).numpy(), torch.cat(predictions).numpy()
     return result
 
 

@@ -187,6 +187,20 @@ def stats_from_keys(keys: np.ndarray | torch.Tensor, predicted: np.ndarray | tor
     return frame
 
 
+def key_counts(keys: np.ndarray | torch.Tensor, predicted: np.ndarray | torch.Tensor) -> pd.DataFrame:
+    """The parse-tree dictionary: one row per distinct (predicted class, key) with its `count`, the key as
+    hex of its `(I,)` uint8 quantized couplings; sorted by class, then most frequent first."""
+    keys = np.ascontiguousarray(torch.as_tensor(keys).cpu().numpy())
+    predicted = torch.as_tensor(predicted).cpu().numpy().astype(np.int64)
+    if not len(keys):
+        return pd.DataFrame({"class": pd.Series(dtype=np.int64), "key": pd.Series(dtype=str),
+                             "count": pd.Series(dtype=np.int64)})
+    first, counts = _distinct_keys(keys, predicted)
+    frame = pd.DataFrame({"class": predicted[first], "key": [keys[i].tobytes().hex() for i in first],
+                          "count": counts.astype(np.int64)})
+    return frame.sort_values(["class", "count", "key"], ascending=[True, False, True], ignore_index=True)
+
+
 def parse_tree_stats(couplings: torch.Tensor, predicted: torch.Tensor, levels: int = 11) -> pd.DataFrame:
     """Per predicted class j: `n_images`, `n_parse_trees` (distinct quantized keys c[:, :, j]) and
     `entropy_bits` (Shannon entropy of the key frequencies). couplings `(N, I, J)`, predicted `(N,)`."""

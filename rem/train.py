@@ -28,8 +28,10 @@ from rem.device import autocast, check_precision, prepare_backend, resolve_devic
 from rem.evaluate import batches_of, evaluate, per_class_metrics
 from rem.losses import margin_loss, reconstruction_loss
 from rem.models import count_parameters, create_model
+from rem.parse_trees import key_counts
 from rem.pruning import Pruner
 from rem.structured import CapsulePruner
+from rem.safe_load import load_plain
 from rem.validation_loss import ValidationLoss
 
 log = logging.getLogger("rem.train")
@@ -39,6 +41,8 @@ HISTORY_FILE = "history.json"
 # The weights after the first epoch, kept beside every later checkpoint: the report compares the routing of
 # the first and the last epoch, and Ray keeps only the newest checkpoints.
 FIRST_EPOCH_FILE = "first_epoch.pt"
+# The final evaluation's parse-tree dictionary, written when a trial stops (its MLflow run logs it).
+PARSE_TREES_FILE = "parse_trees.parquet"
 EpochCallback = Callable[[dict, Path], None]
 
 
@@ -80,14 +84,19 @@ def prepare_data(cfg: Config, repo_root: Path):
                        mean=tuple(cfg.data.mean), std=tuple(cfg.data.std))
 
 
-def build_model(cfg: Config, spec, **extra) -> torch.nn.Module:
-    """The trial's model; `extra` build args on top of the config's (a capsule-pruned model's smaller sizes)."""
+def model_options(cfg: Config, **extra) -> dict:
+    """The family options `create_model` gets for this config (also logged with a trial's model); `extra` build
+    args on top of the config's (a capsule-pruned model's smaller sizes)."""
     options = {**cfg.model.options, **extra}
     if cfg.model.decoder:
         options["decoder"] = True
     if cfg.model.routing_iterations != 3:  # only iterative routings take it; 3 is every family's default
         options["routing_iterations"] = cfg.model.routing_iterations
-    return create_model(cfg.model.name, in_shape=spec.in_shape, num_classes=spec.num_classes, **options)
+    return options
+
+
+def build_model(cfg: Config, spec, **extra) -> torch.nn.Module:
+    return create_model(cfg.model.name, in_shape=spec.in_shape, num_classes=spec.num_classes, **model_options(cfg, **extra))
 
 
 def save_checkpoint(directory: Path, state: dict) -> Path:
@@ -102,6 +111,15 @@ def save_checkpoint(directory: Path, state: dict) -> Path:
     tmp.write_text(json.dumps(state["history"]))
     os.replace(tmp, directory / HISTORY_FILE)
     return directory
+
+
+def save_parse_trees(directory: Path, keys, predicted) -> Path:
+    """The final evaluation's parse-tree dictionary (class, key, count) beside the checkpoint (atomic)."""
+    directory.mkdir(parents=True, exist_ok=True)
+    tmp = directory / f".{PARSE_TREES_FILE}.tmp"
+    key_counts(keys, predicted).to_parquet(tmp, index=False)
+    os.replace(tmp, directory / PARSE_TREES_FILE)
+    return directory / PARSE_TREES_FILE
 
 
 def save_first_epoch(directory: Path, model: torch.nn.Module) -> None:
@@ -124,7 +142,7 @@ def carry_first_epoch(source: Path | None, directory: Path) -> None:
 def load_checkpoint(directory: Path | None) -> dict | None:
     if directory is None or not (Path(directory) / CHECKPOINT_FILE).exists():
         return None
-    return torch.load(Path(directory) / CHECKPOINT_FILE, map_location="cpu", weights_only=False)
+    return load_plain(Path(directory) / CHECKPOINT_FILE)
 
 
 def batch_losses(split, transform, cfg: Config, loss_kwargs: dict) -> Callable[[torch.nn.Module], torch.Tensor]:
@@ -143,7 +161,7 @@ def batch_losses(split, transform, cfg: Config, loss_kwargs: dict) -> Callable[[
     return next_batch_loss
 
 
-def final_evaluation(cfg: Config, model, best: dict, last_metrics: dict, split_metrics, splits) -> dict:
+def final_evaluation(cfg: Config, model, best: dict, last_metrics: dict, split_metrics, splits, keys=None) -> dict:
     """The numbers the paper's tables use, with how they were obtained.
 
     Which weights: `eval.final_checkpoint` ("auto": the best-validation-loss epoch for an unpruned run, as REM
@@ -162,12 +180,13 @@ def final_evaluation(cfg: Config, model, best: dict, last_metrics: dict, split_m
     same_as_epoch = epoch == last_metrics["epoch"] and cfg.eval.final_quantized == cfg.eval.quantized_forward
     if same_as_epoch and cfg.eval.split == "test":  # this epoch's test metrics are already the final ones
         return {**info, **{f"final/{k}": v for k, v in last_metrics.items()
-                           if k.startswith(("test/", "val/", "entropy/", "parse_trees/", "images/", "extra/"))}}
+                           if k.startswith(("test/", "val/", "entropy/", "parse_trees/", "images/", "extra/", "routing/"))}}
     net = model
     if epoch != last_metrics["epoch"]:
         net = copy.deepcopy(model)
         net.load_state_dict(best["model"])
-    out = {**info, **split_metrics(splits.test, "final/test", True, quantized=cfg.eval.final_quantized, net=net)}
+    out = {**info, **split_metrics(splits.test, "final/test", True, quantized=cfg.eval.final_quantized, net=net,
+                                   keys=keys)}
     # The protocol columns (affNIST's MNIST 40x40 is its validation split; smallNORB's familiar views) come
     # from the same weights and forward as the headline number.
     for name, split in [("val", splits.val), *((f"extra/{k}", v) for k, v in splits.extra.items())]:
@@ -280,14 +299,18 @@ def train(
         scheduler.step()
 
         # net=None: the current `forward`, read at call time (capsule pruning may have rebuilt the model meanwhile)
-        def split_metrics(split, prefix, parse_trees, quantized=cfg.eval.quantized_forward, net=None):
+        # keys: a list that receives this pass's parse-tree keys and predictions (the final dictionary)
+        def split_metrics(split, prefix, parse_trees, quantized=cfg.eval.quantized_forward, net=None, keys=None):
             res = evaluate(forward if net is None else net, batches_of(split.images, split.labels, cfg.train.eval_batch_size, transform),
                            num_classes=spec.num_classes, levels=levels, precision=cfg.train.precision,
                            quantize_levels=levels if quantized else None,
-                           parse_trees=parse_trees, loss_kwargs=loss_kwargs)
+                           parse_trees=parse_trees, loss_kwargs=loss_kwargs,
+                           dead_capsule_threshold=cfg.eval.dead_capsule_threshold, keep_keys=keys is not None)
+            if keys is not None and "keys" in res:
+                keys[:] = [res["keys"], res["predicted"]]
             out = {f"{prefix}/loss": res["loss"], f"{prefix}/acc": res["acc"]}
             if parse_trees and "per_class" in res:
-                summary = ("entropy/mean", "entropy/std", "parse_trees/total")
+                summary = ("entropy/mean", "entropy/std", "parse_trees/total", *(k for k in res if k.startswith("routing/")))
                 named = prefix.removesuffix("test").removesuffix("val")  # "" per epoch, "final/" at the end
                 out.update({f"{named}{k}": res[k] for k in summary})
                 out.update(per_class_metrics(res["per_class"], named))
@@ -302,30 +325,32 @@ def train(
             params = count_parameters(model)
             best = {"val_loss": math.inf, "epoch": 0, "model": None}  # earlier weights no longer fit its shapes
         metrics.update(split_metrics(splits.val, "val", cfg.eval.split == "val"))
-        metrics.update(split_metrics(splits.test, "test", cfg.eval.split == "test"))
-        for name, extra in splits.extra.items():  # e.g. smallNORB familiar viewpoints
-            metrics.update(split_metrics(extra, f"extra/{name}", False))
-        metrics.update({
-            "lr": lr, "params": params, "time/train_s": train_time, "time/step_s": train_time / max(steps, 1),
-            "time/epoch_s": time.perf_counter() - t0, "train/images": run_seen,
-        })
         if metrics["val/loss"] < best["val_loss"]:
             best = {"val_loss": metrics["val/loss"], "epoch": epoch + 1,
                     "model": {k: v.detach().clone() for k, v in model.state_dict().items()}}
         # REM's stopping rule: `patience` epochs without a strictly lower validation loss; `epochs` caps the run
         stale = epoch + 1 - best["epoch"]
         stopping = epoch + 1 == cfg.train.epochs or (cfg.train.patience > 0 and stale >= cfg.train.patience)
-        metrics["epochs_without_improvement"] = stale
+        final_keys = [] if stopping else None
+        metrics.update(split_metrics(splits.test, "test", cfg.eval.split == "test", keys=final_keys))
+        for name, extra in splits.extra.items():  # e.g. smallNORB familiar viewpoints
+            metrics.update(split_metrics(extra, f"extra/{name}", False))
+        metrics.update({
+            "lr": lr, "params": params, "time/train_s": train_time, "time/step_s": train_time / max(steps, 1),
+            "time/epoch_s": time.perf_counter() - t0, "train/images": run_seen, "epochs_without_improvement": stale,
+        })
         if stopping:
             metrics["stopped_early"] = float(epoch + 1 < cfg.train.epochs)
-            metrics.update(final_evaluation(cfg, model, best, metrics, split_metrics, splits))
+            metrics.update(final_evaluation(cfg, model, best, metrics, split_metrics, splits, final_keys))
+            if final_keys:
+                save_parse_trees(ckpt_dir, *final_keys)
         history.append(metrics)
         if epoch == 0:
             save_first_epoch(ckpt_dir, model)
         save_checkpoint(ckpt_dir, {
             "model": model.state_dict(), "optimizer": optimizer.state_dict(), "scheduler": scheduler.state_dict(),
             "pruner": pruner.state_dict(), "best": best, "epoch": epoch + 1, "history": history,
-            "config": cfg.to_dict(),
+            "config": cfg.to_dict(), "data_shape": {"in_shape": list(spec.in_shape), "num_classes": spec.num_classes},
         })
         log.info("epoch %d done: train acc %.4f, val acc %.4f, test acc %.4f, entropy %.3f bits (%.0f s)",
                  epoch + 1, metrics["train/acc"], metrics["val/acc"], metrics["test/acc"],

@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
+import signal
 import socket
 import subprocess
 import sys
 import time
+import urllib.request
 from pathlib import Path
 
 import pandas as pd
@@ -96,3 +99,77 @@ def free_port() -> int:
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
         return sock.getsockname()[1]
+
+
+@contextlib.contextmanager
+def mlflow_server(folder: Path):
+    """A real `mlflow server` on a free local port (sqlite store, proxied artifacts under `folder`); yields its URI."""
+    port = free_port()
+    server = subprocess.Popen(
+        [sys.executable, "-m", "mlflow", "server", "--backend-store-uri", f"sqlite:///{folder / 'server.db'}",
+         "--artifacts-destination", str(folder / "artifacts"), "--host", "127.0.0.1", "--port", str(port),
+         "--workers", "1"], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
+    uri = f"http://127.0.0.1:{port}"
+    try:
+        def healthy():
+            try:
+                with urllib.request.urlopen(f"{uri}/health", timeout=2) as response:
+                    return response.status == 200
+            except OSError:
+                return False
+
+        wait_for(healthy, timeout=60, what="mlflow server /health")
+        yield uri
+    finally:
+        os.killpg(server.pid, signal.SIGKILL)
+
+
+# Run in a fresh interpreter: the model comes back from the tracking store alone.
+LOAD_AND_PREDICT = """
+import sys, torch
+import rem
+from rem.data import BatchTransform
+from rem.evaluate import batches_of, evaluate
+from rem.model_store import load_package
+from rem.config import from_dict
+from rem.train import prepare_data
+from rem.parse_trees import key_counts
+run_id, uri, out = sys.argv[1:]
+model = rem.load_model(run_id, uri)
+assert not model.training
+cfg = from_dict(load_package(run_id, uri)["config"])
+splits = prepare_data(cfg, None)
+transform = BatchTransform.from_config(splits.spec, cfg.data)
+x, _ = transform(splits.test.images, train=False)
+with torch.inference_mode():
+    lengths = model(x, quantize_levels=cfg.eval.levels).lengths
+res = evaluate(model, batches_of(splits.test.images, splits.test.labels, cfg.train.eval_batch_size, transform),
+               num_classes=splits.spec.num_classes, levels=cfg.eval.levels, quantize_levels=cfg.eval.levels, keep_keys=True)
+torch.save({"lengths": lengths, "x": x}, out)
+key_counts(res["keys"], res["predicted"]).to_parquet(out + ".parquet")
+"""
+
+
+def load_in_new_process(run_id: str, uri: str, folder: Path) -> tuple[dict, pd.DataFrame]:
+    """`rem.load_model(run_id)` in a fresh interpreter: its outputs on the test split (with the inputs) and the
+    parse-tree dictionary it gives."""
+    out = folder / f"loaded-{run_id}.pt"
+    proc = subprocess.run([sys.executable, "-c", LOAD_AND_PREDICT, run_id, uri, str(out)], cwd=folder,
+                          env=sweep_env(PYTHONPATH=str(REPO)), capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    import torch
+
+    return torch.load(out, weights_only=True), pd.read_parquet(f"{out}.parquet")
+
+
+def assert_same_table(collected: pd.DataFrame, written: pd.DataFrame) -> None:
+    """Same trials and epochs, and the same value in every column the sweep wrote (ints may come back as floats)."""
+    assert len(collected) == len(written)
+    missing = set(written.columns) - set(collected.columns)
+    assert not missing, missing
+    for column in written.columns:
+        a, b = collected[column].reset_index(drop=True), written[column].reset_index(drop=True)
+        if pd.api.types.is_numeric_dtype(b) and not pd.api.types.is_bool_dtype(b):
+            pd.testing.assert_series_equal(a.astype("float64"), b.astype("float64"), check_exact=True, check_names=False)
+        else:
+            assert a.astype(str).tolist() == b.astype(str).tolist(), column

@@ -38,4 +38,14 @@ def test_rem_train_with_an_unknown_key_fails_with_one_line(tmp_path):
     assert proc.returncode == 2
     assert proc.stderr.strip().splitlines() == [
         f"error: {REPO / 'params.yaml'}: unknown key 'train.epoch'; allowed: epochs, batch_size, eval_batch_size, lr, "
-        "lr_decay, seed, precision, compile, m_pos, m_neg, lam, max_steps_per_epoch, log_every_steps, device"]
+        "lr_decay, seed, precision, compile, m_pos, m_neg, lam, hard_margin_epoch, hard_margin, max_steps_per_epoch, "
+        "patience, log_every_steps, device"]
+
+
+@pytest.mark.parametrize("command", [["pareto"], ["collect", "--sweep", "latest"]])
+def test_rem_pareto_and_collect_without_that_sweep_fail_with_one_line(tmp_path, command):
+    proc = subprocess.run([str(BIN / "rem"), *command, "--params", str(REPO / "params.yaml")], cwd=tmp_path,
+                          env=sweep_env(), capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 2
+    errors = [line for line in proc.stderr.strip().splitlines() if line.startswith("error:")]
+    assert len(errors) == 1 and "no MLflow experiment 'rem'" in errors[0] and str(tmp_path) in errors[0]

@@ -9,11 +9,15 @@ import signal
 import subprocess
 import sys
 
+import pandas as pd
 import psutil
 import pytest
 from mlflow.tracking import MlflowClient
 
-from tests.sweep_helpers import BIN, SMALL_CAPSNET, free_port, sweep_env, sweep_runs, wait_for, write_params
+from rem.model_store import load_parse_trees
+from tests.conftest import REPO
+from tests.sweep_helpers import (BIN, SMALL_CAPSNET, assert_same_table, free_port, load_in_new_process, mlflow_server,
+                                 sweep_env, sweep_runs, wait_for, write_params)
 
 pytestmark = pytest.mark.slow
 
@@ -107,6 +111,35 @@ def test_sweep_submitted_as_a_job_runs_trials_on_both_nodes(cluster, fashion_raw
     assert {r.data.tags["rem.node_id"] for r in children} == {cluster["head"], cluster["worker"]}
 
 
+def test_cluster_sweep_ends_in_a_local_report_rebuilt_from_a_real_mlflow_server(cluster, fashion_raw, tmp_path):
+    """The job's results table stays on the head node; `python -m pipeline.collect` in the user's checkout gets
+    the same table from the tracking server, the report runs on it, and a trial's model loads from the server.
+    (Before the node-loss test, which leaves the cluster without its worker node.)"""
+    job, checkout = tmp_path / "job", tmp_path / "checkout"
+    with mlflow_server(tmp_path) as uri:
+        grid = {"train.seed": [42, 43]}
+        write_params(job, fashion_raw, name="served", grid=grid, model_options=SMALL_CAPSNET, sweep={
+            "results": str(tmp_path / "head" / "sweep.parquet"), "tracking_uri": uri, "max_failures": 3})
+        assert "succeeded" in submit(cluster, job).stdout.lower()
+        write_params(checkout, fashion_raw, name="served", grid=grid, model_options=SMALL_CAPSNET,
+                     sweep={"tracking_uri": uri})
+        env = sweep_env(PYTHONPATH=str(REPO))
+        for stage in (["pipeline.collect"], ["pipeline.report", "-S", "report.checkpoint_figures=false"]):
+            proc = subprocess.run([sys.executable, "-m", *stage], cwd=checkout, env=env, capture_output=True, text=True,
+                                  timeout=600)
+            assert proc.returncode == 0, proc.stderr[-3000:]
+        written = pd.read_parquet(tmp_path / "head" / "sweep.parquet")
+        assert set(written["node_id"]) == {cluster["head"], cluster["worker"]}
+        assert_same_table(pd.read_parquet(checkout / "results" / "sweep.parquet"), written)
+        assert (checkout / "reports" / "index.html").exists()
+
+        _, children = sweep_runs(uri, "served")
+        run_id = children[0].info.run_id
+        loaded, trees = load_in_new_process(run_id, uri, checkout)
+        pd.testing.assert_frame_equal(trees, load_parse_trees(run_id, uri))
+        assert int(trees["count"].sum()) == 300
+
+
 def test_losing_the_worker_node_moves_its_trial_to_the_head(cluster, fashion_raw, tmp_path):
     job_params(tmp_path, fashion_raw, "nodeloss", grid={"train.seed": [42, 43]}, epochs=3, train_subset=640)
     uri = f"sqlite:///{tmp_path / 'mlflow.db'}"
@@ -136,3 +169,4 @@ def test_losing_the_worker_node_moves_its_trial_to_the_head(cluster, fashion_raw
     assert not table.duplicated(["trial_key", "epoch"]).any()
     run = MlflowClient(uri).get_run(moved.info.run_id)
     assert run.info.status == "FINISHED" and run.data.tags["rem.node_id"] == cluster["head"]
+

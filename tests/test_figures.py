@@ -65,7 +65,7 @@ def test_every_figure_is_drawn_from_real_checkpoints(tiny_sweep, fashion_raw, tm
     figures, notes = build_figures(results, checkpoints, cfg, REPO, tmp_path / "figures")
     names = sorted(f.path.name for f in figures)
     assert names == sorted([
-        "pareto_fashion-mnist.png", "training_fashion-mnist.png", "couplings_fashion-mnist_capsnet.png",
+        "pareto_fashion-mnist.png", "training_fashion-mnist.png", "parallel.png", "couplings_fashion-mnist_capsnet.png",
         "overlap_fashion-mnist_capsnet_Q.png", "graph_fashion-mnist_capsnet_Q.png",
         "saliency_fashion-mnist_capsnet_Q.png", "overlap_fashion-mnist_capsnet_REM.png",
         "graph_fashion-mnist_capsnet_REM.png", "saliency_fashion-mnist_capsnet_REM.png"])
@@ -109,7 +109,7 @@ def test_missing_checkpoint_is_a_note_not_a_crash(tiny_sweep, fashion_raw, tmp_p
     gone.mkdir()
     broken = {"prune.method=none": gone}  # +REM's checkpoint not found at all, +Q's folder empty
     figures, notes = build_figures(results, broken, report_cfg(fashion_raw, tmp_path), REPO, tmp_path / "figures")
-    assert {f.path.name for f in figures} == {"pareto_fashion-mnist.png", "training_fashion-mnist.png"}
+    assert {f.path.name for f in figures} == {"pareto_fashion-mnist.png", "training_fashion-mnist.png", "parallel.png"}
     assert len(notes) == 2
     assert f"no {CHECKPOINT_FILE} in {gone}" in notes[0] and "no checkpoint found" in notes[1]
 
@@ -130,7 +130,7 @@ def test_report_stage_finds_checkpoints_in_ray_storage_and_links_only_existing_f
     written = build_reports(results, out, cfg, REPO)
     page = (out / "index.html").read_text()
     links = linked_files(page)
-    assert len([x for x in links if x.endswith(".png")]) == 9 and any(x.endswith(".tex") for x in links)
+    assert len([x for x in links if x.endswith(".png")]) == 10 and any(x.endswith(".tex") for x in links)
     assert all((out / link).is_file() for link in links) and all(not link.startswith("/") for link in links)
     assert "Figures not drawn" not in page
     assert all(p.exists() for p in written)
@@ -145,6 +145,6 @@ def test_a_trial_resumed_elsewhere_keeps_its_first_epoch_weights(fashion_raw, tm
     moved = tmp_path / "copy"  # what Ray hands a retry on another node: a copy of the last checkpoint
     shutil.copytree(tmp_path / "node-a" / "checkpoint", moved)
     train(cfg.with_overrides({"train.epochs": 2}), workdir=tmp_path / "node-b", resume_from=moved)
-    first = torch.load(tmp_path / "node-b" / "checkpoint" / FIRST_EPOCH_FILE, weights_only=False)
-    original = torch.load(tmp_path / "node-a" / "checkpoint" / FIRST_EPOCH_FILE, weights_only=False)
+    first = torch.load(tmp_path / "node-b" / "checkpoint" / FIRST_EPOCH_FILE, weights_only=True)
+    original = torch.load(tmp_path / "node-a" / "checkpoint" / FIRST_EPOCH_FILE, weights_only=True)
     assert first["epoch"] == 1 and torch.equal(first["model"]["votes.weight"], original["model"]["votes.weight"])

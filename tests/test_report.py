@@ -77,7 +77,8 @@ def test_html_page_links_only_existing_files_with_relative_paths(tmp_path):
     build_reports(synthetic_results(), tmp_path)  # no config: the results-table figures only
     page = (tmp_path / "index.html").read_text()
     links = linked_files(page)
-    assert {"figures/pareto_toy.png", "figures/training_toy.png", "tables/toy.md", "tables/toy.tex"} <= set(links)
+    assert {"figures/pareto_toy.png", "figures/training_toy.png", "figures/parallel.png", "tables/toy.md",
+            "tables/toy.tex"} <= set(links)
     assert all((tmp_path / link).is_file() and not link.startswith("/") for link in links)
     assert "85.00 ± 4.08" in page and "report.checkpoint_figures" in page  # why the routing figures are absent
 
@@ -197,8 +198,19 @@ def test_report_files_are_logged_to_the_sweeps_parent_run(tmp_path, monkeypatch)
     build_reports(synthetic_results(), out)
     assert log_to_mlflow(cfg, tmp_path, ["s-1"], out) is None
     logged = {a.path for a in client.list_artifacts(parent, "report/figures")}
-    assert logged == {"report/figures/pareto_toy.png", "report/figures/training_toy.png"}
+    assert logged == {"report/figures/pareto_toy.png", "report/figures/training_toy.png", "report/figures/parallel.png"}
     # unreachable tracking: one line, no exception
     down = load(REPO / "params.yaml", {"sweep.tracking_uri": "http://127.0.0.1:9", "sweep.name": "toy"})
     warning = log_to_mlflow(down, tmp_path, ["s-1"], out)
     assert warning.startswith("MLflow: figures not logged") and "\n" not in warning
+
+
+def test_parallel_coordinates_show_only_the_axes_that_vary():
+    from rem.figures.parallel import parallel_table, sweep_axes
+
+    results = synthetic_results()
+    # Only finished trials count: the failed "other" model does not make model.name an axis.
+    assert sweep_axes(results) == ["train.seed"]
+    table = parallel_table(results)
+    assert list(table.columns) == ["trial_key", "model", "train.seed", "test_acc", "entropy", "sparsity"]
+    assert sorted(table["train.seed"]) == [42, 43, 44]  # finished trials only

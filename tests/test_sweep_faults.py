@@ -10,13 +10,12 @@ import signal
 import subprocess
 import sys
 import time
-import urllib.request
 
 import pytest
 from mlflow.tracking import MlflowClient
 
-from tests.sweep_helpers import (SMALL_CAPSNET, epochs_logged, free_port, local_uri, results, run_sweep, sweep_cmd,
-                                 sweep_env, sweep_runs, wait_for, write_params)
+from tests.sweep_helpers import (SMALL_CAPSNET, epochs_logged, free_port, local_uri, mlflow_server, results, run_sweep,
+                                 sweep_cmd, sweep_env, sweep_runs, wait_for, write_params)
 
 pytestmark = pytest.mark.slow
 
@@ -120,21 +119,7 @@ def test_unreachable_mlflow_server_fails_fast_before_any_trial(fashion_raw, tmp_
 
 
 def test_sweep_against_a_real_mlflow_server(fashion_raw, tmp_path):
-    port = free_port()
-    server = subprocess.Popen(
-        [sys.executable, "-m", "mlflow", "server", "--backend-store-uri", f"sqlite:///{tmp_path / 'server.db'}",
-         "--artifacts-destination", str(tmp_path / "artifacts"), "--host", "127.0.0.1", "--port", str(port),
-         "--workers", "1"], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
-    uri = f"http://127.0.0.1:{port}"
-    try:
-        def healthy():
-            try:
-                with urllib.request.urlopen(f"{uri}/health", timeout=2) as response:
-                    return response.status == 200
-            except OSError:
-                return False
-
-        wait_for(healthy, timeout=60, what="mlflow server /health")
+    with mlflow_server(tmp_path) as uri:
         write_params(tmp_path, fashion_raw, grid={"train.seed": [42, 43]}, name="served", model_options=SMALL_CAPSNET)
         run_sweep(tmp_path, env=sweep_env(MLFLOW_TRACKING_URI=uri))
         parents, children = sweep_runs(uri, "served")
@@ -143,5 +128,3 @@ def test_sweep_against_a_real_mlflow_server(fashion_raw, tmp_path):
         assert all("test/acc" in r.data.metrics for r in children)
         assert not (tmp_path / "mlflow.db").exists()  # everything went to the server
         assert MlflowClient(uri).get_metric_history(children[0].info.run_id, "entropy/mean")
-    finally:
-        os.killpg(server.pid, signal.SIGKILL)

@@ -8,6 +8,7 @@ import torch
 
 from pipeline.trial import PROCESS_THREADS, fresh_process_state
 from rem.config import Config
+from rem.trial_record import RUN_ONLY_METRICS
 from tests.sweep_helpers import SMALL_CAPSNET, local_uri, results, run_sweep, sweep_runs, write_params
 
 IDENT = {"sweep_id", "trial_key", "status", "error", "node_id"}
@@ -61,4 +62,7 @@ def test_reused_worker_trial_matches_the_trial_run_alone_and_mlflow_has_every_me
     by_seed = {r.data.params["train.seed"]: r for r in children}
     for row in table.to_dict("records"):
         expected = {c: float(row[c]) for c in metrics if row[c] == row[c]}  # NaN: not a metric of this run
-        assert by_seed[str(row["train.seed"])].data.metrics == expected  # every metric, with its value, in MLflow
+        logged = by_seed[str(row["train.seed"])].data.metrics
+        # every metric, with its value, in MLflow (which also has the run's best-so-far and artifact sizes)
+        assert {k: v for k, v in logged.items() if not k.startswith(RUN_ONLY_METRICS)} == expected
+        assert {"best/val_loss", "checkpoint/size_bytes", "model/size_bytes"} <= set(logged)

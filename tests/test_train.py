@@ -69,7 +69,7 @@ def test_rem_pruning_grows_sparsity_and_evaluates_the_last_epoch(fashion_raw, tm
     assert all(m["prune/val_loss"] <= m["prune/base_val_loss"] + 1e-12 for m in seen)  # never raises val loss
     assert metrics["sparsity"] > 0 and metrics["prune/evaluations"] >= 2
     assert metrics["final/best_checkpoint"] == 0.0 and metrics["final/checkpoint_epoch"] == 2
-    state = torch.load(tmp_path / "checkpoint" / CHECKPOINT_FILE, weights_only=False)
+    state = torch.load(tmp_path / "checkpoint" / CHECKPOINT_FILE, weights_only=True)
     pruned = sum(int((~mask).sum()) for mask in state["pruner"]["masks"].values())
     assert pruned > 0  # masks are saved with the checkpoint, so a resumed trial keeps its pruned weights at zero
 

@@ -12,7 +12,7 @@ from pathlib import Path
 import pandas as pd
 
 from rem.config import Config
-from rem.figures import couplings, graphs, overlap, saliency, sweep_plots
+from rem.figures import couplings, graphs, overlap, parallel, saliency, sweep_plots
 from rem.figures.internals import CheckpointMissingError, load_trial, snapshot
 from rem.report import label_trials, variant_order
 
@@ -49,6 +49,10 @@ def sweep_figures(results: pd.DataFrame, out_dir: Path) -> list[Figure]:
         figures.append(Figure("Training against pruning", sweep_plots.training_figure(
             epochs, dataset, out_dir / f"training_{slug(dataset)}.png"),
             f"{dataset}: accuracy and entropy at each epoch against the % of parameters pruned so far."))
+    if not trials.empty:
+        figures.append(Figure("The sweep at a glance", parallel.parallel_figure(results, out_dir / "parallel.png"),
+                              "Every finished trial: the config values that differ between trials, then its final "
+                              "accuracy, entropy and sparsity (one line per trial, colour = architecture)."))
     return figures
 
 

@@ -19,6 +19,7 @@ from rem.config import Config, from_dict
 from rem.data import BatchTransform
 from rem.device import resolve_device
 from rem.structured import build_args_from_weights
+from rem.safe_load import load_plain
 from rem.train import CHECKPOINT_FILE, FIRST_EPOCH_FILE, build_model, prepare_data
 
 # Where the data comes from is the report machine's business, not the trial's (it may have run elsewhere).
@@ -66,13 +67,13 @@ def load_trial(checkpoint_dir: Path, report_cfg: Config, repo_root: Path, count:
     state_file = checkpoint_dir / CHECKPOINT_FILE
     if not state_file.exists():
         raise CheckpointMissingError(f"no {CHECKPOINT_FILE} in {checkpoint_dir}")
-    state = torch.load(state_file, map_location="cpu", weights_only=False)
+    state = load_plain(state_file)
     weights, epoch = state["model"], int(state["epoch"])
     if which == "first":
         first_file = checkpoint_dir / FIRST_EPOCH_FILE
         if not first_file.exists():
             raise CheckpointMissingError(f"no {FIRST_EPOCH_FILE} in {checkpoint_dir} (trained before it was kept)")
-        first = torch.load(first_file, map_location="cpu", weights_only=False)
+        first = load_plain(first_file)
         weights, epoch = first["model"], int(first["epoch"])
     overrides = {f"data.{k}": getattr(report_cfg.data, k) for k in DATA_SOURCE_KEYS}
     cfg = from_dict(state["config"], f"{state_file} config").with_overrides(overrides, "report data sources")

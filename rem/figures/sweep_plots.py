@@ -9,6 +9,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from rem import pareto
 from rem.figures.style import colours, marker, message_panel, plt, save
 from rem.report import label_trials
 
@@ -51,12 +52,7 @@ def trial_points(results: pd.DataFrame) -> pd.DataFrame:
 
 def pareto_mask(x: np.ndarray, y: np.ndarray, maximize_y: bool) -> np.ndarray:
     """Points no other point beats: at least as sparse (x) and at least as good in y, strictly better in one."""
-    y = y if maximize_y else -y
-    keep = np.ones(len(x), dtype=bool)
-    for i in range(len(x)):
-        better = (x >= x[i]) & (y >= y[i]) & ((x > x[i]) | (y > y[i]))
-        keep[i] = not better.any()
-    return keep
+    return pareto.non_dominated(np.column_stack([x, y]), [True, maximize_y])
 
 
 def _scatter_with_front(ax, points: pd.DataFrame, column: str, maximize: bool, palette: dict) -> None:
@@ -72,12 +68,21 @@ def _scatter_with_front(ax, points: pd.DataFrame, column: str, maximize: bool, p
         ax.scatter(front["sparsity"], front[column], s=160, facecolors="none", edgecolors="black", zorder=4)
 
 
+def _mark_front(left, right, best: pd.DataFrame) -> None:
+    """The trials on the accuracy / entropy / sparsity front of their architecture (what `rem pareto` lists)."""
+    for ax, column in ((left, "test_acc"), (right, "entropy")):
+        ax.scatter(best["sparsity"], best[column], marker="*", s=40, color="gold", edgecolor="black", linewidth=0.4,
+                   zorder=5)
+
+
 def _legend(ax, points: pd.DataFrame, palette: dict) -> None:
     from matplotlib.lines import Line2D
 
     handles = [Line2D([], [], color=palette[m], marker="o", linestyle="", label=m) for m in sorted(palette)]
     handles += [Line2D([], [], color="grey", marker=marker(v), linestyle="", label=v) for v in sorted(set(points["variant"]))]
     handles += [Line2D([], [], color="black", linestyle="--", marker="o", markerfacecolor="none", label="Pareto front")]
+    handles += [Line2D([], [], color="gold", marker="*", markeredgecolor="black", linestyle="",
+                       label="front of acc, entropy, sparsity (rem pareto)")]
     ax.legend(handles=handles, fontsize=8, loc="best")
 
 
@@ -110,6 +115,7 @@ def pareto_figure(points: pd.DataFrame, dataset: str, path: Path) -> Path:
         palette = colours(list(points["model"]))
         _scatter_with_front(left, points, "test_acc", True, palette)
         _scatter_with_front(right, points, "entropy", False, palette)
+        _mark_front(left, right, pareto.front(points))
         left.set_title("Accuracy vs sparsity (higher and further right is better)")
         right.set_title("Entropy vs sparsity (lower and further right is better)")
         _legend(left, points, palette)

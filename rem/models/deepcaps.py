@@ -212,7 +212,8 @@ class DeepCaps(nn.Module):
         v, c = dynamic_routing(self.votes(u), self.routing_iterations, self.class_bias, quantize_levels=quantize_levels)
         lengths = capsule_lengths(v)
         recon = self.decoder(v, lengths, target) if self.decoder is not None else None
-        return CapsuleOutput(lengths=lengths, capsules=v, couplings=c, reconstruction=recon)
+        return CapsuleOutput(lengths=lengths, capsules=v, couplings=c, reconstruction=recon,
+                             input_lengths=capsule_lengths(u))
 
 
 @register_model("deepcaps")

@@ -88,7 +88,8 @@ class EfficientCapsNet(nn.Module):
         v, c = self_attention_routing(self.votes(u), self.prior, quantize_levels=quantize_levels)
         lengths = capsule_lengths(v)
         recon = self.decoder(v, lengths, target) if self.decoder is not None else None
-        return CapsuleOutput(lengths=lengths, capsules=v, couplings=c, reconstruction=recon)
+        return CapsuleOutput(lengths=lengths, capsules=v, couplings=c, reconstruction=recon,
+                             input_lengths=capsule_lengths(u))
 
 
 @register_model("efficient_capsnet")

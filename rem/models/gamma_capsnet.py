@@ -74,7 +74,8 @@ class GammaCapsNet(SabourStem):
                                        capsule_lengths(h), quantize_levels=quantize_levels, **routing)
         lengths = capsule_lengths(v)
         recon = self.decoder(v, lengths, target) if self.decoder is not None else None
-        return CapsuleOutput(lengths=lengths, capsules=v, couplings=c, reconstruction=recon)
+        return CapsuleOutput(lengths=lengths, capsules=v, couplings=c, reconstruction=recon,
+                             input_lengths=capsule_lengths(h))
 
 
 @register_model("gamma_capsnet")

@@ -14,13 +14,15 @@ class CapsuleOutput:
     """What every model's forward returns.
 
     lengths `(B, J)` class-capsule activations; capsules `(B, J, D)`; couplings of the last routing layer
-    `(B, I, J)` (None for models without routing couplings); reconstruction `(B, C, H, W)` or None.
+    `(B, I, J)` (None for models without routing couplings); reconstruction `(B, C, H, W)` or None;
+    input_lengths `(B, I)`: lengths of that routing layer's input capsules (dead-capsule counts need them).
     """
 
     lengths: torch.Tensor
     capsules: torch.Tensor
     couplings: torch.Tensor | None
     reconstruction: torch.Tensor | None = None
+    input_lengths: torch.Tensor | None = None
 
 
 _BUILDERS: dict[str, Callable[..., nn.Module]] = {}

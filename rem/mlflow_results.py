@@ -1,0 +1,118 @@
+"""The sweep's results table rebuilt from MLflow, the record of a sweep that ran elsewhere (a cluster).
+
+One row per trial x epoch, the same columns `pipeline.sweep.results_table` writes: identity (sweep_id,
+trial_key, status, error), the trial's resolved config (from its `config.yaml` artifact, so values keep their
+types), and every metric's value at each epoch (MLflow's metric history, step = epoch). `history=False` reads
+only each run's latest values (one row per trial, at its last epoch), which is all a Pareto front needs.
+"""
+
+from __future__ import annotations
+
+import json
+import tempfile
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+import yaml
+
+from rem import tracking
+from rem.config import Config, from_dict
+from rem.model_store import CONFIG_ARTIFACT
+
+IDENTITY = ["sweep_id", "trial_key", "status", "error", "epoch"]
+
+
+class SweepNotFoundError(LookupError):
+    """No experiment, sweep or trial run matches what was asked for."""
+
+
+def config_columns(cfg: Config) -> dict[str, Any]:
+    """A trial's config as flat, Parquet-friendly columns (containers as JSON text)."""
+    return {k: (json.dumps(v, sort_keys=True) if isinstance(v, (dict, list)) else v) for k, v in cfg.flat().items()}
+
+
+def experiment_id(client, name: str) -> str:
+    found = client.get_experiment_by_name(name)
+    if found is None:
+        raise SweepNotFoundError(f"no MLflow experiment {name!r} at {client.tracking_uri}")
+    return found.experiment_id
+
+
+def resolve_sweep(client, exp_id: str, which: str) -> str:
+    """A sweep id: `which` itself when a parent run carries it, or the newest sweep's for `latest`."""
+    clause = f"tags.`{tracking.ROLE_TAG}` = 'sweep'"
+    if which != "latest":
+        clause += f" and tags.`{tracking.SWEEP_TAG}` = '{which}'"
+    runs = client.search_runs([exp_id], filter_string=clause, max_results=1, order_by=["attributes.start_time DESC"])
+    if not runs:
+        raise SweepNotFoundError(f"no sweep {which!r} in experiment {exp_id} at {client.tracking_uri}")
+    return runs[0].data.tags[tracking.SWEEP_TAG]
+
+
+def trial_runs(client, exp_id: str, sweep: str | None) -> list:
+    """Every trial run of the experiment, or of one sweep."""
+    clause = f"tags.`{tracking.ROLE_TAG}` = 'trial'"
+    if sweep:
+        clause += f" and tags.`{tracking.SWEEP_TAG}` = '{sweep}'"
+    runs, token = [], None
+    while True:
+        page = client.search_runs([exp_id], filter_string=clause, max_results=1000, page_token=token)
+        runs += list(page)
+        token = page.token
+        if not token:
+            return runs
+
+
+def run_config(client, run) -> Config:
+    with tempfile.TemporaryDirectory(prefix="rem-config-") as tmp:
+        path = client.download_artifacts(run.info.run_id, CONFIG_ARTIFACT, tmp)
+        return from_dict(yaml.safe_load(Path(path).read_text()), f"run {run.info.run_id} {CONFIG_ARTIFACT}")
+
+
+def run_rows(client, run, history: bool = True) -> pd.DataFrame:
+    """The rows of one trial run (see the module docstring)."""
+    tags = run.data.tags
+    error = tags.get(tracking.FAILURE_TAG, "").splitlines()[0] if tags.get(tracking.FAILURE_TAG) else ""
+    status = "FINISHED" if run.info.status == "FINISHED" and not error else "FAILED"
+    ident = {"sweep_id": tags.get(tracking.SWEEP_TAG, ""), "trial_key": tags.get(tracking.TRIAL_TAG, ""),
+             "status": status, "error": error, "run_id": run.info.run_id}
+    columns = config_columns(run_config(client, run))
+    if history:
+        by_step: dict[int, dict[str, float]] = {}
+        for name in run.data.metrics:
+            for m in client.get_metric_history(run.info.run_id, name):
+                by_step.setdefault(int(m.step), {})[name] = m.value
+        rows = [by_step[step] for step in sorted(by_step)]
+    else:
+        rows = [dict(run.data.metrics)] if run.data.metrics else []
+    rows = [r for r in rows if "epoch" in r]
+    if not rows:
+        return pd.DataFrame([{**ident, **columns, "epoch": 0}])
+    frame = pd.DataFrame(rows)
+    frame["epoch"] = frame["epoch"].astype(int)
+    frame["node_id"] = tags.get("rem.node_id")
+    for name, value in {**ident, **columns}.items():
+        frame[name] = value
+    return frame
+
+
+def results_from_mlflow(uri: str, experiment: str, sweep: str | None = "latest", history: bool = True,
+                        workers: int = 8) -> pd.DataFrame:
+    """The results table of sweep `sweep` (an id, `latest`, or None for every trial of the experiment)."""
+    from mlflow.tracking import MlflowClient
+
+    tracking.check_reachable(uri)
+    client = MlflowClient(uri)
+    exp_id = experiment_id(client, experiment)
+    sid = resolve_sweep(client, exp_id, sweep) if sweep else None
+    runs = trial_runs(client, exp_id, sid)
+    if not runs:
+        raise SweepNotFoundError(f"no trial runs for sweep {sid or '(any)'} in experiment {experiment!r} at {uri}")
+    # One request per metric history: a server answers them faster in parallel.
+    with ThreadPoolExecutor(max_workers=workers) as pool:
+        frames = list(pool.map(lambda run: run_rows(client, run, history), runs))
+    table = pd.concat(frames, ignore_index=True)
+    return table[IDENTITY + [c for c in table.columns if c not in IDENTITY]].sort_values(
+        ["trial_key", "epoch"], ignore_index=True)

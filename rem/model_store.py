@@ -1,0 +1,125 @@
+"""A trial's final model as a self-contained package: logged to its MLflow run, loaded back anywhere.
+
+The package is one `.pt` dict of plain values (read with the weights-only unpickler, see `rem.safe_load`):
+
+    format       PACKAGE_FORMAT
+    model_name   registry name (`rem.models.create_model`)
+    build_args   in_shape, num_classes and the family options the trial built it with
+    state_dict   the weights of the final evaluation (`final/checkpoint_epoch`: best or last epoch)
+    masks        the pruner's masks (True = kept), empty for an unpruned trial
+    epoch        which epoch those weights are from
+    config       the trial's resolved config
+
+`load_model(run_id)` needs only the tracking server (or sqlite file) and a CPU.
+"""
+
+from __future__ import annotations
+
+import os
+import tempfile
+from pathlib import Path
+
+import torch
+
+from rem.safe_load import UnsafeFileError, load_plain
+
+PACKAGE_FORMAT = "rem-model/1"
+MODEL_ARTIFACT = "model/model.pt"
+PARSE_TREES_ARTIFACT = "parse_trees.parquet"
+CONFIG_ARTIFACT = "config.yaml"
+
+
+class ModelNotFoundError(LookupError):
+    """The run has no model artifact, or the run / tracking store cannot be found."""
+
+
+def final_weights(state: dict) -> tuple[dict, int]:
+    """The weights the trial's final evaluation used (and their epoch), from its last checkpoint."""
+    last = int(state["epoch"])
+    epoch = int(state["history"][-1].get("final/checkpoint_epoch", last)) if state["history"] else last
+    if epoch != last and state["best"].get("model") is not None and int(state["best"]["epoch"]) == epoch:
+        return state["best"]["model"], epoch
+    return state["model"], last
+
+
+def model_package(state: dict, in_shape=None, num_classes: int | None = None) -> dict:
+    """The package of a checkpoint `state` (as `rem.train.save_checkpoint` writes it); the input shape and class
+    count default to the ones the checkpoint records. A capsule-pruned model is packaged at its saved size."""
+    from rem.config import from_dict
+    from rem.structured import build_args_from_weights
+    from rem.train import model_options
+
+    cfg = from_dict(state["config"], "checkpoint config")
+    weights, epoch = final_weights(state)
+    shape = state.get("data_shape", {})
+    in_shape = shape["in_shape"] if in_shape is None else in_shape
+    num_classes = shape["num_classes"] if num_classes is None else num_classes
+    options = model_options(cfg, **build_args_from_weights(weights))
+    return {
+        "format": PACKAGE_FORMAT, "model_name": cfg.model.name,
+        "build_args": {"in_shape": [int(z) for z in in_shape], "num_classes": int(num_classes), **options},
+        "state_dict": {k: v.detach().cpu() for k, v in weights.items()},
+        "masks": dict(state["pruner"].get("masks", {})), "epoch": epoch, "config": state["config"],
+    }
+
+
+def model_from_package(package: dict, source: str = "package") -> torch.nn.Module:
+    """The model a package describes, with its weights, in eval mode, on the CPU."""
+    from rem.models import create_model
+
+    if not isinstance(package, dict) or package.get("format") != PACKAGE_FORMAT:
+        found = package.get("format") if isinstance(package, dict) else type(package).__name__
+        raise UnsafeFileError(f"{source}: not a {PACKAGE_FORMAT} model package (format {found!r})")
+    args = dict(package["build_args"])
+    model = create_model(package["model_name"], in_shape=tuple(args.pop("in_shape")), num_classes=args.pop("num_classes"),
+                         **args)
+    model.load_state_dict(package["state_dict"])
+    return model.eval()
+
+
+def _tracking_uri(tracking_uri: str | None) -> str:
+    from rem.tracking import tracking_uri as default_uri
+
+    return tracking_uri or default_uri("", Path.cwd())
+
+
+def download(run_id: str, artifact: str, tracking_uri: str | None, dst: Path) -> Path:
+    """One artifact of a run into `dst`; a missing run or artifact is one line naming both."""
+    import mlflow
+    from mlflow.exceptions import MlflowException
+
+    uri = _tracking_uri(tracking_uri)
+    try:
+        return Path(mlflow.artifacts.download_artifacts(run_id=run_id, artifact_path=artifact, tracking_uri=uri,
+                                                        dst_path=str(dst)))
+    except (MlflowException, OSError) as err:
+        reason = str(err).strip().splitlines()[0] if str(err).strip() else type(err).__name__
+        raise ModelNotFoundError(f"run {run_id} at {uri}: cannot get {artifact} ({reason})") from None
+
+
+def load_package(run_id: str, tracking_uri: str | None = None) -> dict:
+    """The model package logged with MLflow run `run_id` (weights-only read)."""
+    with tempfile.TemporaryDirectory(prefix="rem-model-") as tmp:
+        return load_plain(download(run_id, MODEL_ARTIFACT, tracking_uri, Path(tmp)))
+
+
+def load_model(run_id: str, tracking_uri: str | None = None) -> torch.nn.Module:
+    """The final model of trial run `run_id`, in eval mode on the CPU, from any tracking URI (default: env
+    MLFLOW_TRACKING_URI, else ./mlflow.db)."""
+    return model_from_package(load_package(run_id, tracking_uri), f"run {run_id} {MODEL_ARTIFACT}")
+
+
+def load_parse_trees(run_id: str, tracking_uri: str | None = None):
+    """The final parse-tree dictionary of run `run_id`: columns class, key (hex), count."""
+    import pandas as pd
+
+    with tempfile.TemporaryDirectory(prefix="rem-trees-") as tmp:
+        return pd.read_parquet(download(run_id, PARSE_TREES_ARTIFACT, tracking_uri, Path(tmp)))
+
+
+def save_package(package: dict, path: Path) -> Path:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(f".{path.name}.tmp")
+    torch.save(package, tmp)
+    os.replace(tmp, path)
+    return path

@@ -1,0 +1,95 @@
+"""What a trial's MLflow run carries besides its per-epoch metrics, so that it is self-contained and easy to
+browse: the sweep's axes as a few params and in the run name, best-so-far metrics a table can sort on, and at
+the end the resolved config, the final model and the final parse-tree dictionary as artifacts."""
+
+from __future__ import annotations
+
+import json
+import math
+import tempfile
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from rem.config import Config
+from rem.model_store import CONFIG_ARTIFACT, MODEL_ARTIFACT, PARSE_TREES_ARTIFACT, model_package, save_package
+
+AXIS_PREFIX = "axis."
+# Metrics only the MLflow run has (the results table has each epoch's own): best-so-far and artifact sizes.
+RUN_ONLY_METRICS = ("best/", "checkpoint/", "model/")
+# Run-name order: what a reader scans for first; any other axis follows, the seed comes last.
+NAME_ORDER = ("model.name", "data.dataset", "prune.method")
+
+
+def axis_params(point: dict[str, Any]) -> dict[str, str]:
+    """The grid point as `axis.<key>` params: only what varies across the sweep, easy to find and filter on."""
+    return {f"{AXIS_PREFIX}{k}": _text(v) for k, v in sorted(point.items())}
+
+
+def _text(value: Any) -> str:
+    return json.dumps(value, sort_keys=True) if isinstance(value, (dict, list)) else str(value)
+
+
+def run_name(point: dict[str, Any]) -> str:
+    """The axes' values, e.g. `capsnet·fashion-mnist·rem·s42` (other axes as `key=value`)."""
+    parts = [_text(point[k]) for k in NAME_ORDER if k in point]
+    parts += [f"{k.rsplit('.', 1)[-1]}={_text(point[k])}" for k in sorted(point) if k not in NAME_ORDER and k != "train.seed"]
+    if "train.seed" in point:
+        parts.append(f"s{point['train.seed']}")
+    return "·".join(parts) or "base"
+
+
+def best_metrics(history: list[dict]) -> dict[str, float]:
+    """Best validation loss and accuracy so far, and the epochs they were reached at (first one on ties)."""
+    out: dict[str, float] = {}
+    for name, better in (("val/loss", min), ("val/acc", max)):
+        seen = [(row[name], int(row["epoch"])) for row in history
+                if isinstance(row.get(name), (int, float)) and math.isfinite(row[name])]
+        if seen:
+            value = better(v for v, _ in seen)
+            stem = f"best/{name.replace('/', '_')}"
+            out[stem] = float(value)
+            out[f"{stem}_epoch"] = float(next(e for v, e in seen if v == value))
+    return out
+
+
+def log_config(client, run_id: str, cfg: Config) -> None:
+    """The trial's resolved config as one YAML artifact, logged when the run opens (a failed trial has it too)."""
+    with tempfile.TemporaryDirectory(prefix="rem-config-") as tmp:
+        path = Path(tmp) / CONFIG_ARTIFACT
+        path.write_text(yaml.safe_dump(cfg.to_dict(), sort_keys=False))
+        client.log_artifact(run_id, str(path))
+
+
+def final_artifacts(state: dict, checkpoint_dir: Path, out_dir: Path, with_model: bool) -> dict[str, Path]:
+    """The run's final artifacts for the checkpoint `state` in `checkpoint_dir`, written under `out_dir`: the model
+    package (when `with_model`) and the parse-tree dictionary the trainer's final evaluation wrote beside it."""
+    from rem.train import PARSE_TREES_FILE
+
+    out_dir.mkdir(parents=True, exist_ok=True)
+    files = {}
+    if with_model:
+        files[MODEL_ARTIFACT] = save_package(model_package(state), out_dir / MODEL_ARTIFACT)
+    trees = Path(checkpoint_dir) / PARSE_TREES_FILE
+    if trees.exists():  # models without routing couplings have no parse trees
+        files[PARSE_TREES_ARTIFACT] = trees
+    return files
+
+
+def log_final(client, run_id: str, cfg: Config, checkpoint_file: Path) -> dict[str, float]:
+    """Log the final artifacts and the sizes (`checkpoint/size_bytes`, `model/size_bytes`) to the run."""
+    from rem import tracking
+    from rem.safe_load import load_plain
+
+    state = load_plain(checkpoint_file)
+    sizes = {"checkpoint/size_bytes": float(checkpoint_file.stat().st_size)}
+    with tempfile.TemporaryDirectory(prefix="rem-artifacts-") as tmp:
+        files = final_artifacts(state, checkpoint_file.parent, Path(tmp), cfg.sweep.log_model)
+        for name, path in files.items():
+            folder = str(Path(name).parent) if "/" in name else None
+            client.log_artifact(run_id, str(path), folder)
+        if MODEL_ARTIFACT in files:
+            sizes["model/size_bytes"] = float(files[MODEL_ARTIFACT].stat().st_size)
+    tracking.log_metrics(client, run_id, sizes, step=int(state["epoch"]))
+    return sizes
