@@ -137,7 +137,7 @@ def test_final_evaluation_reads_protocol_splits_from_the_same_weights_and_says_w
     model = torch.nn.Linear(2, 2)
     calls = []
 
-    def split_metrics(split, prefix, parse_trees, quantized=False, net=None):
+    def split_metrics(split, prefix, parse_trees, quantized=False, net=None, keys=None):
         calls.append((split, prefix, net))
         return {f"{prefix}/acc": 0.5}
 
