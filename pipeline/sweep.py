@@ -13,6 +13,7 @@ import argparse
 import json
 import logging
 import os
+import re
 import sys
 from pathlib import Path
 
@@ -83,9 +84,10 @@ POINT = "point"
 
 
 def trial_name(trial) -> str:
-    """Ray's status table names a trial by its grid values, e.g. `capsnet rem s42`."""
+    """Ray names a trial (status table, its folder) by its grid values, e.g. `capsnet-150-rem-42`."""
     point = trial.config.get(POINT, {})
-    return " ".join(str(v) for v in point.values())[:80] or trial.trial_id
+    name = "-".join(re.sub(r"[^A-Za-z0-9._]+", "_", str(v)) for v in point.values())
+    return name[:80] or trial.trial_id
 
 
 def build_tuner(cfg: Config, repo_root: Path, context: dict, storage: str):
