@@ -232,9 +232,17 @@ def flops_per_image(model: nn.Module, in_shape: tuple[int, int, int]) -> int:
     return int(counter.get_total_flops())
 
 
-def capsule_report(model: nn.Module, in_shape: tuple[int, int, int], original_types: int) -> dict[str, float]:
+def capsule_report(model: nn.Module, in_shape: tuple[int, int, int], original_types: int,
+                   original_prunable: int | None = None) -> dict[str, float]:
+    """Capsule count, parameters and FLOPs per image of `model`; with `original_prunable` (the dense model's prunable
+    weight count) `sparsity` is the % of those weights that are zero *or removed*, so a capsule-pruned trial sits on
+    the same sparsity axis as IMP, SNIP and REM (per-layer `sparsity/...` stay about the current tensors)."""
     layout = capsule_layout(model)
-    return {**sparsity_report(model), "capsules/types": layout.types, "capsules/kept_fraction": layout.types / original_types,
+    report = sparsity_report(model)
+    if original_prunable:
+        report["sparsity"] = 100.0 * (1 - report["nonzero_params"] / original_prunable)
+        report["prunable_params"] = original_prunable
+    return {**report, "capsules/types": layout.types, "capsules/kept_fraction": layout.types / original_types,
             "capsules/primary": model.get_submodule(layout.votes).weight.shape[0],
             "capsules/params": count_parameters(model), "capsules/flops": flops_per_image(model, in_shape)}
 
@@ -313,6 +321,7 @@ class CapsulePruner:
         self.cfg, self.build, self.in_shape, self.precision = cfg, build, tuple(in_shape), precision
         layout = capsule_layout(model)  # fails early for unsupported families
         self.original_types = layout.types
+        self.original_prunable = int(sparsity_report(model)["prunable_params"])
         self.kept = list(range(layout.types))  # original ids of the types the current model holds
         self.build_args: dict = {}
         self.sensitivity = torch.zeros(layout.types)
@@ -321,7 +330,7 @@ class CapsulePruner:
 
     # --- the Pruner interface
     def at_start(self, model: nn.Module, batch_loss_fn=None) -> dict:
-        return capsule_report(model, self.in_shape, self.original_types)
+        return capsule_report(model, self.in_shape, self.original_types, self.original_prunable)
 
     def before_optimizer_step(self, model: nn.Module, epoch: int) -> None:
         if self.cfg.capsule_criterion == "sensitivity":
@@ -361,7 +370,7 @@ class CapsulePruner:
             model = new
         if self.cfg.capsule_criterion == "sensitivity":
             self.sensitivity.zero_()  # each step ranks by the sensitivity seen since the last one
-        metrics.update(capsule_report(model, self.in_shape, self.original_types))
+        metrics.update(capsule_report(model, self.in_shape, self.original_types, self.original_prunable))
         self.history.append({"epoch": epoch, "kept": list(self.kept), **metrics})
         return metrics
 

@@ -218,3 +218,21 @@ def test_gamma_capsnet_loses_exactly_the_removed_types_parameters():
     per_type = 8 * 32 * 81 + 8 + 36 * 32 * 8 * 8  # primary filters + bias, FC vote matrices at 36 positions
     assert args == {"primary_types": 3} and count_parameters(full) - count_parameters(small) == 29 * per_type
     assert torch.isfinite(small(torch.randn(2, *SHAPE)).lengths).all()  # SDA: approximate, not masked-equal
+
+
+def test_a_capsule_pruned_model_reports_sparsity_against_the_dense_model():
+    """Removed weights count as pruned, so +CAPS sits on the same sparsity axis as IMP, SNIP and REM."""
+    from rem.pruning import sparsity_report
+    from rem.structured import capsule_report, prune_capsules
+
+    def build(**extra):
+        return create_model("capsnet", in_shape=(1, 28, 28), num_classes=10, **{**SMALL_CAPSNET, **extra})
+
+    dense = build()
+    original = int(sparsity_report(dense)["prunable_params"])
+    small, _, _ = prune_capsules(dense, [0, 1], build, {})
+    report = capsule_report(small, (1, 28, 28), SMALL_CAPSNET["primary_types"], original)
+    kept = int(sparsity_report(small)["nonzero_params"])
+    assert report["prunable_params"] == original and kept < original
+    assert report["sparsity"] == pytest.approx(100.0 * (1 - kept / original))
+    assert capsule_report(dense, (1, 28, 28), SMALL_CAPSNET["primary_types"], original)["sparsity"] == pytest.approx(0.0, abs=0.01)

@@ -12,19 +12,29 @@ matplotlib.use("Agg")  # headless: CI, Ray workers and DVC stages have no displa
 import matplotlib.pyplot as plt  # noqa: E402
 
 DPI = 110
-VARIANT_MARKERS = {"plain": "o", "+Q": "o", "+REM": "*"}  # +IMP / +SNIP variants fall back to the markers below
+VARIANT_MARKERS = {"plain": "o", "+Q": "o", "+REM": "*"}
 
 
 def colours(names: list[str]) -> dict[str, tuple]:
-    """A stable colour per name (architecture or series), from matplotlib's qualitative tab10 palette."""
-    palette = plt.get_cmap("tab10")
-    return {name: palette(i % 10) for i, name in enumerate(sorted(set(names)))}
+    """A stable colour per name (architecture or series), from matplotlib's qualitative palettes: tab10, or
+    tab20 when more than ten names would otherwise share colours."""
+    names = sorted(set(names))
+    palette = plt.get_cmap("tab10" if len(names) <= 10 else "tab20")
+    return {name: palette(i % palette.N) for i, name in enumerate(names)}
 
 
-def marker(variant: str) -> str:
-    if variant in VARIANT_MARKERS:
-        return VARIANT_MARKERS[variant]
-    return "s" if variant.startswith("+IMP") else "^"
+# Markers of the fixed-target variants, in order of their targets (+IMP 50% and +IMP 80% must not look alike)
+TARGET_MARKERS = ["s", "^", "D", "v", "P", "X", "p", "h", "<", ">"]
+
+
+def markers(variants) -> dict[str, str]:
+    """A distinct marker per variant present: circles for the unpruned, a star for +REM, the rest in order."""
+    from rem.report import variant_order
+
+    out, spare = {}, iter(TARGET_MARKERS * 3)
+    for variant in sorted(set(variants), key=variant_order):
+        out[variant] = VARIANT_MARKERS.get(variant) or next(spare)
+    return out
 
 
 def save(fig, path: Path) -> Path:

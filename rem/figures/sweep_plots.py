@@ -10,7 +10,7 @@ import numpy as np
 import pandas as pd
 
 from rem import pareto
-from rem.figures.style import colours, marker, message_panel, plt, save
+from rem.figures.style import colours, markers, message_panel, plt, save
 from rem.report import label_trials
 
 POINT_COLUMNS = ["trial_key", "dataset", "model", "variant", "seed", "epoch", "sparsity", "test_acc", "entropy"]
@@ -56,8 +56,9 @@ def pareto_mask(x: np.ndarray, y: np.ndarray, maximize_y: bool) -> np.ndarray:
 
 
 def _scatter_with_front(ax, points: pd.DataFrame, column: str, maximize: bool, palette: dict) -> None:
+    shape = markers(points["variant"])
     for row in points.itertuples():
-        ax.scatter(row.sparsity, getattr(row, column), color=palette[row.model], marker=marker(row.variant), s=60,
+        ax.scatter(row.sparsity, getattr(row, column), color=palette[row.model], marker=shape[row.variant], s=60,
                    edgecolor="black", linewidth=0.5, zorder=3)
     valid = points.dropna(subset=[column])
     if not valid.empty:
@@ -79,7 +80,7 @@ def _legend(ax, points: pd.DataFrame, palette: dict) -> None:
     from matplotlib.lines import Line2D
 
     handles = [Line2D([], [], color=palette[m], marker="o", linestyle="", label=m) for m in sorted(palette)]
-    handles += [Line2D([], [], color="grey", marker=marker(v), linestyle="", label=v) for v in sorted(set(points["variant"]))]
+    handles += [Line2D([], [], color="grey", marker=m, linestyle="", label=v) for v, m in markers(points["variant"]).items()]
     handles += [Line2D([], [], color="black", linestyle="--", marker="o", markerfacecolor="none", label="Pareto front")]
     handles += [Line2D([], [], color="gold", marker="*", markeredgecolor="black", linestyle="",
                        label="front of acc, entropy, sparsity (rem pareto)")]
