@@ -18,6 +18,7 @@ import pytest
 import yaml
 from mlflow.tracking import MlflowClient
 
+from rem.train import CHECKPOINT_FILE
 from tests.conftest import REPO
 
 
@@ -97,7 +98,9 @@ def test_dvc_repro_runs_the_real_pipeline_then_is_a_noop(mirror, tmp_path):
     assert {"pareto_fashion-mnist.png", "couplings_fashion-mnist_capsnet.png", "saliency_fashion-mnist_capsnet_Q.png",
             "overlap_fashion-mnist_capsnet_Q.png", "graph_fashion-mnist_capsnet_Q.png"} <= figures
     page = (repo / "reports" / "index.html").read_text()
-    assert "Figures not drawn" not in page  # every checkpoint (and its first-epoch weights) was found
+    # every checkpoint (and its first-epoch weights) was found; the only note is Efficient-CapsNet's saliency map
+    assert "no checkpoint found" not in page and f"no {CHECKPOINT_FILE}" not in page
+    assert page.count("<li>") == 1 and "efficient_capsnet +SNIP 50% (seed 42): no saliency map" in page
     logged = client.list_artifacts(parents[0].info.run_id, "report/figures")
     assert {a.path.split("/")[-1] for a in logged} == figures
     assert "fashion-mnist" in (repo / "reports" / "metrics.json").read_text()
@@ -116,4 +119,4 @@ def test_dvc_repro_runs_the_real_pipeline_then_is_a_noop(mirror, tmp_path):
     stale = run(["dvc", "status", "--json"], repo)
     changed = json.loads(stale.stdout)
     assert "sweep" in changed and "fetch" not in changed
-    assert any("prune.lambda0" in str(entry) for entry in changed["sweep"])
+    assert any("prune" in str(entry) and "params.yaml" in str(entry) for entry in changed["sweep"])

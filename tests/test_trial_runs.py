@@ -12,6 +12,7 @@ import pytest
 import torch
 from mlflow.tracking import MlflowClient
 
+from rem.grid import trial_key
 from rem.model_store import load_parse_trees, model_package
 from rem.safe_load import load_plain
 from tests.conftest import REPO
@@ -23,8 +24,8 @@ pytestmark = pytest.mark.slow
 def checkpoint_state(folder, trial_key_part: str) -> dict:
     """The newest checkpoint Ray kept for the trial whose key contains `trial_key_part`."""
     for params in sorted((folder / "ray").glob("*/*/params.json")):
-        point = json.loads(params.read_text())
-        if trial_key_part in ",".join(f"{k}={v}" for k, v in sorted(point.items())):
+        point = json.loads(params.read_text())["point"]  # Ray's config: the trial's grid point (pipeline.sweep)
+        if trial_key_part in trial_key(point):
             return load_plain(sorted(params.parent.glob("checkpoint_*"))[-1] / "state.pt")
     raise AssertionError(f"no checkpoint for {trial_key_part}")
 
