@@ -14,7 +14,7 @@ import sys
 from pathlib import Path
 
 from rem import tracking
-from rem.config import ConfigError, load, parse_override
+from rem.config import ConfigError, add_params_arguments, load_from_args
 from rem.mlflow_results import SweepNotFoundError, results_from_mlflow
 
 
@@ -22,12 +22,11 @@ def main(argv: list[str] | None = None) -> int:
     from pipeline.sweep import sweep_id, write_parquet
 
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--params", default="params.yaml")
-    parser.add_argument("-S", "--set", action="append", default=[], metavar="KEY=VALUE", help="override a param")
+    add_params_arguments(parser)
     parser.add_argument("--sweep", default="", help="a sweep id or latest (default: the sweep of these params)")
     args = parser.parse_args(argv)
     try:
-        cfg = load(args.params, dict(parse_override(o) for o in args.set))
+        cfg = load_from_args(args)
         uri = tracking.tracking_uri(cfg.sweep.tracking_uri, Path.cwd())
         table = results_from_mlflow(uri, cfg.sweep.name, args.sweep or sweep_id(cfg))
     except (ConfigError, SweepNotFoundError, tracking.TrackingUnavailableError) as err:

@@ -15,7 +15,7 @@ import sys
 from pathlib import Path
 
 from rem import grid
-from rem.config import Config, ConfigError, load, parse_override
+from rem.config import Config, ConfigError, add_params_arguments, load_from_args
 from rem.data import DataSourceError
 
 
@@ -29,12 +29,11 @@ def datasets_needed(cfg: Config) -> list[str]:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("datasets", nargs="*", help="default: what the selected profile needs")
-    parser.add_argument("--params", default="params.yaml")
-    parser.add_argument("-S", "--set", action="append", default=[], metavar="KEY=VALUE", help="override a param")
+    add_params_arguments(parser)
     parser.add_argument("--list", action="store_true", help="print the datasets that would be fetched, fetch nothing")
     args = parser.parse_args(argv)
     try:
-        cfg = load(args.params, dict(parse_override(o) for o in args.set))
+        cfg = load_from_args(args)
         names = args.datasets or datasets_needed(cfg)
         if args.list:
             print("\n".join(names))

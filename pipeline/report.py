@@ -21,7 +21,7 @@ import pandas as pd
 
 from rem import protocol_tables, report
 from rem.capsule_table import capsule_table
-from rem.config import Config, ConfigError, load, parse_override
+from rem.config import Config, ConfigError, add_params_arguments, load_from_args
 from rem.reference import load_published
 from rem.report_html import render_page
 from rem.table_render import Table, to_latex, to_markdown
@@ -168,12 +168,11 @@ def build_reports(results: pd.DataFrame, out_dir: Path, cfg: Config | None = Non
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--params", default="params.yaml")
-    parser.add_argument("-S", "--set", action="append", default=[], metavar="KEY=VALUE", help="override a param")
+    add_params_arguments(parser)
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.WARNING, format="%(name)s: %(message)s")
     try:
-        cfg = load(args.params, dict(parse_override(o) for o in args.set))
+        cfg = load_from_args(args)
     except ConfigError as err:
         print(f"error: {err}", file=sys.stderr)
         return 2

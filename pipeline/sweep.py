@@ -20,7 +20,7 @@ from pathlib import Path
 import pandas as pd
 
 from rem import grid, tracking
-from rem.config import Config, ConfigError, load, parse_override
+from rem.config import Config, ConfigError, add_params_arguments, load_from_args
 from rem.data import DataSourceError
 
 log = logging.getLogger("pipeline.sweep")
@@ -227,12 +227,11 @@ def run_sweep(cfg: Config, repo_root: Path) -> pd.DataFrame:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--params", default="params.yaml")
-    parser.add_argument("-S", "--set", action="append", default=[], metavar="KEY=VALUE", help="override a param")
+    add_params_arguments(parser)
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s: %(message)s")
     try:
-        cfg = load(args.params, dict(parse_override(o) for o in args.set))
+        cfg = load_from_args(args)
         table = run_sweep(cfg, Path.cwd())
     except (ConfigError, DataSourceError, tracking.TrackingUnavailableError) as err:
         print(f"error: {err}", file=sys.stderr)

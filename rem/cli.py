@@ -20,14 +20,14 @@ from pathlib import Path
 
 
 def _train(args: argparse.Namespace) -> int:
-    from rem.config import ConfigError, load, parse_override
+    from rem.config import ConfigError, load_from_args
     from rem.data import DataSourceError
     from rem.device import DeviceUnavailableError
     from rem.train import train
 
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s: %(message)s")
     try:
-        cfg = load(args.params, dict(parse_override(o) for o in args.set))
+        cfg = load_from_args(args)
         metrics = train(cfg, workdir=Path(args.workdir), repo_root=Path.cwd())
     except (ConfigError, DataSourceError, DeviceUnavailableError) as err:
         print(f"error: {err}", file=sys.stderr)
@@ -73,11 +73,12 @@ def _pareto(args: argparse.Namespace) -> int:
 
 
 def main(argv: list[str] | None = None) -> int:
+    from rem.config import add_params_arguments
+
     parser = argparse.ArgumentParser(prog="rem", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     sub = parser.add_subparsers(dest="command", required=True)
     p_train = sub.add_parser("train", help="one trial, no Ray")
-    p_train.add_argument("--params", default="params.yaml")
-    p_train.add_argument("-S", "--set", action="append", default=[], metavar="KEY=VALUE")
+    add_params_arguments(p_train)
     p_train.add_argument("--workdir", default="results/local-trial", help="checkpoint folder (resumes if present)")
     for name in ("fetch", "sweep", "report", "collect"):
         sub.add_parser(name, help=f"the {name} stage", add_help=False)

@@ -420,3 +420,13 @@ def parse_override(text: str) -> tuple[str, Any]:
         raise ConfigError(f"override {text!r}: expected key=value")
     return key.strip(), yaml.safe_load(value)
 
+
+def add_params_arguments(parser) -> None:
+    """`--params FILE` and repeatable `-S key=value`: how every command of the pipeline reads its config."""
+    parser.add_argument("--params", default="params.yaml")
+    parser.add_argument("-S", "--set", action="append", default=[], metavar="KEY=VALUE", help="override a param")
+
+
+def load_from_args(args) -> Config:
+    """The config named by `add_params_arguments`' options."""
+    return load(args.params, dict(parse_override(o) for o in args.set))
