@@ -35,7 +35,6 @@ Criteria (`type_scores`), all per type, higher = more useful:
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass
 from typing import Callable, Iterable
 
