@@ -90,13 +90,14 @@ def trial_name(trial) -> str:
     return name[:80] or trial.trial_id
 
 
-def build_tuner(cfg: Config, repo_root: Path, context: dict, storage: str):
+def build_tuner(cfg: Config, context: dict, storage: str, points: list[dict], name: str):
+    """One Ray Tune experiment over `points`, named `name` under `storage` (restored if it exists)."""
     from ray import tune
 
     from pipeline.trial import run_trial
 
     trainable = tune.with_resources(tune.with_parameters(run_trial, base=cfg.to_dict(), context=context), resources(cfg))
-    path = f"{storage.rstrip('/')}/{context['sweep_id']}"
+    path = f"{storage.rstrip('/')}/{name}"
     if tune.Tuner.can_restore(path):
         log.info("resuming Ray experiment %s", path)
         # Errored trials stay errored (a NaN is not fixed by retrying); unfinished ones continue.
@@ -109,14 +110,14 @@ def build_tuner(cfg: Config, repo_root: Path, context: dict, storage: str):
     )
     return tune.Tuner(
         trainable,
-        param_space={POINT: tune.grid_search(grid.points(cfg.sweep.grid))},
+        param_space={POINT: tune.grid_search(points)},
         # Reused actors: a trial that follows another with the same resources runs in that worker process, so
         # the process start and the imports of torch, ray and mlflow (~5-10 s) are paid per worker, not per
         # trial. pipeline.trial resets what a trial could leave behind in the process (see fresh_process_state).
         tune_config=tune.TuneConfig(max_concurrent_trials=cfg.sweep.max_concurrent or None, reuse_actors=True,
                                     scheduler=scheduler(cfg), trial_name_creator=trial_name),
         run_config=tune.RunConfig(
-            name=context["sweep_id"], storage_path=storage, stop=stop, verbose=cfg.sweep.verbose, progress_reporter=reporter,
+            name=name, storage_path=storage, stop=stop, verbose=cfg.sweep.verbose, progress_reporter=reporter,
             failure_config=tune.FailureConfig(max_failures=cfg.sweep.max_failures),
             checkpoint_config=tune.CheckpointConfig(num_to_keep=2),
         ),
@@ -191,6 +192,47 @@ def settle_runs(client, experiment_id: str, parent_run_id: str, table: pd.DataFr
     client.set_terminated(parent_run_id, status="FINISHED" if failed == 0 else "FAILED")
 
 
+def unmatched_row(context: dict, cfg: Config, point: dict, error: str) -> pd.DataFrame:
+    """The results row of a matched control that could not run (its reference failed or pruned nothing)."""
+    from rem.mlflow_results import config_columns
+
+    ident = {"sweep_id": context["sweep_id"], "trial_key": grid.trial_key(point), "status": "FAILED", "error": error}
+    return pd.DataFrame([{**ident, **config_columns(cfg.with_overrides(point, "sweep.grid")), "epoch": 0}])
+
+
+def reached_sparsity(table: pd.DataFrame, reference: dict) -> float | None:
+    """The sparsity (a fraction) a finished trial ended at; None if it did not finish."""
+    rows = table[(table["trial_key"] == grid.trial_key(reference)) & (table["status"] == "FINISHED")]
+    if rows.empty or "sparsity" not in rows:
+        return None
+    return float(rows.sort_values("epoch")["sparsity"].iloc[-1]) / 100
+
+
+def run_phases(cfg: Config, context: dict, storage: str) -> pd.DataFrame:
+    """The grid's trials, then its matched controls (`prune.target_from`), each control with its reference
+    trial's reached sparsity as its target. Two Ray experiments (`<sweep id>` and `<sweep id>-matched`), each
+    restored on a rerun, so an interrupted sweep resumes in whichever phase it stopped."""
+    first, matched = grid.split_matched(grid.points(cfg.sweep.grid))
+    table = results_table(build_tuner(cfg, context, storage, first, context["sweep_id"]).fit(), cfg, context)
+    if not matched:
+        return table
+    runnable, frames = [], [table]
+    for point in (p for p in grid.points(cfg.sweep.grid) if grid.MATCH_KEY in p):
+        reference = matched[grid.trial_key(point)]
+        reached = reached_sparsity(table, reference)
+        if reached is None or reached <= 0:
+            why = "did not finish" if reached is None else "pruned nothing"
+            frames.append(unmatched_row(context, cfg, point, f"reference trial {grid.trial_key(reference)} {why}"))
+            continue
+        runnable.append(grid.resolve_matched(point, reached))
+        log.info("matched control %s: target sparsity %.4f from %s", grid.trial_key(point), reached, grid.trial_key(reference))
+    if runnable:
+        tuner = build_tuner(cfg, context, storage, runnable, f"{context['sweep_id']}-matched")
+        frames.append(results_table(tuner.fit(), cfg, context))
+    table = pd.concat(frames, ignore_index=True)
+    return table.sort_values(["trial_key", "epoch"], ignore_index=True)
+
+
 def ensure_data(cfg: Config, repo_root: Path) -> None:
     """Every dataset the grid uses is present and verified before a trial starts (fails with the sources tried)."""
     from rem.train import fetch_dataset
@@ -215,8 +257,7 @@ def run_sweep(cfg: Config, repo_root: Path) -> pd.DataFrame:
     ensure_data(cfg, repo_root)
     init_ray()
     try:
-        grid = build_tuner(cfg, repo_root, context, storage_uri(cfg, repo_root)).fit()
-        table = results_table(grid, cfg, context)
+        table = run_phases(cfg, context, storage_uri(cfg, repo_root))
         write_parquet(table, repo_root / cfg.sweep.results)
         settle_runs(client, experiment_id, parent, table)
     except BaseException:

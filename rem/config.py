@@ -365,6 +365,7 @@ def _check_semantics(cfg: Config, source: str, check_grid: bool = True) -> None:
                               f"{{cpu: N, gpu: F}}; got {res!r} (models: {', '.join(list_models())})")
     try:
         trial_points = grid.points(cfg.sweep.grid)
+        grid.split_matched(trial_points)  # every matched control has exactly one reference trial
     except grid.GridError as err:
         raise ConfigError(f"{source}: {err}") from None
     base = cfg.to_dict()

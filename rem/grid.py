@@ -93,3 +93,35 @@ def values_of(grid: Any, key: str, default: Any) -> list:
     for point in points(grid):
         found.setdefault(point.get(key, default), None)
     return list(found)
+
+
+# --------------------------------------------------------------------------------------------- matched arms
+
+MATCH_KEY = "prune.target_from"
+
+
+def _outside_prune(point: Point) -> Point:
+    return {k: v for k, v in point.items() if not k.startswith("prune.")}
+
+
+def split_matched(points_: list[Point]) -> tuple[list[Point], dict[str, Point]]:
+    """Split the points into those that run first and matched controls (`prune.target_from`), each control mapped
+    by its trial key to the one point it matches: the same point outside `prune`, pruned by the named method.
+
+    Raises GridError (before any trial runs) when a control has no such point or more than one."""
+    first = [p for p in points_ if MATCH_KEY not in p]
+    matched = {}
+    for point in points_:
+        if MATCH_KEY not in point:
+            continue
+        refs = [p for p in first if p.get("prune.method") == point[MATCH_KEY] and _outside_prune(p) == _outside_prune(point)]
+        if len(refs) != 1:
+            raise GridError(f"sweep.grid: {trial_key(point)} matches {len(refs)} trials pruned by "
+                            f"{point[MATCH_KEY]!r} with the same other values; it needs exactly one")
+        matched[trial_key(point)] = refs[0]
+    return first, matched
+
+
+def resolve_matched(point: Point, reached_sparsity: float) -> Point:
+    """The control with its target set to the sparsity (a fraction) its reference trial reached."""
+    return {**point, "prune.target_sparsity": round(float(reached_sparsity), 6)}

@@ -102,6 +102,9 @@ class PruneConfig:
     rem_tensors: bool = True
     # IMP / SNIP
     target_sparsity: float = 0.0  # fraction in [0, 1) of prunable weights
+    # A control arm: the sweep sets target_sparsity to what the matching trial of this method reached (same
+    # point otherwise), e.g. IMP pruning exactly as much as REM did, without minimising the routing entropy.
+    target_from: str | None = None  # None | rem
     schedule: str = "cubic"  # cubic | linear (IMP)
     schedule_epochs: int | None = None  # epochs to reach the target (None: the run's total epochs)
     scope: str = "global"  # global | layer (IMP; SNIP is global)
@@ -148,6 +151,11 @@ class PruneConfig:
         from rem.structured import validate_capsule_options  # here: rem.structured imports the models
 
         validate_capsule_options(self)
+        if self.target_from is not None:
+            if self.target_from != "rem" or self.method not in ("imp", "snip"):
+                raise ValueError(f"PruneConfig.target_from={self.target_from!r} must be 'rem' (or null), with method "
+                                 f"imp or snip; got method={self.method!r}")
+            return self  # the sweep resolves the target after the matching trial (Pruner.__init__ checks it)
         if self.method in ("imp", "snip") and self.target_sparsity <= 0:
             raise ValueError(f"PruneConfig.target_sparsity={self.target_sparsity!r} must be in (0, 1) for method={self.method!r}")
         return self
@@ -559,6 +567,9 @@ class Pruner:
 
     def __init__(self, model: nn.Module, cfg: PruneConfig | None = None):
         self.cfg = (cfg or PruneConfig()).validate()
+        if self.cfg.target_from and self.cfg.target_sparsity <= 0:
+            raise ValueError(f"prune.target_from={self.cfg.target_from!r}: the sweep sets prune.target_sparsity from the "
+                             f"matching {self.cfg.target_from} trial; a single run needs prune.target_sparsity set")
         self.masks = Masks.dense(model, rem_tensors=self.cfg.rem_tensors)
         self._shrink = list(shrinkable_parameters(model).values())
         self._masks_active = False  # skip per-step mask work until something is pruned

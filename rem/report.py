@@ -68,6 +68,8 @@ def variant_of(row: pd.Series) -> str:
         return "+Q" if bool(quantized) and not pd.isna(quantized) else "plain"
     if method == "rem":
         return "+REM"
+    if str(row.get("prune.target_from", "None")) not in ("None", "nan", ""):  # a control at its reference's sparsity
+        return f"+{method.upper()}@{str(row['prune.target_from']).upper()}"
     if method == "capsules":  # structured: the fraction of primary-capsule types removed (rem.structured)
         return f"+CAPS {100 * float(row.get('prune.capsule_fraction', 0.0) or 0.0):g}%"
     return f"+{method.upper()} {100 * target:g}%"

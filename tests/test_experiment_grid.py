@@ -12,6 +12,7 @@ import pytest
 import yaml
 
 from rem import grid
+from rem import config
 from rem.config import TRIAL_SECTIONS, ConfigError, load
 from tests.conftest import REPO
 
@@ -160,3 +161,32 @@ def test_no_committed_file_holds_a_machine_path():
                 offenders.append(f"{name}: {root}")
     assert offenders == []
     assert "dvc.lock" not in files and not any(f.startswith("reports/") for f in files)
+
+
+def test_matched_controls_run_after_their_reference_with_its_reached_sparsity():
+    points = grid.points({"model.name": ["capsnet"], "train.seed": [1, 2],
+                          "prune": [{"method": "rem"}, {"method": "none"}, {"method": "imp", "target_from": "rem"}]})
+    first, matched = grid.split_matched(points)
+    assert [p["prune.method"] for p in first] == ["rem", "none", "rem", "none"]
+    control = next(p for p in points if p.get("prune.target_from") and p["train.seed"] == 2)
+    assert matched[grid.trial_key(control)] == {"model.name": "capsnet", "train.seed": 2, "prune.method": "rem"}
+    resolved = grid.resolve_matched(control, 0.3123456789)
+    assert resolved["prune.target_sparsity"] == 0.312346 and resolved["prune.method"] == "imp"
+
+
+def test_a_matched_control_without_exactly_one_reference_is_refused_before_any_trial():
+    raw = {"sweep": {"grid": {"model.name": ["capsnet"], "prune": [{"method": "imp", "target_from": "rem"}]}}}
+    with pytest.raises(ConfigError, match=r"matches 0 trials pruned by 'rem'"):
+        config.from_dict(raw)
+    with pytest.raises(ConfigError, match=r"target_from='snip' must be 'rem'"):
+        config.from_dict({"prune": {"method": "imp", "target_from": "snip"}})
+
+
+def test_a_single_run_of_a_matched_control_needs_its_target():
+    from rem.models import create_model
+    from rem.pruning import Pruner, PruneConfig
+
+    model = create_model("efficient_capsnet", in_shape=(1, 28, 28), num_classes=10)
+    with pytest.raises(ValueError, match=r"sweep sets prune.target_sparsity from the matching rem trial"):
+        Pruner(model, PruneConfig(method="imp", target_from="rem"))
+    assert Pruner(model, PruneConfig(method="imp", target_from="rem", target_sparsity=0.25)).cfg.target_sparsity == 0.25
