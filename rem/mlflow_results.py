@@ -68,7 +68,7 @@ def trial_runs(client, exp_id: str, sweep: str | None) -> list:
 def run_config(client, run) -> Config:
     with tempfile.TemporaryDirectory(prefix="rem-config-") as tmp:
         path = client.download_artifacts(run.info.run_id, CONFIG_ARTIFACT, tmp)
-        return from_dict(yaml.safe_load(Path(path).read_text()), f"run {run.info.run_id} {CONFIG_ARTIFACT}")
+        return from_dict(yaml.safe_load(Path(path).read_text()), f"run {run.info.run_id} {CONFIG_ARTIFACT}", check_grid=False)
 
 
 def run_rows(client, run, history: bool = True) -> pd.DataFrame:

@@ -49,7 +49,7 @@ def model_package(state: dict, in_shape=None, num_classes: int | None = None) ->
     from rem.structured import build_args_from_weights
     from rem.train import model_options
 
-    cfg = from_dict(state["config"], "checkpoint config")
+    cfg = from_dict(state["config"], "checkpoint config", check_grid=False)  # a trial's config: its grid is the sweep's
     weights, epoch = final_weights(state)
     shape = state.get("data_shape", {})
     in_shape = shape["in_shape"] if in_shape is None else in_shape

@@ -81,3 +81,21 @@ def test_trial_runs_are_self_contained_and_load_back_in_a_new_process(fashion_ra
     front = pd.read_csv(tmp_path / "front.csv")
     assert len(front) >= 1 and set(front["run_id"]) <= {r.info.run_id for r in children}
     assert front["run_id"].iloc[0] in proc.stdout
+
+
+def test_a_matched_imp_control_prunes_to_the_sparsity_its_rem_trial_reached(fashion_raw, tmp_path):
+    grid = {"model.name": ["efficient_capsnet"], "train.seed": [42],
+            "prune": [{"method": "rem"}, {"method": "imp", "target_from": "rem"}]}
+    write_params(tmp_path, fashion_raw, grid=grid, name="matched", epochs=2, train_subset=512, sweep={"max_concurrent": 1})
+    run_sweep(tmp_path)
+    table = results(tmp_path)
+    last = table.sort_values("epoch").groupby("trial_key").tail(1).set_index("prune.method")
+    assert set(last["status"]) == {"FINISHED"}, last["error"].tolist()
+    reached = last.loc["rem", "sparsity"]
+    assert reached > 0  # REM pruned something, so the control had a target
+    assert last.loc["imp", "prune.target_from"] == "rem"
+    assert last.loc["imp", "prune.target_sparsity"] == pytest.approx(reached / 100, abs=1e-6)
+    assert last.loc["imp", "sparsity"] == pytest.approx(reached, abs=0.01)  # IMP reached it exactly
+    assert (tmp_path / "ray" / f"{last.loc['rem', 'sweep_id']}-matched").is_dir()  # its own Ray experiment
+    run_sweep(tmp_path)  # rerun: both phases restore, nothing retrains, the same table
+    assert_same_table(table, results(tmp_path))

@@ -76,7 +76,7 @@ def load_trial(checkpoint_dir: Path, report_cfg: Config, repo_root: Path, count:
         first = load_plain(first_file)
         weights, epoch = first["model"], int(first["epoch"])
     overrides = {f"data.{k}": getattr(report_cfg.data, k) for k in DATA_SOURCE_KEYS}
-    cfg = from_dict(state["config"], f"{state_file} config").with_overrides(overrides, "report data sources")
+    cfg = from_dict(state["config"], f"{state_file} config", check_grid=False).with_overrides(overrides, "report data sources")
     splits = _splits(cfg, repo_root, count)
     device = resolve_device(report_cfg.train.device)
     model = build_model(cfg, splits.spec, **build_args_from_weights(weights)).to(device)  # capsule-pruned: its saved size
