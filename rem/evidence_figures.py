@@ -1,0 +1,35 @@
+"""The evidence page's figure: each metric over epochs per variant, the seed spread as a band (results table only)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pandas as pd
+from matplotlib.ticker import MaxNLocator
+
+from rem.evidence import METRICS, arms, finished
+from rem.figures.style import colours, plt, save
+
+PANELS = ("test/acc", "entropy/mean", "parse_trees/total", "sparsity", "routing/coupling_entropy", "routing/dead_capsules")
+
+
+def epochs_figure(results: pd.DataFrame, model: str, path: Path) -> Path:
+    done = finished(results)
+    variants = [v for m, v in arms(done) if m == model]
+    palette = colours(variants)
+    fig, axes = plt.subplots(2, 3, figsize=(13, 7), constrained_layout=True)
+    for ax, column in zip(axes.flat, PANELS):
+        label, scale, _ = METRICS[column]
+        for variant in variants:
+            arm = done[(done["model.name"].astype(str) == model) & (done["variant"] == variant)]
+            stats = (scale * pd.to_numeric(arm[column], errors="coerce")).groupby(arm["epoch"]).agg(["mean", "std", "count"])
+            band = stats["std"].fillna(0.0)
+            ax.plot(stats.index, stats["mean"], marker="o", color=palette[variant], label=variant)
+            ax.fill_between(stats.index, stats["mean"] - band, stats["mean"] + band, color=palette[variant], alpha=0.2)
+        ax.set_title(label)
+        ax.set_xlabel("epoch")
+        ax.xaxis.set_major_locator(MaxNLocator(integer=True))
+        ax.grid(alpha=0.3)
+    axes.flat[0].legend(fontsize=8)
+    fig.suptitle(f"{model}: mean over seeds per epoch (band: ± std)")
+    return save(fig, path)

@@ -1,0 +1,46 @@
+"""reports/evidence/README.md: the evidence tables and figures on one page, with how the run was made."""
+
+from __future__ import annotations
+
+import pandas as pd
+
+from rem.evidence import finished, render_tables
+
+# Per architecture: its curves over epochs (from the Parquet), then the report stage's coupling histograms
+# (first vs last epoch, +Q vs +REM; drawn from checkpoints, so copied, not regenerated).
+FIGURES = ("epochs_{model}.png", "couplings_{model}.png")
+
+
+def run_lines(run: dict) -> list[str]:
+    keys = [("command", "Command"), ("commit", "Commit"), ("started", "Started (UTC)"), ("finished", "Finished (UTC)"),
+            ("wall", "Wall time"), ("hardware", "Hardware"), ("software", "Software")]
+    return [f"- **{label}:** {run[key]}" for key, label in keys if run.get(key)]
+
+
+def render_page(results: pd.DataFrame, run: dict, figures: list[str], notes: str = "") -> str:
+    """The page as Markdown: `run` describes how the run was made, `figures` are file names under figures/, `notes`
+    is the hand-written reading of the numbers (reports/evidence/notes.md), linked rather than generated."""
+    tables = render_tables(results)
+    done = finished(results)
+    trials = done["trial_key"].nunique()
+    epochs = ", ".join(f"{m} {int(e)}" for m, e in done.groupby("model.name")["epoch"].max().items())
+    parts = [
+        "# Evidence: does REM do what its paper claims?",
+        "",
+        f"Fashion-MNIST, {trials} finished trials (epochs: {epochs}), REM's recipe; every number below is computed "
+        "from `sweep.parquet` in this folder (`python -m pipeline.evidence --render-only` regenerates the tables "
+        "and this page from it without retraining).",
+        "",
+        *run_lines(run),
+        "",
+        notes.strip(),
+        "",
+        tables["claims.md"],
+        tables["final.md"],
+        tables["first_epoch.md"],
+    ]
+    for model in sorted(done["model.name"].astype(str).unique()):
+        parts += [tables[f"epochs_{model}.md"]]
+        parts += [f"![{name}](figures/{name})\n" for name in (f.format(model=model) for f in FIGURES) if name in figures]
+    parts += [tables["cost.md"]]
+    return "\n".join(p for p in parts if p is not None).rstrip() + "\n"
