@@ -208,12 +208,26 @@ def reached_sparsity(table: pd.DataFrame, reference: dict) -> float | None:
     return float(rows.sort_values("epoch")["sparsity"].iloc[-1]) / 100
 
 
+class SweepInterrupted(RuntimeError):
+    """The sweep stopped before every trial ended (Ctrl-C, a lost driver); rerunning resumes it."""
+
+
+def fit(tuner, cfg: Config, context: dict) -> pd.DataFrame:
+    """Run (or resume) one Ray experiment to its end and tabulate it; an interrupted one writes no table."""
+    result_grid = tuner.fit()
+    unfinished = len(result_grid) - result_grid.num_terminated - result_grid.num_errors
+    if unfinished:
+        raise SweepInterrupted(f"sweep interrupted with {unfinished} of {len(result_grid)} trials unfinished; "
+                               f"rerun the same command to resume them from their last checkpoints")
+    return results_table(result_grid, cfg, context)
+
+
 def run_phases(cfg: Config, context: dict, storage: str) -> pd.DataFrame:
     """The grid's trials, then its matched controls (`prune.target_from`), each control with its reference
     trial's reached sparsity as its target. Two Ray experiments (`<sweep id>` and `<sweep id>-matched`), each
     restored on a rerun, so an interrupted sweep resumes in whichever phase it stopped."""
     first, matched = grid.split_matched(grid.points(cfg.sweep.grid))
-    table = results_table(build_tuner(cfg, context, storage, first, context["sweep_id"]).fit(), cfg, context)
+    table = fit(build_tuner(cfg, context, storage, first, context["sweep_id"]), cfg, context)
     if not matched:
         return table
     runnable, frames = [], [table]
@@ -228,7 +242,7 @@ def run_phases(cfg: Config, context: dict, storage: str) -> pd.DataFrame:
         log.info("matched control %s: target sparsity %.4f from %s", grid.trial_key(point), reached, grid.trial_key(reference))
     if runnable:
         tuner = build_tuner(cfg, context, storage, runnable, f"{context['sweep_id']}-matched")
-        frames.append(results_table(tuner.fit(), cfg, context))
+        frames.append(fit(tuner, cfg, context))
     table = pd.concat(frames, ignore_index=True)
     return table.sort_values(["trial_key", "epoch"], ignore_index=True)
 
@@ -277,6 +291,9 @@ def main(argv: list[str] | None = None) -> int:
     except (ConfigError, DataSourceError, tracking.TrackingUnavailableError) as err:
         print(f"error: {err}", file=sys.stderr)
         return 2
+    except SweepInterrupted as err:
+        print(f"error: {err}", file=sys.stderr)
+        return 130
     failed = table.drop_duplicates("trial_key")["status"].ne("FINISHED").sum()
     print(f"sweep {sweep_id(cfg)}: {table['trial_key'].nunique()} trials, {failed} failed -> {cfg.sweep.results}")
     return 0
