@@ -215,7 +215,10 @@ class SweepInterrupted(RuntimeError):
 def fit(tuner, cfg: Config, context: dict) -> pd.DataFrame:
     """Run (or resume) one Ray experiment to its end and tabulate it; an interrupted one writes no table."""
     result_grid = tuner.fit()
-    unfinished = len(result_grid) - result_grid.num_terminated - result_grid.num_errors
+    # A trial is done when it failed or reported its final evaluation (the last report carries final/*);
+    # after Ctrl-C, Ray returns the others too: never started (no config) or stopped mid-run.
+    unfinished = sum(1 for r in result_grid if r.config is None or (
+        r.error is None and not any(k.startswith("final/") for k in (r.metrics or {}))))
     if unfinished:
         raise SweepInterrupted(f"sweep interrupted with {unfinished} of {len(result_grid)} trials unfinished; "
                                f"rerun the same command to resume them from their last checkpoints")
