@@ -29,8 +29,9 @@ __all__ = ["ChecksumError", "DataSourceError", "FormatError", "download", "fetch
 
 def download(url: str, part: Path, timeout: float = 30.0, attempts: int = 3) -> None:
     """Fetch `url` into `part`, continuing a partial download (Range) after a dropped connection."""
-    last = ""
+    last, tried = "", 0
     for attempt in range(attempts):
+        tried += 1
         have = part.stat().st_size if part.exists() else 0
         request = urllib.request.Request(url, headers={"Range": f"bytes={have}-"} if have else {})
         try:
@@ -58,7 +59,7 @@ def download(url: str, part: Path, timeout: float = 30.0, attempts: int = 3) -> 
             if not got_some and isinstance(err, urllib.error.URLError):
                 break  # nothing reachable: do not insist
             time.sleep(0.05 * (attempt + 1))
-    raise DataSourceError(f"{url}: {last} (after {attempts} attempts)")
+    raise DataSourceError(f"{url}: {last} (after {tried} attempt{'s' if tried > 1 else ''})")
 
 
 def local_candidates(spec: DatasetSpec, remote: RemoteFile, folders: Iterable[Path]) -> list[Path]:
