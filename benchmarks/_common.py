@@ -78,7 +78,7 @@ def fashion_mnist(repo_root: Path = REPO, **data_overrides):
     Data comes from REM_DATA_MIRROR (or params' mirror) into the repo's ignored data/raw, as a trial gets it.
     """
     from rem.config import Config
-    from rem.train import prepare_data
+    from rem.data import prepare_data
 
     overrides = {"data.dataset": "fashion-mnist", "data.download": False}
     overrides.update({f"data.{k}": v for k, v in data_overrides.items()})

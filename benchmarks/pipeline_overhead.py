@@ -136,7 +136,7 @@ def main() -> None:
         ap.error("--trials must be at least 2: the marginal cost is the difference between 1 and N trials")
     os.environ.setdefault("REM_LOG_LEVEL", "WARNING")
     print(environment_line())
-    from rem.train import prepare_data
+    from rem.data import prepare_data
 
     seeds = {"direct": [42], "sweep 1": [42], "sweep N": list(range(42, 42 + args.trials))}
     samples: dict[str, list[dict]] = {kind: [] for kind in seeds}

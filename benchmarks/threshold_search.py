@@ -1,7 +1,7 @@
 """REM's end-of-epoch threshold search: the published bisection vs rem's "sorted" search, and LOBSTER's cost.
 
 Both searches run on copies of the same trained checkpoint with the same validation split (the one the
-pipeline uses: rem.train.prepare_data with the checkpoint's own config), in the checkpoint's precision and
+pipeline uses: rem.data.prepare_data with the checkpoint's own config), in the checkpoint's precision and
 eval batch size. The table shows validation passes (and how many of them stopped early), wall time, the
 chosen threshold, the resulting sparsity, and the validation loss, plus the search's cost as a fraction of one
 training epoch of the same model measured in the same run (batch 128, LOBSTER on, 54,500 images).
@@ -28,10 +28,10 @@ from pathlib import Path
 import torch
 
 from rem.config import from_dict
-from rem.data import BatchTransform, get_dataset
+from rem.data import BatchTransform, get_dataset, prepare_data
 from rem.losses import margin_loss
 from rem.pruning import Masks, PruneConfig, Pruner, threshold_search
-from rem.train import build_model, load_checkpoint, prepare_data
+from rem.train import build_model, load_checkpoint
 from rem.validation_loss import ValidationLoss
 
 REPO = Path(__file__).resolve().parents[1]

@@ -16,7 +16,7 @@ from pathlib import Path
 
 from rem import grid
 from rem.config import Config, ConfigError, add_params_arguments, load_from_args
-from rem.data import DataSourceError
+from rem.data import DataSourceError, fetch_dataset
 
 
 def datasets_needed(cfg: Config) -> list[str]:
@@ -38,8 +38,6 @@ def main(argv: list[str] | None = None) -> int:
         if args.list:
             print("\n".join(names))
             return 0
-        from rem.train import fetch_dataset  # torch: only when something is fetched
-
         for name in names:
             raw = fetch_dataset(cfg.with_overrides({"data.dataset": name}), Path.cwd())
             print(f"{name}: verified files in {raw}")

@@ -28,7 +28,7 @@ log = logging.getLogger("pipeline.sweep")
 
 def storage_uri(cfg: Config, repo_root: Path) -> str:
     """Ray wants an absolute path or a URI (s3://, gs://, an NFS mount shared by every node)."""
-    from rem.train import resolve_path
+    from rem.paths import resolve_path
 
     value = cfg.sweep.storage_path
     return value if "://" in value else str(resolve_path(value, repo_root).resolve())
@@ -252,7 +252,7 @@ def run_phases(cfg: Config, context: dict, storage: str) -> pd.DataFrame:
 
 def ensure_data(cfg: Config, repo_root: Path) -> None:
     """Every dataset the grid uses is present and verified before a trial starts (fails with the sources tried)."""
-    from rem.train import fetch_dataset
+    from rem.data import fetch_dataset
 
     for dataset in sorted(grid.values_of(cfg.sweep.grid, "data.dataset", cfg.data.dataset)):
         fetch_dataset(cfg.with_overrides({"data.dataset": dataset}), repo_root)

@@ -23,12 +23,13 @@ import numpy as np
 import torch
 
 from rem.config import Config
-from rem.data import BatchTransform, fetch, get_dataset, load_splits, mirror_folders
+from rem.data import BatchTransform, fetch_dataset, prepare_data
 from rem.device import autocast, check_precision, prepare_backend, resolve_device, splits_to
 from rem.evaluate import batches_of, evaluate, per_class_metrics
 from rem.losses import margin_loss, reconstruction_loss
 from rem.models import count_parameters, create_model
 from rem.parse_trees import key_counts
+from rem.paths import resolve_path
 from rem.pruning import Pruner
 from rem.structured import CapsulePruner
 from rem.safe_load import load_plain
@@ -54,34 +55,6 @@ def seed_everything(seed: int) -> None:
     random.seed(seed)
     np.random.seed(seed)
     torch.manual_seed(seed)
-
-
-def resolve_path(value: str, repo_root: Path) -> Path:
-    path = Path(os.path.expanduser(value))
-    return path if path.is_absolute() else (repo_root / path)
-
-
-def fetch_dataset(cfg: Config, repo_root: Path) -> Path:
-    """Verified files of cfg.data.dataset in its raw folder (idempotent: a no-op once verified)."""
-    spec = get_dataset(cfg.data.dataset)
-    if spec.root_dir:  # imagefolder:<path>: the folder itself, nothing to fetch
-        return resolve_path(spec.root_dir, repo_root)
-    raw = resolve_path(cfg.data.root, repo_root) / spec.name
-    fetch(spec, raw, mirrors=mirror_folders(cfg.data.mirror, repo_root),
-          system_root=Path(cfg.data.system_root) if cfg.data.system_root else None, download_ok=cfg.data.download)
-    return raw
-
-
-def prepare_data(cfg: Config, repo_root: Path):
-    """Fetch (idempotent, verified) and load the trial's splits."""
-    spec = get_dataset(cfg.data.dataset)
-    raw = fetch_dataset(cfg, repo_root)
-    return load_splits(spec, raw, val_size=cfg.data.val_size, split_seed=cfg.data.split_seed,
-                       train_subset=cfg.data.train_subset, val_subset=cfg.data.val_subset,
-                       test_subset=cfg.data.test_subset, resize=cfg.data.resize, norb_size=cfg.data.norb_size,
-                       norb_crop=cfg.data.norb_crop, norb_split=cfg.data.norb_split,
-                       cache_dir=resolve_path(cfg.data.prepared, repo_root) if cfg.data.prepared else None,
-                       mean=tuple(cfg.data.mean), std=tuple(cfg.data.std))
 
 
 def model_options(cfg: Config, **extra) -> dict:

@@ -24,12 +24,15 @@ import torch.nn.functional as F
 from PIL import Image
 
 from tests.conftest import write_idx
-from rem.config import ConfigError, Config
+from rem.config import ConfigError, Config, DataConfig
 from rem.data import BatchTransform, DataSourceError, FormatError, fetch, get_dataset, load_splits
-from rem.data.loading import NORB_AZIMUTH_TRAIN, norb_files
-from rem.data.readers import read_affnist, read_cifar10, read_idx_pair, read_norb, read_svhn
+from rem.data.affnist import read_affnist
+from rem.data.cifar import read_cifar10
+from rem.data.idx import read_idx_pair
+from rem.data.smallnorb import NORB_AZIMUTH_TRAIN, norb_files, read_norb
+from rem.data.svhn import read_svhn
 from rem.data.registry import DATASETS, NORB_MAGIC_I32, NORB_MAGIC_U8, RemoteFile, norb_header
-from rem.data.sources import extract_verified
+from rem.data.verify import extract_verified
 
 
 def test_registry_has_six_datasets_and_no_invented_checksums():
@@ -63,14 +66,14 @@ def test_svhn_round_trip_and_splits(tmp_path, cifar_lossless):
     data, labels = read_svhn(tmp_path / "train_32x32.mat")
     assert np.array_equal(data, x[:150]) and np.array_equal(labels, y[:150]) and (y[:150] == 0).any()
     cache = tmp_path / "prepared"
-    s = load_splits(get_dataset("svhn"), tmp_path, val_size=30, split_seed=0, resize=0, cache_dir=cache)
+    s = load_splits(get_dataset("svhn"), tmp_path, DataConfig(val_size=30, split_seed=0, resize=0), cache_dir=cache)
     assert (len(s.train), len(s.val), len(s.test)) == (120, 30, 50) and s.spec.in_shape == (3, 32, 32)
     assert np.array_equal(s.test.images.numpy(), x[150:])
     assert sorted(torch.cat([s.train.labels, s.val.labels]).tolist()) == sorted(y[:150].tolist())
-    s24 = load_splits(get_dataset("svhn"), tmp_path, val_size=30, split_seed=0, cache_dir=cache)
+    s24 = load_splits(get_dataset("svhn"), tmp_path, DataConfig(val_size=30, split_seed=0), cache_dir=cache)
     assert s24.spec.in_shape == (3, 24, 24) and s24.test.images.dtype == torch.uint8
     assert len(list(cache.glob("svhn-*.npz"))) == 2
-    again = load_splits(get_dataset("svhn"), tmp_path, val_size=30, split_seed=0, cache_dir=cache)
+    again = load_splits(get_dataset("svhn"), tmp_path, DataConfig(val_size=30, split_seed=0), cache_dir=cache)
     assert torch.equal(again.train.images, s24.train.images)
 
 
@@ -87,9 +90,11 @@ def test_svhn_bad_shape_and_truncation(tmp_path, cifar_lossless):
 
 # ------------------------------------------------------------------ CIFAR-10
 
-def test_cifar_pickle_through_torchvision(tmp_path, mirror, cifar_lossless):
+def test_cifar_pickle_through_torchvision(tmp_path, cifar_lossless_dir, cifar_lossless):
     folder = tmp_path / "cifar-10-batches-py"
-    shutil.copytree(mirror / "cifar10" / "cifar-10-batches-py-lossless200", folder)
+    folder.mkdir()
+    for name in ("test_batch", "batches.meta"):
+        shutil.copyfile(cifar_lossless_dir / name, folder / name)
     # The staged repack was pickled by Python 3 with bytes keys; torchvision's reader (encoding="latin1")
     # expects the str keys that the official Python-2 batches decode to. It must say so, in one line:
     with pytest.raises(FormatError, match="test_batch has bytes keys"):
@@ -110,58 +115,52 @@ def test_cifar_pickle_through_torchvision(tmp_path, mirror, cifar_lossless):
         read_cifar10(tmp_path, train=False)
 
 
-def _extract_some(tarball: Path, dest: Path, per_class: int, sub: str) -> list[str]:
-    taken: dict[str, int] = {}
+def _extract_some(source: Path, dest: Path, per_class: int, sub: str) -> list[str]:
+    """The first `per_class` images of each class folder of `source` into dest/sub/<class>/."""
     names = []
-    with tarfile.open(tarball) as tf:
-        for m in tf:
-            if not m.isfile():
-                continue
-            cls = m.name.split("/")[1]
-            if taken.get(cls, 0) >= per_class:
-                continue
-            taken[cls] = taken.get(cls, 0) + 1
-            out = dest / sub / cls / Path(m.name).name
+    for cls in sorted(d.name for d in source.iterdir() if d.is_dir()):
+        for path in sorted((source / cls).iterdir())[:per_class]:
+            out = dest / sub / cls / path.name
             out.parent.mkdir(parents=True, exist_ok=True)
-            out.write_bytes(tf.extractfile(m).read())
-            names.append(m.name)
+            shutil.copyfile(path, out)
+            names.append(f"{sub}/{cls}/{path.name}")
     return names
 
 
-def test_cifar_jpeg_image_folder(tmp_path, mirror):
+def test_cifar_jpeg_image_folder(tmp_path, cifar_jpeg_train, cifar_jpeg_test):
     root = tmp_path / "byo"
-    _extract_some(mirror / "cifar10" / "cifar10_train_jpeg_50000.tar.gz", root, 25, "train")
-    _extract_some(mirror / "cifar10" / "cifar10_test_jpeg_10000.tar.gz", root, 10, "test")
+    _extract_some(cifar_jpeg_train, root, 25, "train")
+    _extract_some(cifar_jpeg_test, root, 10, "test")
     spec = get_dataset(f"imagefolder:{root}")
-    s = load_splits(spec, root, val_size=50, split_seed=0, resize=0, cache_dir=tmp_path / "prep")
+    s = load_splits(spec, root, DataConfig(val_size=50, split_seed=0, resize=0), cache_dir=tmp_path / "prep")
     assert s.spec.classes == DATASETS["cifar10"].classes and s.spec.num_classes == 10
     assert s.spec.in_shape == (3, 32, 32) and (len(s.train), len(s.val), len(s.test)) == (200, 50, 100)
     assert s.test.labels.bincount().tolist() == [10] * 10
     first = sorted((root / "test" / "airplane").iterdir())[0]
     assert np.array_equal(s.test.images[0].numpy(), np.asarray(Image.open(first).convert("RGB")).transpose(2, 0, 1))
     assert len(s.spec.mean) == 3 and all(0 < v < 1 for v in s.spec.mean)
-    s24 = load_splits(spec, root, val_size=50, split_seed=0, cache_dir=tmp_path / "prep")
+    s24 = load_splits(spec, root, DataConfig(val_size=50, split_seed=0), cache_dir=tmp_path / "prep")
     assert s24.spec.in_shape == (3, 24, 24) and s24.train.images.shape[1:] == (3, 24, 24)
     # the registry entry uses the same reader with REM's CIFAR-10 constants
-    s_reg = load_splits(DATASETS["cifar10-jpeg"], root, val_size=50, split_seed=0, cache_dir=None)
+    s_reg = load_splits(DATASETS["cifar10-jpeg"], root, DataConfig(val_size=50, split_seed=0), cache_dir=None)
     assert s_reg.spec.mean == (0.4914, 0.4822, 0.4465)
     x, unit = BatchTransform(s_reg.spec, augment=True)(s_reg.train.images[:64], train=True, gen=torch.Generator().manual_seed(0))
     assert x.shape == (64, 3, 24, 24) and 0 <= unit.min() and unit.max() <= 1
 
 
-def test_image_folder_bad_inputs(tmp_path, mirror):
+def test_image_folder_bad_inputs(tmp_path, cifar_jpeg_test):
     with pytest.raises(FormatError, match="no class sub-folders"):
         (tmp_path / "empty").mkdir()
-        load_splits(get_dataset(f"imagefolder:{tmp_path / 'empty'}"), tmp_path / "empty", val_size=1, split_seed=0)
+        load_splits(get_dataset(f"imagefolder:{tmp_path / 'empty'}"), tmp_path / "empty", DataConfig(val_size=1, split_seed=0))
     root = tmp_path / "mixed"
-    _extract_some(mirror / "cifar10" / "cifar10_test_jpeg_10000.tar.gz", root, 3, "train")
+    _extract_some(cifar_jpeg_test, root, 3, "train")
     bad = root / "train" / "cat" / "zzz.png"
     Image.new("RGB", (16, 16)).save(bad)
     with pytest.raises(FormatError, match=r"zzz.png.*expected \(3, 32, 32\)"):
-        load_splits(get_dataset(f"imagefolder:{root}"), root, val_size=1, split_seed=0)
+        load_splits(get_dataset(f"imagefolder:{root}"), root, DataConfig(val_size=1, split_seed=0))
     bad.write_bytes(b"not an image")
     with pytest.raises(FormatError, match="zzz.png: not a decodable image"):
-        load_splits(get_dataset(f"imagefolder:{root}"), root, val_size=1, split_seed=0)
+        load_splits(get_dataset(f"imagefolder:{root}"), root, DataConfig(val_size=1, split_seed=0))
 
 
 # ------------------------------------------------------------------ affNIST
@@ -190,7 +189,7 @@ def test_affnist_protocol_and_placement(tmp_path, mnist_test):
     write_idx(tmp_path / "t10k-images-idx3-ubyte", x[300:400])
     write_idx(tmp_path / "t10k-labels-idx1-ubyte", y[300:400])
     _write_affnist(tmp_path / "test.mat", np.pad(x[400:450], ((0, 0), (6, 6), (6, 6))), y[400:450])
-    s = load_splits(get_dataset("affnist"), tmp_path, val_size=5500, split_seed=0, cache_dir=tmp_path / "prep")
+    s = load_splits(get_dataset("affnist"), tmp_path, DataConfig(val_size=5500, split_seed=0), cache_dir=tmp_path / "prep")
     assert (len(s.train), len(s.val), len(s.test)) == (300, 100, 50)  # all MNIST train; val = MNIST test
     assert s.train.images.shape[1:] == (1, 28, 28) and s.val.images.shape[1:] == (1, 40, 40)
     assert np.array_equal(s.val.images[:, 0].numpy(), np.pad(x[300:400], ((0, 0), (6, 6), (6, 6))))
@@ -272,25 +271,26 @@ def test_norb_reader_round_trip(norb_raw):
 def test_norb_splits_and_preprocessing(norb_raw, tmp_path):
     raw, written = norb_raw
     spec = get_dataset("smallnorb")
-    kw = dict(val_size=60, split_seed=0, cache_dir=tmp_path / "prep")
-    std = load_splits(spec, raw, norb_split="standard", **kw)
+    kw = dict(val_size=60, split_seed=0)
+    cache = tmp_path / "prep"
+    std = load_splits(spec, raw, DataConfig(norb_split="standard", **kw), cache)
     assert (len(std.train), len(std.val), len(std.test)) == (750, 60, 810) and std.extra == {}
     assert std.test.images.shape[1:] == (2, 48, 48) and std.spec.in_shape == (2, 32, 32)
     expect = F.avg_pool2d(torch.from_numpy(written["testing"][0]).float(), 2).round().to(torch.uint8)
     assert torch.equal(std.test.images, expect)  # 96 -> 48 area downsampling
-    az = load_splits(spec, raw, norb_split="azimuth", **kw)
+    az = load_splits(spec, raw, DataConfig(norb_split="azimuth", **kw), cache)
     assert len(az.train) + len(az.val) == 810 * 6 // 18 and len(az.test) == 810 * 12 // 18
     assert len(az.extra["familiar"]) == 270
     assert len(np.unique(written["training"][2][:, 2])) == 18 and len(NORB_AZIMUTH_TRAIN) == 6
     assert torch.cat([az.train.labels, az.val.labels]).bincount().tolist() == [54] * 5  # every category kept
-    el = load_splits(spec, raw, norb_split="elevation", **kw)
+    el = load_splits(spec, raw, DataConfig(norb_split="elevation", **kw), cache)
     assert len(el.train) + len(el.val) == 270 and len(el.test) == 540 and len(el.extra["familiar"]) == 270
     tf = BatchTransform(std.spec, augment=True, brightness=0.125, contrast=(0.5, 1.5), crop=32)
     x, _ = tf(std.train.images[:16], train=True, gen=torch.Generator().manual_seed(0))
     assert x.shape == (16, 2, 32, 32) and x.flatten(1).mean(1).abs().max() < 1e-4
     xe, ue = tf(std.test.images[:4], train=False)
     assert torch.equal(ue, std.test.images[:4, :, 8:40, 8:40].float() / 255)
-    small = load_splits(spec, raw, norb_size=40, norb_crop=28, **kw)
+    small = load_splits(spec, raw, DataConfig(norb_size=40, norb_crop=28, **kw), cache)
     assert small.test.images.shape[1:] == (2, 40, 40) and small.spec.in_shape == (2, 28, 28)
 
 
@@ -321,9 +321,14 @@ def _tar_bytes(members: dict[str, bytes]) -> bytes:
     return buf.getvalue()
 
 
-def test_archive_extraction_real_members_and_traversal(tmp_path, mirror):
-    with tarfile.open(mirror / "cifar10" / "cifar10_test_jpeg_10000.tar.gz") as tf:
-        members = {m.name: tf.extractfile(m).read() for m in list(tf.getmembers())[:40] if m.isfile()}
+def _jpeg_members(folder: Path, n: int) -> dict[str, bytes]:
+    """The first n real JPEG files of a class-folder tree, as archive members test/<class>/NNNN.jpg."""
+    paths = sorted(folder.glob("*/*.jpg"))[:n]
+    return {f"test/{p.parent.name}/{p.name}": p.read_bytes() for p in paths}
+
+
+def test_archive_extraction_real_members_and_traversal(tmp_path, cifar_jpeg_test):
+    members = _jpeg_members(cifar_jpeg_test, 40)
     arc = tmp_path / "a.tar"
     arc.write_bytes(_tar_bytes(members))
     dest = tmp_path / "out"
@@ -342,12 +347,13 @@ def test_archive_extraction_real_members_and_traversal(tmp_path, mirror):
         extract_verified(z, dest, RemoteFile("z.zip", "", 0, kind="zip"))
 
 
-def test_truncated_archives_leave_nothing(tmp_path, mirror):
+def test_truncated_archives_leave_nothing(tmp_path, cifar_jpeg_test):
     spec = DATASETS["cifar10-jpeg"]
     remote = spec.files[0]
     mirror2 = tmp_path / "mirror" / "cifar10"
     mirror2.mkdir(parents=True)
-    (mirror2 / remote.archive).write_bytes((mirror / "cifar10" / remote.archive).read_bytes()[:200_000])
+    whole = gzip.compress(_tar_bytes(_jpeg_members(cifar_jpeg_test, 1500)), compresslevel=1)
+    (mirror2 / remote.archive).write_bytes(whole[:len(whole) // 2])  # a .tar.gz cut mid-stream
     dest = tmp_path / "raw"
     with pytest.raises(DataSourceError, match=r"cifar10_test_jpeg_10000.tar.gz: unreadable or truncated"):
         fetch(spec, dest, mirrors=[tmp_path / "mirror"], download_ok=False)
@@ -366,7 +372,7 @@ def test_truncated_archives_leave_nothing(tmp_path, mirror):
     assert [p.name for p in dest.iterdir()] == []
 
 
-def test_checksum_mismatch_and_wrong_idx_magic(tmp_path, mirror):
+def test_checksum_mismatch_and_wrong_idx_magic(tmp_path):
     fake = tmp_path / "mirror" / "fashion-mnist"
     fake.mkdir(parents=True)
     (fake / "t10k-labels-idx1-ubyte.gz").write_bytes(gzip.compress(b"\x00\x00\x08\x01" + bytes(10004)))
@@ -383,9 +389,9 @@ def test_checksum_mismatch_and_wrong_idx_magic(tmp_path, mirror):
         read_idx_pair(raw, "train")
 
 
-def test_fashion_mnist_still_loads(tmp_path, mirror):
+def test_fashion_mnist_still_loads(tmp_path, fashion_raw):
     spec = get_dataset("fashion-mnist")
-    fetch(spec, tmp_path / "raw", mirrors=[mirror], download_ok=False)
-    s = load_splits(spec, tmp_path / "raw", val_size=5500, split_seed=0, train_subset=1000)
+    fetch(spec, tmp_path / "raw", mirrors=[fashion_raw], download_ok=False)
+    s = load_splits(spec, tmp_path / "raw", DataConfig(val_size=5500, split_seed=0, train_subset=1000))
     assert (len(s.train), len(s.val), len(s.test)) == (1000, 5500, 10000) and s.extra == {}
     assert s.test.labels.bincount().tolist() == [1000] * 10

@@ -9,42 +9,43 @@ from pathlib import Path
 import pytest
 
 from rem.data import ChecksumError, DataSourceError, fetch, get_dataset, load_splits
-from rem.data.sources import md5_of
+from rem.config import DataConfig
+from rem.data.verify import md5_of
 
 
-def test_fetch_from_mirror_verifies_uncompressed_payload(mirror, tmp_path):
+def test_fetch_from_mirror_verifies_uncompressed_payload(fashion_raw, tmp_path):
     spec = get_dataset("fashion-mnist")
-    origins = fetch(spec, tmp_path / "fm", mirrors=[mirror], download_ok=False)
+    origins = fetch(spec, tmp_path / "fm", mirrors=[fashion_raw], download_ok=False)
     assert set(origins) == {f.name for f in spec.files}
     for remote in spec.files:
         assert md5_of(tmp_path / "fm" / remote.name) == remote.md5
     # Second call: nothing to do.
-    assert set(fetch(spec, tmp_path / "fm", mirrors=[mirror], download_ok=False).values()) == {"already present"}
+    assert set(fetch(spec, tmp_path / "fm", mirrors=[fashion_raw], download_ok=False).values()) == {"already present"}
 
 
-def test_regzipped_copy_passes_and_splits_are_rems(mirror, tmp_path):
+def test_regzipped_copy_passes_and_splits_are_rems(fashion_raw, tmp_path):
     # A copy gzipped again (different .gz bytes, same payload) must pass.
     spec = get_dataset("fashion-mnist")
     copy = tmp_path / "mirror" / "fashion-mnist"
     copy.mkdir(parents=True)
     for remote in spec.files:
-        with gzip.open(mirror / "fashion-mnist" / remote.archive, "rb") as src, gzip.open(copy / remote.archive, "wb", compresslevel=1) as dst:
+        with open(fashion_raw / "fashion-mnist" / remote.name, "rb") as src, gzip.open(copy / remote.archive, "wb", compresslevel=1) as dst:
             shutil.copyfileobj(src, dst)
     fetch(spec, tmp_path / "raw", mirrors=[tmp_path / "mirror"], download_ok=False)
-    splits = load_splits(spec, tmp_path / "raw", val_size=5500, split_seed=0)
+    splits = load_splits(spec, tmp_path / "raw", DataConfig(val_size=5500, split_seed=0))
     assert (len(splits.train), len(splits.val), len(splits.test)) == (54500, 5500, 10000)
     assert tuple(splits.train.images.shape[1:]) == (1, 28, 28)
     assert splits.test.labels.bincount().tolist() == [1000] * 10
 
 
-def test_corrupted_copy_names_file_and_hashes_and_leaves_nothing(mirror, tmp_path):
+def test_corrupted_copy_names_file_and_hashes_and_leaves_nothing(fashion_raw, tmp_path):
     spec = get_dataset("fashion-mnist")
     bad = tmp_path / "mirror" / "fashion-mnist"
     bad.mkdir(parents=True)
-    for remote in spec.files:
-        shutil.copy(mirror / "fashion-mnist" / remote.archive, bad / remote.archive)
     labels = spec.files[3]  # t10k-labels: flip one label byte inside the payload
-    payload = bytearray(gzip.decompress((bad / labels.archive).read_bytes()))
+    for remote in spec.files[:3]:
+        shutil.copy(fashion_raw / "fashion-mnist" / remote.name, bad / remote.name)
+    payload = bytearray((fashion_raw / "fashion-mnist" / labels.name).read_bytes())
     payload[100] = (payload[100] + 1) % 10
     (bad / labels.archive).write_bytes(gzip.compress(bytes(payload)))
     dest = tmp_path / "raw"
@@ -57,15 +58,15 @@ def test_corrupted_copy_names_file_and_hashes_and_leaves_nothing(mirror, tmp_pat
     assert not [p for p in dest.iterdir() if p.name.startswith(f".{labels.name}.tmp")]
 
 
-def test_truncated_archive_is_rejected(mirror, tmp_path):
+def test_truncated_archive_is_rejected(fashion_raw, tmp_path):
     spec = get_dataset("fashion-mnist")
     bad = tmp_path / "mirror" / "fashion-mnist"
     bad.mkdir(parents=True)
     remote = spec.files[2]
-    data = (mirror / "fashion-mnist" / remote.archive).read_bytes()
+    data = gzip.compress((fashion_raw / "fashion-mnist" / remote.name).read_bytes(), compresslevel=1)
     (bad / remote.archive).write_bytes(data[: len(data) // 2])
     with pytest.raises(ChecksumError, match="truncated"):
-        from rem.data.sources import install_verified
+        from rem.data.verify import install_verified
         install_verified(bad / remote.archive, tmp_path / remote.name, remote)
     assert not (tmp_path / remote.name).exists()
 
@@ -80,8 +81,12 @@ def test_no_source_lists_every_place_tried(tmp_path):
     assert "downloads disabled" in message
 
 
-def test_mirror_without_mnist_training_images_reports_it(mirror, tmp_path):
-    # The staged MNIST copy holds the test set and the training labels only.
+def test_mirror_without_mnist_training_images_reports_it(mnist_raw, tmp_path):
+    # A mirror holding the MNIST test set only (as the staged one: test set and training labels).
+    mirror = tmp_path / "mirror"
+    (mirror / "mnist").mkdir(parents=True)
+    for name in ("t10k-images-idx3-ubyte", "t10k-labels-idx1-ubyte"):
+        (mirror / "mnist" / name).symlink_to(mnist_raw / name)
     with pytest.raises(DataSourceError, match="train-images-idx3-ubyte"):
         fetch(get_dataset("mnist"), tmp_path / "raw", mirrors=[mirror], download_ok=False)
     assert (tmp_path / "raw" / "t10k-images-idx3-ubyte").exists() is False or md5_of(

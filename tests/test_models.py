@@ -179,10 +179,10 @@ def test_deepcaps_capsule_lengths_survive_the_cells_at_init(gain, alive):
 
 
 # ------------------------------------------------------------------------------------ learning check
-def fashion_mnist_subset(mirror: Path, n: int) -> tuple[torch.Tensor, torch.Tensor]:
-    root = mirror / "fashion-mnist"
-    x = _idx_array(root / "train-images-idx3-ubyte.gz")[:n].astype(np.float32) / 255.0
-    y = _idx_array(root / "train-labels-idx1-ubyte.gz")[:n].astype(np.int64)
+def fashion_mnist_subset(raw_root: Path, n: int) -> tuple[torch.Tensor, torch.Tensor]:
+    root = raw_root / "fashion-mnist"
+    x = _idx_array(root / "train-images-idx3-ubyte")[:n].astype(np.float32) / 255.0
+    y = _idx_array(root / "train-labels-idx1-ubyte")[:n].astype(np.int64)
     return torch.from_numpy(x).unsqueeze(1), torch.from_numpy(y)
 
 
@@ -207,8 +207,8 @@ LEARNING = {
 
 @pytest.mark.slow
 @pytest.mark.parametrize("name", MODELS)
-def test_fits_512_fashion_mnist_images(name, mirror):
-    x, y = fashion_mnist_subset(mirror, 512)
+def test_fits_512_fashion_mnist_images(name, fashion_raw):
+    x, y = fashion_mnist_subset(fashion_raw, 512)
     assert len(np.unique(y.numpy())) == 10
     bs, lr, max_epochs, bf16 = LEARNING[name]
     torch.manual_seed(0)

@@ -58,9 +58,9 @@ def run(cmd: list[str], cwd: Path, timeout: int = 900) -> subprocess.CompletedPr
 
 
 @pytest.mark.slow
-def test_dvc_repro_runs_the_real_pipeline_then_is_a_noop(mirror, tmp_path):
+def test_dvc_repro_runs_the_real_pipeline_then_is_a_noop(fashion_raw, tmp_path):
     repo = copy_repo(tmp_path / "repo")
-    shrink_params(repo, mirror)
+    shrink_params(repo, fashion_raw)
     run(["git", "init", "-q"], repo)
     run(["git", "add", "-A"], repo)
     run(["git", "-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qm", "copy"], repo)

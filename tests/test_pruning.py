@@ -217,13 +217,13 @@ def test_threshold_never_raises_val_loss(search):
 
 
 @pytest.fixture(scope="module")
-def fashion_checkpoint(mirror):
+def fashion_checkpoint(fashion_raw):
     """A tiny capsnet trained 30 steps on real Fashion-MNIST, and a 400-image real validation set, as
     `evaluate`-based loss functions with and without early exit, and the published bisection's result."""
     from tests.conftest import _idx_array
 
-    images = torch.from_numpy(_idx_array(mirror / "fashion-mnist" / "train-images-idx3-ubyte.gz")[:3160].copy())
-    labels = torch.from_numpy(_idx_array(mirror / "fashion-mnist" / "train-labels-idx1-ubyte.gz")[:3160].astype(np.int64))
+    images = torch.from_numpy(_idx_array(fashion_raw / "fashion-mnist" / "train-images-idx3-ubyte")[:3160].copy())
+    labels = torch.from_numpy(_idx_array(fashion_raw / "fashion-mnist" / "train-labels-idx1-ubyte")[:3160].astype(np.int64))
     x = images.float().div(255).unsqueeze(1)
     def fresh(state=None):
         torch.manual_seed(1)

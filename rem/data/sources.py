@@ -1,178 +1,37 @@
-"""Getting verified dataset files: mirror folder(s), the system dataset folder, then the canonical URLs.
+"""Where verified dataset files come from, in order: mirror folders, the system dataset folder, the canonical URLs.
 
-Every file lands in `<dest>/<name>` uncompressed, only after its payload was verified against the
-manifest (md5 where known; otherwise exact size and leading header bytes, see registry.py): it is
-written to a temporary name, checked, then renamed, so nothing half-written is ever where the next run
-would trust it. Downloads resume from a `.part` file when the server honours Range requests (also within
-one call: a dropped connection is retried from where it stopped). Archives (.tar, .zip) are extracted
-into a temporary folder, members verified, then moved into place; a member named with `..` or an
-absolute path is refused.
+Downloads resume from a `.part` file when the server honours Range requests (also within one call: a dropped
+connection is retried from where it stopped). Verification and installation are verify.py's job; this module
+only decides which source to try next and reports every place tried when none had the file.
 """
 
 from __future__ import annotations
 
-import gzip
-import hashlib
 import http.client
 import os
-import shutil
-import tarfile
 import time
 import urllib.error
 import urllib.request
-import zipfile
-import zlib
-from pathlib import Path, PurePosixPath
-from typing import Iterable
+from pathlib import Path
+from typing import TYPE_CHECKING, Iterable
 
-from rem.data.registry import DatasetSpec, RemoteFile
+from rem.data.registry import DatasetSpec, RemoteFile, get_dataset
+from rem.data.verify import (CHUNK, ChecksumError, DataSourceError, FormatError, install, is_present,
+                             recorded_checksums, stamp_text)
+from rem.paths import resolve_path
 
-CHUNK = 1 << 20
-GZIP_MAGIC = b"\x1f\x8b"
+if TYPE_CHECKING:
+    from rem.config import Config
 
-
-class DataSourceError(RuntimeError):
-    """No source could provide a verified copy of a file (the message lists every place tried)."""
-
-
-class ChecksumError(DataSourceError):
-    """A file's payload does not match the manifest."""
-
-
-class FormatError(ChecksumError):
-    """A file's content is not what its format requires (truncated/corrupt archive, magic, shape, unsafe member)."""
-
-
-def md5_of(path: Path) -> str:
-    digest = hashlib.md5()
-    with open(path, "rb") as fh:
-        for chunk in iter(lambda: fh.read(CHUNK), b""):
-            digest.update(chunk)
-    return digest.hexdigest()
-
-
-def _open_payload(path: Path):
-    with open(path, "rb") as fh:
-        magic = fh.read(2)
-    return gzip.open(path, "rb") if magic == GZIP_MAGIC else open(path, "rb")
-
-
-def check_payload(label: str, expected: RemoteFile, md5: str, size: int, head: bytes) -> None:
-    """One-line ChecksumError/FormatError unless md5 (when known), size (when fixed) and header match."""
-    if expected.md5 and md5 != expected.md5:
-        raise ChecksumError(f"{label}: checksum mismatch for {expected.name}: expected md5 {expected.md5}, got {md5}")
-    if expected.size and size != expected.size:
-        raise FormatError(f"{label}: size mismatch for {expected.name}: expected {expected.size} bytes, got {size}")
-    if expected.header and not head.startswith(expected.header):
-        raise FormatError(f"{label}: wrong header for {expected.name}: expected bytes {expected.header[:24].hex()}, "
-                          f"got {head[:len(expected.header)].hex() or 'nothing'}")
-
-
-def copy_with_digest(src, dst) -> tuple[str, int, bytes]:
-    """Stream src to dst; returns (md5 of the payload, its size, its first 64 bytes for header checks)."""
-    digest, size, head = hashlib.md5(), 0, b""
-    for chunk in iter(lambda: src.read(CHUNK), b""):
-        digest.update(chunk)
-        if len(head) < 64:
-            head += chunk[:64]
-        size += len(chunk)
-        dst.write(chunk)
-    return digest.hexdigest(), size, head
-
-
-def install_verified(source: Path, target: Path, expected: RemoteFile) -> str:
-    """Decompress (if gzipped) `source` to `target`, atomically, iff its payload is the expected one.
-
-    Returns the payload md5 (the observed one where the manifest has none)."""
-    tmp = target.with_name(f".{target.name}.tmp-{os.getpid()}")
-    try:
-        with _open_payload(source) as src, open(tmp, "wb") as dst:
-            digest, size, head = copy_with_digest(src, dst)
-        check_payload(str(source), expected, digest, size, head)
-    except (OSError, EOFError, zlib.error, gzip.BadGzipFile) as err:
-        tmp.unlink(missing_ok=True)
-        raise FormatError(f"{source}: unreadable or truncated ({err})") from None
-    except ChecksumError:
-        tmp.unlink(missing_ok=True)
-        raise
-    os.replace(tmp, target)
-    return digest
-
-
-def _check_member_name(archive: Path, name: str) -> None:
-    parts = PurePosixPath(name.replace("\\", "/")).parts
-    if not name or name.startswith(("/", "\\")) or (len(name) > 1 and name[1] == ":") or ".." in parts:
-        raise FormatError(f"{archive}: refusing archive member {name!r} (absolute path or '..'); "
-                          f"expected relative member names")
-
-
-def _archive_entries(archive: Path, kind: str):
-    """Yields (member name, is_dir, open-callable) for a tar or zip file, refusing unsafe names and links."""
-    if kind == "zip":
-        zf = zipfile.ZipFile(archive)
-        with zf:
-            for info in zf.infolist():
-                _check_member_name(archive, info.filename)
-                yield info.filename, info.is_dir(), (lambda i=info: zf.open(i))
-    else:
-        with tarfile.open(archive, "r:*") as tf:
-            for info in tf:
-                _check_member_name(archive, info.name)
-                if not (info.isfile() or info.isdir()):
-                    raise FormatError(f"{archive}: refusing archive member {info.name!r} (link or special file); "
-                                      f"expected regular files and folders")
-                yield info.name, info.isdir(), (lambda i=info: tf.extractfile(i))
-
-
-def extract_verified(archive: Path, dest: Path, expected: RemoteFile) -> list[str]:
-    """Extract `expected.members` (all members when none are listed) into dest; returns top-level names.
-
-    Extraction goes to a temporary folder inside `dest`; members are verified there, then moved into place."""
-    wanted = {m.name: m for m in expected.members}
-    tmp = dest / f".extract-{expected.name}-{os.getpid()}"
-    shutil.rmtree(tmp, ignore_errors=True)
-    tmp.mkdir(parents=True)
-    found: set[str] = set()
-    try:
-        try:
-            for name, is_dir, opener in _archive_entries(archive, expected.kind):
-                norm = name.rstrip("/")
-                if is_dir or (wanted and norm not in wanted):
-                    continue
-                out = tmp / norm
-                out.parent.mkdir(parents=True, exist_ok=True)
-                with opener() as src, open(out, "wb") as dst:
-                    digest, size, head = copy_with_digest(src, dst)
-                if norm in wanted:
-                    check_payload(f"{archive}:{norm}", wanted[norm], digest, size, head)
-                found.add(norm)
-        except ChecksumError:
-            raise
-        except (tarfile.TarError, zipfile.BadZipFile, OSError, EOFError, zlib.error, ValueError) as err:
-            raise FormatError(f"{archive}: truncated or corrupt {expected.kind} archive ({err})") from None
-        missing = sorted(set(wanted) - found)
-        if missing:
-            raise FormatError(f"{archive}: archive lacks member {missing[0]!r}; expected members "
-                              f"{', '.join(sorted(wanted))}")
-        if not found:
-            raise FormatError(f"{archive}: empty {expected.kind} archive; expected at least one file")
-        tops = sorted({PurePosixPath(n).parts[0] for n in found})
-        for top in tops:
-            final = dest / top
-            if final.is_dir():
-                shutil.rmtree(final)
-            elif final.exists():
-                final.unlink()
-            os.replace(tmp / top, final)
-        return tops
-    finally:
-        shutil.rmtree(tmp, ignore_errors=True)
+__all__ = ["ChecksumError", "DataSourceError", "FormatError", "download", "fetch", "fetch_dataset", "fetch_file",
+           "local_candidates", "mirror_folders", "recorded_checksums", "stamp_text"]
 
 
 def download(url: str, part: Path, timeout: float = 30.0, attempts: int = 3) -> None:
     """Fetch `url` into `part`, continuing a partial download (Range) after a dropped connection."""
-    last = ""
+    last, tried = "", 0
     for attempt in range(attempts):
+        tried += 1
         have = part.stat().st_size if part.exists() else 0
         request = urllib.request.Request(url, headers={"Range": f"bytes={have}-"} if have else {})
         try:
@@ -200,59 +59,13 @@ def download(url: str, part: Path, timeout: float = 30.0, attempts: int = 3) -> 
             if not got_some and isinstance(err, urllib.error.URLError):
                 break  # nothing reachable: do not insist
             time.sleep(0.05 * (attempt + 1))
-    raise DataSourceError(f"{url}: {last} (after {attempts} attempts)")
+    raise DataSourceError(f"{url}: {last} (after {tried} attempt{'s' if tried > 1 else ''})")
 
 
 def local_candidates(spec: DatasetSpec, remote: RemoteFile, folders: Iterable[Path]) -> list[Path]:
     """Paths a local copy could have: the published (.gz) name first, then the plain name."""
     names = [n for n in dict.fromkeys((remote.archive, remote.name)) if n]
     return [folder / n for folder in folders for n in names]
-
-
-def _stamp(dest: Path, remote: RemoteFile) -> Path:
-    return dest / f".{remote.name}.verified"
-
-
-def is_present(dest: Path, remote: RemoteFile) -> bool:
-    stamp = _stamp(dest, remote)
-    if not stamp.exists():
-        return False
-    lines = stamp.read_text().splitlines()
-    if not lines:
-        return False
-    md5, _, size = lines[0].partition(" ")
-    if remote.md5 and md5 != remote.md5:
-        return False
-    if remote.kind:  # archives: their extracted top-level entries must still be there
-        return all((dest / top).exists() for top in lines[1:]) and len(lines) > 1
-    target = dest / remote.name
-    return target.exists() and str(target.stat().st_size) == size
-
-
-def stamp_text(dest: Path, remote: RemoteFile) -> str:
-    """The recorded identity (md5, size) of a fetched file: what the prepared cache is keyed by."""
-    stamp = _stamp(dest, remote)
-    return stamp.read_text().splitlines()[0] if stamp.exists() else ""
-
-
-def recorded_checksums(spec: DatasetSpec, dest: Path) -> dict[str, str]:
-    """{file: md5 of its verified payload} for the fetched files of `spec` in `dest` (recorded with runs)."""
-    return {remote.name: stamp_text(dest, remote).partition(" ")[0] for remote in spec.files if stamp_text(dest, remote)}
-
-
-def _install(source: Path, dest: Path, remote: RemoteFile) -> None:
-    target = dest / remote.name
-    md5 = install_verified(source, target, remote)
-    size = target.stat().st_size
-    lines = [f"{md5} {size}"]
-    if remote.kind:
-        try:
-            lines += extract_verified(target, dest, remote)
-        finally:
-            target.unlink(missing_ok=True)  # the extracted members are what is kept
-    tmp = _stamp(dest, remote).with_suffix(".tmp")
-    tmp.write_text("\n".join(lines))
-    os.replace(tmp, _stamp(dest, remote))
 
 
 def fetch_file(spec: DatasetSpec, remote: RemoteFile, dest: Path, *, mirrors: list[Path], system_root: Path | None,
@@ -270,7 +83,7 @@ def fetch_file(spec: DatasetSpec, remote: RemoteFile, dest: Path, *, mirrors: li
             tried.append(f"{path} (missing)")
             continue
         try:
-            _install(path, dest, remote)
+            install(path, dest, remote)
         except ChecksumError as err:
             tried.append(str(err))
             continue
@@ -281,7 +94,7 @@ def fetch_file(spec: DatasetSpec, remote: RemoteFile, dest: Path, *, mirrors: li
             part = dest / f".{url.rsplit('/', 1)[-1]}.part"
             try:
                 download(url, part)
-                _install(part, dest, remote)
+                install(part, dest, remote)
             except DataSourceError as err:
                 tried.append(str(err))
                 if isinstance(err, ChecksumError):
@@ -313,3 +126,14 @@ def mirror_folders(configured: str, repo_root: Path) -> list[Path]:
         path = Path(configured)
         folders.append(path if path.is_absolute() else repo_root / path)
     return folders
+
+
+def fetch_dataset(cfg: Config, repo_root: Path) -> Path:
+    """Verified files of cfg.data.dataset in its raw folder (idempotent: a no-op once verified)."""
+    spec = get_dataset(cfg.data.dataset)
+    if spec.root_dir:  # imagefolder:<path>: the folder itself, nothing to fetch
+        return resolve_path(spec.root_dir, repo_root)
+    raw = resolve_path(cfg.data.root, repo_root) / spec.name
+    fetch(spec, raw, mirrors=mirror_folders(cfg.data.mirror, repo_root),
+          system_root=Path(cfg.data.system_root) if cfg.data.system_root else None, download_ok=cfg.data.download)
+    return raw

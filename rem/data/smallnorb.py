@@ -1,0 +1,107 @@
+"""smallNORB (LeCun's binary matrix files, both cameras): the reader, the 96 -> data.norb_size downsampling, and
+the novel-viewpoint protocols (data.norb_split) with their familiar-viewpoint test set.
+
+The files' manifest (sizes, headers, URLs) is the registry's entry; everything else about smallNORB is here.
+"""
+
+from __future__ import annotations
+
+import struct
+from dataclasses import replace
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+import numpy as np
+
+from rem.data.cache import prepared, resize_uint8
+from rem.data.registry import NORB_MAGIC_I32, NORB_MAGIC_U8, DatasetSpec
+from rem.data.splits import Splits, from_arrays, split_of
+from rem.data.verify import FormatError
+
+if TYPE_CHECKING:
+    from rem.config import DataConfig
+
+NORB_AZIMUTH_TRAIN = (30, 32, 34, 0, 2, 4)  # info azimuth codes for 300,320,340,0,20,40 degrees
+NORB_ELEVATION_TRAIN = (0, 1, 2)  # 30, 35, 40 degrees
+NORB_SPLITS = ("standard", "azimuth", "elevation")
+
+_NORB_DTYPES = {NORB_MAGIC_U8: np.uint8, NORB_MAGIC_I32: np.dtype("<i4")}
+
+
+def read_norb(path: Path, magic: int, dims: tuple[int, ...] | None = None, *, mmap: bool = False) -> np.ndarray:
+    """LeCun binary matrix (smallNORB -dat/-cat/-info): little-endian int32 header, then the data."""
+    path = Path(path)
+    what = f"magic 0x{magic:08X}" + (f" and dims {dims}" if dims else "")
+    try:
+        with open(path, "rb") as fh:
+            head = fh.read(8)
+            if len(head) < 8:
+                raise FormatError(f"{path}: truncated header ({len(head)} bytes); expected a smallNORB matrix with {what}")
+            got_magic, ndim = struct.unpack("<2i", head)
+            if got_magic != magic:
+                raise FormatError(f"{path}: wrong magic number 0x{got_magic & 0xFFFFFFFF:08X}; expected 0x{magic:08X}")
+            if not 1 <= ndim <= 8:
+                raise FormatError(f"{path}: ndim {ndim}; expected 1..8")
+            raw_dims = fh.read(4 * max(ndim, 3))
+            if len(raw_dims) < 4 * max(ndim, 3):
+                raise FormatError(f"{path}: truncated header; expected {max(ndim, 3)} int32 dims")
+            shape = struct.unpack(f"<{max(ndim, 3)}i", raw_dims)[:ndim]
+    except OSError as err:
+        raise FormatError(f"{path}: unreadable ({err})") from None
+    if dims is not None and tuple(shape) != tuple(dims):
+        raise FormatError(f"{path}: dims {tuple(shape)}; expected {tuple(dims)}")
+    dtype = np.dtype(_NORB_DTYPES[magic])
+    offset = 8 + 4 * max(ndim, 3)
+    need = offset + int(np.prod(shape)) * dtype.itemsize
+    size = path.stat().st_size
+    if size != need:
+        raise FormatError(f"{path}: {size} bytes; expected {need} for {dtype} {tuple(shape)} (truncated or padded)")
+    if mmap:
+        return np.memmap(path, dtype=dtype, mode="r", offset=offset, shape=tuple(shape))
+    return np.fromfile(path, dtype=dtype, offset=offset).reshape(shape)
+
+
+def norb_files(raw: Path, split: str) -> dict[str, Path]:
+    code = "46789" if split == "training" else "01235"
+    stem = raw / f"smallnorb-5x{code}x9x18x6x2x96x96-{split}"
+    return {part: Path(f"{stem}-{part}.mat") for part in ("dat", "cat", "info")}
+
+
+def read_norb_split(raw: Path, split: str, size: int) -> dict[str, np.ndarray]:
+    files = norb_files(raw, split)
+    cat = read_norb(files["cat"], NORB_MAGIC_I32)
+    n = cat.shape[0]
+    info = read_norb(files["info"], NORB_MAGIC_I32, (n, 4))
+    dat = read_norb(files["dat"], NORB_MAGIC_U8, (n, 2, 96, 96), mmap=True)
+    if cat.min() < 0 or cat.max() > 4:
+        raise FormatError(f"{files['cat']}: categories outside 0..4")
+    if not (np.isin(info[:, 2], np.arange(0, 35, 2)).all() and ((info[:, 1] >= 0) & (info[:, 1] <= 8)).all()):
+        raise FormatError(f"{files['info']}: azimuths outside 0,2..34 or elevations outside 0..8")
+    return {"x": resize_uint8(dat, size), "y": cat.astype(np.int64), "info": np.asarray(info, dtype=np.int64)}
+
+
+def _viewpoint_split(a: dict[str, np.ndarray], mode: str) -> tuple[dict[str, np.ndarray], dict]:
+    """Novel viewpoints: train on the familiar azimuths/elevations, test on the others; `familiar` test set."""
+    if mode not in NORB_SPLITS:
+        raise ValueError(f"data.norb_split {mode!r}; expected one of {', '.join(NORB_SPLITS)}")
+    if mode == "standard":
+        return a, {}
+    col, familiar = (2, NORB_AZIMUTH_TRAIN) if mode == "azimuth" else (1, NORB_ELEVATION_TRAIN)
+    tr_keep = np.isin(a["train_info"][:, col], familiar)
+    te_fam = np.isin(a["test_info"][:, col], familiar)
+    extra = {"familiar": split_of(a["test_x"][te_fam], a["test_y"][te_fam])}
+    return {**a, "train_x": a["train_x"][tr_keep], "train_y": a["train_y"][tr_keep],
+            "test_x": a["test_x"][~te_fam], "test_y": a["test_y"][~te_fam]}, extra
+
+
+def load(spec: DatasetSpec, raw: Path, data: DataConfig, cache_dir: Path | None) -> Splits:
+    size, crop = data.norb_size, data.norb_crop
+    if crop > size:
+        raise ValueError(f"data.norb_crop {crop} is larger than data.norb_size {size}")
+
+    def build():
+        tr, te = read_norb_split(raw, "training", size), read_norb_split(raw, "testing", size)
+        return {"train_x": tr["x"], "train_y": tr["y"], "train_info": tr["info"],
+                "test_x": te["x"], "test_y": te["y"], "test_info": te["info"]}
+    arrays, extra = _viewpoint_split(prepared(spec, raw, {"size": size}, build, cache_dir), data.norb_split)
+    return from_arrays(arrays, replace(spec, in_shape=(2, crop, crop)), data.val_size, data.split_seed, extra)
