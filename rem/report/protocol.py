@@ -13,9 +13,9 @@ import math
 
 import numpy as np
 
-from rem.reference import Published
-from rem.report import MISSING, Row, Sources, footnote, pm, published_for, variant_order
-from rem.table_render import Table
+from rem.report.reference import Published
+from rem.report.tables import MISSING, Row, Sources, footnote, pm, published_for, variant_order
+from rem.report.render import Table
 
 PRUNING_METHODS = ("+REM", "+IMP", "+SNIP")
 
