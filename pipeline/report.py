@@ -47,7 +47,6 @@ def all_tables(results: pd.DataFrame) -> tuple[list[tables.Row], list[tuple[str,
 
 
 def write_tables(groups, tables_dir: Path) -> list[Path]:
-    tables_dir.mkdir(parents=True, exist_ok=True)
     written = []
     for stem, _, group in groups:
         for suffix, render in ((".md", to_markdown), (".tex", to_latex)):
@@ -61,11 +60,8 @@ def write_plot_data(results: pd.DataFrame, plots_dir: Path) -> list[Path]:
     """Per-trial and per-epoch points as CSV: `dvc plots show` draws them, the PNGs are drawn from the same."""
     from rem.report.figures.sweep_plots import trial_points, training_points
 
-    plots_dir.mkdir(parents=True, exist_ok=True)
-    written = []
-    for name, frame in (("trials.csv", trial_points(results)), ("training.csv", training_points(results))):
-        written.append(atomic_write(plots_dir / name, lambda tmp, frame=frame: frame.to_csv(tmp, index=False)))
-    return written
+    return [atomic_write(plots_dir / name, lambda tmp, frame=frame: frame.to_csv(tmp, index=False))
+            for name, frame in (("trials.csv", trial_points(results)), ("training.csv", training_points(results)))]
 
 
 def locate_checkpoints(cfg: Config, repo_root: Path, sweep_ids: list[str]) -> tuple[dict[str, Path], list[str]]:

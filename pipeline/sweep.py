@@ -91,7 +91,7 @@ def build_tuner(cfg: Config, context: dict, storage: str, points: list[dict], na
         trainable,
         param_space={POINT: tune.grid_search(points)},
         # Reused actors: a trial that follows another with the same resources runs in that worker process, so
-        # the process start and the imports of torch, ray and mlflow (~5-10 s) are paid per worker, not per
+        # the process start and the imports of torch, ray and mlflow (seconds) are paid per worker, not per
         # trial. pipeline.trial resets what a trial could leave behind in the process (see fresh_process_state).
         tune_config=tune.TuneConfig(max_concurrent_trials=cfg.sweep.max_concurrent or None, reuse_actors=True,
                                     scheduler=scheduler(cfg), trial_name_creator=trial_name),
