@@ -17,16 +17,14 @@ from rem import tracking
 from rem.cli import run_with_params
 from rem.config import Config, add_params_arguments
 from rem.mlflow_results import SweepNotFoundError, results_from_mlflow
-from rem.results import sweep_id, write_results
+from rem.results import summary, sweep_id, write_results
 
 
 def collect(cfg: Config, args: argparse.Namespace) -> int:
     uri = tracking.tracking_uri(cfg.sweep.tracking_uri, Path.cwd())
     table = results_from_mlflow(uri, cfg.sweep.name, args.sweep or sweep_id(cfg))
     write_results(table, Path(cfg.sweep.results))
-    failed = table.drop_duplicates("trial_key")["status"].ne("FINISHED").sum()
-    print(f"sweep {table['sweep_id'].iloc[0]}: {table['trial_key'].nunique()} trials, {failed} failed, from {uri} "
-          f"-> {cfg.sweep.results}")
+    print(f"{summary(table)}, from {uri} -> {cfg.sweep.results}")
     return 0
 
 

@@ -26,6 +26,7 @@ from rem.report.capsules import capsule_table
 from rem.report.page import render_page
 from rem.report.reference import load_published
 from rem.report.render import Table, to_latex, to_markdown
+from rem.results import sweeps_in
 
 log = logging.getLogger("pipeline.report")
 
@@ -141,8 +142,7 @@ def build_reports(results: pd.DataFrame, out_dir: Path, cfg: Config | None = Non
     notes: list[str] = []
     if cfg is not None and cfg.report.checkpoint_figures:
         repo_root = Path(repo_root or Path.cwd())
-        sweep_ids = sorted(set(results["sweep_id"].astype(str))) if "sweep_id" in results.columns else []
-        checkpoints, notes = locate_checkpoints(cfg, repo_root, sweep_ids)
+        checkpoints, notes = locate_checkpoints(cfg, repo_root, sweeps_in(results))
         figures, more = build_figures(results, checkpoints, cfg, repo_root, figures_dir)
         notes += more
     else:
@@ -164,8 +164,7 @@ def report(cfg: Config, args: argparse.Namespace) -> int:
     for path in build_reports(results, out_dir, cfg, Path.cwd()):
         print(f"wrote {path}")
     if cfg.report.log_to_mlflow:
-        sweep_ids = sorted(set(results["sweep_id"].astype(str))) if "sweep_id" in results.columns else []
-        warning = log_to_mlflow(cfg, Path.cwd(), sweep_ids, out_dir)
+        warning = log_to_mlflow(cfg, Path.cwd(), sweeps_in(results), out_dir)
         if warning:
             print(f"warning: {warning}", file=sys.stderr)
     return 0

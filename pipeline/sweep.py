@@ -22,7 +22,7 @@ from rem import grid, tracking
 from rem.cli import run_with_params
 from rem.config import Config, add_params_arguments
 from rem.data import DataSourceError
-from rem.results import ordered, sweep_id, trial_rows, write_results
+from rem.results import failed_trials, ordered, summary, sweep_id, trial_rows, write_results
 
 from pipeline.storage import POINT, storage_uri, trial_name
 
@@ -155,7 +155,7 @@ def settle_runs(client, experiment_id: str, parent_run_id: str, table: pd.DataFr
         if run.info.status == "RUNNING":
             key = run.data.tags.get(tracking.TRIAL_TAG, "")
             client.set_terminated(run.info.run_id, status="FINISHED" if outcome.get(key) == "FINISHED" else "KILLED")
-    failed = int((table.drop_duplicates("trial_key")["status"] != "FINISHED").sum())
+    failed = failed_trials(table)
     tracking.log_metrics(client, parent_run_id, {"trials": table["trial_key"].nunique(), "trials_failed": failed}, step=0)
     client.set_terminated(parent_run_id, status="FINISHED" if failed == 0 else "FAILED")
 
@@ -228,8 +228,7 @@ def run_sweep(cfg: Config, repo_root: Path) -> pd.DataFrame:
 
 def sweep(cfg: Config, args: argparse.Namespace) -> int:
     table = run_sweep(cfg, Path.cwd())
-    failed = table.drop_duplicates("trial_key")["status"].ne("FINISHED").sum()
-    print(f"sweep {sweep_id(cfg)}: {table['trial_key'].nunique()} trials, {failed} failed -> {cfg.sweep.results}")
+    print(f"{summary(table)} -> {cfg.sweep.results}")
     return 0
 
 

@@ -46,5 +46,19 @@ def ordered(table: pd.DataFrame) -> pd.DataFrame:
     return table[IDENTITY + rest].sort_values(["trial_key", "epoch"], ignore_index=True)
 
 
+def failed_trials(table: pd.DataFrame) -> int:
+    return int(table.drop_duplicates("trial_key")["status"].ne("FINISHED").sum())
+
+
+def summary(table: pd.DataFrame) -> str:
+    """One line for the person who ran the sweep, e.g. `sweep rem-1a2b3c: 12 trials, 1 failed`."""
+    return f"sweep {table['sweep_id'].iloc[0]}: {table['trial_key'].nunique()} trials, {failed_trials(table)} failed"
+
+
+def sweeps_in(table: pd.DataFrame) -> list[str]:
+    """The sweeps whose trials the table holds."""
+    return sorted(set(table["sweep_id"].astype(str))) if "sweep_id" in table.columns else []
+
+
 def write_results(table: pd.DataFrame, path: Path) -> Path:
     return atomic_write(path, lambda tmp: table.to_parquet(tmp, index=False))
