@@ -31,7 +31,6 @@ import json
 import logging
 import os
 import statistics
-import sys
 import tempfile
 import time
 from pathlib import Path
@@ -69,8 +68,8 @@ def sweep_timeline(cfg: Config, tmp: Path, started: float, returned: float) -> d
     """Where the sweep's time went, from its MLflow runs' start and end times (ms, this machine's clock)."""
     from mlflow.tracking import MlflowClient
 
-    from pipeline.sweep import sweep_id
     from rem import tracking
+    from rem.results import sweep_id
 
     client = MlflowClient(tracking.tracking_uri(cfg.sweep.tracking_uri, tmp))
     experiment = client.get_experiment_by_name(cfg.sweep.name).experiment_id

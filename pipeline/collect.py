@@ -14,30 +14,25 @@ import sys
 from pathlib import Path
 
 from rem import tracking
-from rem.config import ConfigError, add_params_arguments, load_from_args
+from rem.cli import run_with_params
+from rem.config import Config, add_params_arguments
 from rem.mlflow_results import SweepNotFoundError, results_from_mlflow
+from rem.results import summary, sweep_id, write_results
+
+
+def collect(cfg: Config, args: argparse.Namespace) -> int:
+    uri = tracking.tracking_uri(cfg.sweep.tracking_uri, Path.cwd())
+    table = results_from_mlflow(uri, cfg.sweep.name, args.sweep or sweep_id(cfg))
+    write_results(table, Path(cfg.sweep.results))
+    print(f"{summary(table)}, from {uri} -> {cfg.sweep.results}")
+    return 0
 
 
 def main(argv: list[str] | None = None) -> int:
-    from pipeline.sweep import sweep_id, write_parquet
-
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     add_params_arguments(parser)
     parser.add_argument("--sweep", default="", help="a sweep id or latest (default: the sweep of these params)")
-    args = parser.parse_args(argv)
-    try:
-        cfg = load_from_args(args)
-        uri = tracking.tracking_uri(cfg.sweep.tracking_uri, Path.cwd())
-        table = results_from_mlflow(uri, cfg.sweep.name, args.sweep or sweep_id(cfg))
-    except (ConfigError, SweepNotFoundError, tracking.TrackingUnavailableError) as err:
-        print(f"error: {err}", file=sys.stderr)
-        return 2
-    write_parquet(table, Path(cfg.sweep.results))
-    failed = table.drop_duplicates("trial_key")["status"].ne("FINISHED").sum()
-    print(f"sweep {table['sweep_id'].iloc[0]}: {table['trial_key'].nunique()} trials, {failed} failed, from {uri} "
-          f"-> {cfg.sweep.results}")
-    return 0
-
+    return run_with_params(collect, parser.parse_args(argv), (SweepNotFoundError, tracking.TrackingUnavailableError))
 
 if __name__ == "__main__":
     sys.exit(main())

@@ -15,7 +15,8 @@ import sys
 from pathlib import Path
 
 from rem import grid
-from rem.config import Config, ConfigError, add_params_arguments, load_from_args
+from rem.cli import run_with_params
+from rem.config import Config, add_params_arguments
 from rem.data import DataSourceError, fetch_dataset
 
 
@@ -26,25 +27,23 @@ def datasets_needed(cfg: Config) -> list[str]:
     return list(found)
 
 
+def fetch(cfg: Config, args: argparse.Namespace) -> int:
+    names = args.datasets or datasets_needed(cfg)
+    if args.list:
+        print("\n".join(names))
+        return 0
+    for name in names:
+        raw = fetch_dataset(cfg.with_overrides({"data.dataset": name}), Path.cwd())
+        print(f"{name}: verified files in {raw}")
+    return 0
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("datasets", nargs="*", help="default: what the selected profile needs")
     add_params_arguments(parser)
     parser.add_argument("--list", action="store_true", help="print the datasets that would be fetched, fetch nothing")
-    args = parser.parse_args(argv)
-    try:
-        cfg = load_from_args(args)
-        names = args.datasets or datasets_needed(cfg)
-        if args.list:
-            print("\n".join(names))
-            return 0
-        for name in names:
-            raw = fetch_dataset(cfg.with_overrides({"data.dataset": name}), Path.cwd())
-            print(f"{name}: verified files in {raw}")
-    except (ConfigError, DataSourceError) as err:
-        print(f"error: {err}", file=sys.stderr)
-        return 2
-    return 0
+    return run_with_params(fetch, parser.parse_args(argv), (DataSourceError,))
 
 
 if __name__ == "__main__":

@@ -12,75 +12,65 @@ from __future__ import annotations
 import argparse
 import json
 import logging
-import os
 import shutil
 import sys
 from pathlib import Path
 
 import pandas as pd
 
-from rem import protocol_tables, report
-from rem.capsule_table import capsule_table
-from rem.config import Config, ConfigError, add_params_arguments, load_from_args
-from rem.reference import load_published
-from rem.report_html import render_page
-from rem.table_render import Table, to_latex, to_markdown
+from rem.atomic import atomic_write, atomic_write_text
+from rem.cli import CommandError, run_with_params
+from rem.config import Config, add_params_arguments
+from rem.report import protocol, tables
+from rem.report.capsules import capsule_table
+from rem.report.page import render_page
+from rem.report.reference import load_published
+from rem.report.render import Table, to_latex, to_markdown
+from rem.results import sweeps_in
 
 log = logging.getLogger("pipeline.report")
 
 
-def write_text(path: Path, text: str) -> None:
-    tmp = path.with_name(f".{path.name}.tmp")
-    tmp.write_text(text)
-    os.replace(tmp, path)
-
-
-def all_tables(results: pd.DataFrame) -> tuple[list[report.Row], list[tuple[str, str, list[Table]]]]:
+def all_tables(results: pd.DataFrame) -> tuple[list[tables.Row], list[tuple[str, str, list[Table]]]]:
     """(rows, [(file stem, page section, tables)]): per dataset its main and per-class tables, then the protocols."""
     published = load_published()
-    rows = report.aggregate(results)
-    shown = report.with_expected(rows)
+    rows = tables.aggregate(results)
+    shown = tables.with_expected(rows)
     groups = []
     for dataset in sorted({r.dataset for r in shown}):
         subset = [r for r in shown if r.dataset == dataset]
-        tables = [report.dataset_table(dataset, subset, published), report.parse_trees_table(dataset, subset)]
-        groups.append((dataset, dataset, tables + [t for t in [capsule_table(dataset, subset)] if t is not None]))
-    groups.append(("affnist", "affNIST", [protocol_tables.affnist_table(rows, published)]))
-    groups.append(("smallnorb", "smallNORB novel viewpoints", [protocol_tables.smallnorb_table(rows)]))
-    groups.append(("pruning-ablation", "Pruning ablation", [protocol_tables.ablation_table(rows)]))
+        found = [tables.dataset_table(dataset, subset, published), tables.parse_trees_table(dataset, subset)]
+        groups.append((dataset, dataset, found + [t for t in [capsule_table(dataset, subset)] if t is not None]))
+    groups.append(("affnist", "affNIST", [protocol.affnist_table(rows, published)]))
+    groups.append(("smallnorb", "smallNORB novel viewpoints", [protocol.smallnorb_table(rows)]))
+    groups.append(("pruning-ablation", "Pruning ablation", [protocol.ablation_table(rows)]))
     return rows, groups
 
 
 def write_tables(groups, tables_dir: Path) -> list[Path]:
-    tables_dir.mkdir(parents=True, exist_ok=True)
     written = []
-    for stem, _, tables in groups:
+    for stem, _, group in groups:
         for suffix, render in ((".md", to_markdown), (".tex", to_latex)):
             path = tables_dir / f"{stem.replace(' ', '_')}{suffix}"
-            write_text(path, "\n".join(render(t) for t in tables))
+            atomic_write_text(path, "\n".join(render(t) for t in group))
             written.append(path)
     return written
 
 
 def write_plot_data(results: pd.DataFrame, plots_dir: Path) -> list[Path]:
     """Per-trial and per-epoch points as CSV: `dvc plots show` draws them, the PNGs are drawn from the same."""
-    from rem.figures.sweep_plots import trial_points, training_points
+    from rem.report.figures.sweep_plots import trial_points, training_points
 
-    plots_dir.mkdir(parents=True, exist_ok=True)
-    written = []
-    for name, frame in (("trials.csv", trial_points(results)), ("training.csv", training_points(results))):
-        path = plots_dir / name
-        frame.to_csv(path.with_name(f".{name}.tmp"), index=False)
-        os.replace(path.with_name(f".{name}.tmp"), path)
-        written.append(path)
-    return written
+    return [atomic_write(plots_dir / name, lambda tmp, frame=frame: frame.to_csv(tmp, index=False))
+            for name, frame in (("trials.csv", trial_points(results)), ("training.csv", training_points(results)))]
 
 
 def locate_checkpoints(cfg: Config, repo_root: Path, sweep_ids: list[str]) -> tuple[dict[str, Path], list[str]]:
     """trial_key -> the folder of its newest checkpoint, from the sweep's Ray storage (local storage only)."""
-    from pipeline.sweep import POINT, storage_uri
     from rem.grid import trial_key
     from rem.train import CHECKPOINT_FILE
+
+    from pipeline.storage import POINT, storage_uri
 
     storage = storage_uri(cfg, repo_root)
     if "://" in storage:
@@ -139,31 +129,45 @@ def log_to_mlflow(cfg: Config, repo_root: Path, sweep_ids: list[str], out_dir: P
 def build_reports(results: pd.DataFrame, out_dir: Path, cfg: Config | None = None,
                   repo_root: Path | None = None) -> list[Path]:
     """Every report file under `out_dir`; figures need `cfg` (checkpoint figures also the trials' storage)."""
-    from rem.figures.build import build_figures, sweep_figures
+    from rem.report.figures.build import build_figures, sweep_figures
 
     out_dir = Path(out_dir)
     rows, groups = all_tables(results)
     written = write_tables(groups, out_dir / "tables")
     metrics = out_dir / "metrics.json"
-    write_text(metrics, json.dumps(report.metrics_json(rows), indent=2, sort_keys=True) + "\n")
+    atomic_write_text(metrics, json.dumps(tables.metrics_json(rows), indent=2, sort_keys=True) + "\n")
     written += [metrics] + write_plot_data(results, out_dir / "plots")
     figures_dir = out_dir / "figures"
     shutil.rmtree(figures_dir, ignore_errors=True)  # no stale figure of a trial that is gone
     notes: list[str] = []
     if cfg is not None and cfg.report.checkpoint_figures:
         repo_root = Path(repo_root or Path.cwd())
-        sweep_ids = sorted(set(results["sweep_id"].astype(str))) if "sweep_id" in results.columns else []
-        checkpoints, notes = locate_checkpoints(cfg, repo_root, sweep_ids)
+        checkpoints, notes = locate_checkpoints(cfg, repo_root, sweeps_in(results))
         figures, more = build_figures(results, checkpoints, cfg, repo_root, figures_dir)
         notes += more
     else:
         figures = sweep_figures(results, figures_dir)
         notes.append("routing figures (histograms, overlap maps, saliency, graphs) off: report.checkpoint_figures is false.")
     page = out_dir / "index.html"
-    tables = [(section, t) for _, section, ts in groups for t in ts]
-    write_text(page, render_page("REM capsule-network report", tables, figures, notes, out_dir,
-                                 [p for p in written if p.parent.name == "tables"]))
+    sections = [(section, t) for _, section, ts in groups for t in ts]
+    atomic_write_text(page, render_page("REM capsule-network report", sections, figures, notes, out_dir,
+                                        [p for p in written if p.parent.name == "tables"]))
     return written + [f.path for f in figures] + [page]
+
+
+def report(cfg: Config, args: argparse.Namespace) -> int:
+    source = Path(cfg.sweep.results)
+    if not source.exists():
+        raise CommandError(f"{source}: no results table; run the sweep stage first")
+    results = pd.read_parquet(source)
+    out_dir = Path(cfg.report.out_dir)
+    for path in build_reports(results, out_dir, cfg, Path.cwd()):
+        print(f"wrote {path}")
+    if cfg.report.log_to_mlflow:
+        warning = log_to_mlflow(cfg, Path.cwd(), sweeps_in(results), out_dir)
+        if warning:
+            print(f"warning: {warning}", file=sys.stderr)
+    return 0
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -171,26 +175,7 @@ def main(argv: list[str] | None = None) -> int:
     add_params_arguments(parser)
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.WARNING, format="%(name)s: %(message)s")
-    try:
-        cfg = load_from_args(args)
-    except ConfigError as err:
-        print(f"error: {err}", file=sys.stderr)
-        return 2
-    source = Path(cfg.sweep.results)
-    if not source.exists():
-        print(f"error: {source}: no results table; run the sweep stage first", file=sys.stderr)
-        return 2
-    results = pd.read_parquet(source)
-    out_dir = Path(cfg.report.out_dir)
-    for path in build_reports(results, out_dir, cfg, Path.cwd()):
-        print(f"wrote {path}")
-    if cfg.report.log_to_mlflow:
-        sweep_ids = sorted(set(results["sweep_id"].astype(str))) if "sweep_id" in results.columns else []
-        warning = log_to_mlflow(cfg, Path.cwd(), sweep_ids, out_dir)
-        if warning:
-            print(f"warning: {warning}", file=sys.stderr)
-    return 0
-
+    return run_with_params(report, args)
 
 if __name__ == "__main__":
     sys.exit(main())

@@ -13,29 +13,20 @@ import argparse
 import json
 import logging
 import os
-import re
 import sys
 from pathlib import Path
 
 import pandas as pd
 
 from rem import grid, tracking
-from rem.config import Config, ConfigError, add_params_arguments, load_from_args
+from rem.cli import run_with_params
+from rem.config import Config, add_params_arguments
 from rem.data import DataSourceError
+from rem.results import failed_trials, ordered, summary, sweep_id, trial_rows, write_results
+
+from pipeline.storage import POINT, storage_uri, trial_name
 
 log = logging.getLogger("pipeline.sweep")
-
-
-def storage_uri(cfg: Config, repo_root: Path) -> str:
-    """Ray wants an absolute path or a URI (s3://, gs://, an NFS mount shared by every node)."""
-    from rem.paths import resolve_path
-
-    value = cfg.sweep.storage_path
-    return value if "://" in value else str(resolve_path(value, repo_root).resolve())
-
-
-def sweep_id(cfg: Config) -> str:
-    return f"{cfg.sweep.name}-{cfg.digest()}"
 
 
 def init_ray() -> None:
@@ -78,18 +69,6 @@ def scheduler(cfg: Config):
                                          max_t=cfg.train.epochs, grace_period=cfg.sweep.asha_grace_epochs)
 
 
-# The trial's grid point lives under this key of the Ray config: one grid_search over the expanded points
-# (rem.grid), so sub-grids and linked axes (a pruning method with its target) need nothing from Ray.
-POINT = "point"
-
-
-def trial_name(trial) -> str:
-    """Ray names a trial (status table, its folder) by its grid values, e.g. `capsnet-150-rem-42`."""
-    point = trial.config.get(POINT, {})
-    name = "-".join(re.sub(r"[^A-Za-z0-9._]+", "_", str(v)) for v in point.values())
-    return name[:80] or trial.trial_id
-
-
 def build_tuner(cfg: Config, context: dict, storage: str, points: list[dict], name: str):
     """One Ray Tune experiment over `points`, named `name` under `storage` (restored if it exists)."""
     from ray import tune
@@ -112,7 +91,7 @@ def build_tuner(cfg: Config, context: dict, storage: str, points: list[dict], na
         trainable,
         param_space={POINT: tune.grid_search(points)},
         # Reused actors: a trial that follows another with the same resources runs in that worker process, so
-        # the process start and the imports of torch, ray and mlflow (~5-10 s) are paid per worker, not per
+        # the process start and the imports of torch, ray and mlflow (seconds) are paid per worker, not per
         # trial. pipeline.trial resets what a trial could leave behind in the process (see fresh_process_state).
         tune_config=tune.TuneConfig(max_concurrent_trials=cfg.sweep.max_concurrent or None, reuse_actors=True,
                                     scheduler=scheduler(cfg), trial_name_creator=trial_name),
@@ -147,37 +126,26 @@ def trial_history(result) -> pd.DataFrame | None:
     return result.metrics_dataframe
 
 
+def point_rows(context: dict, cfg: Config, point: dict, error: str, epochs: pd.DataFrame | None = None) -> pd.DataFrame:
+    """The results rows of the trial at grid `point` (`rem.results.trial_rows`)."""
+    ident = {"sweep_id": context["sweep_id"], "trial_key": grid.trial_key(point), "status": "FAILED" if error else "FINISHED",
+             "error": error}
+    return trial_rows(ident, cfg.with_overrides(point, "sweep.grid"), epochs)
+
+
 def results_table(result_grid, cfg: Config, context: dict) -> pd.DataFrame:
     """One row per trial x epoch: the trial's resolved config (dotted columns), status, metrics."""
-    from rem.mlflow_results import config_columns
-
     frames = []
     for result in result_grid:
-        point = dict(result.config[POINT])
-        trial_cfg = cfg.with_overrides(point, "sweep.grid")
-        columns = config_columns(trial_cfg)
         error = f"{type(result.error).__name__}: {result.error}".splitlines()[0] if result.error else ""
-        ident = {"sweep_id": context["sweep_id"], "trial_key": grid.trial_key(point), "status": "FAILED" if error else "FINISHED",
-                 "error": error}
         metrics = trial_history(result)
-        if metrics is None or metrics.empty or "epoch" not in metrics:
-            frames.append(pd.DataFrame([{**ident, **columns, "epoch": 0}]))
-            continue
-        keep = [c for c in metrics.columns if c not in RAY_FIELDS and not c.startswith("config/")]
-        rows = metrics[keep].drop_duplicates(subset="epoch", keep="last").copy()
-        for name, value in {**ident, **columns}.items():
-            rows[name] = value
-        frames.append(rows)
-    table = pd.concat(frames, ignore_index=True)
-    first = ["sweep_id", "trial_key", "status", "error", "epoch"]
-    return table[first + [c for c in table.columns if c not in first]].sort_values(["trial_key", "epoch"], ignore_index=True)
-
-
-def write_parquet(frame: pd.DataFrame, path: Path) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f".{path.name}.tmp")
-    frame.to_parquet(tmp, index=False)
-    os.replace(tmp, path)
+        if metrics is not None and not metrics.empty and "epoch" in metrics:
+            keep = [c for c in metrics.columns if c not in RAY_FIELDS and not c.startswith("config/")]
+            metrics = metrics[keep].drop_duplicates(subset="epoch", keep="last")
+        else:
+            metrics = None
+        frames.append(point_rows(context, cfg, dict(result.config[POINT]), error, metrics))
+    return ordered(pd.concat(frames, ignore_index=True))
 
 
 def settle_runs(client, experiment_id: str, parent_run_id: str, table: pd.DataFrame) -> None:
@@ -187,17 +155,9 @@ def settle_runs(client, experiment_id: str, parent_run_id: str, table: pd.DataFr
         if run.info.status == "RUNNING":
             key = run.data.tags.get(tracking.TRIAL_TAG, "")
             client.set_terminated(run.info.run_id, status="FINISHED" if outcome.get(key) == "FINISHED" else "KILLED")
-    failed = int((table.drop_duplicates("trial_key")["status"] != "FINISHED").sum())
+    failed = failed_trials(table)
     tracking.log_metrics(client, parent_run_id, {"trials": table["trial_key"].nunique(), "trials_failed": failed}, step=0)
     client.set_terminated(parent_run_id, status="FINISHED" if failed == 0 else "FAILED")
-
-
-def unmatched_row(context: dict, cfg: Config, point: dict, error: str) -> pd.DataFrame:
-    """The results row of a matched control that could not run (its reference failed or pruned nothing)."""
-    from rem.mlflow_results import config_columns
-
-    ident = {"sweep_id": context["sweep_id"], "trial_key": grid.trial_key(point), "status": "FAILED", "error": error}
-    return pd.DataFrame([{**ident, **config_columns(cfg.with_overrides(point, "sweep.grid")), "epoch": 0}])
 
 
 def reached_sparsity(table: pd.DataFrame, reference: dict) -> float | None:
@@ -239,15 +199,15 @@ def run_phases(cfg: Config, context: dict, storage: str) -> pd.DataFrame:
         reached = reached_sparsity(table, reference)
         if reached is None or reached <= 0:
             why = "did not finish" if reached is None else "pruned nothing"
-            frames.append(unmatched_row(context, cfg, point, f"reference trial {grid.trial_key(reference)} {why}"))
+            # a matched control that cannot run: one FAILED row saying why
+            frames.append(point_rows(context, cfg, point, f"reference trial {grid.trial_key(reference)} {why}"))
             continue
         runnable.append(grid.resolve_matched(point, reached))
         log.info("matched control %s: target sparsity %.4f from %s", grid.trial_key(point), reached, grid.trial_key(reference))
     if runnable:
         tuner = build_tuner(cfg, context, storage, runnable, f"{context['sweep_id']}-matched")
         frames.append(fit(tuner, cfg, context))
-    table = pd.concat(frames, ignore_index=True)
-    return table.sort_values(["trial_key", "epoch"], ignore_index=True)
+    return ordered(pd.concat(frames, ignore_index=True))
 
 
 def ensure_data(cfg: Config, repo_root: Path) -> None:
@@ -275,12 +235,18 @@ def run_sweep(cfg: Config, repo_root: Path) -> pd.DataFrame:
     init_ray()
     try:
         table = run_phases(cfg, context, storage_uri(cfg, repo_root))
-        write_parquet(table, repo_root / cfg.sweep.results)
+        write_results(table, repo_root / cfg.sweep.results)
         settle_runs(client, experiment_id, parent, table)
     except BaseException:
         client.set_terminated(parent, status="KILLED")
         raise
     return table
+
+
+def sweep(cfg: Config, args: argparse.Namespace) -> int:
+    table = run_sweep(cfg, Path.cwd())
+    print(f"{summary(table)} -> {cfg.sweep.results}")
+    return 0
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -289,17 +255,10 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s: %(message)s")
     try:
-        cfg = load_from_args(args)
-        table = run_sweep(cfg, Path.cwd())
-    except (ConfigError, DataSourceError, tracking.TrackingUnavailableError) as err:
-        print(f"error: {err}", file=sys.stderr)
-        return 2
-    except SweepInterrupted as err:
+        return run_with_params(sweep, args, (DataSourceError, tracking.TrackingUnavailableError))
+    except SweepInterrupted as err:  # exit status 130, as for Ctrl-C: DVC records no finished stage
         print(f"error: {err}", file=sys.stderr)
         return 130
-    failed = table.drop_duplicates("trial_key")["status"].ne("FINISHED").sum()
-    print(f"sweep {sweep_id(cfg)}: {table['trial_key'].nunique()} trials, {failed} failed -> {cfg.sweep.results}")
-    return 0
 
 
 if __name__ == "__main__":

@@ -48,8 +48,8 @@ class _ValidConv2d(torch.autograd.Function):
 
     dW[o, c, kh, kw] = sum_{b,i,j} dY[b, o, i, j] x[b, c, s*i + kh, s*j + kw] is itself a convolution of x (batch
     and channels swapped) with dY as a kernel dilated by the stride s. For the Sabour front end (9x9 kernels,
-    stride 2, 256 channels) oneDNN's own weight-gradient kernel is ~4x slower than its forward convolution in
-    bf16 and gains nothing from bf16; as a forward conv the same FLOPs run at forward speed. The input gradient
+    stride 2, 256 channels) oneDNN's own weight-gradient kernel in bf16 is several times slower than its forward
+    convolution; as a forward conv the same FLOPs run at forward speed. The input gradient
     is the usual transposed convolution. Autocast is applied by hand (inputs cast to the autocast dtype) so
     backward runs in the forward's precision on any device.
     """
@@ -94,8 +94,7 @@ def valid_conv2d(conv: nn.Conv2d, x: torch.Tensor) -> torch.Tensor:
     """`conv(x)` for an unpadded, undilated, ungrouped square-stride nn.Conv2d, with the fast weight gradient
     of `_ValidConv2d` under bf16/fp16 autocast. The module (state_dict, parameter count) is unchanged.
 
-    In fp32 oneDNN's own weight gradient was as fast as the forward-conv form here (within noise), so fp32
-    keeps the stock path; so do GPUs (cuDNN's weight gradient was not measured to be slow)."""
+    fp32 and GPUs keep the stock path: their own weight gradient is not the slow one."""
     device = x.device.type
     low_precision = torch.is_autocast_enabled(device) and torch.get_autocast_dtype(device) != torch.float32
     if (device != "cpu" or not low_precision or conv.padding != (0, 0) or conv.dilation != (1, 1) or conv.groups != 1
@@ -131,7 +130,7 @@ class CapsuleVotes(nn.Module):
     """One transformation matrix per (input capsule, parent): votes u_hat[b,i,j] = W[i,j] @ u[b,i].
 
     The votes are one einsum over the batch, never a broadcast of W over the batch: the common
-    `matmul(W[None], u[..., None])` form materialises W per sample and is ~8x slower here.
+    `matmul(W[None], u[..., None])` form materialises W per sample (benchmarks/train_step.py compares them).
     """
 
     def __init__(self, in_caps: int, in_dim: int, out_caps: int, out_dim: int, init_std: float = 0.1):

@@ -1,10 +1,6 @@
-"""The `rem` command: one trial without Ray, the pipeline stages, and the MLflow UI on the local store.
+"""The library's commands: one trial without Ray, the Pareto front of a sweep, and the MLflow UI on the local store.
 
     rem train [-S key=value ...]      one trial of params.yaml (no Ray), resumable from --workdir
-    rem fetch <dataset>               verified files in data/raw/<dataset>
-    rem sweep [-S key=value ...]      the Ray Tune sweep (what `dvc repro` runs)
-    rem report                        tables from results/sweep.parquet
-    rem collect [--sweep ID|latest]   results/sweep.parquet rebuilt from MLflow (a sweep run on a cluster)
     rem pareto [--sweep ID|latest]    trials no other beats on accuracy, entropy and sparsity, from MLflow
     rem ui [--port 5000]              MLflow's UI for the local sqlite store, on 127.0.0.1
 """
@@ -13,30 +9,71 @@ from __future__ import annotations
 
 import argparse
 import logging
-import os
 import subprocess
 import sys
+from collections.abc import Callable
 from pathlib import Path
 
+from rem.config import Config, add_params_arguments
 
-def _train(args: argparse.Namespace) -> int:
+
+class CommandError(Exception):
+    """A mistake the user can fix (a missing input file, say): reported as one line, like a bad param."""
+
+
+def run_with_params(command: Callable[[Config, argparse.Namespace], int], args: argparse.Namespace,
+                    errors: tuple[type[Exception], ...] = ()) -> int:
+    """`command(cfg, args)` on the params `add_params_arguments` reads (--params, -S). A bad param, a
+    `CommandError` or one of `errors` is one `error: ...` line on stderr and exit status 2, not a traceback."""
     from rem.config import ConfigError, load_from_args
-    from rem.data import DataSourceError
-    from rem.device import DeviceUnavailableError
-    from rem.train import train
 
-    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s: %(message)s")
     try:
-        cfg = load_from_args(args)
-        metrics = train(cfg, workdir=Path(args.workdir), repo_root=Path.cwd())
-    except (ConfigError, DataSourceError, DeviceUnavailableError) as err:
+        return command(load_from_args(args), args)
+    except (ConfigError, CommandError, *errors) as err:
         print(f"error: {err}", file=sys.stderr)
         return 2
+
+
+def _train(cfg: Config, args: argparse.Namespace) -> int:
+    from rem.train import train
+
+    metrics = train(cfg, workdir=Path(args.workdir), repo_root=Path.cwd())
     print({k: round(v, 4) if isinstance(v, float) else v for k, v in metrics.items() if "/class_" not in k})
     return 0
 
 
-def _ui(args: argparse.Namespace) -> int:
+def train_command(args: argparse.Namespace) -> int:
+    from rem.data import DataSourceError
+    from rem.device import DeviceUnavailableError
+
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s: %(message)s")
+    return run_with_params(_train, args, (DataSourceError, DeviceUnavailableError))
+
+
+def _pareto(cfg: Config, args: argparse.Namespace) -> int:
+    import pandas as pd
+
+    from rem.pareto import front_from_mlflow
+    from rem.tracking import tracking_uri
+
+    uri = args.tracking_uri or tracking_uri(cfg.sweep.tracking_uri, Path.cwd())
+    table = front_from_mlflow(uri, args.experiment or cfg.sweep.name, None if args.sweep == "all" else args.sweep)
+    Path(args.csv).parent.mkdir(parents=True, exist_ok=True)
+    table.to_csv(args.csv, index=False)
+    with pd.option_context("display.max_rows", None, "display.width", 200, "display.max_colwidth", 60):
+        print(table.to_string(index=False, float_format=lambda v: f"{v:.3f}"))
+    print(f"{len(table)} trials on the front -> {args.csv}")
+    return 0
+
+
+def pareto_command(args: argparse.Namespace) -> int:
+    from rem.mlflow_results import SweepNotFoundError
+    from rem.tracking import TrackingUnavailableError
+
+    return run_with_params(_pareto, args, (SweepNotFoundError, TrackingUnavailableError))
+
+
+def ui_command(args: argparse.Namespace) -> int:
     from rem.tracking import tracking_uri
 
     uri = tracking_uri("", Path.cwd())
@@ -49,58 +86,29 @@ def _ui(args: argparse.Namespace) -> int:
         return 0
 
 
-def _pareto(args: argparse.Namespace) -> int:
-    import pandas as pd
-
-    from rem.config import ConfigError, load
-    from rem.mlflow_results import SweepNotFoundError
-    from rem.pareto import front_from_mlflow
-    from rem.tracking import TrackingUnavailableError, tracking_uri
-
-    try:
-        cfg = load(args.params, {})
-        uri = args.tracking_uri or tracking_uri(cfg.sweep.tracking_uri, Path.cwd())
-        table = front_from_mlflow(uri, args.experiment or cfg.sweep.name, None if args.sweep == "all" else args.sweep)
-    except (ConfigError, SweepNotFoundError, TrackingUnavailableError) as err:
-        print(f"error: {err}", file=sys.stderr)
-        return 2
-    Path(args.csv).parent.mkdir(parents=True, exist_ok=True)
-    table.to_csv(args.csv, index=False)
-    with pd.option_context("display.max_rows", None, "display.width", 200, "display.max_colwidth", 60):
-        print(table.to_string(index=False, float_format=lambda v: f"{v:.3f}"))
-    print(f"{len(table)} trials on the front -> {args.csv}")
-    return 0
-
-
-def main(argv: list[str] | None = None) -> int:
-    from rem.config import add_params_arguments
-
-    parser = argparse.ArgumentParser(prog="rem", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    sub = parser.add_subparsers(dest="command", required=True)
+def add_commands(sub) -> None:
+    """The library's commands on an argparse sub-parser set; each parser's `run` default runs its command."""
     p_train = sub.add_parser("train", help="one trial, no Ray")
     add_params_arguments(p_train)
     p_train.add_argument("--workdir", default="results/local-trial", help="checkpoint folder (resumes if present)")
-    for name in ("fetch", "sweep", "report", "collect"):
-        sub.add_parser(name, help=f"the {name} stage", add_help=False)
-    p_ui = sub.add_parser("ui", help="MLflow UI on 127.0.0.1 for the local store")
-    p_ui.add_argument("--port", type=int, default=5000)
+    p_train.set_defaults(run=train_command)
     p_pareto = sub.add_parser("pareto", help="the accuracy / entropy / sparsity front, from MLflow")
-    p_pareto.add_argument("--params", default="params.yaml", help="experiment name and tracking URI")
+    add_params_arguments(p_pareto)
     p_pareto.add_argument("--sweep", default="latest", help="a sweep id, latest, or all (every sweep of the experiment)")
     p_pareto.add_argument("--experiment", default="", help="MLflow experiment (default: params' sweep.name)")
     p_pareto.add_argument("--tracking-uri", default="", help="default: env MLFLOW_TRACKING_URI, params, ./mlflow.db")
     p_pareto.add_argument("--csv", default="reports/pareto.csv")
-    args, rest = parser.parse_known_args(argv)
-    if args.command == "train":
-        return _train(args)
-    if args.command == "ui":
-        return _ui(args)
-    if args.command == "pareto":
-        return _pareto(args)
-    module = {"fetch": "pipeline.fetch", "sweep": "pipeline.sweep", "report": "pipeline.report",
-              "collect": "pipeline.collect"}[args.command]
-    os.environ.setdefault("RAY_AUTH_MODE", "disabled")
-    return __import__(module, fromlist=["main"]).main(rest)
+    p_pareto.set_defaults(run=pareto_command)
+    p_ui = sub.add_parser("ui", help="MLflow UI on 127.0.0.1 for the local store")
+    p_ui.add_argument("--port", type=int, default=5000)
+    p_ui.set_defaults(run=ui_command)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="rem", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    add_commands(parser.add_subparsers(dest="command", required=True))
+    args = parser.parse_args(argv)
+    return args.run(args)
 
 
 if __name__ == "__main__":

@@ -1,18 +1,16 @@
 """The sweep's results table rebuilt from MLflow, the record of a sweep that ran elsewhere (a cluster).
 
-One row per trial x epoch, the same columns `pipeline.sweep.results_table` writes: identity (sweep_id,
-trial_key, status, error), the trial's resolved config (from its `config.yaml` artifact, so values keep their
-types), and every metric's value at each epoch (MLflow's metric history, step = epoch). `history=False` reads
+The table of `rem.results`, plus each row's run_id: the trial's resolved config comes from its `config.yaml`
+artifact (so values keep their types), every metric's value at each epoch from MLflow's metric history (step =
+epoch). `history=False` reads
 only each run's latest values (one row per trial, at its last epoch), which is all a Pareto front needs.
 """
 
 from __future__ import annotations
 
-import json
 import tempfile
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
-from typing import Any
 
 import pandas as pd
 import yaml
@@ -20,17 +18,11 @@ import yaml
 from rem import tracking
 from rem.config import Config, from_dict
 from rem.model_store import CONFIG_ARTIFACT
-
-IDENTITY = ["sweep_id", "trial_key", "status", "error", "epoch"]
+from rem.results import ordered, trial_rows
 
 
 class SweepNotFoundError(LookupError):
     """No experiment, sweep or trial run matches what was asked for."""
-
-
-def config_columns(cfg: Config) -> dict[str, Any]:
-    """A trial's config as flat, Parquet-friendly columns (containers as JSON text)."""
-    return {k: (json.dumps(v, sort_keys=True) if isinstance(v, (dict, list)) else v) for k, v in cfg.flat().items()}
 
 
 def experiment_id(client, name: str) -> str:
@@ -78,7 +70,6 @@ def run_rows(client, run, history: bool = True) -> pd.DataFrame:
     status = "FINISHED" if run.info.status == "FINISHED" and not error else "FAILED"
     ident = {"sweep_id": tags.get(tracking.SWEEP_TAG, ""), "trial_key": tags.get(tracking.TRIAL_TAG, ""),
              "status": status, "error": error, "run_id": run.info.run_id}
-    columns = config_columns(run_config(client, run))
     if history:
         by_step: dict[int, dict[str, float]] = {}
         for name in run.data.metrics:
@@ -88,14 +79,12 @@ def run_rows(client, run, history: bool = True) -> pd.DataFrame:
     else:
         rows = [dict(run.data.metrics)] if run.data.metrics else []
     rows = [r for r in rows if "epoch" in r]
-    if not rows:
-        return pd.DataFrame([{**ident, **columns, "epoch": 0}])
-    frame = pd.DataFrame(rows)
-    frame["epoch"] = frame["epoch"].astype(int)
-    frame["node_id"] = tags.get("rem.node_id")
-    for name, value in {**ident, **columns}.items():
-        frame[name] = value
-    return frame
+    frame = None
+    if rows:
+        frame = pd.DataFrame(rows)
+        frame["epoch"] = frame["epoch"].astype(int)
+        frame["node_id"] = tags.get("rem.node_id")
+    return trial_rows(ident, run_config(client, run), frame)
 
 
 def results_from_mlflow(uri: str, experiment: str, sweep: str | None = "latest", history: bool = True,
@@ -113,6 +102,4 @@ def results_from_mlflow(uri: str, experiment: str, sweep: str | None = "latest",
     # One request per metric history: a server answers them faster in parallel.
     with ThreadPoolExecutor(max_workers=workers) as pool:
         frames = list(pool.map(lambda run: run_rows(client, run, history), runs))
-    table = pd.concat(frames, ignore_index=True)
-    return table[IDENTITY + [c for c in table.columns if c not in IDENTITY]].sort_values(
-        ["trial_key", "epoch"], ignore_index=True)
+    return ordered(pd.concat(frames, ignore_index=True))

@@ -15,12 +15,12 @@ The package is one `.pt` dict of plain values (read with the weights-only unpick
 
 from __future__ import annotations
 
-import os
 import tempfile
 from pathlib import Path
 
 import torch
 
+from rem.atomic import atomic_write
 from rem.safe_load import UnsafeFileError, load_plain
 
 PACKAGE_FORMAT = "rem-model/1"
@@ -118,8 +118,4 @@ def load_parse_trees(run_id: str, tracking_uri: str | None = None):
 
 
 def save_package(package: dict, path: Path) -> Path:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f".{path.name}.tmp")
-    torch.save(package, tmp)
-    os.replace(tmp, path)
-    return path
+    return atomic_write(path, lambda tmp: torch.save(package, tmp))

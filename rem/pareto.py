@@ -2,7 +2,7 @@
 accuracy (higher), mean routing entropy (lower) and sparsity (higher).
 
 `front(points)` is the one definition: `rem pareto` applies it to the trials read from MLflow, the report's
-Pareto figure to the trials of the results table (`rem.figures.sweep_plots.trial_points` gives both).
+Pareto figure to the trials of the results table (`rem.report.figures.sweep_plots.trial_points` gives both).
 """
 
 from __future__ import annotations
@@ -43,7 +43,7 @@ TABLE_COLUMNS = ["dataset", "model", "variant", "seed", "test_acc", "entropy", "
 
 def front_from_mlflow(uri: str, experiment: str, sweep: str | None) -> pd.DataFrame:
     """The front of the finished trials MLflow holds (one sweep, or every sweep of the experiment), with run ids."""
-    from rem.figures.sweep_plots import trial_points
+    from rem.report.figures.sweep_plots import trial_points
     from rem.mlflow_results import results_from_mlflow
 
     table = results_from_mlflow(uri, experiment, sweep, history=False)

@@ -5,8 +5,7 @@ input capsule to j. Class j's dictionary counts the distinct keys among the imag
 entropy is the Shannon entropy (bits) of the key frequencies.
 
 Keys are kept as rows of small integers, binned by table lookup and counted through a verified 64-bit row
-hash, never as strings: 10,000 x 1,152 couplings take tens of milliseconds instead of seconds
-(benchmarks/parse_tree_stats.py).
+hash, never as strings, which would cost seconds per evaluation (benchmarks/parse_tree_stats.py measures both).
 """
 
 from __future__ import annotations
@@ -75,7 +74,7 @@ def _key_rows(couplings: torch.Tensor, predicted: np.ndarray, levels: int, out: 
     top = np.right_shift(bits, 32 - TABLE_BITS).view(np.int32)  # < 2**20: the same value as int32
     keys = out[rows]
     torch.index_select(_bin_table(levels), 0, torch.from_numpy(top).view(-1), out=torch.from_numpy(keys).view(-1))
-    if keys.size and keys.max() == AMBIGUOUS:  # numpy: torch's nonzero on 11 M bytes is 10x slower
+    if keys.size and keys.max() == AMBIGUOUS:  # numpy: torch's nonzero is slower on this many bytes
         flat = np.flatnonzero(keys == AMBIGUOUS)
         keys.ravel()[flat] = quantize(torch.from_numpy(bits.ravel()[flat].view(np.float32)), levels).numpy()
 

@@ -30,7 +30,7 @@ def parent_major(votes: torch.Tensor) -> torch.Tensor:
     """The votes as a `(B, J, I, D)` tensor in contiguous memory, without a copy when they already are.
 
     Routing's two contractions (weighted sum over i, agreement per (i, j)) are batched matmuls over
-    (b, j); in parent-major memory they run ~10x faster on CPU than on the (B, I, J, D) layout.
+    (b, j); in parent-major memory they run far faster on CPU than on the (B, I, J, D) layout.
     `CapsuleVotes` produces parent-major votes and hands them out as a transposed (B, I, J, D) view.
     """
     return votes.float().transpose(1, 2).contiguous()

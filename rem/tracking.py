@@ -16,10 +16,10 @@ import time
 import urllib.error
 import urllib.request
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from mlflow.entities import Metric, Param, RunTag
-from mlflow.tracking import MlflowClient
+if TYPE_CHECKING:  # MLflow is imported where a run is written, so `rem` imports without it
+    from mlflow.tracking import MlflowClient
 
 SWEEP_TAG = "rem.sweep_id"
 TRIAL_TAG = "rem.trial_key"
@@ -91,7 +91,9 @@ def environment_tags() -> dict[str, str]:
     return tags
 
 
-def _params(params: dict[str, Any]) -> list[Param]:
+def _params(params: dict[str, Any]) -> list:
+    from mlflow.entities import Param
+
     return [Param(k, str(v)[:MAX_PARAM_LENGTH]) for k, v in sorted(params.items())]
 
 
@@ -112,6 +114,8 @@ def open_run(client: MlflowClient, experiment_id: str, *, tags: dict[str, str], 
 
 
 def log_metrics(client: MlflowClient, run_id: str, metrics: dict[str, Any], step: int) -> None:
+    from mlflow.entities import Metric
+
     now = int(time.time() * 1000)
     batch = [Metric(k, float(v), now, step) for k, v in metrics.items() if isinstance(v, (int, float))]
     for start in range(0, len(batch), 1000):
@@ -119,6 +123,8 @@ def log_metrics(client: MlflowClient, run_id: str, metrics: dict[str, Any], step
 
 
 def set_tags(client: MlflowClient, run_id: str, tags: dict[str, str]) -> None:
+    from mlflow.entities import RunTag
+
     client.log_batch(run_id, tags=[RunTag(k, str(v)[:5000]) for k, v in tags.items()])
 
 

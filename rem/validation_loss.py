@@ -5,13 +5,13 @@ without parse trees. With `stop_above` (a mean loss) the pass ends as soon as th
 `stop_above x n_images`: the margin loss is non-negative, so the total can only grow and the rejection is
 exact.
 
-Why the order matters: near REM's threshold the loss surface is flat (pruning a third of a trained CapsNet's
-weights raised its validation loss by under 4 %), so a rejected threshold exceeds the bound only slightly and,
-in dataset order, is rejected only near the end of the pass. A pass therefore visits images in descending order
-of their loss in the last *complete* pass (the unpruned net's, then each accepted threshold's): a pruned net's
-per-image losses are close to those, so the sum crosses the bound once the high-loss images are seen and the
-long tail of near-zero losses is skipped. Each image's forward is independent of its batch-mates and the
-total is summed per image in float64, so the order changes the cost of a pass, not its result.
+Why the order matters: near REM's threshold the loss surface is flat (benchmarks/README.md, threshold search), so a
+rejected threshold exceeds the bound only slightly and, in dataset order, is rejected only near the end of the
+pass. A pass therefore visits images in descending order of their loss in the last *complete* pass (the unpruned
+net's, then each accepted threshold's): a pruned net's per-image losses are close to those, so the sum crosses the
+bound once the high-loss images are seen and the long tail of near-zero losses is skipped. Each image's forward is
+independent of its batch-mates and the total is summed per image in float64, so the order changes the cost of a
+pass, not its result.
 """
 
 from __future__ import annotations

@@ -132,7 +132,7 @@ from rem.data import BatchTransform
 from rem.evaluate import batches_of, evaluate
 from rem.model_store import load_package
 from rem.config import from_dict
-from rem.train import prepare_data
+from rem.data import prepare_data
 from rem.parse_trees import key_counts
 run_id, uri, out = sys.argv[1:]
 model = rem.load_model(run_id, uri)

@@ -16,10 +16,10 @@ from matplotlib.image import imread
 
 from pipeline.report import build_reports, locate_checkpoints
 from rem.config import load
-from rem.figures.build import build_figures
-from rem.figures.internals import load_trial, snapshot
-from rem.figures.saliency import saliency
-from rem.report_html import linked_files
+from rem.report.figures.build import build_figures
+from rem.report.figures.internals import load_trial, snapshot
+from rem.report.figures.saliency import saliency
+from rem.report.page import linked_files
 from rem.train import CHECKPOINT_FILE, FIRST_EPOCH_FILE, train
 from tests.conftest import REPO
 from tests.test_train import tiny_cfg

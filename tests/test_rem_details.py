@@ -12,7 +12,7 @@ import pandas as pd
 import pytest
 import torch
 
-from rem import report
+from rem.report import tables
 from rem.config import from_dict
 from rem.models import create_model
 from rem.parse_trees import entropy_over_classes
@@ -167,7 +167,7 @@ def test_entropy_over_classes_is_the_same_in_the_trial_and_the_table():
                            **{f"entropy/class_{j}": entropy[0, j] for j in range(3)},
                            **{f"images/class_{j}": images[0, j] for j in range(3)},
                            **{f"parse_trees/class_{j}": 1 for j in range(3)}}])
-    (row,) = report.aggregate(frame)
+    (row,) = tables.aggregate(frame)
     assert (row.entropy_mean, row.entropy_std) == pytest.approx(one_seed)
 
 

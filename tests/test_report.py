@@ -9,11 +9,11 @@ import pandas as pd
 import pytest
 
 from pipeline.report import build_reports
-from rem import protocol_tables, report
+from rem.report import protocol, tables
 from rem.config import ConfigError, load
-from rem.reference import PUBLISHED_FILE, ReferenceError, load_published, lookup
-from rem.report_html import linked_files
-from rem.table_render import to_markdown
+from rem.report.reference import PUBLISHED_FILE, ReferenceError, load_published, lookup
+from rem.report.page import linked_files
+from rem.report.render import to_markdown
 from tests.conftest import REPO
 
 
@@ -39,7 +39,7 @@ def synthetic_results() -> pd.DataFrame:
 
 
 def test_aggregates_follow_rems_rules():
-    rows = {r.model: r for r in report.aggregate(synthetic_results())}
+    rows = {r.model: r for r in tables.aggregate(synthetic_results())}
     assert rows["capsnet"].variant == "plain"
     caps = rows["capsnet"]
     assert caps.seeds == [42, 43, 44] and caps.failed == 1
@@ -97,7 +97,7 @@ def test_variants_use_the_final_evaluation_and_median_sparsity():
                 row[f"final/parse_trees/class_{j}"] = 4 if method == "none" else 1
             rows.append(row)
     earlier = [{**{k: v for k, v in r.items() if not k.startswith("final/")}, "epoch": 1} for r in rows]
-    out = {r.variant: r for r in report.aggregate(pd.DataFrame(earlier + rows))}  # earlier epochs: no final/ columns
+    out = {r.variant: r for r in tables.aggregate(pd.DataFrame(earlier + rows))}  # earlier epochs: no final/ columns
     assert set(out) == {"+Q", "+REM"}
     assert out["+Q"].acc_mean == pytest.approx(0.82) and out["+REM"].acc_mean == pytest.approx(0.72)
     assert out["+REM"].sparsity_median == 20.0 and out["+REM"].entropy_mean == 0.5
@@ -113,13 +113,13 @@ def final_row(key, dataset, model, seed, acc, *, method="none", target=0.0, spar
 
 def test_published_column_cites_verified_numbers_only():
     published = load_published()
-    rows = report.aggregate(pd.DataFrame([final_row("a", "fashion-mnist", "deepcaps", 42, 0.9),
+    rows = tables.aggregate(pd.DataFrame([final_row("a", "fashion-mnist", "deepcaps", 42, 0.9),
                                           final_row("b", "mnist", "capsnet", 42, 0.99)]))
-    fmnist = to_markdown(report.dataset_table("fashion-mnist", [r for r in rows if r.dataset == "fashion-mnist"], published))
+    fmnist = to_markdown(tables.dataset_table("fashion-mnist", [r for r in rows if r.dataset == "fashion-mnist"], published))
     assert "| deepcaps | +Q | 90.00 ± 0.00 | 94.73 [1] |" in fmnist
     assert "[1] brjathu/deepcaps README" in fmnist
     # CapsNet's MNIST 99.75 % is in the file but marked unverified (from memory): the cell stays empty
-    mnist = to_markdown(report.dataset_table("mnist", [r for r in rows if r.dataset == "mnist"], published))
+    mnist = to_markdown(tables.dataset_table("mnist", [r for r in rows if r.dataset == "mnist"], published))
     assert "| capsnet | +Q | 99.00 ± 0.00 |  |" in mnist and "99.75" not in mnist
     assert any(e.accuracy == 99.75 and not e.verified for e in published)
     assert lookup(published, "mnist", "capsnet", "plain") is None
@@ -146,11 +146,11 @@ def test_affnist_and_smallnorb_tables_against_hand_computed_means():
         final_row("n1", "smallnorb", "capsnet", 1, 0.80, **{"data.norb_split": "azimuth", "extra/familiar/acc": 0.95}),
         final_row("n2", "smallnorb", "capsnet", 2, 0.90, **{"data.norb_split": "azimuth", "extra/familiar/acc": 0.97}),
     ])
-    rows = report.aggregate(frame)
-    affnist = to_markdown(protocol_tables.affnist_table(rows, load_published()))
+    rows = tables.aggregate(frame)
+    affnist = to_markdown(protocol.affnist_table(rows, load_published()))
     assert "| capsnet | +Q | 98.00 ± 1.00 | 75.00 ± 5.00 |  |" in affnist  # Sabour's 79 % is unverified: empty
     assert "| capsnet | +REM | not run | not run |  |" in affnist
-    norb = to_markdown(protocol_tables.smallnorb_table(rows))
+    norb = to_markdown(protocol.smallnorb_table(rows))
     assert "| capsnet | +Q | azimuth | 96.00 ± 1.00 | 85.00 ± 5.00 |" in norb
     assert "| capsnet | +Q | elevation | not run | not run |" in norb
     assert {r.dataset for r in rows} == {"affnist", "smallnorb (azimuth)"}  # protocols never mix in one row
@@ -165,7 +165,7 @@ def test_pruning_ablation_orders_methods_and_targets_with_median_sparsity():
         final_row("i9", "toy", "capsnet", 1, 0.80, method="imp", target=0.9, sparsity=90.0),
         final_row("i5", "toy", "capsnet", 1, 0.85, method="imp", target=0.5, sparsity=50.0),
     ])
-    table = protocol_tables.ablation_table(report.aggregate(frame))
+    table = protocol.ablation_table(tables.aggregate(frame))
     assert [row[2] for row in table.rows] == ["+Q", "+REM", "+IMP 50%", "+IMP 90%", "+SNIP"]
     rem_row = table.rows[1]
     assert rem_row[3] == "40.00" and rem_row[4] == "86.00 ± 1.63" and rem_row[5] == "0.500 ± 0.000"
@@ -206,7 +206,7 @@ def test_report_files_are_logged_to_the_sweeps_parent_run(tmp_path, monkeypatch)
 
 
 def test_parallel_coordinates_show_only_the_axes_that_vary():
-    from rem.figures.parallel import parallel_table, sweep_axes
+    from rem.report.figures.parallel import parallel_table, sweep_axes
 
     results = synthetic_results()
     # Only finished trials count: the failed "other" model does not make model.name an axis.

@@ -190,9 +190,9 @@ def test_capsules_sweep_logs_every_metric_to_mlflow(fashion_raw, tmp_path):
 def test_report_shows_caps_rows_with_types_kept_and_speedups():
     import pandas as pd
 
-    from rem import report
-    from rem.capsule_table import capsule_table
-    from rem.table_render import to_markdown
+    from rem.report import tables
+    from rem.report.capsules import capsule_table
+    from rem.report.render import to_markdown
 
     def final(key, method, fraction, acc, step, **extra):
         return {"trial_key": key, "status": "FINISHED", "epoch": 2, "data.dataset": "fashion-mnist",
@@ -201,7 +201,7 @@ def test_report_shows_caps_rows_with_types_kept_and_speedups():
                 "final/test/acc": acc, "time/step_s": step, "time/epoch_s": step * 10 + 2, "time/train_s": step * 10,
                 "final/entropy/class_0": 1.0, "final/parse_trees/class_0": 1, **extra}
 
-    rows = report.with_expected(report.aggregate(pd.DataFrame([
+    rows = tables.with_expected(tables.aggregate(pd.DataFrame([
         final("a", "none", 0.0, 0.90, 0.4), final("b", "capsules", 0.5, 0.89, 0.2, **{"capsules/types": 16.0,
                                                                                         "capsules/flops": 2e8})])))
     assert [r.variant for r in rows] == ["+Q", "+REM", "+CAPS 50%"]

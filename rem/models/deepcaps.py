@@ -10,11 +10,10 @@ class capsules 10 x 32-D, dynamic routing (3 iterations) plus a learned bias (10
 Capsule maps are tensors `(B, types, dim, H, W)`.
 
 Initialisation (`caps_init_gain`): squash maps a short capsule of length l to ~l^2, so with PyTorch's default
-conv init (REM's port; `caps_init_gain=None`) the mean capsule length falls from 0.17 after cell 1's stride-2
-layer to ~0.001 in cells 2-4 (measured on Fashion-MNIST; Keras' glorot_uniform of the original code does the
-same). The class capsules then carry little but their bias and the network plateaus near 60 % on 512 training
-images. By default the conv-capsule weights are drawn N(0, (gain / sqrt(fan_in))^2) with zero bias; gain 2
-keeps mean lengths at 0.6-0.8 through all four cells at initialisation.
+conv init (REM's port; `caps_init_gain=None`; Keras' glorot_uniform of the original code alike) capsule lengths
+vanish through the cells and the class capsules carry little but their bias (benchmarks/README.md, "DeepCaps
+initialisation"). By default the conv-capsule weights are drawn N(0, (gain / sqrt(fan_in))^2) with zero bias;
+gain 2 keeps capsule lengths of order one through all four cells at initialisation.
 """
 
 from __future__ import annotations
@@ -80,7 +79,7 @@ class ConvCaps3d(nn.Module):
     dimensions of its input capsule and its 3x3 neighbours; the Keras original uses depth dim_in).
     Since the depth stride equals dim_in, that Conv3d is exactly a Conv2d of the same weights, viewed
     (out, kernel_depth, 3, 3), over each input type's first kernel_depth dimensions as channels (types folded
-    into the batch); the parameter stays an `nn.Conv3d` (same state_dict), the Conv2d runs ~1.7x faster on CPU.
+    into the batch); the parameter stays an `nn.Conv3d` (same state_dict), the Conv2d is the faster kernel on CPU.
     Dynamic routing over the input types at each position, 3 iterations, gradients through the last only.
     `softmax_over="space_and_parents"` (REM's code, the paper's "3-D softmax") normalises each input type's
     logits jointly over parent types and positions; `"parents"` (brjathu/deepcaps' Keras code) per position.

@@ -7,9 +7,7 @@ vote lengths clipped to the input capsule's activation, and a learned routing bi
 The returned couplings are the class layer's (32 inputs x classes), as REM's parse trees use.
 
 Two defaults differ from REM's port (each reference is one option away) because with REM's choices the network
-barely learns in short runs. Measured on 512 Fashion-MNIST images (batch 64, lr 1e-3, accuracy after 4 epochs):
-REM's port 29.5 %; votes init only 19.9 % after 2 (no help alone); gradient through routing only 47.9 %; both
-73.4 %. The default (both) fits the 512 images to 95.7 % in 8 epochs at batch 32.
+barely learns in short runs (benchmarks/README.md, "γ-CapsNet defaults", has the ablation):
 - `grad_through_routing=True` (the main cause): autograd runs through SDA's distances and couplings, as in
   Peer et al.'s γ-capsule code; REM detaches all but the last iteration (see `rem.routing.scaled_distance_routing`).
 - `vote_init_std=None`: transformation matrices drawn with std 1/sqrt(input capsule dim), so a vote starts about

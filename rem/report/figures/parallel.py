@@ -10,9 +10,9 @@ import numpy as np
 import pandas as pd
 
 from rem.config import Config
-from rem.figures.style import colours, message_panel, plt, save
-from rem.figures.sweep_plots import trial_points
-from rem.report import final_rows
+from rem.report.figures.style import colours, message_panel, plt, save
+from rem.report.figures.sweep_plots import trial_points
+from rem.report.tables import final_rows
 
 OUTCOMES = {"test_acc": "test acc (%)", "entropy": "entropy (bits)", "sparsity": "sparsity (%)"}
 

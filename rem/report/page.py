@@ -8,7 +8,7 @@ import os
 import re
 from pathlib import Path
 
-from rem.table_render import Table, to_html
+from rem.report.render import Table, to_html
 
 STYLE = """body{font-family:system-ui,sans-serif;max-width:1200px;margin:2em auto;padding:0 1em;color:#222}
 table{border-collapse:collapse;margin:.5em 0}th,td{padding:.25em .6em;text-align:right}

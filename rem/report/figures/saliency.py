@@ -8,9 +8,9 @@ from pathlib import Path
 
 import torch
 
-from rem.figures.internals import RoutingSnapshot
-from rem.figures.style import plt, save
 from rem.parse_trees import quantize
+from rem.report.figures.internals import RoutingSnapshot
+from rem.report.figures.style import plt, save
 
 
 def saliency(snap: RoutingSnapshot) -> torch.Tensor:

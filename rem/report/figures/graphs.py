@@ -9,9 +9,9 @@ from pathlib import Path
 import numpy as np
 from matplotlib.colors import Normalize
 
-from rem.figures.internals import RoutingSnapshot
-from rem.figures.style import plt, save
 from rem.parse_trees import quantize
+from rem.report.figures.internals import RoutingSnapshot
+from rem.report.figures.style import plt, save
 
 
 def strongest_inputs(snap: RoutingSnapshot, index: int, count: int) -> np.ndarray:

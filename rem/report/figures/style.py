@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 
 import matplotlib
+
+from rem.atomic import atomic_write
 
 matplotlib.use("Agg")  # headless: CI, Ray workers and DVC stages have no display
 
@@ -29,7 +30,7 @@ TARGET_MARKERS = ["s", "^", "D", "v", "P", "X", "p", "h", "<", ">"]
 
 def markers(variants) -> dict[str, str]:
     """A distinct marker per variant present: circles for the unpruned, a star for +REM, the rest in order."""
-    from rem.report import variant_order
+    from rem.report.tables import variant_order
 
     out, spare = {}, iter(TARGET_MARKERS * 3)
     for variant in sorted(set(variants), key=variant_order):
@@ -38,14 +39,11 @@ def markers(variants) -> dict[str, str]:
 
 
 def save(fig, path: Path) -> Path:
-    """Write the PNG via a temporary name, so a crashed report never leaves half a file behind."""
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f".{path.stem}.tmp.png")
-    fig.savefig(tmp, dpi=DPI, bbox_inches="tight")
-    plt.close(fig)
-    os.replace(tmp, path)
-    return path
+    """Write the PNG atomically, so a crashed report never leaves half a file behind; the figure is closed."""
+    try:
+        return atomic_write(path, lambda tmp: fig.savefig(tmp, dpi=DPI, bbox_inches="tight"))
+    finally:
+        plt.close(fig)
 
 
 def message_panel(ax, text: str) -> None:

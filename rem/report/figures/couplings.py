@@ -13,8 +13,8 @@ from pathlib import Path
 
 import numpy as np
 
-from rem.figures.internals import RoutingSnapshot
-from rem.figures.style import colours, message_panel, plt, save
+from rem.report.figures.internals import RoutingSnapshot
+from rem.report.figures.style import colours, message_panel, plt, save
 
 FLOOR = 1e-6  # empty bins are drawn at this fraction (log scale)
 

@@ -12,11 +12,11 @@ from pathlib import Path
 import pandas as pd
 
 from rem.config import Config
-from rem.figures import couplings, graphs, overlap, parallel, saliency, sweep_plots
-from rem.figures.internals import CheckpointMissingError, load_trial, snapshot
-from rem.report import label_trials, variant_order
+from rem.report.figures import couplings, graphs, overlap, parallel, saliency, sweep_plots
+from rem.report.figures.internals import CheckpointMissingError, load_trial, snapshot
+from rem.report.tables import label_trials, variant_order
 
-log = logging.getLogger("rem.figures")
+log = logging.getLogger("rem.report.figures")
 
 
 @dataclass

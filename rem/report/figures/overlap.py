@@ -9,9 +9,9 @@ from pathlib import Path
 
 import numpy as np
 
-from rem.figures.internals import RoutingSnapshot
-from rem.figures.style import message_panel, plt, save
 from rem.parse_trees import keys_for_predictions
+from rem.report.figures.internals import RoutingSnapshot
+from rem.report.figures.style import message_panel, plt, save
 
 BINARISE_AT = 125 / 255  # REM's threshold on the de-normalised image
 

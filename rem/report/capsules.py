@@ -12,8 +12,8 @@ from __future__ import annotations
 
 import math
 
-from rem.report import UNPRUNED, Row, pm
-from rem.table_render import Table
+from rem.report.render import Table
+from rem.report.tables import UNPRUNED, Row, pm
 
 HEADER = ["Model", "Variant", "Test accuracy (%)", "Types kept", "Parameters", "MFLOPs / image", "Train step (s)",
           "Train speed-up", "Eval (s)", "Eval speed-up"]

@@ -2,7 +2,7 @@
 
 Rows are model x variant: "plain" / "+Q" (unpruned; +Q when the final forward was quantized), "+REM",
 "+IMP s%" and "+SNIP s%" (pruned, per target sparsity), "+CAPS s%" (s % of the capsule types removed;
-capsules kept, FLOPs and speed-ups in `rem.capsule_table`). Each trial contributes its final evaluation
+capsules kept, FLOPs and speed-ups in `rem.report.capsules`). Each trial contributes its final evaluation
 (`final/...` columns: the paper's checkpoint and forward), or its last epoch when a run predates them.
 
 Aggregation rules, as REM's inference script computes them:
@@ -12,9 +12,9 @@ Aggregation rules, as REM's inference script computes them:
 - parse trees: per seed the total over classes, then the median over seeds;
 - sparsity and non-zero parameters: median over seeds; parameters: the model's trainable count.
 
-Tables are `rem.table_render.Table`s (Markdown, LaTeX, HTML); published numbers come from
-`rem/reference/published.yaml` (verified entries only). The protocol tables (affNIST, smallNORB, pruning
-ablation) are in `rem.protocol_tables`.
+Tables are `rem.report.render.Table`s (Markdown, LaTeX, HTML); published numbers come from
+`rem/report/reference/published.yaml` (verified entries only). The protocol tables (affNIST, smallNORB, pruning
+ablation) are in `rem.report.protocol`.
 """
 
 from __future__ import annotations
@@ -27,8 +27,8 @@ import numpy as np
 import pandas as pd
 
 from rem.parse_trees import entropy_over_classes
-from rem.reference import Published, lookup
-from rem.table_render import Table, to_latex, to_markdown
+from rem.report.reference import Published, lookup
+from rem.report.render import Table
 
 MISSING = "not run"
 
@@ -254,14 +254,6 @@ def parse_trees_table(dataset: str, rows: list[Row]) -> Table:
              for r in rows]
     return Table(f"{dataset}: parse trees per class", header, cells,
                  notes=["Distinct parse trees of each predicted class, median over seeds."])
-
-
-def markdown_table(dataset: str, rows: list[Row], published: list[Published] | None = None) -> str:
-    return to_markdown(dataset_table(dataset, rows, published or []))
-
-
-def latex_table(dataset: str, rows: list[Row], published: list[Published] | None = None) -> str:
-    return to_latex(dataset_table(dataset, rows, published or []))
 
 
 def metrics_json(rows: list[Row]) -> dict:

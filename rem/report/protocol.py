@@ -1,4 +1,4 @@
-"""The paper's protocol tables, from the aggregated rows of `rem.report.aggregate`:
+"""The paper's protocol tables, from the aggregated rows of `rem.report.tables.aggregate`:
 
 - affNIST: accuracy on the MNIST test set placed in 40x40 (our validation split for affNIST) and on affNIST;
 - smallNORB novel viewpoints: familiar vs novel test accuracy, azimuth and elevation protocols;
@@ -13,9 +13,9 @@ import math
 
 import numpy as np
 
-from rem.reference import Published
-from rem.report import MISSING, Row, Sources, footnote, pm, published_for, variant_order
-from rem.table_render import Table
+from rem.report.reference import Published
+from rem.report.render import Table
+from rem.report.tables import MISSING, Row, Sources, footnote, pm, published_for, variant_order
 
 PRUNING_METHODS = ("+REM", "+IMP", "+SNIP")
 

@@ -10,8 +10,8 @@ import numpy as np
 import pandas as pd
 
 from rem import pareto
-from rem.figures.style import colours, markers, message_panel, plt, save
-from rem.report import label_trials
+from rem.report.figures.style import colours, markers, message_panel, plt, save
+from rem.report.tables import label_trials
 
 POINT_COLUMNS = ["trial_key", "dataset", "model", "variant", "seed", "epoch", "sparsity", "test_acc", "entropy"]
 

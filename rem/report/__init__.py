@@ -1,0 +1,10 @@
+"""The report: the paper's tables and figures from the results table (and the trials' checkpoints).
+
+- tables: trials aggregated into rows (model x variant) and each dataset's tables; protocol: the affNIST,
+  smallNORB and pruning-ablation tables; capsules: the capsule-pruning table;
+- render: one `Table`, rendered as Markdown, LaTeX or HTML; page: everything on one HTML page;
+- reference: the published numbers shown beside ours (`reference/published.yaml`);
+- figures: one module per figure family.
+
+`pipeline.report` (the DVC stage) writes the files; nothing here needs Ray, MLflow or the pipeline.
+"""
