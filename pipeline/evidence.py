@@ -21,7 +21,8 @@ from pathlib import Path
 import pandas as pd
 
 from rem.atomic import atomic_write, atomic_write_text
-from rem.config import ConfigError, add_params_arguments, load_from_args
+from rem.cli import run_with_params
+from rem.config import add_params_arguments
 
 OUT = Path("reports/evidence")
 COMMAND = "dvc exp run -S profile=evidence && python -m pipeline.evidence"
@@ -95,9 +96,9 @@ def commit() -> str:
 
 def render(out: Path, results: pd.DataFrame, run: dict) -> list[Path]:
     """Tables, per-epoch curves and the page, from the results table alone."""
-    from rem.evidence import render_tables
-    from rem.evidence_figures import epochs_figure
-    from rem.evidence_page import render_page
+    from rem.report.evidence import render_tables
+    from rem.report.figures.evidence import epochs_figure
+    from rem.report.evidence_page import render_page
 
     written = [atomic_write_text(out / "tables" / name, text) for name, text in render_tables(results).items()]
     for model in sorted(results["model.name"].astype(str).unique()):
@@ -121,23 +122,22 @@ def publish(cfg, out: Path) -> list[Path]:
     return render(out, results, run)
 
 
+def evidence(cfg, args: argparse.Namespace) -> int:
+    if args.render_only:
+        run = json.loads((args.out / "run.json").read_text()) if (args.out / "run.json").is_file() else {}
+        written = render(args.out, read_evidence(args.out / "sweep.parquet"), run)
+    else:
+        written = publish(cfg, args.out)
+    print(f"evidence: {len(written)} files -> {args.out}")
+    return 0
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     add_params_arguments(parser)
     parser.add_argument("--out", type=Path, default=OUT, help=f"where the evidence goes (default {OUT})")
     parser.add_argument("--render-only", action="store_true", help="re-render from OUT/sweep.parquet and OUT/run.json")
-    args = parser.parse_args(argv)
-    try:
-        if args.render_only:
-            run = json.loads((args.out / "run.json").read_text()) if (args.out / "run.json").is_file() else {}
-            written = render(args.out, read_evidence(args.out / "sweep.parquet"), run)
-        else:
-            written = publish(load_from_args(args), args.out)
-    except (ConfigError, EvidenceError) as err:
-        print(f"error: {err}", file=sys.stderr)
-        return 2
-    print(f"evidence: {len(written)} files -> {args.out}")
-    return 0
+    return run_with_params(evidence, parser.parse_args(argv), (EvidenceError,))
 
 
 if __name__ == "__main__":

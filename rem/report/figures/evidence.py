@@ -7,8 +7,8 @@ from pathlib import Path
 import pandas as pd
 from matplotlib.ticker import MaxNLocator
 
-from rem.evidence import METRICS, arms, finished
-from rem.figures.style import colours, plt, save
+from rem.report.evidence import METRICS, arms, finished
+from rem.report.figures.style import colours, plt, save
 
 PANELS = ("test/acc", "entropy/mean", "parse_trees/total", "sparsity", "routing/coupling_entropy", "routing/dead_capsules")
 

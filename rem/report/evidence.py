@@ -13,8 +13,8 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-from rem.report import label_trials, variant_order
-from rem.table_render import Table, to_markdown
+from rem.report.tables import label_trials, variant_order
+from rem.report.render import Table, to_markdown
 
 # results column -> (label, scale, digits). Per-epoch values; a trial's last row also has `final/<column>`.
 METRICS = {

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pandas as pd
 
-from rem.evidence import finished, render_tables
+from rem.report.evidence import finished, render_tables
 
 # Per architecture: its curves over epochs (from the Parquet), then the report stage's coupling histograms
 # (first vs last epoch, +Q vs +REM; drawn from checkpoints, so copied, not regenerated).
