@@ -80,7 +80,7 @@ def locate_checkpoints(cfg: Config, repo_root: Path, sweep_ids: list[str]) -> tu
     """trial_key -> the folder of its newest checkpoint, from the sweep's Ray storage (local storage only)."""
     from pipeline.sweep import POINT, storage_uri
     from rem.grid import trial_key
-    from rem.train import CHECKPOINT_FILE
+    from rem.checkpoint import CHECKPOINT_FILE
 
     storage = storage_uri(cfg, repo_root)
     if "://" in storage:

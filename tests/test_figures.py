@@ -20,7 +20,8 @@ from rem.figures.build import build_figures
 from rem.figures.internals import load_trial, snapshot
 from rem.figures.saliency import saliency
 from rem.report_html import linked_files
-from rem.train import CHECKPOINT_FILE, FIRST_EPOCH_FILE, train
+from rem.checkpoint import CHECKPOINT_FILE, FIRST_EPOCH_FILE
+from rem.train import train
 from tests.conftest import REPO
 from tests.test_train import tiny_cfg
 
