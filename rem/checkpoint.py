@@ -40,7 +40,8 @@ def load_checkpoint(directory: Path | None) -> dict | None:
 
 def save_parse_trees(directory: Path, keys, predicted) -> Path:
     """The final evaluation's parse-tree dictionary (class, key, count) beside the checkpoint."""
-    return atomic_write(directory / PARSE_TREES_FILE, lambda tmp: key_counts(keys, predicted).to_parquet(tmp, index=False))
+    table = key_counts(keys, predicted)
+    return atomic_write(directory / PARSE_TREES_FILE, lambda tmp: table.to_parquet(tmp, index=False))
 
 
 def save_first_epoch(directory: Path, model: torch.nn.Module) -> None:

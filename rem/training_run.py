@@ -83,7 +83,10 @@ class TrainingRun:
 
     def adopt_pruned(self) -> None:
         """Capsule pruning hands over a rebuilt, smaller model after a pruning step: train that one from now on."""
-        if self.cfg.prune.method != "capsules" or (rebuilt := self.pruner.adopt(self.model, self.optimizer)) is self.model:
+        if self.cfg.prune.method != "capsules":
+            return
+        rebuilt = self.pruner.adopt(self.model, self.optimizer)
+        if rebuilt is self.model:
             return
         self.model = rebuilt
         self.forward = compiled(self.cfg, rebuilt)
