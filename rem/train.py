@@ -3,6 +3,9 @@
 The CLI, the Ray Tune trainable and the tests all call this one function. A trial is resumable at
 epoch granularity: each epoch's permutation and augmentation come from a generator seeded by
 (seed, epoch), so a resumed trial sees exactly the batches the uninterrupted one would have seen.
+
+Each epoch: `train_one_epoch`, the pruner's end of epoch, `evaluate_epoch`, `finish` (the last epoch's final
+evaluation) and `record_epoch` (history and checkpoint); `rem.training_run.TrainingRun` holds what they share.
 """
 
 from __future__ import annotations
