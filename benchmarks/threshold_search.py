@@ -31,7 +31,8 @@ from rem.config import from_dict
 from rem.data import BatchTransform, get_dataset, prepare_data
 from rem.losses import margin_loss
 from rem.pruning import Masks, PruneConfig, Pruner, threshold_search
-from rem.train import build_model, load_checkpoint
+from rem.builder import build_model
+from rem.checkpoint import load_checkpoint
 from rem.validation_loss import ValidationLoss
 
 REPO = Path(__file__).resolve().parents[1]

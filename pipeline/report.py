@@ -68,7 +68,7 @@ def write_plot_data(results: pd.DataFrame, plots_dir: Path) -> list[Path]:
 def locate_checkpoints(cfg: Config, repo_root: Path, sweep_ids: list[str]) -> tuple[dict[str, Path], list[str]]:
     """trial_key -> the folder of its newest checkpoint, from the sweep's Ray storage (local storage only)."""
     from rem.grid import trial_key
-    from rem.train import CHECKPOINT_FILE
+    from rem.checkpoint import CHECKPOINT_FILE
 
     from pipeline.storage import POINT, storage_uri
 

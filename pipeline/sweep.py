@@ -112,7 +112,7 @@ RAY_FIELDS = {"timestamp", "checkpoint_dir_name", "done", "training_iteration", 
 def trial_history(result) -> pd.DataFrame | None:
     """Every epoch of a trial, from its latest checkpoint's history (Ray's own progress log restarts with
     each attempt, so after a retry it lacks the epochs before the checkpoint); Ray's log if there is none."""
-    from rem.train import HISTORY_FILE
+    from rem.checkpoint import HISTORY_FILE
 
     checkpoint = result.checkpoint
     if checkpoint is not None:

@@ -31,8 +31,9 @@ from rem.grid import trial_key
 from rem.data import get_dataset
 from rem.data.sources import recorded_checksums
 from rem.device import describe, resolve_device
+from rem.checkpoint import CHECKPOINT_FILE, HISTORY_FILE
 from rem.data import fetch_dataset
-from rem.train import CHECKPOINT_FILE, HISTORY_FILE, NonFiniteLossError, train
+from rem.train import NonFiniteLossError, train
 from rem.trial_record import axis_params, best_metrics, log_config, log_final, run_name
 
 

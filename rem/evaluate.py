@@ -12,7 +12,6 @@ Parse-tree keys are gathered batch by batch as uint8 rows (one per image, at its
 from __future__ import annotations
 
 import math
-
 from typing import Iterable
 
 import torch
@@ -21,6 +20,34 @@ from rem.device import HOST, autocast
 from rem.losses import margin_loss
 from rem.parse_trees import keys_for_predictions, stats_from_keys, summarize
 from rem.routing_health import RoutingHealth
+
+
+class ParseTreeKeys:
+    """The parse-tree keys of one evaluation pass, gathered batch by batch, and the routing health of the same
+    couplings; `result` turns them into the per-class table and its summary."""
+
+    def __init__(self, levels: int, dead_capsule_threshold: float):
+        self.levels = levels
+        self.keys: list[torch.Tensor] = []
+        self.predictions: list[torch.Tensor] = []
+        self.health = RoutingHealth(dead_capsule_threshold)
+
+    def add(self, out, predicted: torch.Tensor) -> None:
+        """One batch's forward output `out` (couplings of the last routing layer) and its predicted classes."""
+        self.keys.append(keys_for_predictions(out.couplings, predicted, self.levels))
+        self.predictions.append(predicted)
+        if out.input_lengths is not None:
+            self.health.update(out.couplings, out.input_lengths)
+
+    def result(self, num_classes: int, keep_keys: bool) -> dict:
+        if not self.keys:
+            return {}
+        keys, predicted = torch.cat(self.keys).cpu().numpy(), torch.cat(self.predictions).cpu().numpy()
+        stats = stats_from_keys(keys, predicted, num_classes)
+        result = {"per_class": stats, **summarize(stats), **self.health.result()}
+        if keep_keys:
+            result["keys"], result["predicted"] = keys, predicted
+        return result
 
 
 @torch.inference_mode()
@@ -32,13 +59,10 @@ def evaluate(
     levels: int = 11,
     quantize_levels: int | None = None,
     precision: str = "fp32",
-    parse_trees: bool = True,
     loss_kwargs: dict | None = None,
     device: torch.device | str | None = None,
-    stop_loss_sum: float | None = None,
-    per_image_loss: bool = False,
-    dead_capsule_threshold: float = 0.01,
-    keep_keys: bool = False,
+    parse_trees: bool = True, keep_keys: bool = False, dead_capsule_threshold: float = 0.01,
+    stop_loss_sum: float | None = None, per_image_loss: bool = False,
 ) -> dict:
     """Metrics of `model` over `(normalised images, labels)` batches.
 
@@ -54,17 +78,13 @@ def evaluate(
     ordered. With `per_image_loss` the result also holds the `(n_images,)` float64 losses, in the order seen;
     with `keep_keys` (and `parse_trees`) the parse-tree keys `keys` `(n_images, I)` and `predicted` `(n_images,)`.
     """
-    if device is None:
-        first = next(model.parameters(), None)
-        device = first.device if first is not None else HOST
-    device = torch.device(device)
+    device = model_device(model) if device is None else torch.device(device)
     was_training = model.training
     model.eval()
     # Sums stay on the device (one transfer at the end) unless the early stop must read them every batch.
     total_loss = torch.zeros((), dtype=torch.float64, device=device)
     correct, seen = torch.zeros((), dtype=torch.int64, device=device), 0
-    keys, predictions, losses = [], [], []
-    health = RoutingHealth(dead_capsule_threshold)
+    losses, trees = [], ParseTreeKeys(levels, dead_capsule_threshold)
     try:
         for images, labels in batches:
             images, labels = images.to(device).float(), labels.to(device).long()
@@ -80,10 +100,7 @@ def evaluate(
             if stop_loss_sum is not None and float(total_loss) > stop_loss_sum:
                 return {"loss": math.inf, "acc": None, "n_images": seen, "stopped_early": True}
             if parse_trees and out.couplings is not None:
-                keys.append(keys_for_predictions(out.couplings, predicted, levels))
-                predictions.append(predicted)
-                if out.input_lengths is not None:
-                    health.update(out.couplings, out.input_lengths)
+                trees.add(out, predicted)
     finally:
         model.train(was_training)
     if seen == 0:
@@ -91,14 +108,13 @@ def evaluate(
     result = {"loss": float(total_loss) / seen, "acc": int(correct) / seen, "n_images": seen}
     if per_image_loss:
         result["per_image_loss"] = torch.cat(losses).cpu()
-    if keys:
-        stats = stats_from_keys(torch.cat(keys).cpu().numpy(), torch.cat(predictions).cpu().numpy(), num_classes)
-        result["per_class"] = stats
-        result.update(summarize(stats))
-        result.update(health.result())
-        if keep_keys:
-            result["keys"], result["predicted"] = torch.cat(keys).numpy(), torch.cat(predictions).numpy()
+    result.update(trees.result(num_classes, keep_keys))
     return result
+
+
+def model_device(model: torch.nn.Module) -> torch.device:
+    first = next(model.parameters(), None)
+    return first.device if first is not None else HOST
 
 
 def per_class_metrics(stats, prefix: str = "") -> dict[str, float]:

@@ -1,9 +1,16 @@
-"""Capsule losses: the margin loss on capsule lengths and the reconstruction loss of the decoder."""
+"""Capsule losses: the margin loss on capsule lengths, the reconstruction loss of the decoder, and the margin
+loss of successive training batches that SNIP scores weights with."""
 
 from __future__ import annotations
 
+import itertools
+from typing import TYPE_CHECKING, Callable
+
 import torch
 import torch.nn.functional as F
+
+if TYPE_CHECKING:
+    from rem.config import Config
 
 
 def margin_loss(
@@ -35,3 +42,19 @@ def reconstruction_loss(reconstruction: torch.Tensor, images: torch.Tensor) -> t
     """Sum of squared pixel errors per image, averaged over the batch (scaled by a weight from params)."""
     diff = reconstruction.float().flatten(1) - images.float().flatten(1)
     return diff.pow(2).sum(dim=1).mean()
+
+
+def batch_losses(split, transform, cfg: Config, loss_kwargs: dict) -> Callable[[torch.nn.Module], torch.Tensor]:
+    """SNIP's saliency batches: each call is the margin loss of the next distinct batch of one seeded
+    permutation of the training split (wrapping around only after every image was used)."""
+    order = torch.randperm(len(split), generator=torch.Generator().manual_seed(cfg.train.seed))
+    per_pass = max(1, len(order) // cfg.train.batch_size)
+    calls = itertools.count()
+
+    def next_batch_loss(model: torch.nn.Module) -> torch.Tensor:
+        start = (next(calls) % per_pass) * cfg.train.batch_size
+        idx = order[start:start + cfg.train.batch_size].to(split.labels.device)
+        x, _ = transform(split.images[idx], train=False)
+        return margin_loss(model(x).lengths, split.labels[idx], **loss_kwargs)
+
+    return next_batch_loss

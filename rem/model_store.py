@@ -43,11 +43,11 @@ def final_weights(state: dict) -> tuple[dict, int]:
 
 
 def model_package(state: dict, in_shape=None, num_classes: int | None = None) -> dict:
-    """The package of a checkpoint `state` (as `rem.train.save_checkpoint` writes it); the input shape and class
+    """The package of a checkpoint `state` (as `rem.checkpoint.save_checkpoint` writes it); the input shape and class
     count default to the ones the checkpoint records. A capsule-pruned model is packaged at its saved size."""
     from rem.config import from_dict
     from rem.structured import build_args_from_weights
-    from rem.train import model_options
+    from rem.builder import model_options
 
     cfg = from_dict(state["config"], "checkpoint config", check_grid=False)  # a trial's config: its grid is the sweep's
     weights, epoch = final_weights(state)

@@ -65,7 +65,7 @@ def log_config(client, run_id: str, cfg: Config) -> None:
 def final_artifacts(state: dict, checkpoint_dir: Path, out_dir: Path, with_model: bool) -> dict[str, Path]:
     """The run's final artifacts for the checkpoint `state` in `checkpoint_dir`, written under `out_dir`: the model
     package (when `with_model`) and the parse-tree dictionary the trainer's final evaluation wrote beside it."""
-    from rem.train import PARSE_TREES_FILE
+    from rem.checkpoint import PARSE_TREES_FILE
 
     out_dir.mkdir(parents=True, exist_ok=True)
     files = {}

@@ -23,7 +23,8 @@ from torch.overrides import TorchFunctionMode
 
 from rem.config import ConfigError
 from rem.device import DeviceUnavailableError, autocast, check_setting, describe, resolve_device
-from rem.train import CHECKPOINT_FILE, train
+from rem.checkpoint import CHECKPOINT_FILE
+from rem.train import train
 from tests.conftest import REPO
 from tests.test_train import tiny_cfg
 

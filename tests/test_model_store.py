@@ -12,7 +12,8 @@ from rem.pareto import front, non_dominated
 from rem.parse_trees import key_counts
 from rem.routing_health import RoutingHealth
 from rem.safe_load import UnsafeFileError, load_plain
-from rem.train import CHECKPOINT_FILE, load_checkpoint, train
+from rem.checkpoint import CHECKPOINT_FILE, load_checkpoint
+from rem.train import train
 from rem.trial_record import best_metrics, final_artifacts, run_name
 from tests.test_train import tiny_cfg
 

@@ -18,7 +18,7 @@ import pytest
 import yaml
 from mlflow.tracking import MlflowClient
 
-from rem.train import CHECKPOINT_FILE
+from rem.checkpoint import CHECKPOINT_FILE
 from tests.conftest import REPO
 
 

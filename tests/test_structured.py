@@ -11,7 +11,8 @@ from rem.config import ConfigError, from_dict
 from rem.models import count_parameters, create_model
 from rem.structured import (build_args_from_weights, capsule_layout, coupling_mass_scores, mask_capsules, prune_capsules,
                             retarget_optimizer, sensitivity_add_, weight_norm_scores)
-from rem.train import CHECKPOINT_FILE, load_checkpoint, train
+from rem.checkpoint import CHECKPOINT_FILE, load_checkpoint
+from rem.train import train
 from tests.sweep_helpers import SMALL_CAPSNET, local_uri, results, run_sweep, sweep_runs, write_params
 
 SHAPE, CLASSES = (1, 28, 28), 10

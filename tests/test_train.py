@@ -6,7 +6,8 @@ import pytest
 import torch
 
 from rem.config import from_dict
-from rem.train import CHECKPOINT_FILE, NonFiniteLossError, train
+from rem.checkpoint import CHECKPOINT_FILE
+from rem.train import NonFiniteLossError, train
 
 SMALL_CAPSNET = {"conv_channels": 32, "primary_types": 8}  # same architecture, 40x fewer FLOPs
 

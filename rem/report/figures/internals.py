@@ -20,8 +20,9 @@ from rem.data import BatchTransform
 from rem.device import resolve_device
 from rem.structured import build_args_from_weights
 from rem.safe_load import load_plain
+from rem.builder import build_model
+from rem.checkpoint import CHECKPOINT_FILE, FIRST_EPOCH_FILE
 from rem.data import prepare_data
-from rem.train import CHECKPOINT_FILE, FIRST_EPOCH_FILE, build_model
 
 # Where the data comes from is the report machine's business, not the trial's (it may have run elsewhere).
 DATA_SOURCE_KEYS = ("root", "mirror", "system_root", "download", "prepared")
