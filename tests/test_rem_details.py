@@ -16,7 +16,7 @@ from rem.report import tables
 from rem.config import from_dict
 from rem.models import create_model
 from rem.parse_trees import entropy_over_classes
-from rem.pruning import Masks, PruneConfig, _ThresholdProbe, magnitude_prune_to, prunable_parameters, \
+from rem.pruning import Masks, PruneConfig, ThresholdProbe, magnitude_prune_to, prunable_parameters, \
     shrinkable_parameters, threshold_search
 from rem.final_evaluation import final_evaluation
 from rem.losses import batch_losses
@@ -78,7 +78,7 @@ def test_search_range_covers_every_prunable_weight_zeros_included_and_the_tolera
     magnitude_prune_to(model, masks, 0.3)
     every = torch.cat([p.detach().abs().flatten() for p in prunable_parameters(model).values()])
     cfg = PruneConfig(method="rem", twt=0.05, require_accuracy=False)
-    probe = _ThresholdProbe(model, masks, lambda m: 2.0, cfg)
+    probe = ThresholdProbe(model, masks, lambda m: 2.0, cfg)
     low, high, mean = probe.range
     assert low == 0.0 and high == pytest.approx(float(every.max())) and mean == pytest.approx(float(every.mean()))
     assert probe.n_live == int((every > 0).sum())

@@ -1,0 +1,21 @@
+"""Typed configuration: `params.yaml` is read once, merged with its profile, validated, then frozen.
+
+params.yaml holds the base sections (data, model, train, eval, prune, sweep, report, fetch), a `profile` key
+and a `profiles` mapping of per-profile overrides. Resolution order: base -> profiles[profile] -> explicit
+overrides (dotted keys such as `train.epochs=3`). Every key is checked against the section dataclasses: an
+unknown or ill-typed key raises ConfigError naming the key and what is allowed, before any work starts.
+"""
+
+from rem.config.loading import add_params_arguments, deep_merge, load, load_from_args, parse_override, resolve
+from rem.config.sections import (
+    SECTION_CLASSES, TRIAL_SECTIONS, Config, ConfigError, DataConfig, EvalConfig, FetchConfig, ModelConfig,
+    ReportConfig, SweepConfig, TrainConfig, flatten, set_dotted,
+)
+from rem.config.validation import RENAMED, from_dict
+from rem.pruning import PruneConfig
+
+__all__ = [
+    "RENAMED", "SECTION_CLASSES", "TRIAL_SECTIONS", "Config", "ConfigError", "DataConfig", "EvalConfig",
+    "FetchConfig", "ModelConfig", "PruneConfig", "ReportConfig", "SweepConfig", "TrainConfig", "add_params_arguments",
+    "deep_merge", "flatten", "from_dict", "load", "load_from_args", "parse_override", "resolve", "set_dotted",
+]

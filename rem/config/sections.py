@@ -1,0 +1,213 @@
+"""The sections of params.yaml, one frozen dataclass each, and `Config`, the whole validated configuration."""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import json
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+from rem.pruning import PruneConfig  # the pruning library's own config is the `prune` section
+
+
+class ConfigError(ValueError):
+    """A params.yaml key is unknown, ill-typed or out of range."""
+
+
+@dataclass(frozen=True)
+class DataConfig:
+    dataset: str = "fashion-mnist"
+    root: str = "data/raw"  # fetched, verified files; relative paths are taken from the repo root
+    mirror: str = "../shared/data"  # a folder of <dataset>/<file> copies; env REM_DATA_MIRROR wins
+    system_root: str = "/usr/share/datasets"  # Debian's dataset packages install here
+    download: bool = True  # try the canonical URLs when no local copy exists
+    val_size: int = 5500  # held out of the training set, as REM does
+    split_seed: int = 0  # fixed shuffle for the train/val split (REM: numpy seed 0)
+    train_subset: int = 0  # 0 = every remaining training image; >0 caps it (quick runs)
+    val_subset: int = 0  # 0 = all val_size images are evaluated each epoch
+    test_subset: int = 0  # 0 = the full test set (the paper's metrics need it)
+    augment: bool = True  # the dataset's REM augmentation (shifts, flips, jitter, crops) on training batches
+    # Per-dataset protocol magnitudes (REM's table, rem-paper.md §2); each applies only to its datasets.
+    shift: int = 2  # mnist/fashion-mnist: random shift in px (REM: RandomCrop(28, padding=2))
+    flip: Literal["auto", "on", "off"] = "auto"  # auto: fashion-mnist and CIFAR-10/image folders flip, digits do not
+    resize: int = 24  # cifar10/svhn/image folders: REM resizes whole images to 24x24 (0 keeps the stored size)
+    brightness: float = 0.25  # cifar10/svhn/image folders: ColorJitter brightness (factor in [1-b, 1+b])
+    contrast: list = field(default_factory=lambda: [0.2, 1.8])  # ... and contrast factor range (REM: 0.2-1.8)
+    affnist_shift: int = 6  # affnist: 28x28 MNIST placed at a random offset <= this inside 40x40 (REM: ±6)
+    norb_split: Literal["standard", "azimuth", "elevation"] = "standard"  # smallNORB protocol (novel viewpoints)
+    norb_size: int = 48  # smallNORB: 96x96 downsampled to this once (capsule papers: 48)
+    norb_crop: int = 32  # smallNORB: random crops of this size for training, centre crop for eval (32)
+    norb_brightness: float = 0.125  # smallNORB jitter (EM-routing reimplementations: max_delta 32/255); 0 = off
+    norb_contrast: list = field(default_factory=lambda: [0.5, 1.5])  # smallNORB contrast factor range
+    mean: list = field(default_factory=list)  # per-channel normalisation override; empty = the dataset's REM values
+    std: list = field(default_factory=list)  # ... its std (same length as mean)
+    prepared: str = "data/prepared"  # decoded uint8 arrays cached here, keyed by source checksums ("" = no cache)
+
+
+@dataclass(frozen=True)
+class ModelConfig:
+    name: str = "capsnet"
+    decoder: bool = False  # REM's headline runs have no decoder
+    recon_weight: float = 0.0005  # times the per-image sum of squared errors (Sabour)
+    routing_iterations: int = 3
+    options: dict = field(default_factory=dict)  # extra keyword overrides for the model builder
+
+
+@dataclass(frozen=True)
+class TrainConfig:
+    epochs: int = 1
+    batch_size: int = 128
+    eval_batch_size: int = 500
+    lr: float = 1e-3
+    lr_decay: float = 0.99  # ExponentialLR per epoch (REM)
+    seed: int = 42
+    precision: Literal["fp32", "bf16"] = "bf16"  # bf16 autocast; squash and routing stay fp32
+    compile: bool = False  # torch.compile: faster steps after a one-off compile per mode
+    m_pos: float = 0.9
+    m_neg: float = 0.1
+    lam: float = 0.5
+    # REM's DeepCaps switches to a "hard" margin loss after epoch 100 (m+ 0.95, m- 0.05, lambda 0.8); 0 = never
+    hard_margin_epoch: int = 0
+    hard_margin: list = field(default_factory=lambda: [0.95, 0.05, 0.8])  # [m_pos, m_neg, lam] after the switch
+    max_steps_per_epoch: int = 0  # 0 = a full pass over the training subset
+    # REM's stopping rule: stop once the validation loss has not strictly improved for this many epochs
+    # (REM: 200); `epochs` is then only a cap. 0 = run every epoch.
+    patience: int = 0
+    log_every_steps: int = 50  # per-epoch progress lines inside a trial
+    device: str = "auto"  # auto (the GPU Ray gave the trial, else the CPU) | cpu | cuda | cuda:N (rem.device)
+
+    def margin(self, epoch: int) -> dict[str, float]:
+        """Margin-loss constants for 0-based `epoch` (the hard margin from epoch `hard_margin_epoch` on)."""
+        if self.hard_margin_epoch and epoch >= self.hard_margin_epoch:
+            m_pos, m_neg, lam = self.hard_margin
+            return {"m_pos": float(m_pos), "m_neg": float(m_neg), "lam": float(lam)}
+        return {"m_pos": self.m_pos, "m_neg": self.m_neg, "lam": self.lam}
+
+
+@dataclass(frozen=True)
+class EvalConfig:
+    levels: int = 11  # K quantization levels of the couplings (REM: 11 for 10 classes)
+    quantized_forward: bool = False  # per-epoch metrics with the +Q forward (REM logs them unquantized)
+    split: Literal["test", "val"] = "test"  # where parse trees are counted (REM: test)
+    # The final evaluation, as the paper's tables use it: +Q forward, the best-validation-loss weights for an
+    # unpruned run and the last epoch's for a pruned one ("auto"). Both choices are recorded with the run.
+    final_quantized: bool = True
+    final_checkpoint: Literal["auto", "best", "last"] = "auto"
+    # Coupling levels of a model's class layer where REM's code differs from `levels`: its γ-CapsNet quantizes
+    # the class layer with K = 6 (and its FC capsule layer with `levels`). Keys and the +Q forward both use it.
+    levels_per_model: dict = field(default_factory=lambda: {"gamma_capsnet": 6})
+    # A routing-layer input capsule is "dead" when its length stays below this on every evaluated image.
+    dead_capsule_threshold: float = 0.01
+
+    def levels_for(self, model_name: str) -> int:
+        return int(self.levels_per_model.get(model_name, self.levels))
+
+
+@dataclass(frozen=True)
+class SweepConfig:
+    name: str = "rem"  # experiment name in Ray and MLflow
+    # One mapping of axes (their product) or a list of them (the union); see rem.grid.
+    grid: dict | list = field(default_factory=lambda: {"model.name": ["capsnet"], "train.seed": [42]})
+    storage_path: str = "results/ray"  # Ray Tune experiment storage: a local folder (made absolute) or a URI
+    results: str = "results/sweep.parquet"
+    cpus_per_trial: float = 1.0
+    gpus_per_trial: float = 0.0  # a fraction lets several small capsule trials share one GPU
+    resources_per_model: dict = field(default_factory=dict)  # e.g. {deepcaps: {cpu: 4, gpu: 1}} beats the defaults
+    scheduler: Literal["fifo", "asha"] = "fifo"  # FIFO: every table cell needs its full run; ASHA for tuning
+    asha_grace_epochs: int = 1  # ASHA: epochs every trial gets before it can be stopped
+    asha_metric: str = "val/loss"  # ASHA ranks trials by this reported metric (minimised)
+    max_concurrent: int = 0  # 0 = as many as the cluster's resources allow
+    max_failures: int = 2  # retries of a crashed trial, from its last checkpoint
+    time_limit_s: float = 0.0  # per-trial wall-clock limit; 0 = none
+    tracking_uri: str = ""  # empty: env MLFLOW_TRACKING_URI, else sqlite:///<repo>/mlflow.db
+    verbose: int = 1  # Tune's status table: 0 silent, 1 status updates, 2 per-result lines
+    log_model: bool = True  # each trial's final model as an MLflow artifact (false for huge sweeps)
+
+
+@dataclass(frozen=True)
+class FetchConfig:
+    # Fetched besides every dataset the selected profile's grid trains on (the fetch stage reads both).
+    datasets: list = field(default_factory=list)
+
+
+@dataclass(frozen=True)
+class ReportConfig:
+    out_dir: str = "reports"
+    # Routing figures come from checkpoints and the first N real test images.
+    figure_images: int = 200
+    overlap_trees: int = 8  # parse trees drawn per overlap map (most frequent first)
+    saliency_images: int = 6  # images per saliency figure
+    graph_capsules: int = 16  # input capsules drawn in a parse-tree graph (all of them would be unreadable)
+    checkpoint_figures: bool = True  # false: only the results-table figures (no checkpoints or data needed)
+    log_to_mlflow: bool = True  # figures and tables as artifacts of the sweep's parent run, when reachable
+
+
+@dataclass(frozen=True)
+class Config:
+    data: DataConfig = field(default_factory=DataConfig)
+    model: ModelConfig = field(default_factory=ModelConfig)
+    train: TrainConfig = field(default_factory=TrainConfig)
+    eval: EvalConfig = field(default_factory=EvalConfig)
+    sweep: SweepConfig = field(default_factory=SweepConfig)
+    report: ReportConfig = field(default_factory=ReportConfig)
+    prune: PruneConfig = field(default_factory=PruneConfig)
+    fetch: FetchConfig = field(default_factory=FetchConfig)
+    profile: str = "quick"
+
+    def to_dict(self) -> dict[str, Any]:
+        return dataclasses.asdict(self)
+
+    def flat(self) -> dict[str, Any]:
+        """Dotted keys -> values, the form MLflow params and results-table columns use."""
+        return flatten(self.to_dict())
+
+    def digest(self) -> str:
+        """Short stable hash of what decides trial results: data, model, train, eval and the grid.
+
+        Names the sweep (Ray experiment folder, MLflow parent run): an unchanged digest resumes the
+        same sweep; report or resource settings do not start a new one.
+        """
+        tree = {k: v for k, v in self.to_dict().items() if k in TRIAL_SECTIONS}
+        tree["train"].pop("device")  # where a trial runs, not what it computes: a sweep resumes on another device
+        tree["grid"] = self.sweep.grid
+        return hashlib.sha256(json.dumps(tree, sort_keys=True).encode()).hexdigest()[:10]
+
+    def with_overrides(self, overrides: dict[str, Any], source: str = "override") -> "Config":
+        merged = self.to_dict()
+        for key, value in overrides.items():
+            set_dotted(merged, key, value, source)
+        from rem.config.validation import from_dict  # here: validation builds Configs from these sections
+
+        # A trial's grid point leaves the grid as it was (already validated): no need to re-check every point.
+        return from_dict(merged, source, check_grid=any(k.startswith("sweep.") for k in overrides))
+
+
+SECTION_CLASSES = {  # params.yaml section -> its dataclass
+    "data": DataConfig, "model": ModelConfig, "train": TrainConfig,
+    "eval": EvalConfig, "sweep": SweepConfig, "report": ReportConfig, "fetch": FetchConfig, "prune": PruneConfig,
+}
+TRIAL_SECTIONS = ("data", "model", "train", "eval", "prune")  # the sections that decide a trial's result
+
+
+def flatten(tree: dict[str, Any], prefix: str = "") -> dict[str, Any]:
+    """Nested sections -> dotted keys; the grid, model options and per-model levels stay whole values."""
+    out: dict[str, Any] = {}
+    for key, value in tree.items():
+        name = f"{prefix}{key}"
+        if isinstance(value, dict) and value and not name.endswith(("grid", "options", "levels_per_model")):
+            out.update(flatten(value, name + "."))
+        else:
+            out[name] = value
+    return out
+
+
+def set_dotted(tree: dict[str, Any], key: str, value: Any, source: str = "override") -> None:
+    """Set `section.name` in a config tree; an unknown section fails naming the known ones."""
+    section, _, leaf = key.partition(".")
+    if section not in SECTION_CLASSES or not leaf:
+        raise ConfigError(f"{source}: unknown key {key!r}; keys look like <section>.<name>, sections: "
+                          f"{', '.join(SECTION_CLASSES)}")
+    tree.setdefault(section, {})[leaf] = value
+
+

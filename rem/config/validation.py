@@ -1,0 +1,177 @@
+"""Validation of a config tree: every key checked against its section's dataclass, then the checks across keys
+(known models and datasets, ranges, every sweep grid point). Errors are ConfigError naming the key."""
+
+from __future__ import annotations
+
+import copy
+import dataclasses
+import types
+import typing
+from typing import Any, Literal
+
+from rem import grid
+from rem.config.sections import SECTION_CLASSES, Config, ConfigError, set_dotted
+
+# Keys that old params files or checkpoints may still carry: the error says what replaced them.
+RENAMED = {
+    "prune.min_step_weights": "prune.search_tolerance_pp (the sorted search's stop, in percentage points of the "
+                              "prunable weights instead of a weight count)",
+}
+
+
+def _check_union(key: str, value: Any, annotation: Any, source: str) -> Any:
+    members = typing.get_args(annotation)
+    if type(None) in members:  # `int | None`
+        if value is None:
+            return None
+        (inner,) = [a for a in members if a is not type(None)]
+        return _check_value(key, value, inner, source)
+    for member in members:  # `dict | list`: the first member the value is an instance of
+        if isinstance(value, member):
+            return _check_value(key, value, member, source)
+    raise ConfigError(f"{source}: {key} must be one of {', '.join(m.__name__ for m in members)}; "
+                      f"got {value!r} ({type(value).__name__})")
+
+
+def _check_number(key: str, value: Any, annotation: type, source: str) -> Any:
+    if annotation is int and (isinstance(value, bool) or not isinstance(value, int)):
+        raise ConfigError(f"{source}: {key} must be an integer; got {value!r} ({type(value).__name__})")
+    if annotation is float and (isinstance(value, bool) or not isinstance(value, (int, float))):
+        raise ConfigError(f"{source}: {key} must be a number; got {value!r} ({type(value).__name__})")
+    if value < 0:
+        raise ConfigError(f"{source}: {key} must be >= 0; got {value}")
+    return float(value) if annotation is float else value
+
+
+# annotation -> (the value's type, how the error names it); a list or mapping is copied
+_PLAIN_TYPES = {bool: (bool, "true or false"), str: (str, "a string"), list: (list, "a list"), dict: (dict, "a mapping")}
+
+
+def _check_value(key: str, value: Any, annotation: Any, source: str) -> Any:
+    """The value, converted where the annotation asks (int -> float, a copied list or dict); ConfigError if not
+    of the annotated type."""
+    origin = typing.get_origin(annotation)
+    if origin is types.UnionType:
+        return _check_union(key, value, annotation, source)
+    if origin is Literal:
+        allowed = typing.get_args(annotation)
+        if value not in allowed:
+            raise ConfigError(f"{source}: {key} must be one of {', '.join(map(str, allowed))}; got {value!r}")
+        return value
+    if annotation in (int, float):
+        return _check_number(key, value, annotation, source)
+    plain = origin if origin in (list, dict) else annotation
+    if plain not in _PLAIN_TYPES:
+        raise TypeError(f"unsupported config annotation {annotation!r} for {key}")
+    expected, name = _PLAIN_TYPES[plain]
+    if not isinstance(value, expected):
+        raise ConfigError(f"{source}: {key} must be {name}; got {value!r} ({type(value).__name__})")
+    return list(value) if plain is list else copy.deepcopy(value) if plain is dict else value
+
+
+def _build_section(name: str, values: Any, source: str):
+    cls = SECTION_CLASSES[name]
+    if not isinstance(values, dict):
+        raise ConfigError(f"{source}: section {name!r} must be a mapping; got {type(values).__name__}")
+    hints = typing.get_type_hints(cls)
+    allowed = [f.name for f in dataclasses.fields(cls)]
+    kwargs = {}
+    for key, value in values.items():
+        if f"{name}.{key}" in RENAMED:
+            raise ConfigError(f"{source}: key '{name}.{key}' was replaced by {RENAMED[f'{name}.{key}']}")
+        if key not in hints:
+            raise ConfigError(f"{source}: unknown key '{name}.{key}'; allowed: {', '.join(allowed)}")
+        kwargs[key] = _check_value(f"{name}.{key}", value, hints[key], source)
+    try:
+        return cls(**kwargs)
+    except ValueError as err:  # the section's own range checks (e.g. PruneConfig.validate)
+        raise ConfigError(f"{source}: {name}: {err}") from None
+
+
+def from_dict(tree: dict[str, Any], source: str = "params", check_grid: bool = True) -> Config:
+    """Validate a resolved config tree (sections only, no `profiles`); `check_grid`: every grid point too."""
+    unknown = set(tree) - set(SECTION_CLASSES) - {"profile"}
+    if unknown:
+        raise ConfigError(f"{source}: unknown top-level key {sorted(unknown)[0]!r}; allowed: "
+                          f"profile, profiles, {', '.join(SECTION_CLASSES)}")
+    cfg = _build_config(tree, source)
+    _check_semantics(cfg, source, check_grid)
+    return cfg
+
+
+def _build_config(tree: dict[str, Any], source: str) -> Config:
+    sections = {name: _build_section(name, tree.get(name, {}), source) for name in SECTION_CLASSES}
+    return Config(profile=str(tree.get("profile", "quick")), **sections)
+
+
+def _check_semantics(cfg: Config, source: str, check_grid: bool = True) -> None:
+    # Imported here: the registries import torch, which plain config parsing does not need.
+    from rem.device import check_setting as check_device_setting
+    from rem.models import list_models
+
+    if cfg.model.name not in list_models():
+        raise ConfigError(f"{source}: model.name {cfg.model.name!r} is unknown; allowed: {', '.join(list_models())}")
+    _check_data(cfg, source)
+    _check_sizes(cfg, source)
+    try:
+        check_device_setting(cfg.train.device)
+    except ValueError as err:
+        raise ConfigError(f"{source}: {err}") from None
+    if cfg.prune.method == "imp" and cfg.train.epochs > 1 and (cfg.prune.schedule_epochs or 0) >= cfg.train.epochs:
+        raise ConfigError(f"{source}: prune.schedule_epochs {cfg.prune.schedule_epochs} must be < train.epochs "
+                          f"{cfg.train.epochs}: IMP's last pruning step needs training after it")
+    if check_grid:
+        _check_sweep(cfg, source)
+
+
+def _check_data(cfg: Config, source: str) -> None:
+    from rem.data.registry import is_known_dataset, list_datasets  # here: the registry imports torch
+
+    for dataset in [cfg.data.dataset, *cfg.fetch.datasets]:
+        if not is_known_dataset(dataset):
+            raise ConfigError(f"{source}: dataset {dataset!r} is unknown; allowed: {', '.join(list_datasets())}, "
+                              f"imagefolder:<folder>")
+    for key in ("contrast", "norb_contrast"):
+        bounds = getattr(cfg.data, key)
+        if len(bounds) != 2 or not all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in bounds) \
+                or not 0 <= bounds[0] <= bounds[1]:
+            raise ConfigError(f"{source}: data.{key} must be [low, high] with 0 <= low <= high; got {bounds!r}")
+    if len(cfg.data.mean) != len(cfg.data.std):
+        raise ConfigError(f"{source}: data.mean and data.std need the same length; got {cfg.data.mean!r} / {cfg.data.std!r}")
+    if cfg.data.norb_crop > cfg.data.norb_size:
+        raise ConfigError(f"{source}: data.norb_crop {cfg.data.norb_crop} must be <= data.norb_size {cfg.data.norb_size}")
+
+
+def _check_sizes(cfg: Config, source: str) -> None:
+    if len(cfg.train.hard_margin) != 3 or not all(isinstance(v, (int, float)) for v in cfg.train.hard_margin):
+        raise ConfigError(f"{source}: train.hard_margin must be [m_pos, m_neg, lam]; got {cfg.train.hard_margin!r}")
+    at_least_one = [("train", k) for k in ("epochs", "batch_size", "eval_batch_size")] + [("model", "routing_iterations")] \
+        + [("report", k) for k in ("figure_images", "overlap_trees", "saliency_images", "graph_capsules")]
+    for section, key in at_least_one:
+        if getattr(getattr(cfg, section), key) < 1:
+            raise ConfigError(f"{source}: {section}.{key} must be >= 1; got {getattr(getattr(cfg, section), key)}")
+    if cfg.eval.levels < 2:
+        raise ConfigError(f"{source}: eval.levels must be >= 2; got {cfg.eval.levels}")
+    if cfg.eval.levels_for(cfg.model.name) < 2:
+        raise ConfigError(f"{source}: eval.levels_per_model.{cfg.model.name} must be >= 2")
+
+
+def _check_sweep(cfg: Config, source: str) -> None:
+    """Per-model resources, the grid's shape, matched controls, and every grid point as a config of its own."""
+    from rem.models import list_models  # here: the registry imports torch
+
+    for model, resources in cfg.sweep.resources_per_model.items():
+        if model not in list_models() or not isinstance(resources, dict) or not set(resources) <= {"cpu", "gpu"}:
+            raise ConfigError(f"{source}: sweep.resources_per_model.{model} must be a known model mapped to "
+                              f"{{cpu: N, gpu: F}}; got {resources!r} (models: {', '.join(list_models())})")
+    try:
+        trial_points = grid.points(cfg.sweep.grid)
+        grid.split_matched(trial_points)  # every matched control has exactly one reference trial
+    except grid.GridError as err:
+        raise ConfigError(f"{source}: {err}") from None
+    base = cfg.to_dict()
+    for point in trial_points:
+        point_tree = copy.deepcopy(base)
+        for key, value in point.items():
+            set_dotted(point_tree, key, value, f"{source}: sweep.grid")
+        _check_semantics(_build_config(point_tree, f"{source}: sweep.grid"), f"{source}: sweep.grid", check_grid=False)

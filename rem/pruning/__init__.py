@@ -1,0 +1,33 @@
+"""Pruning for capsule networks: REM (LOBSTER plus a loss-bounded magnitude threshold), iterative magnitude
+pruning (IMP), SNIP, and sparsity measured from the weights.
+
+`prune.method` picks one: "none", "rem", "imp", "snip", or "capsules" (whole primary-capsule types removed and
+the model rebuilt; rem.structured.CapsulePruner takes the Pruner's place). A training loop drives a `Pruner`::
+
+    pruner = Pruner(model, PruneConfig(method="rem"))
+    pruner.at_start(model, batch_loss_fn)                    # SNIP prunes here
+    for epoch in range(epochs):
+        for batch in loader:
+            loss.backward()
+            pruner.before_optimizer_step(model, epoch)       # LOBSTER shrink (REM), masked gradients
+            optimizer.step()
+            pruner.after_optimizer_step(model, optimizer)    # masks re-applied, masked Adam state zeroed
+        metrics = pruner.end_of_epoch(model, epoch, epochs, val_loss_fn)  # threshold search / IMP step
+    checkpoint["pruner"] = pruner.state_dict()               # pruner.load_state_dict(...) on resume
+"""
+
+from rem.pruning.config import METHODS, SCHEDULES, SCOPES, SEARCHES, PruneConfig
+from rem.pruning.imp import magnitude_prune_to, schedule_sparsity
+from rem.pruning.lobster import lobster_shrink_
+from rem.pruning.masks import Masks, sparsity_report
+from rem.pruning.parameters import prunable_parameters, shrinkable_parameters
+from rem.pruning.probe import ThresholdProbe
+from rem.pruning.pruner import Pruner
+from rem.pruning.search import Bisection, SortedSearch, ThresholdResult, threshold_search
+from rem.pruning.snip import snip_prune
+
+__all__ = [
+    "METHODS", "SCHEDULES", "SCOPES", "SEARCHES", "Bisection", "Masks", "PruneConfig", "Pruner", "SortedSearch",
+    "ThresholdProbe", "ThresholdResult", "lobster_shrink_", "magnitude_prune_to", "prunable_parameters",
+    "schedule_sparsity", "shrinkable_parameters", "snip_prune", "sparsity_report", "threshold_search",
+]

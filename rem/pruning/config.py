@@ -1,0 +1,85 @@
+"""`PruneConfig`: the `prune` section of params.yaml, validated where it is built."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+METHODS = ("none", "rem", "imp", "snip", "capsules")
+SEARCHES = ("bisection", "sorted")
+SCHEDULES = ("cubic", "linear")
+SCOPES = ("global", "layer")
+
+_CHOICES = {"method": METHODS, "threshold_search": SEARCHES, "schedule": SCHEDULES, "scope": SCOPES}
+# field -> (what it must be, the check)
+_RANGES = {
+    "lambda0": (">= 0", lambda v: v >= 0),
+    "lambda_decay": ("in (0, 1]", lambda v: 0 < v <= 1),
+    "twt": (">= 0", lambda v: v >= 0),
+    "search_tolerance_pp": ("in [0, 100)", lambda v: 0 <= v < 100),
+    "max_evaluations": ("None or >= 2", lambda v: v is None or v >= 2),
+    "max_prune_fraction_per_epoch": ("in (0, 1]", lambda v: 0 < v <= 1),
+    "accuracy_tolerance": (">= 0", lambda v: v >= 0),
+    "target_sparsity": ("in [0, 1)", lambda v: 0 <= v < 1),
+    "schedule_epochs": ("None or >= 1", lambda v: v is None or v >= 1),
+    "snip_batches": (">= 1", lambda v: v >= 1),
+}
+
+
+@dataclass
+class PruneConfig:
+    method: str = "none"  # none | rem | imp | snip | capsules
+    # REM / LOBSTER
+    lambda0: float = 1e-4  # REM's max_lmbda
+    lambda_decay: float = 0.99  # per epoch, as REM's learning-rate decay
+    threshold_search: str = "sorted"  # bisection (as published) | sorted (the same answer in fewer passes)
+    twt: float = 0.0  # threshold worsening tolerance: the val loss may rise to base * (1 + twt) (REM: 0)
+    # sorted: 0 lands exactly where the published search does; > 0 stops once the bracket holds at most this
+    # many percentage points of the prunable weights (fewer passes, up to that much below the published answer)
+    search_tolerance_pp: float = 0.0
+    order_by_loss: bool = True  # search passes visit the highest-loss images first (cost only, same answer)
+    max_evaluations: int | None = None  # cap on validation passes per search (None: no cap)
+    max_prune_fraction_per_epoch: float = 1.0  # collapse guard: at most this fraction of unpruned weights per search
+    # Collapse guard: a barely trained capsule net can have a higher margin loss than the all-zero net, so the
+    # loss rule alone may prune everything; a candidate must also keep the validation accuracy within
+    # accuracy_tolerance (a fraction: 0.01 = 1 point) of the unpruned net's.
+    require_accuracy: bool = True
+    accuracy_tolerance: float = 0.01
+    # Threshold only the tensors REM's code thresholds (a model's `unthresholded` names stay out, e.g.
+    # DeepCaps' class-capsule matrix); false: every capsule matrix and conv kernel.
+    rem_tensors: bool = True
+    # IMP / SNIP
+    target_sparsity: float = 0.0  # fraction in [0, 1) of prunable weights
+    # A matched control: the sweep sets target_sparsity to what the matching trial of this method reached
+    # (e.g. IMP pruning exactly as much as REM did, without minimising the routing entropy).
+    target_from: str | None = None  # None | rem
+    schedule: str = "cubic"  # cubic | linear (IMP)
+    schedule_epochs: int | None = None  # epochs to reach the target (None: all but the run's last)
+    scope: str = "global"  # global | layer (IMP; SNIP is global)
+    snip_batches: int = 1
+    # capsules (rem.structured): whole primary-capsule types removed, the model rebuilt smaller
+    capsule_fraction: float = 0.0  # fraction of the types removed by the end of the schedule
+    capsule_criterion: str = "weight_norm"  # weight_norm | coupling_mass | sensitivity
+    capsule_rule: str = "fraction"  # fraction (the schedule's count) | rem (at most that, if the val loss holds)
+
+    def __post_init__(self):
+        self.validate()
+
+    def validate(self) -> "PruneConfig":
+        """Raise ValueError naming the first field out of its allowed values; return self."""
+        for name, allowed in _CHOICES.items():
+            if getattr(self, name) not in allowed:
+                raise ValueError(f"PruneConfig.{name}={getattr(self, name)!r} is not one of {list(allowed)}")
+        for name, (allowed, ok) in _RANGES.items():
+            if not ok(getattr(self, name)):
+                raise ValueError(f"PruneConfig.{name}={getattr(self, name)!r} must be {allowed}")
+        from rem.structured import validate_capsule_options  # here: rem.structured imports the models
+
+        validate_capsule_options(self)
+        if self.target_from is not None:
+            if self.target_from != "rem" or self.method not in ("imp", "snip"):
+                raise ValueError(f"PruneConfig.target_from={self.target_from!r} must be 'rem' (or null), with method "
+                                 f"imp or snip; got method={self.method!r}")
+            return self  # the sweep sets the target after the matching trial (Pruner.__init__ checks it)
+        if self.method in ("imp", "snip") and self.target_sparsity <= 0:
+            raise ValueError(f"PruneConfig.target_sparsity={self.target_sparsity!r} must be in (0, 1) for method={self.method!r}")
+        return self
