@@ -29,7 +29,7 @@ COMMAND = "dvc exp run -S profile=evidence && python -m pipeline.evidence"
 # Columns that describe the machine, not the experiment (a Ray node id); anything holding a home or scratch
 # path is dropped too, so the committed Parquet is the same wherever it was made.
 MACHINE_COLUMNS = ("node_id",)
-MACHINE_ROOTS = ("/work/", "/home/", "/root/", "/tmp/", "/Users/")
+MACHINE_ROOTS = tuple(f"/{top}/" for top in ("work", "home", "root", "tmp", "Users"))
 
 
 class EvidenceError(ValueError):
