@@ -100,13 +100,21 @@ def obtain_or_derive(spec: DatasetSpec, names: tuple[str, ...], derived: str, de
         return out
 
 
-def official_batch(path: Path) -> dict:
-    """An official CIFAR-10 python batch (a Python-2 pickle) with str keys, uint8 data and bytes file names."""
+def _as_bytes(names) -> list[bytes]:
+    return [n if isinstance(n, bytes) else n.encode() for n in names]
+
+
+def _str_keys(path: Path) -> dict:
+    """An official CIFAR-10 pickle (written by Python 2) with str keys, whichever Python wrote it."""
     with open(path, "rb") as fh:
-        batch = pickle.load(fh, encoding="bytes")
-    batch = {k.decode() if isinstance(k, bytes) else k: v for k, v in batch.items()}
+        return {k.decode() if isinstance(k, bytes) else k: v for k, v in pickle.load(fh, encoding="bytes").items()}
+
+
+def official_batch(path: Path) -> dict:
+    """An official CIFAR-10 python batch with str keys, uint8 data and bytes file names."""
+    batch = _str_keys(path)
     batch["data"] = np.asarray(batch["data"], dtype=np.uint8)
-    batch["filenames"] = [f if isinstance(f, bytes) else f.encode() for f in batch.get("filenames", [])]
+    batch["filenames"] = _as_bytes(batch["filenames"])
     return batch
 
 
@@ -123,9 +131,8 @@ def derive_lossless200(official: Path, out: Path) -> None:
     repack = {b"batch_label": b"testing subset (200 lossless CIFAR-10 test images, repacked)",
               b"labels": [int(batch["labels"][i]) for i in rows], b"data": np.ascontiguousarray(batch["data"][rows]),
               b"filenames": [n.encode() for n in wanted]}
-    meta = official_batch(official / "batches.meta")
-    meta = {b"num_cases_per_batch": 10000, b"label_names": [n if isinstance(n, bytes) else n.encode()
-                                                             for n in meta["label_names"]], b"num_vis": 3072}
+    meta = {b"num_cases_per_batch": 10000, b"label_names": _as_bytes(_str_keys(official / "batches.meta")["label_names"]),
+            b"num_vis": 3072}
     out.mkdir(parents=True)
     for name, value in (("test_batch", repack), ("batches.meta", meta)):
         (out / name).write_bytes(pickle.dumps(value, protocol=2))
@@ -140,7 +147,7 @@ def derive_jpeg_folders(official: Path, out: Path) -> None:
     staged files were."""
     from PIL import Image
 
-    classes = [n.decode() for n in pickle.loads((official / "batches.meta").read_bytes(), encoding="bytes")[b"label_names"]]
+    classes = [n.decode() for n in _as_bytes(_str_keys(official / "batches.meta")["label_names"])]
     for sub, batch_name, count in (("train", "data_batch_1", 30), ("test", "test_batch", 50)):
         batch = official_batch(official / batch_name)
         images = batch["data"].reshape(-1, 3, 32, 32).transpose(0, 2, 3, 1)
