@@ -5,7 +5,8 @@ other tests still run.
 Test data is obtained as the product obtains it (`rem.data` fetch: the mirror folders -- env REM_DATA_MIRROR, then
 ../shared/data beside the checkout --, the system folder /usr/share/datasets/<name>, then the canonical URL; every
 file verified by checksum) into a per-user cache, once per machine: env REM_DATA_CACHE, else
-$XDG_CACHE_HOME/rem-capsules/data (~/.cache/rem-capsules/data).
+$XDG_CACHE_HOME/rem-capsules/data (~/.cache/rem-capsules/data). The staged CIFAR-10 files (no public URL) are,
+where no mirror has them, rebuilt in their format from the official CIFAR-10 archive (downloaded once, verified).
 """
 
 from __future__ import annotations
@@ -13,7 +14,9 @@ from __future__ import annotations
 import gzip
 import os
 import pickle
+import shutil
 import struct
+import warnings
 from pathlib import Path
 
 import numpy as np
@@ -22,6 +25,7 @@ import pytest
 from rem.config import DataConfig
 from rem.data import DataSourceError, DatasetSpec, RemoteFile, get_dataset, mirror_folders
 from rem.data.sources import fetch_file
+from rem.data.verify import md5_of
 
 REPO = Path(__file__).resolve().parents[1]
 SOURCES = DataConfig()  # params' defaults: data.mirror (../shared/data) and data.system_root (/usr/share/datasets)
@@ -33,7 +37,6 @@ CIFAR_LOSSLESS = DatasetSpec(
         ("test_batch", "9a2dace3fa66a9ce912f63b5170512ad", 900020),
         ("batches.meta", "8a1c76bca3f0ea0f7eb8d708d56f6da3", 354))),
 )
-MIRROR_ONLY = {"cifar10-lossless200", "cifar10-jpeg"}
 
 
 def data_cache() -> Path:
@@ -42,8 +45,9 @@ def data_cache() -> Path:
     return Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "rem-capsules" / "data"
 
 
-def obtain(spec: DatasetSpec, *names: str) -> Path:
-    """The named files of `spec` (every file when none is named), verified, in <cache>/<spec.name>."""
+def fetch_into_cache(spec: DatasetSpec, *names: str) -> Path:
+    """The named files of `spec` (every file when none is named), verified, in <cache>/<spec.name>; raises
+    DataSourceError naming the first file no source had."""
     dest = data_cache() / spec.name
     dest.mkdir(parents=True, exist_ok=True)
     for remote in (f for f in spec.files if not names or f.name in names):
@@ -51,12 +55,109 @@ def obtain(spec: DatasetSpec, *names: str) -> Path:
             fetch_file(spec, remote, dest, mirrors=mirror_folders(SOURCES.mirror, REPO),
                        system_root=Path(SOURCES.system_root), download_ok=True)
         except DataSourceError as err:
-            where = f"{remote.folder or spec.name}/{remote.archive or remote.name}"
-            origin = (" (no public URL: it comes only from the project's staged data mirror, shared/data, whose "
-                      "SOURCES.md says where it was taken from)") if spec.name in MIRROR_ONLY else ""
-            pytest.fail(f"test data {where} unavailable: {err}; not in the cache {dest} (REM_DATA_CACHE); set "
-                        f"REM_DATA_MIRROR to a folder holding {where}{origin}", pytrace=False)
+            raise Unobtainable(f"{remote.folder or spec.name}/{remote.archive or remote.name}", err, dest) from None
     return dest
+
+
+class Unobtainable(DataSourceError):
+    def __init__(self, where: str, cause: DataSourceError, cache: Path):
+        super().__init__(f"{where}: {cause}")
+        self.where, self.cause, self.cache = where, cause, cache
+
+
+def _unavailable(err: Unobtainable, fallback: str = "") -> None:
+    origin = (" (no public URL: it comes only from the project's staged data mirror, shared/data, whose "
+              "SOURCES.md says where it was taken from)") if "no canonical URL" in str(err.cause) else ""
+    pytest.fail(f"test data {err.where} unavailable: {err.cause}; not in the cache {err.cache} (REM_DATA_CACHE); set "
+                f"REM_DATA_MIRROR to a folder holding {err.where}{origin}{fallback}", pytrace=False)
+
+
+def obtain(spec: DatasetSpec, *names: str) -> Path:
+    """Like fetch_into_cache, but a file no source had FAILS the test in one line."""
+    try:
+        return fetch_into_cache(spec, *names)
+    except Unobtainable as err:
+        _unavailable(err)
+
+
+def obtain_or_derive(spec: DatasetSpec, names: tuple[str, ...], derived: str, derive) -> Path:
+    """The staged files of `spec` when a source has them; otherwise <cache>/<derived>, written once per machine by
+    `derive(official cifar-10-batches-py folder, out folder)` from the official CIFAR-10 archive (downloaded)."""
+    try:
+        return fetch_into_cache(spec, *names)
+    except Unobtainable as staged:
+        out = data_cache() / derived
+        if out.is_dir():
+            return out
+        try:
+            official = fetch_into_cache(get_dataset("cifar10")) / "cifar-10-batches-py"
+        except Unobtainable as err:
+            _unavailable(staged, f"; nor could it be derived from the official CIFAR-10 archive, {err}")
+        tmp = out.with_name(f".{out.name}.tmp-{os.getpid()}")
+        shutil.rmtree(tmp, ignore_errors=True)
+        derive(official, tmp)
+        os.replace(tmp, out)  # a folder: written whole, then renamed, so an interrupted run leaves nothing trusted
+        return out
+
+
+def _as_bytes(names) -> list[bytes]:
+    return [n if isinstance(n, bytes) else n.encode() for n in names]
+
+
+def _str_keys(path: Path) -> dict:
+    """An official CIFAR-10 pickle (written by Python 2) with str keys, whichever Python wrote it."""
+    with open(path, "rb") as fh:
+        return {k.decode() if isinstance(k, bytes) else k: v for k, v in pickle.load(fh, encoding="bytes").items()}
+
+
+def official_batch(path: Path) -> dict:
+    """An official CIFAR-10 python batch with str keys, uint8 data and bytes file names."""
+    batch = _str_keys(path)
+    batch["data"] = np.asarray(batch["data"], dtype=np.uint8)
+    batch["filenames"] = _as_bytes(batch["filenames"])
+    return batch
+
+
+def derive_lossless200(official: Path, out: Path) -> None:
+    """The staged repack, rebuilt: the same 200 test images (chosen by CIFAR file name, sorted by it) from the official
+    test batch, pickled as the repack was (protocol 2, bytes keys), with batches.meta in the same form."""
+    wanted = (REPO / "tests" / "data" / "cifar10_lossless200_filenames.txt").read_text().split()
+    batch = official_batch(official / "test_batch")
+    index = {name: i for i, name in enumerate(batch["filenames"])}
+    missing = [n for n in wanted if n.encode() not in index]
+    if missing:
+        raise DataSourceError(f"{official / 'test_batch'}: lacks {len(missing)} of the 200 images, e.g. {missing[0]}")
+    rows = [index[n.encode()] for n in wanted]
+    repack = {b"batch_label": b"testing subset (200 lossless CIFAR-10 test images, repacked)",
+              b"labels": [int(batch["labels"][i]) for i in rows], b"data": np.ascontiguousarray(batch["data"][rows]),
+              b"filenames": [n.encode() for n in wanted]}
+    meta = {b"num_cases_per_batch": 10000, b"label_names": _as_bytes(_str_keys(official / "batches.meta")["label_names"]),
+            b"num_vis": 3072}
+    out.mkdir(parents=True)
+    for name, value in (("test_batch", repack), ("batches.meta", meta)):
+        (out / name).write_bytes(pickle.dumps(value, protocol=2))
+    for remote in CIFAR_LOSSLESS.files:  # the staged file's md5 holds when the pixels are the official ones
+        if md5_of(out / remote.name) != remote.md5:
+            warnings.warn(f"derived {remote.name} differs from the staged repack (md5 {remote.md5})")
+
+
+def derive_jpeg_folders(official: Path, out: Path) -> None:
+    """Small CIFAR-10 JPEG folders as staged (train|test/<class>/NNNN.jpg, NNNN a per-class running number): the
+    first images of each class of data_batch_1 / test_batch, encoded by PIL's defaults (quality 75, 4:2:0) as the
+    staged files were."""
+    from PIL import Image
+
+    classes = [n.decode() for n in _as_bytes(_str_keys(official / "batches.meta")["label_names"])]
+    for sub, batch_name, count in (("train", "data_batch_1", 30), ("test", "test_batch", 50)):
+        batch = official_batch(official / batch_name)
+        images = batch["data"].reshape(-1, 3, 32, 32).transpose(0, 2, 3, 1)
+        seen = [0] * len(classes)
+        for image, label in zip(images, batch["labels"]):
+            if seen[label] < count:
+                path = out / sub / classes[label] / f"{seen[label]:04d}.jpg"
+                path.parent.mkdir(parents=True, exist_ok=True)
+                Image.fromarray(image).save(path, "JPEG")
+                seen[label] += 1
 
 
 @pytest.fixture(scope="session")
@@ -89,7 +190,7 @@ def mnist_test(mnist_raw) -> tuple[np.ndarray, np.ndarray]:
 @pytest.fixture(scope="session")
 def cifar_lossless_dir() -> Path:
     """The 200 lossless CIFAR-10 test images as a python batch folder (test_batch, batches.meta)."""
-    return obtain(CIFAR_LOSSLESS)
+    return obtain_or_derive(CIFAR_LOSSLESS, (), "cifar10-lossless200-derived", derive_lossless200)
 
 
 @pytest.fixture(scope="session")
@@ -103,13 +204,15 @@ def cifar_lossless(cifar_lossless_dir) -> tuple[np.ndarray, np.ndarray]:
 @pytest.fixture(scope="session")
 def cifar_jpeg_test() -> Path:
     """CIFAR-10's 10,000 test images as JPEG: <folder>/<class>/NNNN.jpg."""
-    return obtain(get_dataset("cifar10-jpeg"), "cifar10_test_jpeg_10000.tar") / "test"
+    return obtain_or_derive(get_dataset("cifar10-jpeg"), ("cifar10_test_jpeg_10000.tar",), "cifar10-jpeg-derived",
+                            derive_jpeg_folders) / "test"
 
 
 @pytest.fixture(scope="session")
 def cifar_jpeg_train() -> Path:
     """CIFAR-10's 50,000 training images as JPEG: <folder>/<class>/NNNN.jpg."""
-    return obtain(get_dataset("cifar10-jpeg"), "cifar10_train_jpeg_50000.tar") / "train"
+    return obtain_or_derive(get_dataset("cifar10-jpeg"), ("cifar10_train_jpeg_50000.tar",), "cifar10-jpeg-derived",
+                            derive_jpeg_folders) / "train"
 
 
 def write_idx(path: Path, array: np.ndarray) -> None:

@@ -4,11 +4,16 @@ while the tests that need no data still run and pass (checked in a fresh checkou
 from __future__ import annotations
 
 import os
+import pickle
 import shutil
 import subprocess
 import sys
 
-from tests.conftest import REPO, SOURCES
+import numpy as np
+from PIL import Image
+
+from rem.data.registry import CIFAR_CLASSES
+from tests.conftest import REPO, SOURCES, derive_jpeg_folders, derive_lossless200
 
 TINY = '''
 def test_needs_the_lossless_cifar_images(cifar_lossless):
@@ -28,8 +33,10 @@ def test_missing_data_fails_in_one_line_and_data_free_tests_still_pass(tmp_path)
     (checkout / "tests" / "test_tiny.py").write_text(TINY)
     empty = tmp_path / "empty"
     empty.mkdir()
+    unreachable = "http://127.0.0.1:9"  # a closed port: the official archive cannot be downloaded either
     env = {**os.environ, "REM_DATA_MIRROR": str(empty), "REM_DATA_CACHE": str(tmp_path / "cache"),
-           "PYTHONPATH": str(REPO), "COLUMNS": "2000"}
+           "PYTHONPATH": str(REPO), "COLUMNS": "2000", "http_proxy": unreachable, "https_proxy": unreachable,
+           "HTTP_PROXY": unreachable, "HTTPS_PROXY": unreachable, "no_proxy": "", "NO_PROXY": ""}
     done = subprocess.run([sys.executable, "-m", "pytest", "-q", "-rfE", "-p", "no:cacheprovider", "tests/test_tiny.py"],
                           cwd=checkout, env=env, capture_output=True, text=True, timeout=300)
     out = done.stdout
@@ -44,3 +51,39 @@ def test_missing_data_fails_in_one_line_and_data_free_tests_still_pass(tmp_path)
     assert str(SOURCES.system_root) in line and "no canonical URL" in line  # the system folder; no URL exists
     assert str(tmp_path / "cache") in line and "REM_DATA_CACHE" in line
     assert f"set REM_DATA_MIRROR to a folder holding {wanted}" in line and "SOURCES.md" in line
+    assert "derived from the official CIFAR-10 archive" in line and "cifar-10-python.tar.gz" in line
+
+
+def _official_format(folder, batches: dict) -> None:
+    """Batches in the official layout: dicts with str keys (as the Python-2 files decode) and per-image file names."""
+    folder.mkdir(parents=True)
+    for name, value in batches.items():
+        (folder / name).write_bytes(pickle.dumps(value, protocol=2))
+
+
+def test_staged_cifar_files_are_rebuilt_from_official_batches(tmp_path, cifar_lossless_dir):
+    """The fallback used where no mirror has the staged CIFAR files, run on official-format batches holding the real
+    200 lossless images in another order among other (real, flipped) images: the repack comes out byte-identical."""
+    staged = pickle.loads((cifar_lossless_dir / "test_batch").read_bytes(), encoding="bytes")
+    meta = pickle.loads((cifar_lossless_dir / "batches.meta").read_bytes(), encoding="bytes")
+    order = np.random.default_rng(0).permutation(400)
+    data = np.concatenate([staged[b"data"], staged[b"data"][:, ::-1]])[order]
+    names = [n.decode() for n in staged[b"filenames"]] + [f"other_{i:03d}.png" for i in range(200)]
+    labels = staged[b"labels"] * 2
+    official = tmp_path / "cifar-10-batches-py"
+    test = {"batch_label": "testing batch 1 of 1", "labels": [labels[i] for i in order], "data": data,
+            "filenames": [names[i] for i in order]}
+    _official_format(official, {"test_batch": test, "data_batch_1": {**test, "batch_label": "training batch 1 of 5"},
+                                "batches.meta": {"num_cases_per_batch": 10000, "num_vis": 3072,
+                                                 "label_names": [n.decode() for n in meta[b"label_names"]]}})
+    derive_lossless200(official, tmp_path / "lossless")
+    for name in ("test_batch", "batches.meta"):
+        assert (tmp_path / "lossless" / name).read_bytes() == (cifar_lossless_dir / name).read_bytes()
+    derive_jpeg_folders(official, tmp_path / "jpeg")
+    counts = np.bincount(labels, minlength=10)
+    for sub, most in (("train", 30), ("test", 50)):  # the first images of each class, numbered per class
+        per_class = [len(list((tmp_path / "jpeg" / sub / c).glob("*.jpg"))) for c in CIFAR_CLASSES]
+        assert per_class == np.minimum(counts, most).tolist()
+    first = int(np.flatnonzero(np.asarray(test["labels"]) == 0)[0])
+    decoded = np.asarray(Image.open(tmp_path / "jpeg" / "test" / "airplane" / "0000.jpg").convert("RGB"), dtype=int)
+    assert np.abs(decoded - data[first].reshape(3, 32, 32).transpose(1, 2, 0)).mean() < 12  # the same picture, lossy
