@@ -121,15 +121,22 @@ def _difference(a: Spread, b: Spread) -> tuple[float, float]:
     return b.mean - a.mean, math.hypot(a.std, b.std)
 
 
-def direction(a: Spread, b: Spread) -> int:
-    """-1 / +1 when b is below / above a by more than their combined seed spread, else 0 (not resolved)."""
+def direction(a: Spread, b: Spread, resolution: float = 0.0) -> int:
+    """-1 / +1 when b is below / above a by more than their combined seed spread (and more than `resolution`, the
+    smallest difference the tables show), else 0 (not resolved)."""
     diff, noise = _difference(a, b)
-    if math.isnan(diff) or abs(diff) <= noise or min(a.n, b.n) < 2:
+    if math.isnan(diff) or abs(diff) <= max(noise, resolution) or min(a.n, b.n) < 2:
         return 0
     return 1 if diff > 0 else -1
 
 
 VERDICT = {-1: "holds", 0: "not resolved (within the seed spread)", 1: "does not hold"}
+
+
+def compare(a: dict, b: dict, column: str) -> int:
+    """`direction` of one metric between two arms, at the resolution its table shows."""
+    digits = METRICS[column][2]
+    return direction(a[column], b[column], 10.0 ** -digits)
 
 
 def claim_rows(model: str, spreads: dict) -> list[list[str]]:
@@ -142,7 +149,7 @@ def claim_rows(model: str, spreads: dict) -> list[list[str]]:
     acc_delta = rem[a].mean - q[a].mean
     return [
         [model, CLAIMS["entropy"], f"{q[e].text(3)} → {rem[e].text(3)} bits{rel}; parse trees {q[t].text(0)} → "
-         f"{rem[t].text(0)}", VERDICT[direction(q[e], rem[e])]],
+         f"{rem[t].text(0)}", VERDICT[compare(q, rem, e)]],
         [model, CLAIMS["parameters"], f"{rem[s].text(2)} % of the prunable weights removed",
          "holds" if rem[s].mean > 0 else "does not hold"],
         [model, CLAIMS["accuracy"], f"{q[a].text(2)} → {rem[a].text(2)} % ({acc_delta:+.2f} points)",
@@ -158,13 +165,13 @@ def mechanism_rows(model: str, spreads: dict) -> list[list[str]]:
         return []
     c, d, e = "routing/coupling_entropy", "routing/dead_capsules", "entropy/mean"
     rows = [[model, "Couplings more polarised under +REM (per-image coupling entropy lower)",
-             f"{q[c].text(3)} → {rem[c].text(3)} bits", VERDICT[direction(q[c], rem[c])]],
+             f"{q[c].text(3)} → {rem[c].text(3)} bits", VERDICT[compare(q, rem, c)]],
             [model, "Capsules starved under +REM (more dead input capsules)", f"{q[d].text(1)} → {rem[d].text(1)} %",
-             {1: "holds", 0: "not resolved (within the seed spread)", -1: "does not hold (fewer dead)"}[direction(q[d], rem[d])]]]
+             {1: "holds", 0: "not resolved (within the seed spread)", -1: "does not hold (fewer dead)"}[compare(q, rem, d)]]]
     if control is not None:
         rows.append([model, "REM's entropy is lower than IMP's at the same sparsity (not pruning alone)",
                      f"IMP {control[e].text(3)} vs REM {rem[e].text(3)} bits at {control['sparsity'].text(2)} vs "
-                     f"{rem['sparsity'].text(2)} %", VERDICT[direction(control[e], rem[e])]])
+                     f"{rem['sparsity'].text(2)} %", VERDICT[compare(control, rem, e)]])
     return rows
 
 
