@@ -68,8 +68,9 @@ def sweep_times(cfg, results: pd.DataFrame) -> dict[str, str]:
 
     uri = tracking.tracking_uri(cfg.sweep.tracking_uri, Path.cwd())
     sid = str(results["sweep_id"].iloc[0])
-    runs = MlflowClient(uri).search_runs(
-        [e.experiment_id for e in MlflowClient(uri).search_experiments()],
+    client = MlflowClient(uri)
+    runs = client.search_runs(
+        [e.experiment_id for e in client.search_experiments()],
         filter_string=f"tags.`{tracking.SWEEP_TAG}` = '{sid}' and tags.`{tracking.ROLE_TAG}` = 'sweep'")
     if not runs or not runs[0].info.end_time:
         return {}
@@ -79,13 +80,28 @@ def sweep_times(cfg, results: pd.DataFrame) -> dict[str, str]:
             "wall": f"{minutes // 60:.0f} h {minutes % 60:.0f} min (the sweep; fetch and report add about a minute)"}
 
 
+def cpu_name() -> str:
+    cpuinfo = Path("/proc/cpuinfo")
+    lines = cpuinfo.read_text().splitlines() if cpuinfo.exists() else []
+    return next((line.split(":", 1)[1].strip() for line in lines if line.startswith("model name")),
+                platform.processor() or "unknown CPU")
+
+
+def gpus() -> str:
+    """The GPUs this process sees (the trials' devices when the sweep ran here), or 'no GPU'."""
+    import torch
+
+    if not torch.cuda.is_available():
+        return "no GPU"
+    names = [torch.cuda.get_device_name(i) for i in range(torch.cuda.device_count())]
+    return ", ".join(f"{names.count(n)} x {n}" for n in dict.fromkeys(names))
+
+
 def machine() -> dict[str, str]:
     import torch
 
-    cpu = next((line.split(":", 1)[1].strip() for line in Path("/proc/cpuinfo").read_text().splitlines()
-                if line.startswith("model name")), platform.processor()) if Path("/proc/cpuinfo").exists() else platform.processor()
     memory = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") / 2**30
-    return {"hardware": f"{os.cpu_count()} CPU cores ({cpu}), {memory:.0f} GiB RAM, no GPU",
+    return {"hardware": f"{os.cpu_count()} CPU cores ({cpu_name()}), {memory:.0f} GiB RAM, {gpus()}",
             "software": f"Python {platform.python_version()}, torch {torch.__version__}, {platform.system()}"}
 
 

@@ -17,7 +17,7 @@ from pathlib import Path
 from rem import grid
 from rem.cli import run_with_params
 from rem.config import Config, add_params_arguments
-from rem.data import DataSourceError, fetch_dataset
+from rem.data import DataSourceError, fetch_datasets
 
 
 def datasets_needed(cfg: Config) -> list[str]:
@@ -32,8 +32,7 @@ def fetch(cfg: Config, args: argparse.Namespace) -> int:
     if args.list:
         print("\n".join(names))
         return 0
-    for name in names:
-        raw = fetch_dataset(cfg.with_overrides({"data.dataset": name}), Path.cwd())
+    for name, raw in fetch_datasets(cfg, names, Path.cwd()):
         print(f"{name}: verified files in {raw}")
     return 0
 

@@ -212,10 +212,10 @@ def run_phases(cfg: Config, context: dict, storage: str) -> pd.DataFrame:
 
 def ensure_data(cfg: Config, repo_root: Path) -> None:
     """Every dataset the grid uses is present and verified before a trial starts (fails with the sources tried)."""
-    from rem.data import fetch_dataset
+    from rem.data import fetch_datasets
 
-    for dataset in sorted(grid.values_of(cfg.sweep.grid, "data.dataset", cfg.data.dataset)):
-        fetch_dataset(cfg.with_overrides({"data.dataset": dataset}), repo_root)
+    for _ in fetch_datasets(cfg, sorted(grid.values_of(cfg.sweep.grid, "data.dataset", cfg.data.dataset)), repo_root):
+        pass
 
 
 def run_sweep(cfg: Config, repo_root: Path) -> pd.DataFrame:

@@ -9,7 +9,7 @@ from importlib import import_module
 
 from rem.data.registry import (DATASETS, DatasetSpec, RemoteFile, get_dataset, is_known_dataset,
                                list_datasets)
-from rem.data.sources import fetch, fetch_dataset, mirror_folders
+from rem.data.sources import fetch, fetch_dataset, fetch_datasets, mirror_folders
 from rem.data.verify import ChecksumError, DataSourceError, FormatError
 
 _LAZY = {"BatchTransform": "rem.data.augment", "Split": "rem.data.splits", "Splits": "rem.data.splits",
@@ -17,8 +17,8 @@ _LAZY = {"BatchTransform": "rem.data.augment", "Split": "rem.data.splits", "Spli
 
 __all__ = [
     "BatchTransform", "ChecksumError", "DATASETS", "DataSourceError", "DatasetSpec", "FormatError", "RemoteFile",
-    "Split", "Splits", "fetch", "fetch_dataset", "get_dataset", "is_known_dataset", "list_datasets", "load_splits",
-    "mirror_folders", "prepare_data",
+    "Split", "Splits", "fetch", "fetch_dataset", "fetch_datasets", "get_dataset", "is_known_dataset", "list_datasets",
+    "load_splits", "mirror_folders", "prepare_data",
 ]
 
 

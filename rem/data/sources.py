@@ -13,7 +13,7 @@ import time
 import urllib.error
 import urllib.request
 from pathlib import Path
-from typing import TYPE_CHECKING, Iterable
+from typing import TYPE_CHECKING, Iterable, Iterator
 
 from rem.data.registry import DatasetSpec, RemoteFile, get_dataset
 from rem.data.verify import (CHUNK, ChecksumError, DataSourceError, FormatError, install, is_present,
@@ -137,3 +137,9 @@ def fetch_dataset(cfg: Config, repo_root: Path) -> Path:
     fetch(spec, raw, mirrors=mirror_folders(cfg.data.mirror, repo_root),
           system_root=Path(cfg.data.system_root) if cfg.data.system_root else None, download_ok=cfg.data.download)
     return raw
+
+
+def fetch_datasets(cfg: Config, names: Iterable[str], repo_root: Path) -> Iterator[tuple[str, Path]]:
+    """fetch_dataset for each name in turn, yielding (name, raw folder) as each is verified."""
+    for name in names:
+        yield name, fetch_dataset(cfg.with_overrides({"data.dataset": name}), repo_root)

@@ -83,8 +83,7 @@ def final_spreads(results: pd.DataFrame) -> dict[tuple[str, str], dict[str, Spre
             for m, v in arms(last)}
 
 
-def final_table(results: pd.DataFrame) -> Table:
-    spreads = final_spreads(results)
+def final_table(results: pd.DataFrame, spreads: dict) -> Table:
     seeds = finished(results).groupby(["model.name", "variant"])["train.seed"].nunique()
     rows = [[m, v, str(int(seeds[(m, v)])), *(s[c].text(METRICS[c][2]) for c in METRICS)] for (m, v), s in spreads.items()]
     return Table("Final evaluation, per architecture and variant", ["Model", "Variant", "Seeds",
@@ -175,8 +174,7 @@ def mechanism_rows(model: str, spreads: dict) -> list[list[str]]:
     return rows
 
 
-def verdict_tables(results: pd.DataFrame) -> list[Table]:
-    spreads = final_spreads(results)
+def verdict_tables(spreads: dict) -> list[Table]:
     models = sorted({m for m, _ in spreads})
     header = ["Model", "Claim", "Measured (mean ± std over seeds)", "Here"]
     return [Table("The abstract's claims against this run", header, [r for m in models for r in claim_rows(m, spreads)],
@@ -204,8 +202,9 @@ def cost_table(results: pd.DataFrame, min_epochs: int = 201, seeds: int = 5) -> 
 def render_tables(results: pd.DataFrame) -> dict[str, str]:
     """Every evidence table as Markdown, by file name; the page embeds the same strings."""
     done = finished(results)
-    out = {"claims.md": "\n".join(to_markdown(t) for t in verdict_tables(results)),
-           "final.md": to_markdown(final_table(results)),
+    spreads = final_spreads(results)  # the final table and the verdicts read the same numbers
+    out = {"claims.md": "\n".join(to_markdown(t) for t in verdict_tables(spreads)),
+           "final.md": to_markdown(final_table(results, spreads)),
            "first_epoch.md": to_markdown(first_epoch_table(results)),
            "cost.md": to_markdown(cost_table(results))}
     for model in sorted(done["model.name"].astype(str).unique()):
