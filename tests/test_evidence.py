@@ -42,6 +42,8 @@ def test_the_committed_run_is_the_evidence_profile_of_these_params(committed):
     last = committed.sort_values("epoch").groupby("trial_key").tail(1).set_index("trial_key")
     assert set(last["status"]) == {"FINISHED"}
     expected = {grid.trial_key(p) for p in first}
+    missing = sorted(expected - set(last.index))
+    assert not missing, f"the committed run lacks {missing} of params.yaml's evidence grid: rerun and publish it"
     for key, reference in matched.items():
         control = next(p for p in grid.points(cfg.sweep.grid) if grid.trial_key(p) == key)
         reached = last.loc[grid.trial_key(reference), "sparsity"] / 100
