@@ -64,7 +64,7 @@ def arms(frame: pd.DataFrame) -> list[tuple[str, str]]:
     return sorted(pairs, key=lambda p: (p[0], variant_order(p[1])))
 
 
-def _arm(frame: pd.DataFrame, model: str, variant: str) -> pd.DataFrame:
+def arm_rows(frame: pd.DataFrame, model: str, variant: str) -> pd.DataFrame:
     return frame[(frame["model.name"].astype(str) == model) & (frame["variant"] == variant)]
 
 
@@ -79,7 +79,7 @@ def final_spreads(results: pd.DataFrame) -> dict[tuple[str, str], dict[str, Spre
     """Per (model, variant): each metric's final value over seeds."""
     done = finished(results)
     last = done.groupby("trial_key").tail(1)
-    return {(m, v): {c: spread(final_value(_arm(last, m, v), c), scale) for c, (_, scale, _) in METRICS.items()}
+    return {(m, v): {c: spread(final_value(arm_rows(last, m, v), c), scale) for c, (_, scale, _) in METRICS.items()}
             for m, v in arms(last)}
 
 
@@ -95,7 +95,7 @@ def epoch_table(results: pd.DataFrame, model: str) -> Table:
     done = finished(results)
     rows = []
     for m, variant in (a for a in arms(done) if a[0] == model):
-        for epoch, group in _arm(done, m, variant).groupby("epoch"):
+        for epoch, group in arm_rows(done, m, variant).groupby("epoch"):
             rows.append([variant, str(int(epoch)), *(spread(group[c] if c in group else [], scale).text(d)
                                                      for c, (_, scale, d) in METRICS.items())])
     return Table(f"{model}: every epoch", ["Variant", "Epoch", *(label for label, _, _ in METRICS.values())], rows,

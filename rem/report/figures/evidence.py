@@ -4,10 +4,11 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import numpy as np
 import pandas as pd
 from matplotlib.ticker import MaxNLocator
 
-from rem.report.evidence import METRICS, arms, finished
+from rem.report.evidence import METRICS, arm_rows, arms, finished, spread
 from rem.report.figures.style import colours, plt, save
 
 PANELS = ("test/acc", "entropy/mean", "parse_trees/total", "sparsity", "routing/coupling_entropy", "routing/dead_capsules")
@@ -21,11 +22,12 @@ def epochs_figure(results: pd.DataFrame, model: str, path: Path) -> Path:
     for ax, column in zip(axes.flat, PANELS):
         label, scale, _ = METRICS[column]
         for variant in variants:
-            arm = done[(done["model.name"].astype(str) == model) & (done["variant"] == variant)]
-            stats = (scale * pd.to_numeric(arm[column], errors="coerce")).groupby(arm["epoch"]).agg(["mean", "std", "count"])
-            band = stats["std"].fillna(0.0)
-            ax.plot(stats.index, stats["mean"], marker="o", color=palette[variant], label=variant)
-            ax.fill_between(stats.index, stats["mean"] - band, stats["mean"] + band, color=palette[variant], alpha=0.2)
+            # the tables' `spread` per epoch, so the band is the same population std the tables print
+            by_epoch = {int(e): spread(g[column], scale) for e, g in arm_rows(done, model, variant).groupby("epoch")}
+            epochs, mean = list(by_epoch), np.array([s.mean for s in by_epoch.values()])
+            band = np.array([s.std for s in by_epoch.values()])
+            ax.plot(epochs, mean, marker="o", color=palette[variant], label=variant)
+            ax.fill_between(epochs, mean - band, mean + band, color=palette[variant], alpha=0.2)
         ax.set_title(label)
         ax.set_xlabel("epoch")
         ax.xaxis.set_major_locator(MaxNLocator(integer=True))
