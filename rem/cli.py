@@ -3,6 +3,7 @@
     rem train [-S key=value ...]      one trial of params.yaml (no Ray), resumable from --workdir
     rem pareto [--sweep ID|latest]    trials no other beats on accuracy, entropy and sparsity, from MLflow
     rem ui [--port 5000]              MLflow's UI for the local sqlite store, on 127.0.0.1
+    rem sparsity-curve SOURCE         a trained model (checkpoint or MLflow run id) pruned to 0-98 %, re-evaluated
 """
 
 from __future__ import annotations
@@ -86,6 +87,29 @@ def ui_command(args: argparse.Namespace) -> int:
         return 0
 
 
+def _sparsity_curve(cfg: Config, args: argparse.Namespace) -> int:
+    from rem.sparsity_curve import curve_for_package, load_source, publish_curve
+
+    package, source, run_id = load_source(args.source, args.tracking_uri or None)
+    frame = curve_for_package(package, source, Path.cwd(), test_images=args.images, sparsities=args.sparsities)
+    written = publish_curve(frame, Path(args.out), source, run_id, args.tracking_uri or None)
+    shown = frame[["scope", "target", "sparsity", "test/acc", "entropy/mean", "parse_trees/total",
+                   *(c for c in ("routing/coupling_entropy", "routing/dead_capsules") if c in frame)]]
+    print(shown.to_string(index=False, float_format=lambda v: f"{v:.4g}"))
+    print(f"sparsity-curve: {len(frame)} points -> {', '.join(str(p) for p in written)}")
+    return 0
+
+
+def sparsity_curve_command(args: argparse.Namespace) -> int:
+    from rem.data import DataSourceError
+    from rem.model_store import ModelNotFoundError
+    from rem.safe_load import UnsafeFileError
+    from rem.sparsity_curve import CurveError
+
+    logging.basicConfig(level=logging.WARNING)
+    return run_with_params(_sparsity_curve, args, (CurveError, ModelNotFoundError, UnsafeFileError, DataSourceError))
+
+
 def add_commands(sub) -> None:
     """The library's commands on an argparse sub-parser set; each parser's `run` default runs its command."""
     p_train = sub.add_parser("train", help="one trial, no Ray")
@@ -99,6 +123,14 @@ def add_commands(sub) -> None:
     p_pareto.add_argument("--tracking-uri", default="", help="default: env MLFLOW_TRACKING_URI, params, ./mlflow.db")
     p_pareto.add_argument("--csv", default="reports/pareto.csv")
     p_pareto.set_defaults(run=pareto_command)
+    p_curve = sub.add_parser("sparsity-curve", help="a trained model pruned to 0-98 %% and re-evaluated (no retraining)")
+    add_params_arguments(p_curve)
+    p_curve.add_argument("source", help="a trial's checkpoint (folder or state.pt), a model package (.pt) or an MLflow run id")
+    p_curve.add_argument("--images", type=int, default=0, help="the first N test images (default 0: the whole test split)")
+    p_curve.add_argument("--sparsities", type=float, nargs="+", default=[0.0, 0.2, 0.4, 0.6, 0.8, 0.9, 0.95, 0.98])
+    p_curve.add_argument("--out", default="reports/sparsity_curve", help="folder for the Parquet, CSV and figure")
+    p_curve.add_argument("--tracking-uri", default="", help="default: env MLFLOW_TRACKING_URI, else ./mlflow.db")
+    p_curve.set_defaults(run=sparsity_curve_command)
     p_ui = sub.add_parser("ui", help="MLflow UI on 127.0.0.1 for the local store")
     p_ui.add_argument("--port", type=int, default=5000)
     p_ui.set_defaults(run=ui_command)

@@ -11,6 +11,15 @@ from rem.config import Config
 FINAL_FAMILIES = ("test/", "val/", "entropy/", "parse_trees/", "images/", "extra/", "routing/")
 
 
+def final_net(model, best: dict, epoch: int, last_epoch: int):
+    """The model with the final evaluation's weights: itself for the last epoch, a copy holding the best ones."""
+    if epoch == last_epoch:
+        return model
+    net = copy.deepcopy(model)
+    net.load_state_dict(best["model"])
+    return net
+
+
 def final_evaluation(cfg: Config, model, best: dict, last_metrics: dict, split_metrics: Callable[..., dict], splits,
                      keys=None) -> dict:
     """The `final/...` metrics of a trial that stops after the epoch `last_metrics` describes.
@@ -31,11 +40,13 @@ def final_evaluation(cfg: Config, model, best: dict, last_metrics: dict, split_m
             "final/quantized": float(cfg.eval.final_quantized)}
     same_as_epoch = epoch == last_metrics["epoch"] and cfg.eval.final_quantized == cfg.eval.quantized_forward
     if same_as_epoch and cfg.eval.split == "test":  # this epoch's test metrics are already the final ones
-        return {**info, **{f"final/{k}": v for k, v in last_metrics.items() if k.startswith(FINAL_FAMILIES)}}
-    net = model
-    if epoch != last_metrics["epoch"]:
-        net = copy.deepcopy(model)
-        net.load_state_dict(best["model"])
+        # ... and its validation metrics in the final forward: `val_q/` when the epoch's forward is +Q (`val/` is
+        # then the plain forward the best-epoch choice reads)
+        val = "val_q/" if cfg.eval.quantized_forward else "val/"
+        final = {f"final/{k}": v for k, v in last_metrics.items() if k.startswith(FINAL_FAMILIES) and not k.startswith("val/")}
+        final.update({f"final/val/{k[len(val):]}": v for k, v in last_metrics.items() if k.startswith(val)})
+        return {**info, **final}
+    net = final_net(model, best, epoch, int(last_metrics["epoch"]))
     out = {**info, **split_metrics(splits.test, "final/test", True, quantized=cfg.eval.final_quantized, net=net,
                                    keys=keys)}
     for name, split in [("val", splits.val), *((f"extra/{k}", v) for k, v in splits.extra.items())]:

@@ -100,13 +100,24 @@ def values_of(grid: Any, key: str, default: Any) -> list:
 MATCH_KEY = "prune.target_from"
 
 
+# The REM settings a control names to pick among REM arms (e.g. {method: imp, target_from: rem, lambda0: 0.01}
+# is the control of the REM arm with lambda0 0.01): IMP and SNIP ignore them.
+REM_ARM_KEYS = ("prune.lambda0", "prune.lambda_decay", "prune.threshold_search", "prune.threshold_tensors",
+                "prune.twt", "prune.search_precision")
+
+
 def _outside_prune(point: Point) -> Point:
     return {k: v for k, v in point.items() if not k.startswith("prune.")}
 
 
+def _rem_arm(point: Point) -> Point:
+    return {k: point[k] for k in REM_ARM_KEYS if k in point}
+
+
 def split_matched(points_: list[Point]) -> tuple[list[Point], dict[str, Point]]:
     """Split the points into those that run first and matched controls (`prune.target_from`), each control mapped
-    by its trial key to the one point it matches: the same point outside `prune`, pruned by the named method.
+    by its trial key to the one point it matches: the same point outside `prune`, pruned by the named method with
+    the same REM settings (`REM_ARM_KEYS`; unset on both sides for the default REM arm).
 
     Raises GridError (before any trial runs) when a control has no such point or more than one."""
     first = [p for p in points_ if MATCH_KEY not in p]
@@ -114,7 +125,8 @@ def split_matched(points_: list[Point]) -> tuple[list[Point], dict[str, Point]]:
     for point in points_:
         if MATCH_KEY not in point:
             continue
-        refs = [p for p in first if p.get("prune.method") == point[MATCH_KEY] and _outside_prune(p) == _outside_prune(point)]
+        refs = [p for p in first if p.get("prune.method") == point[MATCH_KEY] and _outside_prune(p) == _outside_prune(point)
+                and _rem_arm(p) == _rem_arm(point)]
         if len(refs) != 1:
             raise GridError(f"sweep.grid: {trial_key(point)} matches {len(refs)} trials pruned by "
                             f"{point[MATCH_KEY]!r} with the same other values; it needs exactly one")

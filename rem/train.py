@@ -28,6 +28,7 @@ from rem.device import autocast, check_precision, prepare_backend, resolve_devic
 from rem.final_evaluation import final_evaluation
 from rem.losses import batch_losses, margin_loss, reconstruction_loss
 from rem.models import count_parameters
+from rem.sparsity_curve import trial_curve
 from rem.training_run import TrainingRun
 
 log = logging.getLogger("rem.train")
@@ -124,7 +125,12 @@ def evaluate_epoch(run: TrainingRun, epoch: int, metrics: dict) -> tuple[int, li
     """Validation (and the best weights so far), test and extra splits into `metrics`. Returns the epochs since
     the best one and, when this epoch ends the trial, the list that receives its final parse-tree keys."""
     cfg = run.cfg
-    metrics.update(run.split_metrics(run.splits.val, "val", cfg.eval.split == "val"))
+    # REM's code reads the plain forward's validation loss for the best epoch and patience; the +Q forward's
+    # validation metrics, when the epoch's metrics are +Q, are kept beside it as `val_q/...`.
+    metrics.update(run.split_metrics(run.splits.val, "val", cfg.eval.split == "val", quantized=False))
+    if cfg.eval.quantized_forward:
+        metrics.update({k.replace("val/", "val_q/", 1): v
+                        for k, v in run.split_metrics(run.splits.val, "val", False, quantized=True).items()})
     stale = run.record_best(epoch, metrics["val/loss"])
     # REM's stopping rule: `patience` epochs without a strictly lower validation loss; `epochs` caps the run
     stopping = epoch + 1 == cfg.train.epochs or (cfg.train.patience > 0 and stale >= cfg.train.patience)
@@ -139,6 +145,10 @@ def finish(run: TrainingRun, epoch: int, metrics: dict, final_keys: list, checkp
     """The last epoch's final evaluation into `metrics`, its parse-tree dictionary beside the checkpoint."""
     metrics["stopped_early"] = float(epoch + 1 < run.cfg.train.epochs)
     metrics.update(final_evaluation(run.cfg, run.model, run.best, metrics, run.split_metrics, run.splits, final_keys))
+    if run.cfg.eval.sparsity_curve and run.cfg.prune.method in run.cfg.eval.curve_methods:
+        start = time.perf_counter()
+        metrics.update(trial_curve(run, metrics))
+        metrics["time/curve_s"] = time.perf_counter() - start
     if final_keys:
         save_parse_trees(checkpoint_dir, *final_keys)
 

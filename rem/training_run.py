@@ -26,6 +26,22 @@ def no_best() -> dict:
     return {"val_loss": math.inf, "epoch": 0, "model": None}
 
 
+def evaluate_split(cfg: Config, net: torch.nn.Module, split, transform, num_classes: int, *, quantized: bool,
+                   parse_trees: bool, loss_kwargs: dict, keep_keys: bool = False) -> dict:
+    """`rem.evaluate.evaluate` of one split as a trial evaluates it: its batch size, precision, coupling levels
+    (of keys and of the +Q forward) and dead-capsule threshold."""
+    levels = cfg.eval.levels_for(cfg.model.name)
+    return evaluate(net, batches_of(split.images, split.labels, cfg.train.eval_batch_size, transform),
+                    num_classes=num_classes, levels=levels, precision=cfg.train.precision,
+                    quantize_levels=levels if quantized else None, parse_trees=parse_trees, loss_kwargs=loss_kwargs,
+                    dead_capsule_threshold=cfg.eval.dead_capsule_threshold, keep_keys=keep_keys)
+
+
+def search_precision(cfg: Config) -> str:
+    """The precision of the threshold search's validation passes (`prune.search_precision`)."""
+    return cfg.train.precision if cfg.prune.search_precision == "train" else cfg.prune.search_precision
+
+
 def compiled(cfg: Config, model: torch.nn.Module) -> torch.nn.Module:
     return torch.compile(model) if cfg.train.compile else model
 
@@ -62,10 +78,10 @@ class TrainingRun:
         else:
             pruner = Pruner(model, cfg.prune)
         run = cls(cfg, splits, device, transform, model, forward, optimizer, scheduler, pruner, cfg.train.margin(0))
-        if cfg.prune.method in ("rem", "capsules"):  # each search starts with a complete validation pass
-            run.search_val = ValidationLoss(
+        if cfg.prune.method in ("rem", "capsules") and cfg.prune.threshold_search != "none":
+            run.search_val = ValidationLoss(  # each search starts with a complete validation pass
                 splits.val.images, splits.val.labels, transform, batch_size=cfg.train.eval_batch_size,
-                num_classes=spec.num_classes, precision=cfg.train.precision, loss_kwargs=run.loss_kwargs,
+                num_classes=spec.num_classes, precision=search_precision(cfg), loss_kwargs=run.loss_kwargs,
                 order_by_loss=cfg.prune.order_by_loss,
                 compiled=forward if cfg.train.compile and cfg.prune.method == "rem" else None)
         return run
@@ -107,14 +123,11 @@ class TrainingRun:
         quantized=None: the per-epoch forward (`eval.quantized_forward`); keys: a list that receives this pass's
         parse-tree keys and predictions (the final dictionary).
         """
-        cfg, levels = self.cfg, self.cfg.eval.levels_for(self.cfg.model.name)  # coupling levels of keys and +Q
+        cfg = self.cfg
         quantized = cfg.eval.quantized_forward if quantized is None else quantized
-        res = evaluate(self.forward if net is None else net,
-                       batches_of(split.images, split.labels, cfg.train.eval_batch_size, self.transform),
-                       num_classes=self.splits.spec.num_classes, levels=levels, precision=cfg.train.precision,
-                       quantize_levels=levels if quantized else None, parse_trees=parse_trees,
-                       loss_kwargs=self.loss_kwargs, dead_capsule_threshold=cfg.eval.dead_capsule_threshold,
-                       keep_keys=keys is not None)
+        res = evaluate_split(cfg, self.forward if net is None else net, split, self.transform,
+                             self.splits.spec.num_classes, quantized=quantized, parse_trees=parse_trees,
+                             loss_kwargs=self.loss_kwargs, keep_keys=keys is not None)
         if keys is not None and "keys" in res:
             keys[:] = [res["keys"], res["predicted"]]
         out = {f"{prefix}/loss": res["loss"], f"{prefix}/acc": res["acc"]}

@@ -99,6 +99,13 @@ class EvalConfig:
     levels_per_model: dict = field(default_factory=lambda: {"gamma_capsnet": 6})
     # A routing-layer input capsule is "dead" when its length stays below this on every evaluated image.
     dead_capsule_threshold: float = 0.01
+    # The mechanism curve (rem.sparsity_curve) of the final model, for trials of `curve_methods`: test metrics at
+    # each magnitude sparsity of `curve_sparsities`, recorded as `curve/<scope>/<sparsity %>/<metric>` with the
+    # final evaluation. `curve_images` > 0: the first that many test images (22 test passes per trial).
+    sparsity_curve: bool = False
+    curve_methods: list = field(default_factory=lambda: ["none", "rem"])
+    curve_images: int = 0
+    curve_sparsities: list = field(default_factory=lambda: [0.0, 0.2, 0.4, 0.6, 0.8, 0.9, 0.95, 0.98])
 
     def levels_for(self, model_name: str) -> int:
         return int(self.levels_per_model.get(model_name, self.levels))

@@ -154,6 +154,9 @@ def _check_sizes(cfg: Config, source: str) -> None:
         raise ConfigError(f"{source}: eval.levels must be >= 2; got {cfg.eval.levels}")
     if cfg.eval.levels_for(cfg.model.name) < 2:
         raise ConfigError(f"{source}: eval.levels_per_model.{cfg.model.name} must be >= 2")
+    bad = [s for s in cfg.eval.curve_sparsities if isinstance(s, bool) or not isinstance(s, (int, float)) or not 0 <= s < 1]
+    if bad or not cfg.eval.curve_sparsities:
+        raise ConfigError(f"{source}: eval.curve_sparsities must be fractions in [0, 1); got {bad or 'none'}")
 
 
 def _check_sweep(cfg: Config, source: str) -> None:

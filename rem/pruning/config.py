@@ -2,14 +2,16 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 METHODS = ("none", "rem", "imp", "snip", "capsules")
-SEARCHES = ("bisection", "sorted")
+SEARCHES = ("bisection", "sorted", "none")  # none: LOBSTER shrinks, nothing is thresholded (a control)
+SEARCH_PRECISIONS = ("fp32", "train")
 SCHEDULES = ("cubic", "linear")
 SCOPES = ("global", "layer")
 
-_CHOICES = {"method": METHODS, "threshold_search": SEARCHES, "schedule": SCHEDULES, "scope": SCOPES}
+_CHOICES = {"method": METHODS, "threshold_search": SEARCHES, "schedule": SCHEDULES, "scope": SCOPES,
+            "search_precision": SEARCH_PRECISIONS}
 # field -> (what it must be, the check)
 _RANGES = {
     "lambda0": (">= 0", lambda v: v >= 0),
@@ -31,7 +33,13 @@ class PruneConfig:
     # REM / LOBSTER
     lambda0: float = 1e-4  # REM's max_lmbda
     lambda_decay: float = 0.99  # per epoch, as REM's learning-rate decay
-    threshold_search: str = "sorted"  # bisection (as published) | sorted (the same answer in fewer passes)
+    threshold_search: str = "sorted"  # bisection (as published) | sorted (the same answer in fewer passes) | none
+    # The search's validation passes run in fp32 whatever train.precision is: REM's rule `loss(T) <= base` decides
+    # on loss differences of ~1e-6, below bf16's rounding of the same loss. "train": the training precision.
+    search_precision: str = "fp32"
+    # Parameter names the threshold (REM's search, IMP's magnitude step) may prune; empty: every prunable tensor.
+    # E.g. ["votes.W"] prunes only CapsNet's class-capsule matrices. Sparsity is still measured over all of them.
+    threshold_tensors: list = field(default_factory=list)
     twt: float = 0.0  # threshold worsening tolerance: the val loss may rise to base * (1 + twt) (REM: 0)
     # sorted: 0 lands exactly where the published search does; > 0 stops once the bracket holds at most this
     # many percentage points of the prunable weights (fewer passes, up to that much below the published answer)
@@ -75,6 +83,8 @@ class PruneConfig:
         from rem.structured import validate_capsule_options  # here: rem.structured imports the models
 
         validate_capsule_options(self)
+        if not all(isinstance(n, str) and n for n in self.threshold_tensors):
+            raise ValueError(f"PruneConfig.threshold_tensors={self.threshold_tensors!r} must be a list of parameter names")
         if self.target_from is not None:
             if self.target_from != "rem" or self.method not in ("imp", "snip"):
                 raise ValueError(f"PruneConfig.target_from={self.target_from!r} must be 'rem' (or null), with method "

@@ -19,6 +19,21 @@ class Masks:
         params = prunable_parameters(model, rem_tensors=rem_tensors)
         return cls({n: torch.ones_like(p, dtype=torch.bool) for n, p in params.items()})
 
+    def subset(self, names: list[str] | tuple[str, ...]) -> "Masks":
+        """The masks of `names` only (all of them when empty), as a new Masks sharing no dict with this one; a
+        name without a mask raises KeyError listing the masked ones. `update` writes its changes back."""
+        if not names:
+            return Masks(dict(self.masks))
+        unknown = [n for n in names if n not in self.masks]
+        if unknown:
+            raise KeyError(f"prune.threshold_tensors: {unknown} are not prunable tensors of this model; prunable: "
+                           f"{sorted(self.masks)}")
+        return Masks({n: self.masks[n] for n in names})
+
+    def update(self, other: "Masks") -> None:
+        """Take `other`'s masks (a `subset` of these after it pruned) for the names it holds."""
+        self.masks.update(other.masks)
+
     def parameters(self, model: nn.Module) -> dict[str, nn.Parameter]:
         """The model's masked parameters, by name; a name the model lacks raises KeyError."""
         params = dict(model.named_parameters())
@@ -121,3 +136,9 @@ def sparsity_report(model: nn.Module, masks: Masks | None = None) -> dict[str, f
     if masks is not None:
         out["masked_params"] = masks.num_pruned
     return out
+
+
+def magnitude_report(model: nn.Module, masks: Masks) -> dict[str, float]:
+    """Mean |w| of each masked tensor (`magnitude/<param name>`): how far LOBSTER has shrunk what it did not prune."""
+    with torch.no_grad():
+        return {f"magnitude/{n}": float(p.detach().abs().float().mean()) for n, p in masks.parameters(model).items()}

@@ -11,7 +11,7 @@ from torch import nn
 from rem.pruning.config import PruneConfig
 from rem.pruning.imp import magnitude_prune_to, schedule_sparsity
 from rem.pruning.lobster import lobster_shrink_
-from rem.pruning.masks import Masks, sparsity_report
+from rem.pruning.masks import Masks, magnitude_report, sparsity_report
 from rem.pruning.parameters import shrinkable_parameters
 from rem.pruning.search import threshold_search
 from rem.pruning.snip import snip_prune
@@ -27,6 +27,7 @@ class Pruner:
             raise ValueError(f"prune.target_from={self.cfg.target_from!r}: the sweep sets prune.target_sparsity from the "
                              f"matching {self.cfg.target_from} trial; a single run needs prune.target_sparsity set")
         self.masks = Masks.dense(model, rem_tensors=self.cfg.rem_tensors)
+        self.masks.subset(self.cfg.threshold_tensors)  # a name that is not a prunable tensor fails here, in one line
         self._shrinkable = list(shrinkable_parameters(model).values())
         self._masks_active = False  # per-step mask work is skipped until something is pruned
         self.history: list[dict] = []
@@ -74,13 +75,19 @@ class Pruner:
             metrics.update(self._imp_step(model, epoch, total_epochs))
         self._masks_active = self.masks.any_pruned()
         metrics.update(sparsity_report(model, self.masks))
+        if self.cfg.method in ("rem", "imp"):  # shrunk or pruned: LOBSTER moves weights toward zero without zeroing
+            metrics.update(magnitude_report(model, self.masks))
         self.history.append({"epoch": epoch, **metrics})
         return metrics
 
     def _threshold_step(self, model: nn.Module, epoch: int, val_loss_fn) -> dict[str, float]:
+        if self.cfg.threshold_search == "none":  # the shrinkage-only control: LOBSTER, no threshold
+            return {"prune/lambda": self.lam(epoch + 1)}
         if val_loss_fn is None:
             raise ValueError("Pruner.end_of_epoch: method='rem' needs val_loss_fn(model)")
-        result = threshold_search(model, self.masks, val_loss_fn, self.cfg)
+        searched = self.masks.subset(self.cfg.threshold_tensors)
+        result = threshold_search(model, searched, val_loss_fn, self.cfg)
+        self.masks.update(searched)
         return {
             "prune/threshold": result.threshold, "prune/evaluations": result.evaluations, "prune/val_loss": result.loss,
             "prune/base_val_loss": result.base_loss, "prune/pruned": result.pruned,
@@ -90,7 +97,9 @@ class Pruner:
 
     def _imp_step(self, model: nn.Module, epoch: int, total_epochs: int) -> dict[str, float]:
         sparsity = schedule_sparsity(self.cfg.target_sparsity, epoch + 1, self.imp_epochs(total_epochs), self.cfg.schedule)
-        magnitude_prune_to(model, self.masks, sparsity, self.cfg.scope)
+        pruned = self.masks.subset(self.cfg.threshold_tensors)
+        magnitude_prune_to(model, pruned, sparsity, self.cfg.scope)
+        self.masks.update(pruned)
         return {"prune/scheduled_sparsity": 100.0 * sparsity}
 
     def state_dict(self) -> dict:

@@ -19,6 +19,7 @@ ablation) are in `rem.report.protocol`.
 
 from __future__ import annotations
 
+import json
 import math
 import re
 from dataclasses import dataclass, field
@@ -67,12 +68,37 @@ def variant_of(row: pd.Series) -> str:
         quantized = row.get("final/quantized", row.get("eval.quantized_forward", 0.0))
         return "+Q" if bool(quantized) and not pd.isna(quantized) else "plain"
     if method == "rem":
-        return "+REM"
+        if str(row.get("prune.threshold_search", "sorted")) == "none":  # the shrinkage-only control
+            return f"LOBSTER{rem_arm_suffix(row)} (no threshold)"
+        return f"+REM{rem_arm_suffix(row)}"
     if str(row.get("prune.target_from", "None")) not in ("None", "nan", ""):  # a control at its reference's sparsity
-        return f"+{method.upper()}@{str(row['prune.target_from']).upper()}"
+        return f"+{method.upper()}@{str(row['prune.target_from']).upper()}{rem_arm_suffix(row)}"
     if method == "capsules":  # structured: the fraction of primary-capsule types removed (rem.structured)
         return f"+CAPS {100 * float(row.get('prune.capsule_fraction', 0.0) or 0.0):g}%"
     return f"+{method.upper()} {100 * target:g}%"
+
+
+REM_LAMBDA0 = 1e-4  # REM's published max_lmbda: other values are labelled by their ratio to it, never as REM's
+
+
+def tensor_label(name: str) -> str:
+    """A prunable tensor's short name: W for capsule vote matrices (`votes.weight`, `class_votes.weight`), else
+    its module's name (`primary.conv.weight` -> primary.conv)."""
+    return "W" if name.endswith("votes.weight") else name.removesuffix(".weight")
+
+
+def rem_arm_suffix(row) -> str:
+    """What sets a REM arm apart from the paper's setting: " λ×100" for lambda0 = 1e-2, " W only" (the tensor
+    names' last parts) when the threshold covers only some tensors; "" for the paper's REM."""
+    suffix = ""
+    lam = pd.to_numeric(pd.Series([row.get("prune.lambda0", REM_LAMBDA0)]), errors="coerce").iloc[0]
+    if not pd.isna(lam) and not math.isclose(float(lam), REM_LAMBDA0, rel_tol=1e-6):
+        suffix += f" λ×{float(lam) / REM_LAMBDA0:g}"
+    tensors = row.get("prune.threshold_tensors", "[]")
+    names = json.loads(tensors) if isinstance(tensors, str) else []  # the results table keeps lists as JSON text
+    if names:
+        suffix += " " + "+".join(tensor_label(n) for n in names) + " only"
+    return suffix
 
 
 def _prefix(frame: pd.DataFrame) -> str:
@@ -185,7 +211,10 @@ def variant_order(variant: str) -> tuple:
     if variant in fixed:
         return (fixed[variant], "", 0.0)
     method, _, target = variant.partition(" ")
-    return (3, method, float(target.rstrip("%") or 0))
+    try:
+        return (3, method, float(target.rstrip("%") or 0))
+    except ValueError:  # a REM arm or its control ("+REM λ×100", "+IMP@REM λ×100"): by name after the fixed ones
+        return (2 if method == "+REM" else 3, method, 0.0, target)
 
 
 class Sources:

@@ -1,0 +1,45 @@
+"""The mechanism curve as a figure: accuracy and routing against the sparsity magnitude pruning imposes, one row
+of panels per scope (every REM tensor, only the class-capsule matrices W, only the primary-capsule conv), one line
+per variant (the mean over its seeds, the seed spread as a band)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from rem.report.figures.style import colours, plt, save
+
+PANELS = {"test/acc": ("Test acc. (%)", 100.0), "entropy/mean": ("Entropy (bits)", 1.0),
+          "parse_trees/total": ("Parse trees", 1.0), "routing/coupling_entropy": ("Coupling entropy (bits)", 1.0),
+          "routing/dead_capsules": ("Dead capsules (%)", 100.0)}
+SCOPE_TITLES = {"global": "every REM tensor", "class_capsules": "class-capsule matrices W only",
+                "primary_conv": "primary-capsule conv only"}
+
+
+def curve_figure(curves: pd.DataFrame, path: Path, title: str, series: str = "variant") -> Path:
+    """`curves` in `rem.sparsity_curve.curves_from_results`' long form (a `series` column names the lines)."""
+    scopes = [s for s in SCOPE_TITLES if s in set(curves["scope"])]
+    names = sorted(set(curves[series].astype(str)))
+    palette = colours(names)
+    fig, axes = plt.subplots(len(scopes), len(PANELS), figsize=(3.4 * len(PANELS), 2.9 * len(scopes)),
+                             squeeze=False, constrained_layout=True)
+    for row, scope in zip(axes, scopes):
+        for ax, (column, (label, scale)) in zip(row, PANELS.items()):
+            for name in names:
+                group = curves[(curves["scope"] == scope) & (curves[series].astype(str) == name)]
+                if column not in group or group[column].isna().all():
+                    continue
+                stats = group.groupby("target")[column].agg(["mean"]) * scale
+                spread = group.groupby("target")[column].std(ddof=0).fillna(0.0).to_numpy() * scale  # the tables' population std
+                x, mean = stats.index.to_numpy(), stats["mean"].to_numpy()
+                ax.plot(x, mean, marker="o", ms=3, color=palette[name], label=name)
+                ax.fill_between(x, mean - spread, mean + spread, color=palette[name], alpha=0.2)
+            ax.set_title(f"{label}\n{SCOPE_TITLES[scope]}", fontsize=9)
+            ax.set_xlabel("sparsity of the pruned tensors (%)", fontsize=8)
+            ax.set_xticks(np.array([0, 20, 40, 60, 80, 100]))
+            ax.grid(alpha=0.3)
+    axes[0][0].legend(fontsize=7)
+    fig.suptitle(title)
+    return save(fig, path)

@@ -1,0 +1,242 @@
+"""The mechanism curve: what one trained model's accuracy and routing do as magnitude pruning removes more of it,
+without retraining.
+
+REM can only lower the parse-tree entropy by zeroing votes (a pruned class-capsule matrix or a dead primary
+capsule gives a zero vote, whose couplings stay at 1/J). Where that starts depends on which tensors global
+magnitude pruning takes first, so the curve prunes three scopes of REM's prunable tensors to each sparsity:
+
+    global          every tensor REM thresholds, one global |w| threshold (what REM's search does)
+    class_capsules  only the class-capsule vote matrices W
+    primary_conv    only the primary-capsule convolution
+
+and evaluates the test split exactly as the trial's final evaluation does (its weights, batch size, precision,
++Q forward and coupling levels), so the 0 % row equals that evaluation. Each row records the sparsity of every
+tensor, the test accuracy, the entropy (mean and REM's std over classes), the parse trees, the per-image
+coupling entropy and the dead input capsules.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from pathlib import Path
+
+import pandas as pd
+import torch
+
+from rem.config import Config, from_dict
+from rem.data import BatchTransform, prepare_data
+from rem.data.splits import Split
+from rem.device import HOST, to_device
+from rem.model_store import model_from_package
+from rem.pruning.imp import magnitude_prune_to
+from rem.pruning.masks import Masks, sparsity_report
+from rem.pruning.parameters import prunable_parameters
+from rem.training_run import evaluate_split
+
+SPARSITIES = (0.0, 0.2, 0.4, 0.6, 0.8, 0.9, 0.95, 0.98)
+SCOPES = ("global", "class_capsules", "primary_conv")
+METRICS = ("test/acc", "test/loss", "entropy/mean", "entropy/std", "parse_trees/total", "routing/coupling_entropy",
+           "routing/dead_capsules")
+
+
+class CurveError(ValueError):
+    """The curve cannot be drawn for this input (the message names the file or run and what is wrong)."""
+
+
+def check_sparsities(sparsities) -> tuple[float, ...]:
+    values = tuple(float(s) for s in sparsities)
+    bad = [s for s in values if not 0.0 <= s < 1.0 or math.isnan(s)]
+    if bad or not values:
+        raise CurveError(f"sparsity-curve: sparsities must be fractions in [0, 1); got {bad or 'none'}")
+    return tuple(sorted(set(values)))
+
+
+def scope_tensors(model: torch.nn.Module, rem_tensors: bool = True) -> dict[str, list[str]]:
+    """Each scope's prunable tensor names; a scope the model has no tensor for is left out (DeepCaps' class
+    matrix is not one REM thresholds)."""
+    names = list(prunable_parameters(model, rem_tensors=rem_tensors))
+    scopes = {"global": names,
+              "class_capsules": [n for n in names if n.endswith("votes.weight")],
+              "primary_conv": [n for n in names if n.startswith("primary.")]}
+    return {scope: found for scope, found in scopes.items() if found}
+
+
+def sparsity_curve(model: torch.nn.Module, cfg: Config, split, transform, num_classes: int, *,
+                   sparsities=SPARSITIES, loss_kwargs: dict | None = None) -> pd.DataFrame:
+    """One row per (scope, target sparsity): the model pruned to it and evaluated on `split`; the model's
+    weights are restored afterwards. A target below what the scope already holds at zero prunes nothing more."""
+    sparsities = check_sparsities(sparsities)
+    params = prunable_parameters(model, rem_tensors=cfg.prune.rem_tensors)
+    original = {n: p.detach().clone() for n, p in params.items()}
+    kwargs = loss_kwargs if loss_kwargs is not None else cfg.train.margin(0)
+    unpruned: dict | None = None
+    rows = []
+    try:
+        for scope, names in scope_tensors(model, cfg.prune.rem_tensors).items():
+            for target in sparsities:
+                with torch.no_grad():
+                    for n, p in params.items():
+                        p.copy_(original[n])
+                if target == 0.0 and unpruned is not None:  # the same model in every scope
+                    rows.append({**unpruned, "scope": scope})
+                    continue
+                masks = Masks.dense(model, rem_tensors=cfg.prune.rem_tensors).subset(names)
+                if target > 0:
+                    magnitude_prune_to(model, masks, target)
+                row = {"scope": scope, "target": 100.0 * target, **_measure(model, cfg, split, transform, num_classes,
+                                                                             kwargs, names)}
+                if target == 0.0:
+                    unpruned = row
+                rows.append(row)
+    finally:
+        with torch.no_grad():
+            for n, p in params.items():
+                p.copy_(original[n])
+    return pd.DataFrame(rows)
+
+
+def _measure(model, cfg: Config, split, transform, num_classes: int, loss_kwargs: dict, names: list[str]) -> dict:
+    res = evaluate_split(cfg, model, split, transform, num_classes, quantized=cfg.eval.final_quantized,
+                         parse_trees=True, loss_kwargs=loss_kwargs)
+    report = sparsity_report(model, Masks.dense(model, rem_tensors=cfg.prune.rem_tensors))
+    scope_zeros = sum(int((p == 0).sum()) for n, p in prunable_parameters(model).items() if n in names)
+    scope_size = sum(p.numel() for n, p in prunable_parameters(model).items() if n in names)
+    out = {"sparsity": report["sparsity"], "scope_sparsity": 100.0 * scope_zeros / scope_size,
+           **{k: v for k, v in report.items() if k.startswith("sparsity/")}}
+    out.update({"test/acc": res["acc"], "test/loss": res["loss"], "n_images": res["n_images"]})
+    out.update({k: float(res[k]) for k in METRICS if k in res and k not in out})
+    return out
+
+
+def checked_model(package: dict, source: str) -> torch.nn.Module:
+    """The package's model with its weights; weights of another shape are one line naming the first misfit."""
+    from rem.models import create_model
+
+    args = dict(package["build_args"])
+    model = create_model(package["model_name"], in_shape=tuple(args.pop("in_shape")),
+                         num_classes=args.pop("num_classes"), **args)
+    expected = model.state_dict()
+    for name, tensor in package["state_dict"].items():
+        if name not in expected or tuple(expected[name].shape) != tuple(tensor.shape):
+            want = tuple(expected[name].shape) if name in expected else "no such tensor"
+            raise CurveError(f"{source}: its weights do not fit {package['model_name']} built for "
+                             f"{tuple(package['build_args']['in_shape'])}: {name} is {tuple(tensor.shape)} in the file, "
+                             f"{want} in the model")
+    return model_from_package(package, source)
+
+
+def curve_for_package(package: dict, source: str, repo_root: Path, *, test_images: int = 0,
+                      sparsities=SPARSITIES, device: torch.device = HOST) -> pd.DataFrame:
+    """The curve of a model package (`rem.model_store`): its trial's test split (the first `test_images` of it
+    when > 0), read as the trial read it."""
+    sparsities = check_sparsities(sparsities)
+    cfg = from_dict(package["config"], f"{source} config", check_grid=False)
+    model = checked_model(package, source).to(device)
+    splits = prepare_data(cfg, repo_root)
+    spec = splits.spec
+    if tuple(spec.in_shape) != tuple(package["build_args"]["in_shape"]):
+        raise CurveError(f"{source}: the model takes {tuple(package['build_args']['in_shape'])} inputs, its dataset "
+                         f"{cfg.data.dataset} gives {tuple(spec.in_shape)}")
+    test = splits.test.head(test_images) if test_images else splits.test
+    test = Split(to_device(test.images, device), to_device(test.labels, device))
+    margin = cfg.train.margin(int(package.get("epoch", 1)) - 1)
+    frame = sparsity_curve(model, cfg, test, BatchTransform.from_config(spec, cfg.data), spec.num_classes,
+                           sparsities=sparsities, loss_kwargs=margin)
+    frame.insert(0, "model.name", cfg.model.name)
+    frame.insert(1, "epoch", int(package.get("epoch", 0)))
+    return frame
+
+
+def curve_metrics(frame: pd.DataFrame) -> dict[str, float]:
+    """A curve as flat metrics, `curve/<scope>/<target %>/<metric>` (with `sparsity`, `scope_sparsity` and each
+    tensor's `sparsity/<name>`), the form a trial's history, MLflow and the results table carry."""
+    out = {}
+    for row in frame.to_dict("records"):
+        stem = f"curve/{row['scope']}/{row['target']:g}"
+        out.update({f"{stem}/{k}": float(v) for k, v in row.items()
+                    if k not in ("scope", "target", "model.name", "epoch") and isinstance(v, (int, float))})
+    return out
+
+
+def trial_curve(run, metrics: dict) -> dict[str, float]:
+    """The curve of a trial's final model (`rem.training_run.TrainingRun`, its final `metrics`), on the first
+    `eval.curve_images` test images, as `curve_metrics`."""
+    from rem.final_evaluation import final_net
+
+    cfg = run.cfg
+    net = final_net(run.model, run.best, int(metrics["final/checkpoint_epoch"]), int(metrics["epoch"]))
+    frame = sparsity_curve(net, cfg, run.splits.test.head(cfg.eval.curve_images), run.transform,
+                           run.splits.spec.num_classes, sparsities=cfg.eval.curve_sparsities, loss_kwargs=run.loss_kwargs)
+    return curve_metrics(frame)
+
+
+CURVE_COLUMN = re.compile(r"^curve/(?P<scope>[a-z_]+)/(?P<target>[0-9.]+)/(?P<metric>.+)$")
+
+
+def curves_from_results(rows: pd.DataFrame, keep=("trial_key", "model.name", "variant", "train.seed")) -> pd.DataFrame:
+    """The curves a results table's final rows carry (`curve_metrics` columns), back in long form: one row per
+    trial, scope and target, with the `keep` columns that exist; empty when no trial recorded a curve."""
+    columns = {c: m for c in rows.columns if (m := CURVE_COLUMN.match(c))}
+    ids = [c for c in keep if c in rows.columns]
+    records = []
+    for _, row in rows.iterrows():
+        points: dict[tuple[str, float], dict] = {}
+        for column, match in columns.items():
+            value = row[column]
+            if pd.isna(value):
+                continue
+            point = points.setdefault((match["scope"], float(match["target"])), {c: row[c] for c in ids})
+            point[match["metric"]] = float(value)
+        records += [{**point, "scope": scope, "target": target} for (scope, target), point in points.items()]
+    frame = pd.DataFrame(records)
+    return frame.sort_values([*ids, "scope", "target"]).reset_index(drop=True) if records else frame
+
+
+RUN_ID = re.compile(r"^[0-9a-f]{32}$")  # MLflow's run ids
+
+
+def load_source(source: str, tracking_uri: str | None = None) -> tuple[dict, str, str | None]:
+    """(model package, its name for messages, the MLflow run id or None) of a checkpoint folder or file, a model
+    package file, or an MLflow run id; a missing file or artifact is one line naming it."""
+    from rem.checkpoint import CHECKPOINT_FILE
+    from rem.model_store import PACKAGE_FORMAT, load_package, model_package
+    from rem.safe_load import load_plain
+
+    path = Path(source)
+    if path.is_dir():
+        path = path / CHECKPOINT_FILE
+    if path.is_file():
+        state = load_plain(path)
+        if isinstance(state, dict) and state.get("format") == PACKAGE_FORMAT:
+            return state, str(path), None
+        if not isinstance(state, dict) or not {"model", "config", "history"} <= set(state):
+            raise CurveError(f"{path}: neither a trial checkpoint nor a {PACKAGE_FORMAT} model package")
+        return model_package(state), str(path), None
+    if RUN_ID.match(source):
+        return load_package(source, tracking_uri), f"run {source}", source
+    raise CurveError(f"{source}: no such checkpoint folder or file, and not an MLflow run id (32 hex digits)")
+
+
+def publish_curve(frame: pd.DataFrame, out: Path, source: str, run_id: str | None = None,
+                  tracking_uri: str | None = None) -> list[Path]:
+    """The curve as Parquet, CSV and a figure under `out`; with `run_id`, the same logged to that MLflow run (the
+    files as artifacts under sparsity_curve/, the points as `curve_metrics`)."""
+    from rem.atomic import atomic_write
+    from rem.report.figures.curve import curve_figure
+
+    out.mkdir(parents=True, exist_ok=True)
+    written = [atomic_write(out / "sparsity_curve.parquet", lambda tmp: frame.to_parquet(tmp, index=False)),
+               atomic_write(out / "sparsity_curve.csv", lambda tmp: frame.to_csv(tmp, index=False))]
+    labelled = frame.assign(variant=str(frame["model.name"].iloc[0]))
+    written.append(curve_figure(labelled, out / "sparsity_curve.png", f"{source}: pruned without retraining"))
+    if run_id is not None:
+        from mlflow.tracking import MlflowClient
+
+        from rem import tracking
+
+        client = MlflowClient(tracking_uri or tracking.tracking_uri("", Path.cwd()))
+        tracking.log_metrics(client, run_id, curve_metrics(frame), step=int(frame["epoch"].iloc[0]))
+        for path in written:
+            client.log_artifact(run_id, str(path), "sparsity_curve")
+    return written
