@@ -98,6 +98,7 @@ def values_of(grid: Any, key: str, default: Any) -> list:
 # --------------------------------------------------------------------------------------------- matched arms
 
 MATCH_KEY = "prune.target_from"
+MAX_MATCHED_TARGET = 0.999999
 
 
 # The REM settings a control names to pick among REM arms (e.g. {method: imp, target_from: rem, lambda0: 0.01}
@@ -135,5 +136,6 @@ def split_matched(points_: list[Point]) -> tuple[list[Point], dict[str, Point]]:
 
 
 def resolve_matched(point: Point, reached_sparsity: float) -> Point:
-    """The control with its target set to the sparsity (a fraction) its reference trial reached."""
-    return {**point, "prune.target_sparsity": round(float(reached_sparsity), 6)}
+    """The control with its target set to the sparsity (a fraction) its reference trial reached; a reference that
+    pruned everything is matched just below it (a target must be < 1)."""
+    return {**point, "prune.target_sparsity": min(round(float(reached_sparsity), 6), MAX_MATCHED_TARGET)}

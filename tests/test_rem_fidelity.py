@@ -107,3 +107,9 @@ def test_each_control_matches_the_rem_arm_with_its_lambda():
 ])
 def test_rem_arms_are_labelled_by_what_differs_from_the_paper(prune, label):
     assert variant_of(pd.Series(prune)) == label
+
+
+def test_a_control_of_a_reference_that_pruned_everything_stays_a_valid_target():
+    point = {"model.name": "capsnet", "prune.method": "imp", "prune.target_from": "rem"}
+    assert grid.resolve_matched(point, 1.0)["prune.target_sparsity"] == grid.MAX_MATCHED_TARGET
+    assert grid.resolve_matched(point, 0.3012344)["prune.target_sparsity"] == 0.301234
