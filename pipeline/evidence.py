@@ -112,28 +112,39 @@ def commit() -> str:
 
 def render(out: Path, results: pd.DataFrame, run: dict) -> list[Path]:
     """Tables, per-epoch curves and the page, from the results table alone."""
-    from rem.report.evidence import render_tables
+    from rem.report.evidence_curve import trial_curves
+    from rem.report.evidence_page import render_page, render_tables
+    from rem.report.figures.curve import curve_figure
     from rem.report.figures.evidence import epochs_figure
-    from rem.report.evidence_page import render_page
 
     written = [atomic_write_text(out / "tables" / name, text) for name, text in render_tables(results).items()]
+    curves = trial_curves(results)
     for model in sorted(results["model.name"].astype(str).unique()):
         written.append(epochs_figure(results, model, out / "figures" / f"epochs_{model}.png"))
+        mine = curves[curves["model.name"].astype(str) == model] if not curves.empty else curves
+        if not mine.empty:
+            written.append(curve_figure(mine, out / "figures" / f"curve_{model}.png", f"{model}: final models pruned by "
+                                        f"magnitude without retraining ({int(mine['n_images'].max())} test images)"))
     figures = sorted(p.name for p in (out / "figures").glob("*.png"))
     notes = (out / "notes.md").read_text() if (out / "notes.md").is_file() else ""
     written.append(atomic_write_text(out / "README.md", render_page(results, run, figures, notes)))
     return written
 
 
-def publish(cfg, out: Path) -> list[Path]:
-    results = portable(read_evidence(Path(cfg.sweep.results)))
+def publish(cfg, out: Path, load: str = "") -> list[Path]:
+    everything = portable(read_evidence(Path(cfg.sweep.results)))
+    # A trial that failed or was stopped is not evidence: named in run.json, left out of the Parquet and the page.
+    last = everything.sort_values("epoch").groupby("trial_key").tail(1)
+    stopped = sorted(last.loc[last["status"] != "FINISHED", "trial_key"].astype(str))
+    results = everything[~everything["trial_key"].isin(stopped)]
     atomic_write(out / "sweep.parquet", lambda tmp: results.to_parquet(tmp, index=False))
     for model in sorted(results["model.name"].astype(str).unique()):  # drawn from checkpoints by the report stage
         source = Path(cfg.report.out_dir) / "figures" / f"couplings_{results['data.dataset'].iloc[0]}_{model}.png"
         if source.is_file():
             (out / "figures").mkdir(parents=True, exist_ok=True)
             shutil.copyfile(source, out / "figures" / f"couplings_{model}.png")
-    run = {"command": f"`{COMMAND}`", "commit": commit(), **sweep_times(cfg, results), **machine()}
+    run = {"command": f"`{COMMAND}`", "commit": commit(), **sweep_times(cfg, results), **machine(),
+           **({"load": load} if load else {}), **({"not published": "; ".join(stopped)} if stopped else {})}
     atomic_write_text(out / "run.json", json.dumps(run, indent=2) + "\n")
     return render(out, results, run)
 
@@ -143,7 +154,7 @@ def evidence(cfg, args: argparse.Namespace) -> int:
         run = json.loads((args.out / "run.json").read_text()) if (args.out / "run.json").is_file() else {}
         written = render(args.out, read_evidence(args.out / "sweep.parquet"), run)
     else:
-        written = publish(cfg, args.out)
+        written = publish(cfg, args.out, args.load)
     print(f"evidence: {len(written)} files -> {args.out}")
     return 0
 
@@ -153,6 +164,7 @@ def main(argv: list[str] | None = None) -> int:
     add_params_arguments(parser)
     parser.add_argument("--out", type=Path, default=OUT, help=f"where the evidence goes (default {OUT})")
     parser.add_argument("--render-only", action="store_true", help="re-render from OUT/sweep.parquet and OUT/run.json")
+    parser.add_argument("--load", default="", help="what else the machine ran meanwhile (recorded in run.json)")
     return run_with_params(evidence, parser.parse_args(argv), (EvidenceError,))
 
 

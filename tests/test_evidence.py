@@ -11,8 +11,8 @@ import pytest
 
 from rem import grid
 from rem.config import load
-from rem.report.evidence import Spread, direction, render_tables
-from rem.report.evidence_page import render_page
+from rem.report.evidence import Spread, direction
+from rem.report.evidence_page import render_page, render_tables
 from tests.conftest import REPO
 
 EVIDENCE = REPO / "reports" / "evidence"
@@ -49,7 +49,7 @@ def test_the_committed_run_is_the_evidence_profile_of_these_params(committed):
         reached = last.loc[grid.trial_key(reference), "sparsity"] / 100
         expected.add(grid.trial_key(grid.resolve_matched(control, reached)))
     assert set(last.index) == expected
-    assert set(committed["train.epochs"]) == {int(p["train.epochs"]) for p in first}
+    assert set(committed["train.epochs"]) == {int(p.get("train.epochs", cfg.train.epochs)) for p in first}
 
 
 def test_nothing_committed_under_evidence_names_this_machine_or_holds_weights(committed):

@@ -44,7 +44,8 @@ def tiny_sweep(fashion_raw, tmp_path_factory):
     frames, checkpoints = [], {}
     for method in ("none", "rem"):
         cfg = tiny_cfg(fashion_raw, epochs=2, max_steps_per_epoch=3, batch_size=32).with_overrides(
-            {"prune.method": method, "data.train_subset": 96, "data.val_subset": 48, "data.test_subset": 96})
+            {"prune.method": method, "data.train_subset": 96, "data.val_subset": 48, "data.test_subset": 96,
+             "eval.sparsity_curve": True, "eval.curve_images": 48, "eval.curve_sparsities": [0.0, 0.5, 0.9]})
         key = f"prune.method={method}"
         train(cfg, workdir=root / key)
         checkpoints[key] = root / key / "checkpoint"
@@ -67,6 +68,7 @@ def test_every_figure_is_drawn_from_real_checkpoints(tiny_sweep, fashion_raw, tm
     names = sorted(f.path.name for f in figures)
     assert names == sorted([
         "pareto_fashion-mnist.png", "training_fashion-mnist.png", "parallel.png", "couplings_fashion-mnist_capsnet.png",
+        "curve_fashion-mnist_capsnet.png",
         "overlap_fashion-mnist_capsnet_Q.png", "graph_fashion-mnist_capsnet_Q.png",
         "saliency_fashion-mnist_capsnet_Q.png", "overlap_fashion-mnist_capsnet_REM.png",
         "graph_fashion-mnist_capsnet_REM.png", "saliency_fashion-mnist_capsnet_REM.png"])

@@ -20,11 +20,16 @@ from rem.report.render import Table, to_markdown
 METRICS = {
     "test/acc": ("Test acc. (%)", 100.0, 2),
     "entropy/mean": ("Entropy (bits)", 1.0, 3),
+    "entropy/std": ("REM's ± (entropy std over classes)", 1.0, 3),
     "parse_trees/total": ("Parse trees", 1.0, 0),
     "sparsity": ("Sparsity (%)", 1.0, 2),
+    "sparsity/votes.weight": ("W sparsity (%)", 1.0, 2),
+    "sparsity/primary.conv.weight": ("Primary conv sparsity (%)", 1.0, 2),
     "routing/dead_capsules": ("Dead capsules (%)", 100.0, 1),
-    "routing/coupling_entropy": ("Coupling entropy (bits)", 1.0, 3),
+    "routing/coupling_entropy": ("Coupling entropy (bits)", 1.0, 4),
 }
+SEED_SPREAD_NOTE = ("Mean ± std over seeds (the seed spread) of each trial's value; the 'REM's ±' column is the "
+                    "paper's ±, the std of the entropy over classes, itself averaged over seeds.")
 FIRST_EPOCH = {"train/loss": ("Train loss", 1.0, 4), "val/loss": ("Val. loss", 1.0, 4),
                "val/acc": ("Val. acc. (%)", 100.0, 2), "test/acc": ("Test acc. (%)", 100.0, 2)}
 # What the paper's abstract claims (rem-paper.md section 0; its result tables could not be read, so no number).
@@ -88,7 +93,8 @@ def final_table(results: pd.DataFrame, spreads: dict) -> Table:
     rows = [[m, v, str(int(seeds[(m, v)])), *(s[c].text(METRICS[c][2]) for c in METRICS)] for (m, v), s in spreads.items()]
     return Table("Final evaluation, per architecture and variant", ["Model", "Variant", "Seeds",
                  *(label for label, _, _ in METRICS.values())], rows,
-                 notes=["Mean ± std over seeds of each trial's final evaluation (its last epoch's weights, +Q couplings)."])
+                 notes=["Each trial's final evaluation (+Q couplings; an unpruned trial's best-validation-loss epoch, a "
+                        "pruned trial's last epoch).", SEED_SPREAD_NOTE])
 
 
 def epoch_table(results: pd.DataFrame, model: str) -> Table:
@@ -99,8 +105,8 @@ def epoch_table(results: pd.DataFrame, model: str) -> Table:
             rows.append([variant, str(int(epoch)), *(spread(group[c] if c in group else [], scale).text(d)
                                                      for c, (_, scale, d) in METRICS.items())])
     return Table(f"{model}: every epoch", ["Variant", "Epoch", *(label for label, _, _ in METRICS.values())], rows,
-                 notes=["Per-epoch metrics on the test split (entropy and parse trees: REM's K-level couplings), "
-                        "mean ± std over seeds."])
+                 notes=["Per-epoch metrics on the test split (entropy and parse trees: REM's K-level couplings).",
+                        SEED_SPREAD_NOTE])
 
 
 def first_epoch_table(results: pd.DataFrame) -> Table:
@@ -139,36 +145,72 @@ def compare(a: dict, b: dict, column: str) -> int:
 
 
 def claim_rows(model: str, spreads: dict) -> list[list[str]]:
-    q, rem = spreads.get((model, "+Q")), spreads.get((model, "+REM"))
-    if q is None or rem is None:
-        return []
+    """The abstract's three claims for every REM arm of `model` (+REM as published, then the labelled variants)."""
+    q = spreads.get((model, "+Q"))
+    variants = sorted((v for m, v in spreads if m == model and v.startswith("+REM")), key=variant_order)
+    return [row for v in variants if q is not None for row in _claims_of(f"{model} {v}", q, spreads[(model, v)])]
+
+
+def _claims_of(name: str, q: dict, rem: dict) -> list[list[str]]:
     e, t, a, s = "entropy/mean", "parse_trees/total", "test/acc", "sparsity"
     drop = _difference(q[e], rem[e])[0]
     rel = f" ({100 * drop / q[e].mean:+.0f} %)" if q[e].mean else ""
     acc_delta = rem[a].mean - q[a].mean
     return [
-        [model, CLAIMS["entropy"], f"{q[e].text(3)} → {rem[e].text(3)} bits{rel}; parse trees {q[t].text(0)} → "
+        [name, CLAIMS["entropy"], f"{q[e].text(3)} → {rem[e].text(3)} bits{rel}; parse trees {q[t].text(0)} → "
          f"{rem[t].text(0)}", VERDICT[compare(q, rem, e)]],
-        [model, CLAIMS["parameters"], f"{rem[s].text(2)} % of the prunable weights removed",
+        [name, CLAIMS["parameters"], f"{rem[s].text(2)} % of the prunable weights removed",
          "holds" if rem[s].mean > 0 else "does not hold"],
-        [model, CLAIMS["accuracy"], f"{q[a].text(2)} → {rem[a].text(2)} % ({acc_delta:+.2f} points)",
+        [name, CLAIMS["accuracy"], f"{q[a].text(2)} → {rem[a].text(2)} % ({acc_delta:+.2f} points)",
          "holds" if acc_delta >= -NEGLIGIBLE_POINTS else "does not hold"],
     ]
 
 
+UNIFORM_BITS = math.log2(10)  # coupling entropy of uniform routing over 10 classes: no routing at all
+
+
+def routing_kind(q: dict, arm: dict) -> str:
+    """What a lower entropy is made of: more structured routing (couplings leave uniform), or less routing
+    (couplings at uniform, capsules dead: votes too small or zeroed to route)."""
+    c, d = "routing/coupling_entropy", "routing/dead_capsules"
+    if compare(q, arm, c) == -1:
+        return "structured routing (couplings leave uniform)"
+    if compare(q, arm, d) == 1 or arm[c].mean >= UNIFORM_BITS - 5e-4:
+        return f"no routing (couplings uniform: {arm[c].text(4)} of {UNIFORM_BITS:.4f} bits; dead {arm[d].text(1)} %)"
+    return "neither resolved (coupling entropy and dead capsules as +Q's)"
+
+
+def arm_rows_against_q(model: str, variant: str, q: dict, arm: dict) -> list[list[str]]:
+    e, c, d = "entropy/mean", "routing/coupling_entropy", "routing/dead_capsules"
+    rows = [[model, f"{variant}: entropy lower than +Q's", f"{q[e].text(3)} → {arm[e].text(3)} bits at "
+             f"{arm['sparsity'].text(2)} % sparsity ({arm['sparsity/votes.weight'].text(2)} % of W)",
+             VERDICT[compare(q, arm, e)]],
+            [model, f"{variant}: couplings more polarised (coupling entropy lower)", f"{q[c].text(4)} → {arm[c].text(4)} bits",
+             VERDICT[compare(q, arm, c)]],
+            [model, f"{variant}: capsules starved (more dead input capsules)", f"{q[d].text(1)} → {arm[d].text(1)} %",
+             {1: "holds", 0: "not resolved (within the seed spread)", -1: "does not hold (fewer dead)"}[compare(q, arm, d)]]]
+    if compare(q, arm, e) == -1:
+        rows.append([model, f"{variant}: what the lower entropy is made of", routing_kind(q, arm), "–"])
+    return rows
+
+
 def mechanism_rows(model: str, spreads: dict) -> list[list[str]]:
-    """Is REM's entropy drop polarised couplings, starved capsules, or what pruning as much does anyway?"""
-    q, rem = spreads.get((model, "+Q")), spreads.get((model, "+REM"))
-    control = next((s for (m, v), s in spreads.items() if m == model and v.endswith("@REM")), None)
-    if q is None or rem is None:
+    """Per REM-family arm: is its entropy lower than +Q's, through polarised couplings or starved capsules; per
+    matched control: is REM's entropy lower than IMP's at the same sparsity (not what pruning as much does)?"""
+    q = spreads.get((model, "+Q"))
+    if q is None:
         return []
-    c, d, e = "routing/coupling_entropy", "routing/dead_capsules", "entropy/mean"
-    rows = [[model, "Couplings more polarised under +REM (per-image coupling entropy lower)",
-             f"{q[c].text(3)} → {rem[c].text(3)} bits", VERDICT[compare(q, rem, c)]],
-            [model, "Capsules starved under +REM (more dead input capsules)", f"{q[d].text(1)} → {rem[d].text(1)} %",
-             {1: "holds", 0: "not resolved (within the seed spread)", -1: "does not hold (fewer dead)"}[compare(q, rem, d)]]]
-    if control is not None:
-        rows.append([model, "REM's entropy is lower than IMP's at the same sparsity (not pruning alone)",
+    rows = []
+    family = [v for m, v in spreads if m == model and (v.startswith("+REM") or v.startswith("LOBSTER"))]
+    for variant in sorted(family, key=variant_order):
+        rows += arm_rows_against_q(model, variant, q, spreads[(model, variant)])
+    e = "entropy/mean"
+    for (m, control_name), control in spreads.items():
+        reference = "+REM" + control_name.partition("@REM")[2] if m == model and "@REM" in control_name else None
+        rem = spreads.get((model, reference)) if reference else None
+        if rem is None:
+            continue
+        rows.append([model, f"{reference}'s entropy lower than {control_name}'s at the same sparsity (not pruning alone)",
                      f"IMP {control[e].text(3)} vs REM {rem[e].text(3)} bits at {control['sparsity'].text(2)} vs "
                      f"{rem['sparsity'].text(2)} %", VERDICT[compare(control, rem, e)]])
     return rows
@@ -176,7 +218,7 @@ def mechanism_rows(model: str, spreads: dict) -> list[list[str]]:
 
 def verdict_tables(spreads: dict) -> list[Table]:
     models = sorted({m for m, _ in spreads})
-    header = ["Model", "Claim", "Measured (mean ± std over seeds)", "Here"]
+    header = ["Arm", "Claim", "Measured (mean ± std over seeds)", "Here"]
     return [Table("The abstract's claims against this run", header, [r for m in models for r in claim_rows(m, spreads)],
                   notes=[f"'holds': the difference exceeds the combined seed spread in the claimed direction; accuracy "
                          f"loss up to {NEGLIGIBLE_POINTS:g} point counts as negligible."]),
@@ -185,28 +227,27 @@ def verdict_tables(spreads: dict) -> list[Table]:
 
 
 def cost_table(results: pd.DataFrame, min_epochs: int = 201, seeds: int = 5) -> Table:
-    """What REM's full protocol would cost at this run's measured speed (patience 200: at least 201 epochs)."""
+    """What each arm's epoch cost here, the threshold search's share of it, and what REM's full protocol (all
+    training images per epoch, patience 200: at least 201 epochs, 5 seeds) would take at this speed."""
     done = finished(results)
     rows = []
-    for model, group in done[done["variant"].isin(["+Q", "+REM"])].groupby("model.name"):
-        per_epoch = {v: float(g["time/epoch_s"].mean()) for v, g in group.groupby("variant")}
-        trial_hours = sum(per_epoch.values()) * min_epochs * seeds / 3600  # +Q and +REM, every seed
-        rows.append([str(model), " / ".join(f"{per_epoch[v]:.0f}" for v in sorted(per_epoch, key=variant_order)),
-                     f"{min_epochs}", f"{trial_hours:.0f}", f"{trial_hours / 24:.1f}"])
-    return Table(f"What REM's full protocol would take on this machine (Fashion-MNIST, {seeds} seeds, +Q and +REM)",
-                 ["Model", "Seconds per epoch (+Q / +REM)", "Epochs (at least)", "Trial-hours", "Trial-days"], rows,
-                 notes=["One CPU thread per trial; REM stops after 200 epochs without a better validation loss, so 201 "
-                        "epochs is a lower bound. GPU hours are not measured here (no GPU was lent; see the GPU issue)."])
-
-
-def render_tables(results: pd.DataFrame) -> dict[str, str]:
-    """Every evidence table as Markdown, by file name; the page embeds the same strings."""
-    done = finished(results)
-    spreads = final_spreads(results)  # the final table and the verdicts read the same numbers
-    out = {"claims.md": "\n".join(to_markdown(t) for t in verdict_tables(spreads)),
-           "final.md": to_markdown(final_table(results, spreads)),
-           "first_epoch.md": to_markdown(first_epoch_table(results)),
-           "cost.md": to_markdown(cost_table(results))}
-    for model in sorted(done["model.name"].astype(str).unique()):
-        out[f"epochs_{model}.md"] = to_markdown(epoch_table(results, model))
-    return out
+    q_epoch = {}
+    for (model, variant), group in done.groupby(["model.name", "variant"]):
+        if variant == "+Q":
+            q_epoch[model] = float(group["time/epoch_s"].mean())
+    for model, variant in arms(done):
+        group = arm_rows(done, model, variant)
+        step, epoch = float(group["time/step_s"].mean()), float(group["time/epoch_s"].mean())
+        search = float(group["prune/seconds"].mean()) if "prune/seconds" in group and group["prune/seconds"].notna().any() else 0.0
+        full_steps = math.ceil((60000 - float(group["data.val_size"].iloc[0])) / float(group["train.batch_size"].iloc[0]))
+        full_epoch = epoch + step * (full_steps - float(group["time/train_s"].mean()) / step)
+        share = f"{100 * search / q_epoch[model]:.0f} %" if model in q_epoch and search else "–"
+        rows.append([str(model), variant, f"{step:.2f}", f"{epoch:.0f}", f"{search:.0f}" if search else "–", share,
+                     f"{full_epoch:.0f}", f"{full_epoch * min_epochs * seeds / 86400:.1f}"])
+    return Table("What it costs on this machine, and what REM's full protocol would", ["Model", "Variant",
+                 "Train s/step", "Epoch s (this run)", "Search s/epoch", "Search / +Q epoch (this run)", "Full epoch s (est.)",
+                 f"Trial-days ({min_epochs} epochs x {seeds} seeds)"], rows,
+                 notes=["One CPU thread per trial. A full epoch is every training image once: this run's evaluation and "
+                        "search seconds plus its seconds per step times the full epoch's steps. REM stops after 200 "
+                        "epochs without a better validation loss, so 201 epochs is a lower bound. On a GPU: unmeasured "
+                        "(no GPU has run the prepared check, benchmarks/gpu_check.py)."])

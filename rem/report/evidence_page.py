@@ -4,16 +4,36 @@ from __future__ import annotations
 
 import pandas as pd
 
-from rem.report.evidence import finished, render_tables
+from rem.report.evidence import (cost_table, epoch_table, final_spreads, final_table, finished, first_epoch_table,
+                                 verdict_tables)
+from rem.report.evidence_curve import curve_tables
+from rem.report.render import to_markdown
 
 # Per architecture: its curves over epochs (from the Parquet), then the report stage's coupling histograms
 # (first vs last epoch, +Q vs +REM; drawn from checkpoints, so copied, not regenerated).
-FIGURES = ("epochs_{model}.png", "couplings_{model}.png")
+FIGURES = ("epochs_{model}.png", "curve_{model}.png", "couplings_{model}.png")
+
+
+def render_tables(results: pd.DataFrame) -> dict[str, str]:
+    """Every evidence table as Markdown, by file name; the page embeds the same strings."""
+    done = finished(results)
+    spreads = final_spreads(results)  # the final table and the verdicts read the same numbers
+    curves = curve_tables(results)
+    verdicts = verdict_tables(spreads) + [tables[0] for tables in curves.values()]  # with the curves' onsets
+    out = {"claims.md": "\n".join(to_markdown(t) for t in verdicts),
+           "final.md": to_markdown(final_table(results, spreads)),
+           "first_epoch.md": to_markdown(first_epoch_table(results)),
+           "cost.md": to_markdown(cost_table(results))}
+    for model in sorted(done["model.name"].astype(str).unique()):
+        out[f"epochs_{model}.md"] = to_markdown(epoch_table(results, model))
+    for name, tables in curves.items():
+        out[f"{name}.md"] = "\n".join(to_markdown(t) for t in tables[1:])
+    return out
 
 
 def run_lines(run: dict) -> list[str]:
     keys = [("command", "Command"), ("commit", "Commit"), ("started", "Started (UTC)"), ("finished", "Finished (UTC)"),
-            ("wall", "Wall time"), ("hardware", "Hardware"), ("software", "Software")]
+            ("wall", "Wall time"), ("load", "Load"), ("not published", "Stopped, not published"), ("hardware", "Hardware"), ("software", "Software")]
     return [f"- **{label}:** {run[key]}" for key, label in keys if run.get(key)]
 
 
@@ -40,7 +60,7 @@ def render_page(results: pd.DataFrame, run: dict, figures: list[str], notes: str
         tables["first_epoch.md"],
     ]
     for model in sorted(done["model.name"].astype(str).unique()):
-        parts += [tables[f"epochs_{model}.md"]]
+        parts += [tables[f"epochs_{model}.md"], tables.get(f"curve_{model}.md")]
         parts += [f"![{name}](figures/{name})\n" for name in (f.format(model=model) for f in FIGURES) if name in figures]
     parts += [tables["cost.md"]]
     return "\n".join(p for p in parts if p is not None).rstrip() + "\n"

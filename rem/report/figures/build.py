@@ -12,9 +12,10 @@ from pathlib import Path
 import pandas as pd
 
 from rem.config import Config
-from rem.report.figures import couplings, graphs, overlap, parallel, saliency, sweep_plots
+from rem.report.figures import couplings, curve, graphs, overlap, parallel, saliency, sweep_plots
 from rem.report.figures.internals import CheckpointMissingError, load_trial, snapshot
 from rem.report.tables import label_trials, variant_order
+from rem.sparsity_curve import curves_from_results
 
 log = logging.getLogger("rem.report.figures")
 
@@ -49,10 +50,31 @@ def sweep_figures(results: pd.DataFrame, out_dir: Path) -> list[Figure]:
         figures.append(Figure("Training against pruning", sweep_plots.training_figure(
             epochs, dataset, out_dir / f"training_{slug(dataset)}.png"),
             f"{dataset}: accuracy and entropy at each epoch against the % of parameters pruned so far."))
+    figures += curve_figures(results, out_dir)
     if not trials.empty:
         figures.append(Figure("The sweep at a glance", parallel.parallel_figure(results, out_dir / "parallel.png"),
                               "Every finished trial: the config values that differ between trials, then its final "
                               "accuracy, entropy and sparsity (one line per trial, colour = architecture)."))
+    return figures
+
+
+def curve_figures(results: pd.DataFrame, out_dir: Path) -> list[Figure]:
+    """Per dataset and model, the mechanism curves its trials recorded (`eval.sparsity_curve`), mean ± seed spread
+    per variant; nothing when no trial recorded one."""
+    done = label_trials(results)
+    last = done[done["status"] == "FINISHED"].sort_values("epoch").groupby("trial_key").tail(1)
+    curves = curves_from_results(last, keep=("trial_key", "data.dataset", "model.name", "variant", "train.seed"))
+    figures = []
+    if curves.empty:
+        return figures
+    for (dataset, model), group in curves.groupby(["data.dataset", "model.name"], sort=True):
+        images = int(group["n_images"].max())
+        path = curve.curve_figure(group, out_dir / f"curve_{slug(dataset, model)}.png",
+                                  f"{dataset} {model}: final models pruned without retraining ({images} test images)")
+        figures.append(Figure("Entropy against sparsity (mechanism curve)", path,
+                              f"{dataset} {model}: each final model's weights pruned by magnitude to 0-98 % — every REM "
+                              "tensor, the class-capsule matrices W only, the primary-capsule conv only — and "
+                              "re-evaluated; mean over seeds, band ± std."))
     return figures
 
 

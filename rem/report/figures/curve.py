@@ -39,6 +39,7 @@ def curve_figure(curves: pd.DataFrame, path: Path, title: str, series: str = "va
             ax.set_title(f"{label}\n{SCOPE_TITLES[scope]}", fontsize=9)
             ax.set_xlabel("sparsity of the pruned tensors (%)", fontsize=8)
             ax.set_xticks(np.array([0, 20, 40, 60, 80, 100]))
+            ax.ticklabel_format(axis="y", useOffset=False)  # coupling entropies differ in the 4th decimal
             ax.grid(alpha=0.3)
     axes[0][0].legend(fontsize=7)
     fig.suptitle(title)
