@@ -9,20 +9,14 @@ from __future__ import annotations
 
 import pandas as pd
 
-from rem.report.evidence import Spread, direction, finished, spread
+from rem.report.evidence import METRICS, Spread, direction, finished, spread
 from rem.report.render import Table
 from rem.report.tables import variant_order
 from rem.sparsity_curve import curves_from_results
 
-COLUMNS = {  # curve column -> (label, scale, digits)
-    "test/acc": ("Test acc. (%)", 100.0, 1),
-    "entropy/mean": ("Entropy (bits)", 1.0, 3),
-    "parse_trees/total": ("Parse trees", 1.0, 0),
-    "routing/coupling_entropy": ("Coupling entropy (bits)", 1.0, 4),
-    "routing/dead_capsules": ("Dead capsules (%)", 100.0, 1),
-    "sparsity": ("Global sparsity (%)", 1.0, 1),
-    "sparsity/votes.weight": ("W sparsity (%)", 1.0, 1),
-}
+# curve column -> (label, scale, digits): the final table's, in the curve's order
+COLUMNS = {c: METRICS[c] for c in ("test/acc", "entropy/mean", "parse_trees/total", "routing/coupling_entropy",
+                                   "routing/dead_capsules", "sparsity", "sparsity/votes.weight")}
 SCOPES = {"global": "every REM tensor", "class_capsules": "W only", "primary_conv": "primary conv only"}
 ENTROPY_RESOLUTION = 1e-3  # the tables print entropy to 3 decimals: smaller differences are not called
 
