@@ -61,15 +61,16 @@ class DevicelessFactories(TorchFunctionMode):
         return func(*args, **kwargs)
 
 
-def trial_config(raw_root: Path, architecture: str, method: str, device: str, **train):
+def trial_config(raw_root: Path, architecture: str, method: str, device: str, small: bool = True,
+                 data: dict | None = None, **train):
     """A short real trial on tiny splits (2 steps an epoch): one epoch, two where the method prunes after the first
     (IMP, capsule pruning) so the pruned net trains too."""
     from rem.config import from_dict
 
     return from_dict({
         "data": {"root": str(raw_root), "mirror": "", "system_root": "", "download": False, "prepared": "",
-                 "train_subset": 64, "val_subset": 32, "test_subset": 32},
-        "model": {"name": architecture, "options": SMALL[architecture]},
+                 "train_subset": 64, "val_subset": 32, "test_subset": 32, **(data or {})},
+        "model": {"name": architecture, "options": SMALL[architecture] if small else {}},
         "train": {"epochs": 2 if method in ("imp", "capsules") else 1, "batch_size": 32, "eval_batch_size": 32, "precision": "fp32", "device": device,
                   "log_every_steps": 0, **train},
         "prune": {"method": method, **PRUNE[method]},
@@ -77,23 +78,34 @@ def trial_config(raw_root: Path, architecture: str, method: str, device: str, **
 
 
 def guarded_trial(cfg, workdir: Path) -> dict:
-    """One trial under the guard: its last metrics, the offending calls, seconds."""
+    """One trial under the guard: its last metrics, the offending calls, seconds (and on a GPU the peak memory the
+    caching allocator reserved for the whole trial, MiB)."""
     from rem.train import train
 
+    cuda = cfg.train.device.startswith("cuda")
+    if cuda:
+        torch.cuda.empty_cache()
+        torch.cuda.reset_peak_memory_stats()
     start = time.perf_counter()
     with DevicelessFactories() as guard:
         metrics = train(cfg, workdir=workdir)
-    return {"metrics": metrics, "offenders": sorted(set(guard.offenders)), "seconds": time.perf_counter() - start}
+    out = {"metrics": metrics, "offenders": sorted(set(guard.offenders)), "seconds": time.perf_counter() - start}
+    if cuda:
+        out["peak_reserved_mib"] = torch.cuda.max_memory_reserved() / 2 ** 20
+    return out
 
 
-def trial_matrix(raw_root: Path, device: str, workdir: Path, **train) -> dict[str, dict]:
+def trial_matrix(raw_root: Path, device: str, workdir: Path, architectures=ARCHITECTURES, methods=METHODS,
+                 small: bool = True, data: dict | None = None, before=None, **train) -> dict[str, dict]:
     """Every architecture x method that applies, each guarded; `arch/method` -> guarded_trial's result or the
-    error it raised (as text)."""
+    error it raised (as text). `before(name)` is called before each trial (a caller's time check)."""
     results = {}
-    for architecture in ARCHITECTURES:
-        for method in (m for m in METHODS if applies(architecture, m)):
+    for architecture in architectures:
+        for method in (m for m in methods if applies(architecture, m)):
             name = f"{architecture}/{method}"
-            cfg = trial_config(raw_root, architecture, method, device, **train)
+            if before is not None:
+                before(name)
+            cfg = trial_config(raw_root, architecture, method, device, small, data, **train)
             try:
                 results[name] = guarded_trial(cfg, workdir / name.replace("/", "-"))
             except Exception as err:  # one failure must not hide the others
