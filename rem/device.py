@@ -2,13 +2,16 @@
 
 `train.device`:
   auto     the GPU this process was given (Ray sets CUDA_VISIBLE_DEVICES to the trial's GPU, so torch sees
-           it as cuda:0), else the CPU
+           it as cuda:0), else the CPU; a Ray trial given no GPU is set to cpu by pipeline/trial.py, whatever
+           the environment shows (rem/ does not import Ray)
   cpu      the CPU, even where a GPU is visible
   cuda     the current CUDA device; fails with one line where there is none
   cuda:N   GPU N of those visible to this process
 
 The setting is checked for its form when params.yaml is read (`check_setting`), and resolved against the
 machine only inside the process that trains (`resolve_device`): the sweep driver may have no GPU at all.
+How the device computes is set per trial too (`prepare_backend`: determinism, TF32; `cap_memory`: a fractional
+GPU's share) and recorded (`numerics`).
 """
 
 from __future__ import annotations

@@ -32,7 +32,8 @@ def run(part: Part, sizes, device: str, raw: Path, work: Path) -> None:
             peak = r.get("peak_reserved_mib")
             arch[precision] = max(arch.get(precision) or 0.0, peak) if peak else arch.get(precision)
         part.log(f"{precision}: {sum(t['status'] == 'ok' for t in trials.values())} of {len(trials)} trials ok")
-    part.need(3 * sizes.first_estimate_s, "resume checks (three short trials)")
+    timed = [t["seconds"] for t in trials.values() if t["seconds"]]
+    part.need(3 * (sum(timed) / len(timed) if timed else sizes.first_estimate_s), "resume checks (three short trials)")
     part.result["resume"] = resume_checks(part, device, raw, work, common)
     failed = [name for name, t in trials.items() if t["status"] != "ok"]
     if failed or not all(r["ok"] for r in part.result["resume"].values()):
