@@ -22,7 +22,7 @@ RUNS = {
     "overhead": ["benchmarks/pipeline_overhead.py"],
     "dvc": ["benchmarks/dvc_noop.py", "--snapshot", "--repro"],
     "parity": ["benchmarks/precision_parity.py"],
-    "gpu": ["benchmarks/gpu.py"],
+    "gpu": ["benchmarks/gpu_check.py", "--out", "results/gpu_check"],  # exits 2 at once without a GPU
 }
 
 

@@ -12,7 +12,7 @@ Columns:
 - infer img/s: one batch of 500 (the pipeline's eval batch) in eval mode under inference_mode.
 - peak mem +MB: on CPU, growth of ru_maxrss (peak RSS) in a fresh process per variant, from after imports
   to after building the model and running 2 training steps (includes compilation's own memory for compile
-  variants); on CUDA (benchmarks/gpu.py), growth of the caching allocator's peak over the same work.
+  variants); on CUDA, growth of the caching allocator's peak over the same work.
 - GFLOP/s: FLOPs of forward + backward counted by torch.utils.flop_counter.FlopCounterMode (matmuls and
   convolutions; the same count for every variant) / step time; "of ceiling" divides by a 2048^2 matmul's
   measured FLOP/s in the variant's precision, timed in the same rounds.
@@ -136,7 +136,7 @@ measured bf16 matmul rate it reaches only the "upper bound" row above; 10,000 im
 
 
 def add_step_arguments(ap: argparse.ArgumentParser) -> None:
-    """The options measure_model reads (shared with benchmarks/gpu.py)."""
+    """The options measure_model reads."""
     ap.add_argument("--models", default="capsnet,efficient_capsnet")
     ap.add_argument("--rounds", type=int, default=3, help="timed calls per variant (median reported)")
     ap.add_argument("--batch", type=int, default=128)

@@ -30,8 +30,9 @@ from rem.config import from_dict
 from rem.grid import trial_key
 from rem.data import get_dataset
 from rem.data.sources import recorded_checksums
-from rem.device import describe, resolve_device
-from rem.checkpoint import CHECKPOINT_FILE, HISTORY_FILE
+from rem.device import CUBLAS_WORKSPACE, cap_memory, configure_determinism, describe, numerics, release_memory
+from rem.device import resolve_device
+from rem.checkpoint import CHECKPOINT_FILE, HISTORY_FILE, saved_epoch
 from rem.data import fetch_dataset
 from rem.train import NonFiniteLossError, train
 from rem.trial_record import axis_params, best_metrics, log_config, log_final, run_name
@@ -55,10 +56,29 @@ PROCESS_THREADS = torch.get_num_threads()
 
 def fresh_process_state() -> None:
     """What an earlier trial in this (reused) worker process could have changed, as a new process has it:
-    torch's thread count, and no compiled graphs (torch.compile's caches and recompilation budget)."""
+    torch's thread count, no compiled graphs (torch.compile's caches and recompilation budget), and none of its
+    GPU memory still cached by this process (the next trial, or another process on the GPU, needs it)."""
     if torch.get_num_threads() != PROCESS_THREADS:
         torch.set_num_threads(PROCESS_THREADS)
     torch.compiler.reset()
+    release_memory()
+
+
+def on_assigned_gpus(cfg, gpu_ids: list) -> Any:
+    """`train.device: auto` is the GPU Ray assigned this trial (`ray.get_gpu_ids()`): with none, the CPU, whatever
+    CUDA_VISIBLE_DEVICES says -- a 0-GPU trial on a GPU node may still see the node's GPUs. Explicit settings stay."""
+    if cfg.train.device == "auto" and not gpu_ids:
+        return cfg.with_overrides({"train.device": "cpu"}, "no GPU assigned by Ray")
+    return cfg
+
+
+def take_device(client, run_id: str, cfg) -> None:
+    """The device this trial trains on (train resolves the same setting the same way in this process) and how it
+    computes there (precision, TF32, determinism) as run tags; a fractional GPU's memory share enforced (Ray only
+    counts the fraction, the process must keep to it)."""
+    device = resolve_device(cfg.train.device)
+    tracking.set_tags(client, run_id, {"rem.device": describe(device), **numerics(device, cfg.train)})
+    cap_memory(device, ray.get_runtime_context().get_assigned_resources().get("GPU", 0.0))
 
 
 def run_trial(config: dict[str, Any], *, base: dict[str, Any], context: dict[str, Any]) -> None:
@@ -66,7 +86,8 @@ def run_trial(config: dict[str, Any], *, base: dict[str, Any], context: dict[str
     fresh_process_state()
     point = config["point"]
     trial_logging(context.get("log_level", "INFO"))
-    cfg = from_dict(base, "sweep base").with_overrides(point, "sweep.grid")
+    cfg = on_assigned_gpus(from_dict(base, "sweep base").with_overrides(point, "sweep.grid"), ray.get_gpu_ids())
+    configure_determinism(cfg.train.deterministic)  # before anything below starts CUDA
     key = trial_key(point)
     client = MlflowClient(context["tracking_uri"])
     tags = {tracking.SWEEP_TAG: context["sweep_id"], tracking.TRIAL_TAG: key, tracking.ROLE_TAG: "trial"}
@@ -97,13 +118,15 @@ def run_trial(config: dict[str, Any], *, base: dict[str, Any], context: dict[str
             history = json.loads((checkpoint_dir / HISTORY_FILE).read_text())  # every epoch, also before a restart
             tracking.log_metrics(client, run_id, {**metrics, **best_metrics(history)}, step=epoch)
             logged.add(epoch)
-        tune.report({**metrics, "node_id": node_id}, checkpoint=tune.Checkpoint.from_directory(str(checkpoint_dir)))
+        # Ray copies a reported checkpoint to its storage: only an epoch that wrote one (train.checkpoint_every)
+        fresh = saved_epoch(checkpoint_dir) == epoch
+        tune.report({**metrics, "node_id": node_id},
+                    checkpoint=tune.Checkpoint.from_directory(str(checkpoint_dir)) if fresh else None)
 
     checkpoint = tune.get_checkpoint()
     workdir = Path(tune.get_context().get_trial_dir())
     try:
-        # The device this trial trains on (train resolves the same setting the same way in this process).
-        tracking.set_tags(client, run_id, {"rem.device": describe(resolve_device(cfg.train.device))})
+        take_device(client, run_id, cfg)
         with (checkpoint.as_directory() if checkpoint else nullcontext(None)) as resume_dir:
             train(cfg, workdir=workdir, repo_root=Path(context["repo_root"]),
                   resume_from=Path(resume_dir) if resume_dir else None, on_epoch=report)
@@ -121,7 +144,9 @@ def run_trial(config: dict[str, Any], *, base: dict[str, Any], context: dict[str
 
 def worker_env() -> dict[str, str]:
     """Environment every trial process gets (quiet, and no surprise threads or auth tokens)."""
-    env = {"PYTHONUNBUFFERED": "1", "TUNE_DISABLE_AUTO_CALLBACK_LOGGERS": "1"}
+    # cuBLAS reads its workspace setting when a process first uses CUDA, before a trial could set it (a reused
+    # worker already has): every worker gets the one deterministic trials need (a few MiB of workspace).
+    env = {"PYTHONUNBUFFERED": "1", "TUNE_DISABLE_AUTO_CALLBACK_LOGGERS": "1", "CUBLAS_WORKSPACE_CONFIG": CUBLAS_WORKSPACE}
     for name in ("REM_DATA_MIRROR", "MLFLOW_TRACKING_URI"):
         if os.environ.get(name):
             env[name] = os.environ[name]

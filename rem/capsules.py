@@ -8,6 +8,8 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
+from rem.device import HOST
+
 # Inside the square root, never added to it: sqrt(x + eps) has a finite gradient at x = 0,
 # sqrt(x) + eps does not (the classic NaN of capsule implementations).
 EPS = 1e-8
@@ -87,9 +89,14 @@ class _ValidConv2d(torch.autograd.Function):
         return grad_x, grad_w, grad_b, None
 
 
-# Run eagerly under torch.compile: inductor would only call the same oneDNN kernels, and tracing this
-# Function with a dynamic batch (train and eval batches differ) fails in inductor's stride logic (torch 2.14).
+# Only the CPU low-precision path runs eagerly under torch.compile: inductor would only call the same oneDNN kernels,
+# and tracing this Function with a dynamic batch (train and eval batches differ) fails in inductor's stride logic
+# (torch 2.14). Everywhere else (fp32, GPUs) the stock convolution stays inside the compiled graph.
 @torch.compiler.disable
+def _eager_valid_conv2d(conv: nn.Conv2d, x: torch.Tensor) -> torch.Tensor:
+    return _ValidConv2d.apply(x, conv.weight, conv.bias, conv.stride[0])
+
+
 def valid_conv2d(conv: nn.Conv2d, x: torch.Tensor) -> torch.Tensor:
     """`conv(x)` for an unpadded, undilated, ungrouped square-stride nn.Conv2d, with the fast weight gradient
     of `_ValidConv2d` under bf16/fp16 autocast. The module (state_dict, parameter count) is unchanged.
@@ -100,7 +107,7 @@ def valid_conv2d(conv: nn.Conv2d, x: torch.Tensor) -> torch.Tensor:
     if (device != "cpu" or not low_precision or conv.padding != (0, 0) or conv.dilation != (1, 1) or conv.groups != 1
             or conv.stride[0] != conv.stride[1]):
         return conv(x)
-    return _ValidConv2d.apply(x, conv.weight, conv.bias, conv.stride[0])
+    return _eager_valid_conv2d(conv, x)
 
 
 class PrimaryCapsules(nn.Module):
@@ -135,7 +142,7 @@ class CapsuleVotes(nn.Module):
 
     def __init__(self, in_caps: int, in_dim: int, out_caps: int, out_dim: int, init_std: float = 0.1):
         super().__init__()
-        self.weight = nn.Parameter(torch.randn(in_caps, out_caps, out_dim, in_dim) * init_std)
+        self.weight = nn.Parameter(torch.randn(in_caps, out_caps, out_dim, in_dim, device=HOST) * init_std)
 
     def forward(self, u: torch.Tensor) -> torch.Tensor:
         # Computed parent-major (B, J, I, D) and returned as a (B, I, J, D) view: routing reads it

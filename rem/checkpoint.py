@@ -22,14 +22,28 @@ HISTORY_FILE = "history.json"
 FIRST_EPOCH_FILE = "first_epoch.pt"
 # The final evaluation's parse-tree dictionary, written when a trial stops (its MLflow run logs it).
 PARSE_TREES_FILE = "parse_trees.parquet"
+# The epoch the state file holds, readable without loading it: with train.checkpoint_every > 1 not every epoch
+# writes one, and the sweep hands Ray a checkpoint only when there is a new one.
+SAVED_EPOCH_FILE = "saved_epoch.json"
 
 
 def save_checkpoint(directory: Path, state: dict) -> Path:
     atomic_write(directory / CHECKPOINT_FILE, lambda tmp: torch.save(state, tmp))
-    # Every epoch's metrics beside the weights, small enough to read without loading them: the sweep's
-    # results table comes from here, so a trial restarted from this checkpoint still has all its epochs.
-    atomic_write_text(directory / HISTORY_FILE, json.dumps(state["history"]))
+    atomic_write_text(directory / SAVED_EPOCH_FILE, json.dumps({"epoch": int(state["epoch"])}))
+    save_history(directory, state["history"])
     return directory
+
+
+def save_history(directory: Path, history: list[dict]) -> None:
+    """Every epoch's metrics, small enough to read without loading the weights, written after every epoch (also
+    one without a full checkpoint): the sweep's results table comes from here."""
+    atomic_write_text(directory / HISTORY_FILE, json.dumps(history))
+
+
+def saved_epoch(directory: Path) -> int | None:
+    """The epoch of the newest full checkpoint in `directory` (None: none yet)."""
+    path = Path(directory) / SAVED_EPOCH_FILE
+    return int(json.loads(path.read_text())["epoch"]) if path.exists() else None
 
 
 def load_checkpoint(directory: Path | None) -> dict | None:

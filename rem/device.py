@@ -2,13 +2,16 @@
 
 `train.device`:
   auto     the GPU this process was given (Ray sets CUDA_VISIBLE_DEVICES to the trial's GPU, so torch sees
-           it as cuda:0), else the CPU
+           it as cuda:0), else the CPU; a Ray trial given no GPU is set to cpu by pipeline/trial.py, whatever
+           the environment shows (rem/ does not import Ray)
   cpu      the CPU, even where a GPU is visible
   cuda     the current CUDA device; fails with one line where there is none
   cuda:N   GPU N of those visible to this process
 
 The setting is checked for its form when params.yaml is read (`check_setting`), and resolved against the
 machine only inside the process that trains (`resolve_device`): the sweep driver may have no GPU at all.
+How the device computes is set per trial too (`prepare_backend`: determinism, TF32; `cap_memory`: a fractional
+GPU's share) and recorded (`numerics`).
 """
 
 from __future__ import annotations
@@ -88,10 +91,55 @@ def describe_visible() -> str:
     return describe(HOST)
 
 
-def prepare_backend(device: torch.device) -> None:
-    """cuDNN picks its fastest convolution algorithms once per input shape: a trial's batches have fixed shapes."""
+# cuBLAS needs a fixed workspace for reproducible matmuls; it is read when CUDA starts, so it is set before that.
+CUBLAS_WORKSPACE = ":4096:8"
+
+
+def configure_determinism(deterministic: bool) -> None:
+    """Before anything touches CUDA (`rem.train.set_up` calls it first): a deterministic trial needs cuBLAS's
+    workspace fixed by the environment, and that is read once, when the CUDA context is created."""
+    if deterministic:
+        os.environ.setdefault("CUBLAS_WORKSPACE_CONFIG", CUBLAS_WORKSPACE)
+
+
+def prepare_backend(device: torch.device, deterministic: bool = False, tf32: bool = False) -> None:
+    """The numerics a trial asked for, set on every trial (a reused worker process keeps the previous one's).
+
+    deterministic: the same algorithms every run (cuDNN's autotuner off, deterministic kernels; an op without one
+    warns instead of failing the trial); otherwise cuDNN picks its fastest algorithm once per input shape (a
+    trial's batches have fixed shapes). tf32: fp32 convolutions and matmuls on a GPU may run in TF32 (torch's
+    default for cuDNN); off, "fp32" computes in fp32."""
+    # The CPU kernels a trial uses are deterministic already (tests/test_same_numbers.py reruns a trial): the switch
+    # is for the GPU, and left off on the CPU so the CPU's numbers and speed stay as they are.
+    torch.use_deterministic_algorithms(deterministic and device.type == "cuda", warn_only=True)
+    if device.type != "cuda":
+        return
+    torch.backends.cudnn.benchmark = not deterministic
+    torch.backends.cudnn.deterministic = deterministic
+    precision = "tf32" if tf32 else "ieee"
+    torch.backends.cudnn.conv.fp32_precision = precision
+    torch.backends.cuda.matmul.fp32_precision = precision
+
+
+def numerics(device: torch.device, train) -> dict[str, str]:
+    """How a trial computes, for MLflow (`rem.precision`, `rem.tf32`, `rem.deterministic`): from its TrainConfig
+    and the device, so a CPU trial says TF32 does not apply rather than repeating a setting it never used."""
+    tf32 = ("on" if train.tf32 else "off") if device.type == "cuda" else "n/a (cpu)"
+    return {"rem.precision": train.precision, "rem.tf32": tf32, "rem.deterministic": str(bool(train.deterministic)).lower()}
+
+
+def cap_memory(device: torch.device, fraction: float) -> None:
+    """A trial given a share of a GPU (Ray's fractional `gpu`) may allocate at most that share of its memory, so
+    one trial's peak cannot starve the others on the same GPU; a whole GPU (or none) is not capped."""
     if device.type == "cuda":
-        torch.backends.cudnn.benchmark = True
+        share = fraction if 0 < fraction < 1 else 1.0
+        torch.cuda.set_per_process_memory_fraction(share, device)
+
+
+def release_memory() -> None:
+    """Between two trials in one (reused) worker process: the cached blocks of the last one go back to the GPU."""
+    if torch.cuda.is_initialized():
+        torch.cuda.empty_cache()
 
 
 def to_device(tensor: torch.Tensor, device: torch.device) -> torch.Tensor:

@@ -9,6 +9,8 @@ from typing import TYPE_CHECKING, Callable
 import torch
 import torch.nn.functional as F
 
+from rem.device import HOST
+
 if TYPE_CHECKING:
     from rem.config import Config
 
@@ -47,7 +49,7 @@ def reconstruction_loss(reconstruction: torch.Tensor, images: torch.Tensor) -> t
 def batch_losses(split, transform, cfg: Config, loss_kwargs: dict) -> Callable[[torch.nn.Module], torch.Tensor]:
     """SNIP's saliency batches: each call is the margin loss of the next distinct batch of one seeded
     permutation of the training split (wrapping around only after every image was used)."""
-    order = torch.randperm(len(split), generator=torch.Generator().manual_seed(cfg.train.seed))
+    order = torch.randperm(len(split), generator=torch.Generator(device=HOST).manual_seed(cfg.train.seed), device=HOST)
     per_pass = max(1, len(order) // cfg.train.batch_size)
     calls = itertools.count()
 

@@ -18,6 +18,8 @@ import numpy as np
 import pandas as pd
 import torch
 
+from rem.device import HOST
+
 STATS_COLUMNS = ["n_images", "n_parse_trees", "entropy_bits"]
 AMBIGUOUS = 255  # table entry whose float range straddles a bin edge
 
@@ -170,8 +172,8 @@ def stats_from_keys(keys: np.ndarray | torch.Tensor, predicted: np.ndarray | tor
     One row for every class 0..num_classes-1 (index `class`); a class nobody was predicted as has
     0 images, 0 parse trees and entropy 0.
     """
-    keys = np.ascontiguousarray(torch.as_tensor(keys).cpu().numpy())
-    predicted = torch.as_tensor(predicted).cpu().numpy().astype(np.int64)
+    keys = np.ascontiguousarray(torch.as_tensor(keys, device=HOST).numpy())
+    predicted = torch.as_tensor(predicted, device=HOST).numpy().astype(np.int64)
     if keys.ndim != 2 or keys.shape[0] != predicted.shape[0]:
         raise ValueError(f"stats_from_keys: keys {keys.shape} and predicted {predicted.shape} disagree")
     rows = {j: (0, 0, 0.0) for j in range(num_classes)}
@@ -189,8 +191,8 @@ def stats_from_keys(keys: np.ndarray | torch.Tensor, predicted: np.ndarray | tor
 def key_counts(keys: np.ndarray | torch.Tensor, predicted: np.ndarray | torch.Tensor) -> pd.DataFrame:
     """The parse-tree dictionary: one row per distinct (predicted class, key) with its `count`, the key as
     hex of its `(I,)` uint8 quantized couplings; sorted by class, then most frequent first."""
-    keys = np.ascontiguousarray(torch.as_tensor(keys).cpu().numpy())
-    predicted = torch.as_tensor(predicted).cpu().numpy().astype(np.int64)
+    keys = np.ascontiguousarray(torch.as_tensor(keys, device=HOST).numpy())
+    predicted = torch.as_tensor(predicted, device=HOST).numpy().astype(np.int64)
     if not len(keys):
         return pd.DataFrame({"class": pd.Series(dtype=np.int64), "key": pd.Series(dtype=str),
                              "count": pd.Series(dtype=np.int64)})

@@ -21,14 +21,17 @@ from typing import Callable
 import numpy as np
 import torch
 
-from rem.checkpoint import carry_first_epoch, load_checkpoint, save_checkpoint, save_first_epoch, save_parse_trees
+from rem.checkpoint import (carry_first_epoch, load_checkpoint, save_checkpoint, save_first_epoch, save_history,
+                            save_parse_trees)
 from rem.config import Config
 from rem.data import prepare_data
-from rem.device import autocast, check_precision, prepare_backend, resolve_device, splits_to
+from rem.device import HOST, autocast, check_precision, configure_determinism, prepare_backend, resolve_device, splits_to
+from rem.device import to_device
 from rem.final_evaluation import final_evaluation
 from rem.losses import batch_losses, margin_loss, reconstruction_loss
 from rem.models import count_parameters
 from rem.sparsity_curve import trial_curve
+from rem.step_losses import NonFiniteLossError, StepLosses
 from rem.training_run import TrainingRun
 
 log = logging.getLogger("rem.train")
@@ -36,8 +39,9 @@ log = logging.getLogger("rem.train")
 EpochCallback = Callable[[dict, Path], None]
 
 
-class NonFiniteLossError(FloatingPointError):
-    """The training loss became NaN or infinite; the trial cannot continue meaningfully."""
+__all__ = ["NonFiniteLossError", "train", "train_one_epoch", "train_step"]
+# Steps between the host's looks at the running loss (each look waits for the device; see rem.step_losses).
+CHECK_EVERY_STEPS = 25
 
 
 def seed_everything(seed: int) -> None:
@@ -49,9 +53,10 @@ def seed_everything(seed: int) -> None:
 def set_up(cfg: Config, repo_root: Path) -> TrainingRun:
     """Seed, device, the trial's splits on it, then the model and what trains it."""
     seed_everything(cfg.train.seed)
+    configure_determinism(cfg.train.deterministic)  # before resolve_device, which may start CUDA
     device = resolve_device(cfg.train.device)
     check_precision(device, cfg.train.precision)
-    prepare_backend(device)
+    prepare_backend(device, cfg.train.deterministic, cfg.train.tf32)
     return TrainingRun.create(cfg, splits_to(prepare_data(cfg, repo_root), device), device)
 
 
@@ -73,25 +78,27 @@ class EpochTraining:
     seconds: float
 
 
-def train_step(run: TrainingRun, idx: torch.Tensor, gen: torch.Generator, epoch: int, step: int):
-    """One optimizer step on the training images `idx`; returns its loss and how many it classified correctly."""
+def train_step(run: TrainingRun, idx: torch.Tensor, draws: dict | None, sums: StepLosses, epoch: int, step: int):
+    """One optimizer step on the training images `idx`, augmented by `draws` (this batch's part of the epoch's);
+    its loss and correct count go to `sums` on the device (the host does not wait for them)."""
     cfg, split = run.cfg, run.splits.train
     labels = split.labels[idx]
-    x, unit = run.transform(split.images[idx], train=True, gen=gen)
+    x, unit = run.transform.apply(split.images[idx], draws)
     with autocast(run.device, cfg.train.precision):
         out = run.forward(x, labels if cfg.model.decoder else None)
     loss = margin_loss(out.lengths, labels, **run.loss_kwargs)
     if out.reconstruction is not None:
         loss = loss + cfg.model.recon_weight * reconstruction_loss(out.reconstruction, unit)
-    loss_value = float(loss.detach())  # the step's one wait for the device
-    if not math.isfinite(loss_value):
-        raise NonFiniteLossError(f"non-finite training loss {loss_value} at epoch {epoch + 1}, step {step + 1}")
+    sums.add(step, loss, len(idx), (out.lengths.detach().argmax(1) == labels).sum())
     run.optimizer.zero_grad(set_to_none=True)
     loss.backward()
     run.pruner.before_optimizer_step(run.model, epoch)  # LOBSTER shrinkage (REM), masked gradients
     run.optimizer.step()
     run.pruner.after_optimizer_step(run.model, run.optimizer)  # pruned weights stay exactly zero
-    return loss_value, (out.lengths.detach().argmax(1) == labels).sum()
+
+
+def batch_of(draws: dict | None, start: int, size: int) -> dict | None:
+    return None if draws is None else {k: v[start:start + size] for k, v in draws.items()}
 
 
 def train_one_epoch(run: TrainingRun, epoch: int) -> EpochTraining:
@@ -99,26 +106,30 @@ def train_one_epoch(run: TrainingRun, epoch: int) -> EpochTraining:
     cfg, batch_size, start = run.cfg, run.cfg.train.batch_size, time.perf_counter()
     run.loss_kwargs.update(cfg.train.margin(epoch))
     # The host's generator draws the order and the augmentation on every device: the same batches anywhere.
-    gen = torch.Generator().manual_seed(cfg.train.seed * 1_000_003 + epoch)
-    order = torch.randperm(len(run.splits.train), generator=gen).to(run.device)
-    steps = math.ceil(len(order) / batch_size)
+    gen = torch.Generator(device=HOST).manual_seed(cfg.train.seed * 1_000_003 + epoch)
+    images = len(run.splits.train)
+    order = to_device(torch.randperm(images, generator=gen, device=HOST), run.device)
+    steps = math.ceil(images / batch_size)
     if cfg.train.max_steps_per_epoch:
         steps = min(steps, cfg.train.max_steps_per_epoch)
+    sizes = [min(batch_size, images - step * batch_size) for step in range(steps)]
+    draws = run.transform.draw_epoch(sizes, gen, tuple(run.splits.train.images.shape[-2:]), run.device)
     run.model.train()
-    total_loss, correct, seen = 0.0, torch.zeros((), dtype=torch.int64, device=run.device), 0
+    sums = StepLosses(steps, run.device, epoch, CHECK_EVERY_STEPS)
     for step in range(steps):
         idx = order[step * batch_size:(step + 1) * batch_size]
-        loss_value, step_correct = train_step(run, idx, gen, epoch, step)
-        total_loss += loss_value * len(idx)
-        correct += step_correct
-        seen += len(idx)
-        if cfg.train.log_every_steps and (step + 1) % cfg.train.log_every_steps == 0:
-            log.info("epoch %d step %d/%d loss %.4f acc %.3f (%.2f s/step)", epoch + 1, step + 1, steps,
-                     total_loss / seen, int(correct) / seen, (time.perf_counter() - start) / (step + 1))
+        train_step(run, idx, batch_of(draws, step * batch_size, len(idx)), sums, epoch, step)
+        logging_step = cfg.train.log_every_steps and (step + 1) % cfg.train.log_every_steps == 0
+        if logging_step or sums.due(step):
+            loss, accuracy = sums.read(step + 1)
+            if logging_step:
+                log.info("epoch %d step %d/%d loss %.4f acc %.3f (%.2f s/step)", epoch + 1, step + 1, steps,
+                         loss, accuracy, (time.perf_counter() - start) / (step + 1))
+    loss, accuracy = sums.read(steps)
     seconds = time.perf_counter() - start
     lr = run.optimizer.param_groups[0]["lr"]
     run.scheduler.step()
-    return EpochTraining(total_loss / seen, int(correct) / seen, seen, steps, lr, seconds)
+    return EpochTraining(loss, accuracy, sums.seen, steps, lr, seconds)
 
 
 def evaluate_epoch(run: TrainingRun, epoch: int, metrics: dict) -> tuple[int, list | None]:
@@ -153,11 +164,16 @@ def finish(run: TrainingRun, epoch: int, metrics: dict, final_keys: list, checkp
         save_parse_trees(checkpoint_dir, *final_keys)
 
 
-def record_epoch(run: TrainingRun, epoch: int, metrics: dict, checkpoint_dir: Path) -> None:
+def record_epoch(run: TrainingRun, epoch: int, metrics: dict, checkpoint_dir: Path, last: bool) -> None:
+    """The epoch's metrics into the history; a full checkpoint every `train.checkpoint_every` epochs and after the
+    last (a CapsNet trial's state is ~110 MB: weights, Adam's two moments, the best weights)."""
     run.history.append(metrics)
     if epoch == 0:
         save_first_epoch(checkpoint_dir, run.model)
-    save_checkpoint(checkpoint_dir, run.checkpoint_state(epoch))
+    if last or (epoch + 1) % run.cfg.train.checkpoint_every == 0:
+        save_checkpoint(checkpoint_dir, run.checkpoint_state(epoch))
+    else:
+        save_history(checkpoint_dir, run.history)
     log.info("epoch %d done: train acc %.4f, val acc %.4f, test acc %.4f, entropy %.3f bits (%.0f s)",
              epoch + 1, metrics["train/acc"], metrics["val/acc"], metrics["test/acc"],
              metrics.get("entropy/mean", float("nan")), metrics["time/epoch_s"])
@@ -205,7 +221,7 @@ def train(
         stopping = final_keys is not None
         if stopping:
             finish(run, epoch, metrics, final_keys, checkpoint_dir)
-        record_epoch(run, epoch, metrics, checkpoint_dir)
+        record_epoch(run, epoch, metrics, checkpoint_dir, stopping)
         if on_epoch is not None:
             on_epoch(metrics, checkpoint_dir)
         if stopping:

@@ -53,7 +53,7 @@ class ValidationLoss:
                        loss_kwargs=self.loss_kwargs, stop_loss_sum=stop, per_image_loss=self.order_by_loss)
         losses = out.pop("per_image_loss", None)
         if losses is not None and not out.get("stopped_early"):
-            seen = torch.arange(len(self)) if self.order is None else self.order
+            seen = torch.arange(len(self), device=losses.device) if self.order is None else self.order
             # stable: equal losses (e.g. the many exact zeros) keep their relative order, so runs repeat
             self.order = seen[torch.sort(losses, descending=True, stable=True).indices]
         return out

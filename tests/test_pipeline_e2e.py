@@ -90,6 +90,8 @@ def test_dvc_repro_runs_the_real_pipeline_then_is_a_noop(fashion_raw, tmp_path):
         assert "mlflow.source.git.commit" in child.data.tags and "rem.version.torch" in child.data.tags
         assert child.data.tags["rem.data.md5.train-images-idx3-ubyte"] == "f4a8712d7a061bf5bd6d2ca38dc4d50a"
         assert child.data.tags["rem.device"].startswith("cpu")
+        assert child.data.tags["rem.tf32"] == "n/a (cpu)" and child.data.tags["rem.precision"] == child.data.params["train.precision"]
+        assert child.data.tags["rem.deterministic"] == child.data.params["train.deterministic"].lower()
 
     markdown = (repo / "reports" / "tables" / "fashion-mnist.md").read_text()
     assert "| capsnet | +Q |" in markdown and "6,804,384" in markdown and "seeds 42, 43" in markdown

@@ -17,7 +17,9 @@ def tiny_cfg(raw_root, **train):
         "data": {"root": str(raw_root), "mirror": "", "system_root": "", "download": False,
                  "train_subset": 256, "val_subset": 128, "test_subset": 256},
         "model": {"options": SMALL_CAPSNET},
-        "train": {"epochs": 1, "batch_size": 64, "eval_batch_size": 128, "precision": "fp32", **train},
+        # the CPU unless a test says otherwise: exact resumes and recorded numbers are the CPU's (tests/test_device.py
+        # and benchmarks/gpu_check.py train on a GPU)
+        "train": {"epochs": 1, "batch_size": 64, "eval_batch_size": 128, "precision": "fp32", "device": "cpu", **train},
     })
 
 

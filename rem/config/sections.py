@@ -76,6 +76,9 @@ class TrainConfig:
     patience: int = 0
     log_every_steps: int = 50  # per-epoch progress lines inside a trial
     device: str = "auto"  # auto (the GPU Ray gave the trial, else the CPU) | cpu | cuda | cuda:N (rem.device)
+    deterministic: bool = False  # reproducible GPU kernels, cuDNN's autotuner off (rem.device.prepare_backend)
+    tf32: bool = False  # fp32 convolutions and matmuls on a GPU may run in TF32 (faster, 10-bit mantissa)
+    checkpoint_every: int = 1  # epochs between full checkpoints (state.pt); the last epoch always writes one
 
     def margin(self, epoch: int) -> dict[str, float]:
         """Margin-loss constants for 0-based `epoch` (the hard margin from epoch `hard_margin_epoch` on)."""
@@ -177,6 +180,7 @@ class Config:
         """
         tree = {k: v for k, v in self.to_dict().items() if k in TRIAL_SECTIONS}
         tree["train"].pop("device")  # where a trial runs, not what it computes: a sweep resumes on another device
+        tree["train"].pop("checkpoint_every")  # how often its state is saved, not what it computes
         tree["grid"] = self.sweep.grid
         return hashlib.sha256(json.dumps(tree, sort_keys=True).encode()).hexdigest()[:10]
 

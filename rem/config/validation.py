@@ -145,7 +145,7 @@ def _check_data(cfg: Config, source: str) -> None:
 def _check_sizes(cfg: Config, source: str) -> None:
     if len(cfg.train.hard_margin) != 3 or not all(isinstance(v, (int, float)) for v in cfg.train.hard_margin):
         raise ConfigError(f"{source}: train.hard_margin must be [m_pos, m_neg, lam]; got {cfg.train.hard_margin!r}")
-    at_least_one = [("train", k) for k in ("epochs", "batch_size", "eval_batch_size")] + [("model", "routing_iterations")] \
+    at_least_one = [("train", k) for k in ("epochs", "batch_size", "eval_batch_size", "checkpoint_every")] + [("model", "routing_iterations")] \
         + [("report", k) for k in ("figure_images", "overlap_trees", "saliency_images", "graph_capsules")]
     for section, key in at_least_one:
         if getattr(getattr(cfg, section), key) < 1:

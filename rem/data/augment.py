@@ -1,7 +1,9 @@
 """Batch transforms: uint8 batch -> normalised float batch, with the dataset's REM augmentation when training.
 
 Augmentation and normalisation are a few vectorised tensor ops per whole batch (no per-image Python loop), on
-the device the batch is on.
+the device the batch is on. The random parameters are drawn on the host (`draw`) apart from where they are used
+(`apply`): a training epoch draws every batch's at its start, in the order per-batch draws would take them, and
+moves them to the device once (`draw_epoch`), so a GPU step waits for no host copy and the numbers do not change.
 """
 
 from __future__ import annotations
@@ -10,6 +12,7 @@ import torch
 import torch.nn.functional as F
 
 from rem.data.registry import DatasetSpec
+from rem.device import HOST, to_device
 
 
 def gather_windows(x: torch.Tensor, dy: torch.Tensor, dx: torch.Tensor, h: int, w: int) -> torch.Tensor:
@@ -33,6 +36,8 @@ class BatchTransform:
     The batch is made on the device its uint8 images are on (a trial moves its splits to its device once);
     the random draws come from the trial's seeded host generator and are moved there, so a batch's
     augmentation is the same on every device and a resumed epoch repeats it exactly.
+    `transform(images, train=True, gen=gen)` draws one batch's parameters and applies them; a training epoch
+    instead draws all of its batches' at once (`draw_epoch`) and applies each batch's slice (`apply`).
     """
 
     def __init__(self, spec: DatasetSpec, *, augment: bool, shift: int = 2, flip: bool | None = None,
@@ -40,8 +45,10 @@ class BatchTransform:
                  place_shift: int = 6, canvas: int = 40, crop: int = 32):
         self.spec = spec
         self.kind = kind or spec.augment
-        self.mean = torch.tensor(spec.mean or (0.0,) * spec.in_shape[0]).view(1, -1, 1, 1)
-        self.std = torch.tensor(spec.std or (1.0,) * spec.in_shape[0]).view(1, -1, 1, 1)
+        self.mean = torch.tensor(spec.mean or (0.0,) * spec.in_shape[0], device=HOST).view(1, -1, 1, 1)
+        self.std = torch.tensor(spec.std or (1.0,) * spec.in_shape[0], device=HOST).view(1, -1, 1, 1)
+        self.luma = torch.tensor([0.299, 0.587, 0.114], device=HOST).view(1, 3, 1, 1)
+        self._on_device: dict[tuple[str, torch.device], torch.Tensor] = {}  # the constants, copied once per device
         self.augment = augment
         self.shift = shift
         self.flip = self.kind in ("shift_flip", "color_flip") if flip is None else flip
@@ -58,6 +65,13 @@ class BatchTransform:
                    contrast=tuple(data.norb_contrast if norb else data.contrast),
                    place_shift=data.affnist_shift, crop=data.norb_crop)
 
+    def constant(self, name: str, device: torch.device) -> torch.Tensor:
+        """mean, std or luma on `device`, copied there the first time only (a copy per batch would wait each step)."""
+        key = (name, device)
+        if key not in self._on_device:
+            self._on_device[key] = to_device(getattr(self, name), device)
+        return self._on_device[key]
+
     def to_unit(self, images: torch.Tensor) -> torch.Tensor:
         return images.float().div_(255.0)
 
@@ -67,58 +81,84 @@ class BatchTransform:
             mean = flat.mean(1).view(-1, 1, 1, 1)
             std = flat.std(1, unbiased=False).clamp_min(1.0 / flat.shape[1] ** 0.5).view(-1, 1, 1, 1)
             return (unit - mean) / std
-        return (unit - self.mean.to(unit.device)) / self.std.to(unit.device)
+        return (unit - self.constant("mean", unit.device)) / self.constant("std", unit.device)
 
-    def random_shift(self, x: torch.Tensor, gen: torch.Generator, s: int | None = None) -> torch.Tensor:
-        s = self.shift if s is None else s
-        b, _, h, w = x.shape
-        padded = F.pad(x, (s, s, s, s))
-        dy = torch.randint(0, 2 * s + 1, (b,), generator=gen)
-        dx = torch.randint(0, 2 * s + 1, (b,), generator=gen)
-        return gather_windows(padded, dy, dx, h, w)
+    def draw(self, b: int, gen: torch.Generator, hw: tuple[int, int]) -> dict[str, torch.Tensor]:
+        """One training batch's random parameters for `b` images of size `hw`, drawn from the host generator
+        `gen` in the order `apply` uses them (the order the draws always had, so seeds give the same batches)."""
+        h, w = hw
+        draws: dict[str, torch.Tensor] = {}
 
-    def jitter(self, x: torch.Tensor, gen: torch.Generator) -> torch.Tensor:
+        def offsets(name: str, high_y: int, high_x: int) -> None:
+            draws[f"{name}_dy"] = torch.randint(0, high_y, (b,), generator=gen, device=HOST)
+            draws[f"{name}_dx"] = torch.randint(0, high_x, (b,), generator=gen, device=HOST)
+
+        if self.kind == "place" and w < self.canvas:
+            s = min(self.place_shift, (self.canvas - w) // 2)
+            offsets("place", 2 * s + 1, 2 * s + 1)
+        if self.kind == "crop" and w > self.crop:
+            offsets("crop", h - self.crop + 1, w - self.crop + 1)
+        if self.kind in ("shift", "shift_flip") and self.shift:
+            offsets("shift", 2 * self.shift + 1, 2 * self.shift + 1)
+        if self.flip:
+            draws["flip"] = torch.rand(b, generator=gen, device=HOST) < 0.5
+        if self.kind in ("color", "color_flip", "crop"):
+            if self.brightness:
+                draws["brightness"] = 1 - self.brightness + 2 * self.brightness * torch.rand(b, generator=gen, device=HOST)
+            lo, hi = self.contrast
+            if (lo, hi) != (1.0, 1.0):
+                draws["contrast"] = lo + (hi - lo) * torch.rand(b, generator=gen, device=HOST)
+        return draws
+
+    def draw_epoch(self, sizes: list[int], gen: torch.Generator, hw: tuple[int, int],
+                   device: torch.device) -> dict[str, torch.Tensor] | None:
+        """Every batch's parameters of an epoch (batches of `sizes` images), drawn batch after batch as the
+        per-batch path draws them, concatenated and moved to `device` once; None without augmentation."""
+        if not self.augment:
+            return None
+        batches = [self.draw(b, gen, hw) for b in sizes]
+        return {k: to_device(torch.cat([d[k] for d in batches]), device) for k in (batches[0] if batches else {})}
+
+    def shifted(self, x: torch.Tensor, dy: torch.Tensor, dx: torch.Tensor, s: int) -> torch.Tensor:
+        """Each image moved by (dy - s, dx - s) px, zeros coming in (RandomCrop with padding s)."""
+        return gather_windows(F.pad(x, (s, s, s, s)), dy, dx, x.shape[-2], x.shape[-1])
+
+    def jitter(self, x: torch.Tensor, draws: dict[str, torch.Tensor]) -> torch.Tensor:
         """Brightness (factor U[1-b, 1+b]) then contrast (factor U[lo, hi] around the grey mean), clamped to [0, 1]."""
-        b = x.shape[0]
-        if self.brightness:
-            f = 1 - self.brightness + 2 * self.brightness * torch.rand(b, generator=gen)
-            x = (x * f.to(x.device).view(-1, 1, 1, 1)).clamp_(0, 1)
-        lo, hi = self.contrast
-        if (lo, hi) != (1.0, 1.0):
-            c = lo + (hi - lo) * torch.rand(b, generator=gen)
-            c = c.to(x.device)
-            luma = torch.tensor([0.299, 0.587, 0.114], device=x.device)
-            grey = (x * luma.view(1, 3, 1, 1)).sum(1) if x.shape[1] == 3 else x.mean(1)
+        if "brightness" in draws:
+            x = (x * draws["brightness"].to(x.device).view(-1, 1, 1, 1)).clamp_(0, 1)
+        if "contrast" in draws:
+            c = draws["contrast"].to(x.device)
+            grey = (x * self.constant("luma", x.device)).sum(1) if x.shape[1] == 3 else x.mean(1)
             m = grey.mean(dim=(1, 2)).view(-1, 1, 1, 1)
             x = ((x - m) * c.view(-1, 1, 1, 1) + m).clamp_(0, 1)
         return x
 
-    def __call__(self, images: torch.Tensor, *, train: bool, gen: torch.Generator | None = None) -> tuple[torch.Tensor, torch.Tensor]:
-        """Returns (normalised input, unit-range image for the reconstruction loss)."""
+    def apply(self, images: torch.Tensor, draws: dict[str, torch.Tensor] | None = None) -> tuple[torch.Tensor, torch.Tensor]:
+        """(normalised input, unit-range image) of a uint8 batch; `draws` (see `draw`) augment it, None evaluates."""
         unit = self.to_unit(images)
-        training = train and self.augment
-        if training and gen is None:
-            raise ValueError("BatchTransform: training augmentation needs a seeded generator")
         if self.kind == "place" and unit.shape[-1] < self.canvas:  # 28x28 digits into the 40x40 canvas
             p = (self.canvas - unit.shape[-1]) // 2
             unit = F.pad(unit, (p, self.canvas - unit.shape[-1] - p, p, self.canvas - unit.shape[-2] - p))
-            if training:
-                unit = self.random_shift(unit, gen, min(self.place_shift, p))
+            if draws is not None:
+                unit = self.shifted(unit, draws["place_dy"], draws["place_dx"], min(self.place_shift, p))
         if self.kind == "crop" and unit.shape[-1] > self.crop:
-            b, _, h, w = unit.shape
-            if training:
-                dy = torch.randint(0, h - self.crop + 1, (b,), generator=gen)
-                dx = torch.randint(0, w - self.crop + 1, (b,), generator=gen)
-                unit = gather_windows(unit, dy, dx, self.crop, self.crop)
+            if draws is not None:
+                unit = gather_windows(unit, draws["crop_dy"], draws["crop_dx"], self.crop, self.crop)
             else:
-                t, l = (h - self.crop) // 2, (w - self.crop) // 2
+                t, l = (unit.shape[-2] - self.crop) // 2, (unit.shape[-1] - self.crop) // 2
                 unit = unit[..., t:t + self.crop, l:l + self.crop]
-        if training:
-            if self.kind in ("shift", "shift_flip") and self.shift:
-                unit = self.random_shift(unit, gen)
-            if self.flip:
-                flip = (torch.rand(unit.shape[0], generator=gen) < 0.5).to(unit.device)
-                unit = torch.where(flip[:, None, None, None], unit.flip(-1), unit)
-            if self.kind in ("color", "color_flip", "crop"):
-                unit = self.jitter(unit, gen)
+        if draws is not None:
+            if "shift_dy" in draws:
+                unit = self.shifted(unit, draws["shift_dy"], draws["shift_dx"], self.shift)
+            if "flip" in draws:
+                unit = torch.where(draws["flip"].to(unit.device)[:, None, None, None], unit.flip(-1), unit)
+            unit = self.jitter(unit, draws)
         return self.normalize(unit), unit
+
+    def __call__(self, images: torch.Tensor, *, train: bool, gen: torch.Generator | None = None) -> tuple[torch.Tensor, torch.Tensor]:
+        """Returns (normalised input, unit-range image for the reconstruction loss); one batch's draws from `gen`."""
+        training = train and self.augment
+        if training and gen is None:
+            raise ValueError("BatchTransform: training augmentation needs a seeded generator")
+        return self.apply(images, self.draw(len(images), gen, tuple(images.shape[-2:])) if training else None)

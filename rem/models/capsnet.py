@@ -11,6 +11,7 @@ import torch
 from torch import nn
 
 from rem.capsules import CapsuleVotes, SabourStem, capsule_lengths
+from rem.device import HOST  # built on the host by the seed, then moved
 from rem.models.decoder import FCDecoder
 from rem.models.registry import CapsuleOutput, register_model
 from rem.routing import dynamic_routing
@@ -36,7 +37,7 @@ class CapsNet(SabourStem):
                          primary_dim=primary_dim, primary_stride=primary_stride)
         self.routing_iterations = routing_iterations
         self.votes = CapsuleVotes(self.num_primary, primary_dim, num_classes, class_dim)
-        self.routing_bias = nn.Parameter(torch.full((num_classes, class_dim), 0.1)) if routing_bias else None
+        self.routing_bias = nn.Parameter(torch.full((num_classes, class_dim), 0.1, device=HOST)) if routing_bias else None
         self.decoder = FCDecoder(num_classes, class_dim, in_shape) if decoder else None
 
     def forward(self, x: torch.Tensor, target: torch.Tensor | None = None, *, quantize_levels: int | None = None) -> CapsuleOutput:

@@ -24,6 +24,7 @@ import torch
 from torch import nn
 
 from rem.capsules import CapsuleVotes, capsule_lengths, squash
+from rem.device import HOST  # built on the host by the seed, then moved
 from rem.models.decoder import build_decoder
 from rem.models.registry import CapsuleOutput, register_model
 from rem.routing import dynamic_routing
@@ -197,7 +198,7 @@ class DeepCaps(nn.Module):
             sizes.append(tuple(math.ceil(z / 2) for z in sizes[-1]))
         self.num_inputs = caps_types * (sizes[-2][0] * sizes[-2][1] + sizes[-1][0] * sizes[-1][1])
         self.votes = CapsuleVotes(self.num_inputs, cell_dims[-1], num_classes, class_dim, init_std=0.05)
-        self.class_bias = nn.Parameter(torch.randn(num_classes, class_dim) * 0.05)
+        self.class_bias = nn.Parameter(torch.randn(num_classes, class_dim, device=HOST) * 0.05)
         self.decoder = build_decoder(decoder, num_classes, class_dim, in_shape)
 
     def forward(self, x: torch.Tensor, target: torch.Tensor | None = None, *, quantize_levels: int | None = None) -> CapsuleOutput:

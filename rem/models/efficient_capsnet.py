@@ -18,6 +18,7 @@ import torch
 from torch import nn
 
 from rem.capsules import CapsuleVotes, capsule_lengths, conv_output_size, efficient_squash
+from rem.device import HOST  # built on the host by the seed, then moved
 from rem.models.decoder import build_decoder
 from rem.models.registry import CapsuleOutput, register_model
 from rem.routing import self_attention_routing
@@ -77,7 +78,7 @@ class EfficientCapsNet(nn.Module):
         self.primary = nn.Conv2d(channels, channels, tuple(size), groups=channels)
         self.primary_caps, self.primary_dim = primary_caps, primary_dim
         self.votes = CapsuleVotes(primary_caps, primary_dim, num_classes, class_dim, init_std=votes_init_std)
-        self.prior = nn.Parameter(torch.zeros(primary_caps, num_classes)) if routing_prior else None
+        self.prior = nn.Parameter(torch.zeros(primary_caps, num_classes, device=HOST)) if routing_prior else None
         if decoder is True:
             decoder = "conv" if c == 2 else "fc"
         self.decoder = build_decoder(decoder, num_classes, class_dim, in_shape)

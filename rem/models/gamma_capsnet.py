@@ -22,6 +22,7 @@ import torch
 from torch import nn
 
 from rem.capsules import CapsuleVotes, SabourStem, capsule_lengths
+from rem.device import HOST  # built on the host by the seed, then moved
 from rem.models.decoder import build_decoder
 from rem.models.registry import CapsuleOutput, register_model
 from rem.routing import scaled_distance_routing
@@ -58,8 +59,8 @@ class GammaCapsNet(SabourStem):
         self.fc_votes = CapsuleVotes(self.num_primary, primary_dim, fc_caps, fc_dim,
                                      init_std=vote_init_std or primary_dim ** -0.5)
         self.class_votes = CapsuleVotes(fc_caps, fc_dim, num_classes, class_dim, init_std=vote_init_std or fc_dim ** -0.5)
-        self.fc_bias = nn.Parameter(torch.full((fc_caps, fc_dim), 0.1)) if routing_bias else None
-        self.class_bias = nn.Parameter(torch.full((num_classes, class_dim), 0.1)) if routing_bias else None
+        self.fc_bias = nn.Parameter(torch.full((fc_caps, fc_dim), 0.1, device=HOST)) if routing_bias else None
+        self.class_bias = nn.Parameter(torch.full((num_classes, class_dim), 0.1, device=HOST)) if routing_bias else None
         self.decoder = build_decoder(decoder, num_classes, class_dim, in_shape)
 
     def forward(self, x: torch.Tensor, target: torch.Tensor | None = None, *, quantize_levels: int | None = None) -> CapsuleOutput:

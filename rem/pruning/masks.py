@@ -94,10 +94,11 @@ class Masks:
         names = list(scores)
         groups = [(names, count)] if isinstance(count, int) else [([n], count[n]) for n in names]
         for group, group_count in groups:
-            flat = torch.cat([torch.where(self.masks[n].to(scores[n].device), scores[n].float(), -1.0).flatten().cpu()
+            # sorted where the scores are (the weights' device): no copy of every magnitude to the host
+            flat = torch.cat([torch.where(self.masks[n].to(scores[n].device), scores[n].float(), -1.0).flatten()
                               for n in group])
             order = torch.argsort(flat, stable=True)
-            keep = torch.ones(order.numel(), dtype=torch.bool)
+            keep = torch.ones(order.numel(), dtype=torch.bool, device=order.device)
             keep[order[:group_count]] = False
             offset = 0
             for n in group:

@@ -10,6 +10,7 @@ from typing import Callable, NamedTuple
 import torch
 from torch import nn
 
+from rem.device import HOST
 from rem.pruning.config import PruneConfig
 from rem.pruning.masks import Masks
 
@@ -44,13 +45,14 @@ class ThresholdProbe:
         self.model, self.val_loss_fn, self.cfg = model, val_loss_fn, cfg
         self.params = masks.parameters(model)
         self.original = {n: p.detach().clone() for n, p in self.params.items()}
-        magnitudes = [p.detach().abs().flatten().float().cpu() for p in self.params.values()]
-        unpruned = [m[masks.masks[n].flatten().cpu()] for n, m in zip(self.params, magnitudes)]
+        # Sorted and searched where the weights are: ~6.8 M CapsNet magnitudes need no trip to the host.
+        magnitudes = [p.detach().abs().flatten().float() for p in self.params.values()]
+        unpruned = [m[masks.masks[n].flatten().to(m.device)] for n, m in zip(self.params, magnitudes)]
         # REM's search range: min, max and mean of |w| over every weight it prunes, zeros included
         every = torch.cat(magnitudes)
         self.range = (float(every.min()), float(every.max()), float(every.double().mean()))
         # Only unpruned weights change the mask: a threshold is identified by how many of them lie below it.
-        self.unpruned_sorted = torch.sort(torch.cat(unpruned)).values if unpruned else torch.zeros(0)
+        self.unpruned_sorted = torch.sort(torch.cat(unpruned)).values if unpruned else torch.zeros(0, device=HOST)
         self.n_live = self.unpruned_sorted.numel()
         self.evaluations = 0
         self.stopped_early = 0  # passes stopped once their loss could no longer meet the bound
@@ -68,7 +70,8 @@ class ThresholdProbe:
 
     def count_below(self, threshold: float) -> int:
         """How many unpruned weights a threshold would prune."""
-        return int(torch.searchsorted(self.unpruned_sorted, torch.tensor([threshold]), right=False).item())
+        at = torch.tensor([threshold], device=self.unpruned_sorted.device)
+        return int(torch.searchsorted(self.unpruned_sorted, at, right=False).item())
 
     def _evaluate(self, threshold: float | None, stop_above: float | None = None) -> tuple[float, float | None]:
         with torch.no_grad():

@@ -16,6 +16,7 @@ import torch
 from torch import nn
 
 from rem.capsules import CapsuleVotes
+from rem.evaluate import model_device
 from rem.models.registry import count_parameters
 from rem.pruning import sparsity_report
 from rem.structured.layout import capsule_layout
@@ -26,7 +27,8 @@ CRITERIA = ("weight_norm", "coupling_mass", "sensitivity")
 def weight_norm_scores(model: nn.Module) -> torch.Tensor:
     layout = capsule_layout(model)
     state = model.state_dict()
-    sq = {"filter": torch.zeros(layout.types), "vote": torch.zeros(layout.types)}
+    device = model_device(model)  # summed where the weights are
+    sq = {"filter": torch.zeros(layout.types, device=device), "vote": torch.zeros(layout.types, device=device)}
     for name, kind, role in layout.entries:
         if role in sq:
             sq[role] += layout.per_type(kind, state[name].detach().float().pow(2))
@@ -34,14 +36,15 @@ def weight_norm_scores(model: nn.Module) -> torch.Tensor:
 
 
 def sensitivity_add_(model: nn.Module, total: torch.Tensor) -> None:
-    """total += sum |w * dL/dw| per type over the type's filters and vote matrices (gradients of this step)."""
+    """total += sum |w * dL/dw| per type over the type's filters and vote matrices (gradients of this step); `total`
+    lives on the model's device, so a step adds to it without waiting for a copy to the host."""
     layout = capsule_layout(model)
     params = dict(model.named_parameters())
     with torch.no_grad():
         for name, kind, role in layout.entries:
             p = params.get(name)
             if role != "other" and p is not None and p.grad is not None:
-                total += layout.per_type(kind, (p.detach() * p.grad).abs().float()).cpu()
+                total += layout.per_type(kind, (p.detach() * p.grad).abs().float())
 
 
 @torch.no_grad()
@@ -51,7 +54,7 @@ def coupling_mass_scores(model: nn.Module, batches: Iterable[tuple[torch.Tensor,
     votes: CapsuleVotes = model.get_submodule(layout.votes)
     seen: list[torch.Tensor] = []
     handle = votes.register_forward_hook(lambda _m, _i, out: seen.append(out))
-    total = torch.zeros(layout.types, dtype=torch.float64)
+    total = torch.zeros(layout.types, dtype=torch.float64, device=model_device(model))
     was_training = model.training
     model.eval()
     try:
@@ -59,7 +62,7 @@ def coupling_mass_scores(model: nn.Module, batches: Iterable[tuple[torch.Tensor,
             seen.clear()
             out = model(x)
             u_hat = seen[-1].float()  # (B, I, J, D)
-            rows = torch.arange(len(y))
+            rows = torch.arange(len(y), device=y.device)
             sent = out.couplings.float()[rows, :, y] * u_hat[rows, :, y].norm(dim=-1)  # (B, I)
             total += layout.per_type("row", sent.sum(0)).double()
     finally:
@@ -76,7 +79,7 @@ def flops_per_image(model: nn.Module, in_shape: tuple[int, int, int]) -> int:
     model.eval()
     counter = FlopCounterMode(display=False)
     with torch.no_grad(), counter:
-        model(torch.zeros(1, *in_shape))
+        model(torch.zeros(1, *in_shape, device=model_device(model)))
     model.train(was_training)
     return int(counter.get_total_flops())
 

@@ -20,6 +20,7 @@ from typing import Callable, Iterable
 import torch
 from torch import nn
 
+from rem.device import HOST
 from rem.models.capsnet import CapsNet
 from rem.models.efficient_capsnet import EfficientCapsNet
 from rem.models.gamma_capsnet import GammaCapsNet
@@ -42,9 +43,9 @@ class CapsuleLayout:
         """Indices along dim 0 of a tensor of `kind` (dim-0 length `size`) that the kept types own, in order."""
         if kind == "channel":
             per = size // self.types
-            return (keep[:, None] * per + torch.arange(per)[None, :]).flatten()
+            return (keep[:, None] * per + torch.arange(per, device=keep.device)[None, :]).flatten()
         positions = size // self.types
-        return (torch.arange(positions)[:, None] * self.types + keep[None, :]).flatten()
+        return (torch.arange(positions, device=keep.device)[:, None] * self.types + keep[None, :]).flatten()
 
     def per_type(self, kind: str, values: torch.Tensor) -> torch.Tensor:
         """Sum of `values` (shaped like the tensor) over each type's part -> (types,)."""
@@ -96,7 +97,7 @@ def build_args_from_weights(weights: dict[str, torch.Tensor]) -> dict[str, int]:
 
 
 def _check_keep(layout: CapsuleLayout, keep: Iterable[int]) -> torch.Tensor:
-    keep = torch.as_tensor(sorted(set(int(k) for k in keep)), dtype=torch.long)
+    keep = torch.as_tensor(sorted(set(int(k) for k in keep)), dtype=torch.long, device=HOST)  # indices: host-side
     if keep.numel() == 0 or keep[0] < 0 or keep[-1] >= layout.types:
         raise ValueError(f"keep must name 1..{layout.types} distinct types in [0, {layout.types}); got {keep.tolist()}")
     return keep
@@ -116,8 +117,8 @@ def mask_capsules(model: nn.Module, keep: Iterable[int]) -> nn.Module:
     state = model.state_dict()
     with torch.no_grad():
         for name, idx in slices.items():
-            drop = torch.ones(state[name].shape[0], dtype=torch.bool)
-            drop[idx] = False
+            drop = torch.ones(state[name].shape[0], dtype=torch.bool, device=state[name].device)
+            drop[idx.to(drop.device)] = False
             state[name][drop] = 0
     return model
 
@@ -132,7 +133,9 @@ def prune_capsules(model: nn.Module, keep: Iterable[int], build: Callable[..., n
     new = build(**args)
     old = model.state_dict()
     with torch.no_grad():
-        state = {name: (old[name].index_select(0, slices[name]) if name in slices else old[name]).clone()
+        # the host's indices go where the weights are (index_select wants both on one device)
+        state = {name: (old[name].index_select(0, slices[name].to(old[name].device)) if name in slices
+                        else old[name]).clone()
                  for name in new.state_dict()}
     new.load_state_dict(state)
     new.train(model.training)

@@ -8,7 +8,8 @@ from typing import Callable
 import torch
 from torch import nn
 
-from rem.evaluate import batches_of, evaluate
+from rem.device import HOST
+from rem.evaluate import batches_of, evaluate, model_device
 from rem.pruning import schedule_sparsity, sparsity_report
 from rem.structured.criteria import CRITERIA, capsule_report, coupling_mass_scores, sensitivity_add_, weight_norm_scores
 from rem.structured.layout import capsule_layout, prune_capsules, retarget_optimizer
@@ -63,7 +64,8 @@ class CapsulePruner:
         self.original_prunable = int(sparsity_report(model)["prunable_params"])
         self.kept = list(range(layout.types))  # original ids of the types the current model holds
         self.build_args: dict = {}
-        self.sensitivity = torch.zeros(layout.types)
+        self.device = model_device(model)  # the sensitivity sums stay there (see sensitivity_add_)
+        self.sensitivity = torch.zeros(layout.types, device=self.device)
         self.history: list[dict] = []
         self._pending: tuple[nn.Module, dict] | None = None
 
@@ -103,7 +105,7 @@ class CapsulePruner:
             keep = torch.sort(ranked[removed_now:]).values
             new, self.build_args, slices = prune_capsules(model, keep, self.build, self.build_args)
             self.kept = [self.kept[k] for k in keep.tolist()]
-            self.sensitivity = self.sensitivity[keep]
+            self.sensitivity = self.sensitivity[keep.to(self.device)]
             self._pending = (new, slices)
             metrics["prune/capsules_removed"] = float(removed_now)
             model = new
@@ -125,12 +127,12 @@ class CapsulePruner:
 
     def state_dict(self) -> dict:
         return {"method": "capsules", "build_args": dict(self.build_args), "kept": list(self.kept),
-                "original_types": self.original_types, "sensitivity": self.sensitivity.clone(),
+                "original_types": self.original_types, "sensitivity": self.sensitivity.to(HOST, copy=True),
                 "history": list(self.history)}
 
     def load_state_dict(self, state: dict, model: nn.Module | None = None) -> None:
         self.build_args, self.kept = dict(state["build_args"]), list(state["kept"])
-        self.sensitivity = state["sensitivity"].clone()
+        self.sensitivity = state["sensitivity"].to(self.device, copy=True)
         self.history = list(state.get("history", []))
 
     def restore_structure(self, state: dict, model: nn.Module, optimizer: torch.optim.Optimizer) -> nn.Module:

@@ -1,0 +1,53 @@
+"""benchmarks/gpu_check.py --cpu: the GPU check's every part (a-f) on the CPU at tiny sizes, with Ray, MLflow and DVC
+made unimportable in it and every process it starts (the check must need only torch, torchvision and this repo)."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+
+import pandas as pd
+import pytest
+
+from rem.results import IDENTITY
+from tests.conftest import REPO
+
+BLOCKED = ("ray", "mlflow", "dvc")
+
+
+@pytest.fixture
+def without_ray_mlflow_dvc(tmp_path):
+    """An environment whose Python processes cannot import Ray, MLflow or DVC (a sitecustomize on PYTHONPATH)."""
+    site = tmp_path / "site"
+    site.mkdir()
+    (site / "sitecustomize.py").write_text(f"import sys\nfor name in {BLOCKED!r}:\n    sys.modules[name] = None\n")
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(site), str(REPO)])}
+    probe = subprocess.run([sys.executable, "-c", "import mlflow"], env=env, capture_output=True, text=True)
+    assert probe.returncode != 0 and "ModuleNotFoundError" in probe.stderr  # the block holds
+    return env
+
+
+@pytest.mark.slow
+def test_the_gpu_check_runs_every_part_on_the_cpu_without_ray_mlflow_or_dvc(fashion_raw, tmp_path,
+                                                                           without_ray_mlflow_dvc):
+    out = tmp_path / "out"
+    cmd = [sys.executable, "benchmarks/gpu_check.py", "--cpu", "--out", str(out), "--data", str(fashion_raw),
+           "--budget-s", "170"]
+    done = subprocess.run(cmd, cwd=REPO, env=without_ray_mlflow_dvc, capture_output=True, text=True, timeout=420)
+    summary = json.loads((out / "summary.json").read_text())
+    statuses = {name: (p["status"], p["error"][-300:]) for name, p in summary["parts"].items()}
+    assert done.returncode == 0, (statuses, done.stdout[-3000:], done.stderr[-3000:])
+    assert list(statuses) == ["a_tests", "b_trials", "c_epochs", "d_sharing", "e_packing", "f_evidence"]
+    parts = summary["parts"]
+    assert parts["b_trials"]["resume"]["device->device"]["exact"]
+    assert all(row["host_waits_per_step"] <= 1 for t in parts["c_epochs"]["trials"].values() for row in t["epochs"])
+    assert [r["n"] for r in parts["d_sharing"]["fp32"]] == [1, 2]
+    assert "gpus_per_trial:" in (out / "gpus_per_trial_fp32.yaml").read_text()
+    evidence = pd.read_parquet(out / "evidence_gpu.parquet")
+    committed = pd.read_parquet(REPO / "reports" / "evidence" / "sweep.parquet")
+    schema = [c for c in committed.columns if c in IDENTITY or ("." in c and "/" not in c)]  # identity and config
+    assert len(evidence) == 1 and set(schema) <= set(evidence.columns)
+    assert not set(schema) & set(parts["f_evidence"]["columns_missing_vs_committed"])  # only other arms' metrics
+    assert (out / "log.txt").read_text().count("[f_evidence]") >= 2
