@@ -185,8 +185,11 @@ HEADER = ["Model", "Variant", "Test accuracy (%)", "Published (%)", "Entropy (bi
           "Non-zero params", "Parameters"]
 
 RULES = ("Accuracy: mean ± std over seeds. Entropy: mean ± std over classes of the per-class entropy averaged "
-         "over seeds. Parse trees: median over seeds of the total over classes. Sparsity, non-zero parameters: "
-         "median over seeds. \"not run\": no finished trial of that row in the sweep.")
+         "over seeds (REM's ±). Parse trees: median over seeds of the total over classes; a tree is an image's "
+         "couplings to its predicted class, each rounded to the nearest of the K levels 0, 1/(K-1), ..., 1 (K = 11: "
+         "0, 0.1, ..., 1, edges at 0.05, 0.15, ...; near-uniform couplings of 0.1 change their entry only beyond "
+         "±50 %). Sparsity, non-zero parameters: median over seeds. \"not run\": no finished trial of that row in "
+         "the sweep.")
 
 
 def pm(mean: float, std: float, scale: float = 100.0, digits: int = 2) -> str:
