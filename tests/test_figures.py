@@ -112,7 +112,9 @@ def test_missing_checkpoint_is_a_note_not_a_crash(tiny_sweep, fashion_raw, tmp_p
     gone.mkdir()
     broken = {"prune.method=none": gone}  # +REM's checkpoint not found at all, +Q's folder empty
     figures, notes = build_figures(results, broken, report_cfg(fashion_raw, tmp_path), REPO, tmp_path / "figures")
-    assert {f.path.name for f in figures} == {"pareto_fashion-mnist.png", "training_fashion-mnist.png", "parallel.png"}
+    # the results-table figures (the mechanism curve is in the results table too) are drawn without checkpoints
+    assert {f.path.name for f in figures} == {"pareto_fashion-mnist.png", "training_fashion-mnist.png", "parallel.png",
+                                              "curve_fashion-mnist_capsnet.png"}
     assert len(notes) == 2
     assert f"no {CHECKPOINT_FILE} in {gone}" in notes[0] and "no checkpoint found" in notes[1]
 
@@ -133,7 +135,7 @@ def test_report_stage_finds_checkpoints_in_ray_storage_and_links_only_existing_f
     written = build_reports(results, out, cfg, REPO)
     page = (out / "index.html").read_text()
     links = linked_files(page)
-    assert len([x for x in links if x.endswith(".png")]) == 10 and any(x.endswith(".tex") for x in links)
+    assert len([x for x in links if x.endswith(".png")]) == 11 and any(x.endswith(".tex") for x in links)
     assert all((out / link).is_file() for link in links) and all(not link.startswith("/") for link in links)
     assert "Figures not drawn" not in page
     assert all(p.exists() for p in written)
