@@ -116,9 +116,10 @@ def prepare_backend(device: torch.device, deterministic: bool = False, tf32: boo
         return
     torch.backends.cudnn.benchmark = not deterministic
     torch.backends.cudnn.deterministic = deterministic
-    precision = "tf32" if tf32 else "ieee"
-    torch.backends.cudnn.conv.fp32_precision = precision
-    torch.backends.cuda.matmul.fp32_precision = precision
+    # The legacy flags, not torch's newer `fp32_precision` API: setting the new matmul one leaves torch's two
+    # records disagreeing, and every cuBLAS matmul then fails reading them (torch 2.14; tests/test_gpu_settings.py).
+    torch.backends.cudnn.allow_tf32 = tf32
+    torch.backends.cuda.matmul.allow_tf32 = tf32
 
 
 def numerics(device: torch.device, train) -> dict[str, str]:

@@ -21,12 +21,12 @@ CUDA = torch.device("cuda", 0)
 @pytest.fixture
 def restored_backend():
     """The process-global flags prepare_backend sets, put back after the test."""
-    flags = (torch.backends.cudnn.benchmark, torch.backends.cudnn.deterministic,
-             torch.backends.cudnn.conv.fp32_precision, torch.backends.cuda.matmul.fp32_precision,
+    flags = (torch.backends.cudnn.benchmark, torch.backends.cudnn.deterministic, torch.backends.cudnn.allow_tf32,
+             torch.backends.cuda.matmul.allow_tf32,
              torch.are_deterministic_algorithms_enabled(), torch.is_deterministic_algorithms_warn_only_enabled())
     yield
-    (torch.backends.cudnn.benchmark, torch.backends.cudnn.deterministic, torch.backends.cudnn.conv.fp32_precision,
-     torch.backends.cuda.matmul.fp32_precision) = flags[:4]
+    (torch.backends.cudnn.benchmark, torch.backends.cudnn.deterministic, torch.backends.cudnn.allow_tf32,
+     torch.backends.cuda.matmul.allow_tf32) = flags[:4]
     torch.use_deterministic_algorithms(flags[4], warn_only=flags[5])
 
 
@@ -37,8 +37,9 @@ def test_a_gpu_trial_gets_the_numerics_it_asked_for(restored_backend, determinis
     assert torch.backends.cudnn.benchmark is not deterministic
     assert torch.backends.cudnn.deterministic is deterministic
     assert torch.are_deterministic_algorithms_enabled() is deterministic
-    expected = "tf32" if tf32 else "ieee"
-    assert torch.backends.cudnn.conv.fp32_precision == torch.backends.cuda.matmul.fp32_precision == expected
+    # read back the way cuDNN and cuBLAS calls read them (a mix of torch's two flag APIs fails right here)
+    assert torch.backends.cudnn.allow_tf32 is tf32 and torch.backends.cuda.matmul.allow_tf32 is tf32
+    assert torch.backends.cuda.matmul.fp32_precision == ("tf32" if tf32 else "ieee")
 
 
 def test_a_cpu_trial_keeps_the_cpu_kernels_as_they_are(restored_backend):

@@ -17,6 +17,7 @@ from benchmarks.gpucheck.runner import Part
 SHARE_OK = 0.90
 MEMORY_USE = 0.90
 DEFAULT_OVERHEAD_MIB = 600.0  # a CUDA context and workspaces, where d did not measure it
+MOST_SHARED = 8  # part d's largest count
 CPUS_PER_TRIAL = 2  # what params.yaml's paper profile gives each trial (pipeline/cluster.yaml: 8 vCPUs per GPU)
 
 
@@ -41,7 +42,8 @@ def suggestion(memory: dict, sharing: dict, total_mib: float | None) -> dict:
                 continue
             per_trial = peaks[precision] + overhead if peaks[precision] else None
             fit = max(1, math.floor(MEMORY_USE * total_mib / per_trial)) if total_mib and per_trial else None
-            trials = min(n for n in (fit, compute) if n) if (fit or compute) else 1
+            # unmeasured compute: no more than the most trials part d would have tried together
+            trials = min(fit or MOST_SHARED, compute or MOST_SHARED) if (fit or compute) else 1
             out.setdefault(precision, {})[arch] = {"trials": trials, "gpus_per_trial": round(1 / trials, 4),
                                                    "memory_mib": per_trial, "fit_by_memory": fit, "fit_by_compute": compute}
     return out

@@ -9,7 +9,7 @@ import sys
 from pathlib import Path
 
 from benchmarks.gpucheck.data import REPO
-from benchmarks.gpucheck.runner import Part
+from benchmarks.gpucheck.runner import OutOfTime, Part
 
 FILES = ("tests/test_device.py", "tests/test_factory_guard.py")
 
@@ -26,7 +26,7 @@ def run(part: Part, sizes, device: str, raw: Path, work: Path) -> None:
         done = subprocess.run(cmd, cwd=REPO, capture_output=True, text=True, timeout=part.left())
     except subprocess.TimeoutExpired as err:
         part.result["output"] = (err.stdout or b"").decode(errors="replace")[-3000:]
-        raise
+        raise OutOfTime(f"pytest still running after {err.timeout:.0f} s") from None
     tail = (done.stdout + done.stderr).strip().splitlines()
     part.result.update({"returncode": done.returncode, "summary": tail[-1] if tail else "", "output": "\n".join(tail[-40:])})
     part.log(part.result["summary"])
