@@ -82,8 +82,7 @@ REM_LAMBDA0 = 1e-4  # REM's published max_lmbda: other values are labelled by th
 
 
 def tensor_label(name: str) -> str:
-    """A prunable tensor's short name: W for capsule vote matrices (`votes.weight`, `class_votes.weight`), else
-    its module's name (`primary.conv.weight` -> primary.conv)."""
+    """A prunable tensor's short name: W for capsule vote matrices (`*votes.weight`), else its module's name."""
     return "W" if name.endswith("votes.weight") else name.removesuffix(".weight")
 
 
