@@ -102,12 +102,13 @@ def _sparsity_curve(cfg: Config, args: argparse.Namespace) -> int:
 
 def sparsity_curve_command(args: argparse.Namespace) -> int:
     from rem.data import DataSourceError
-    from rem.model_store import ModelNotFoundError
+    from rem.model_store import ModelNotFoundError, ModelShapeError
     from rem.safe_load import UnsafeFileError
     from rem.sparsity_curve import CurveError
 
     logging.basicConfig(level=logging.WARNING)
-    return run_with_params(_sparsity_curve, args, (CurveError, ModelNotFoundError, UnsafeFileError, DataSourceError))
+    return run_with_params(_sparsity_curve, args, (CurveError, ModelNotFoundError, ModelShapeError, UnsafeFileError,
+                                                   DataSourceError))
 
 
 def add_commands(sub) -> None:

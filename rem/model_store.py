@@ -33,6 +33,10 @@ class ModelNotFoundError(LookupError):
     """The run has no model artifact, or the run / tracking store cannot be found."""
 
 
+class ModelShapeError(ValueError):
+    """A package's weights do not fit the model its build arguments describe (the message names the first misfit)."""
+
+
 def final_weights(state: dict) -> tuple[dict, int]:
     """The weights the trial's final evaluation used (and their epoch), from its last checkpoint."""
     last = int(state["epoch"])
@@ -73,6 +77,13 @@ def model_from_package(package: dict, source: str = "package") -> torch.nn.Modul
     args = dict(package["build_args"])
     model = create_model(package["model_name"], in_shape=tuple(args.pop("in_shape")), num_classes=args.pop("num_classes"),
                          **args)
+    expected = model.state_dict()
+    for name, tensor in package["state_dict"].items():  # one line naming the misfit, not torch's many-line error
+        if name not in expected or tuple(expected[name].shape) != tuple(tensor.shape):
+            want = tuple(expected[name].shape) if name in expected else "no such tensor"
+            raise ModelShapeError(f"{source}: its weights do not fit {package['model_name']} built for "
+                                  f"{tuple(package['build_args']['in_shape'])}: {name} is {tuple(tensor.shape)} in the "
+                                  f"file, {want} in the model")
     model.load_state_dict(package["state_dict"])
     return model.eval()
 

@@ -24,18 +24,20 @@ from pathlib import Path
 import pandas as pd
 import torch
 
+from rem.checkpoint import CHECKPOINT_FILE
 from rem.config import Config, from_dict
 from rem.data import BatchTransform, prepare_data
 from rem.data.splits import Split
 from rem.device import HOST, to_device
-from rem.model_store import model_from_package
+from rem.final_evaluation import final_net
+from rem.model_store import PACKAGE_FORMAT, load_package, model_from_package, model_package
 from rem.pruning.imp import magnitude_prune_to
 from rem.pruning.masks import Masks, sparsity_report
 from rem.pruning.parameters import prunable_parameters
+from rem.safe_load import load_plain
 from rem.training_run import evaluate_split
 
 SPARSITIES = (0.0, 0.2, 0.4, 0.6, 0.8, 0.9, 0.95, 0.98)
-SCOPES = ("global", "class_capsules", "primary_conv")
 METRICS = ("test/acc", "test/loss", "entropy/mean", "entropy/std", "parse_trees/total", "routing/coupling_entropy",
            "routing/dead_capsules")
 
@@ -67,63 +69,47 @@ def sparsity_curve(model: torch.nn.Module, cfg: Config, split, transform, num_cl
     """One row per (scope, target sparsity): the model pruned to it and evaluated on `split`; the model's
     weights are restored afterwards. A target below what the scope already holds at zero prunes nothing more."""
     sparsities = check_sparsities(sparsities)
-    params = prunable_parameters(model, rem_tensors=cfg.prune.rem_tensors)
-    original = {n: p.detach().clone() for n, p in params.items()}
+    every = Masks.dense(model, rem_tensors=cfg.prune.rem_tensors)  # all True: sparsity is read from the weights
+    original = {n: p.detach().clone() for n, p in every.parameters(model).items()}
+
+    def restore() -> None:
+        with torch.no_grad():
+            for n, p in every.parameters(model).items():
+                p.copy_(original[n])
+
     kwargs = loss_kwargs if loss_kwargs is not None else cfg.train.margin(0)
     unpruned: dict | None = None
     rows = []
     try:
         for scope, names in scope_tensors(model, cfg.prune.rem_tensors).items():
             for target in sparsities:
-                with torch.no_grad():
-                    for n, p in params.items():
-                        p.copy_(original[n])
+                restore()
                 if target == 0.0 and unpruned is not None:  # the same model in every scope
                     rows.append({**unpruned, "scope": scope})
                     continue
-                masks = Masks.dense(model, rem_tensors=cfg.prune.rem_tensors).subset(names)
+                scoped = every.subset(names)
                 if target > 0:
-                    magnitude_prune_to(model, masks, target)
-                row = {"scope": scope, "target": 100.0 * target, **_measure(model, cfg, split, transform, num_classes,
-                                                                             kwargs, names)}
+                    magnitude_prune_to(model, scoped, target)
+                row = {"scope": scope, "target": 100.0 * target,
+                       **_measure(model, cfg, split, transform, num_classes, kwargs, every, scoped)}
                 if target == 0.0:
                     unpruned = row
                 rows.append(row)
     finally:
-        with torch.no_grad():
-            for n, p in params.items():
-                p.copy_(original[n])
+        restore()
     return pd.DataFrame(rows)
 
 
-def _measure(model, cfg: Config, split, transform, num_classes: int, loss_kwargs: dict, names: list[str]) -> dict:
+def _measure(model, cfg: Config, split, transform, num_classes: int, loss_kwargs: dict, every: Masks,
+             scoped: Masks) -> dict:
     res = evaluate_split(cfg, model, split, transform, num_classes, quantized=cfg.eval.final_quantized,
                          parse_trees=True, loss_kwargs=loss_kwargs)
-    report = sparsity_report(model, Masks.dense(model, rem_tensors=cfg.prune.rem_tensors))
-    scope_zeros = sum(int((p == 0).sum()) for n, p in prunable_parameters(model).items() if n in names)
-    scope_size = sum(p.numel() for n, p in prunable_parameters(model).items() if n in names)
-    out = {"sparsity": report["sparsity"], "scope_sparsity": 100.0 * scope_zeros / scope_size,
+    report = sparsity_report(model, every)
+    out = {"sparsity": report["sparsity"], "scope_sparsity": sparsity_report(model, scoped)["sparsity"],
            **{k: v for k, v in report.items() if k.startswith("sparsity/")}}
     out.update({"test/acc": res["acc"], "test/loss": res["loss"], "n_images": res["n_images"]})
     out.update({k: float(res[k]) for k in METRICS if k in res and k not in out})
     return out
-
-
-def checked_model(package: dict, source: str) -> torch.nn.Module:
-    """The package's model with its weights; weights of another shape are one line naming the first misfit."""
-    from rem.models import create_model
-
-    args = dict(package["build_args"])
-    model = create_model(package["model_name"], in_shape=tuple(args.pop("in_shape")),
-                         num_classes=args.pop("num_classes"), **args)
-    expected = model.state_dict()
-    for name, tensor in package["state_dict"].items():
-        if name not in expected or tuple(expected[name].shape) != tuple(tensor.shape):
-            want = tuple(expected[name].shape) if name in expected else "no such tensor"
-            raise CurveError(f"{source}: its weights do not fit {package['model_name']} built for "
-                             f"{tuple(package['build_args']['in_shape'])}: {name} is {tuple(tensor.shape)} in the file, "
-                             f"{want} in the model")
-    return model_from_package(package, source)
 
 
 def curve_for_package(package: dict, source: str, repo_root: Path, *, test_images: int = 0,
@@ -132,7 +118,7 @@ def curve_for_package(package: dict, source: str, repo_root: Path, *, test_image
     when > 0), read as the trial read it."""
     sparsities = check_sparsities(sparsities)
     cfg = from_dict(package["config"], f"{source} config", check_grid=False)
-    model = checked_model(package, source).to(device)
+    model = model_from_package(package, source).to(device)
     splits = prepare_data(cfg, repo_root)
     spec = splits.spec
     if tuple(spec.in_shape) != tuple(package["build_args"]["in_shape"]):
@@ -162,8 +148,6 @@ def curve_metrics(frame: pd.DataFrame) -> dict[str, float]:
 def trial_curve(run, metrics: dict) -> dict[str, float]:
     """The curve of a trial's final model (`rem.training_run.TrainingRun`, its final `metrics`), on the first
     `eval.curve_images` test images, as `curve_metrics`."""
-    from rem.final_evaluation import final_net
-
     cfg = run.cfg
     net = final_net(run.model, run.best, int(metrics["final/checkpoint_epoch"]), int(metrics["epoch"]))
     frame = sparsity_curve(net, cfg, run.splits.test.head(cfg.eval.curve_images), run.transform,
@@ -199,10 +183,6 @@ RUN_ID = re.compile(r"^[0-9a-f]{32}$")  # MLflow's run ids
 def load_source(source: str, tracking_uri: str | None = None) -> tuple[dict, str, str | None]:
     """(model package, its name for messages, the MLflow run id or None) of a checkpoint folder or file, a model
     package file, or an MLflow run id; a missing file or artifact is one line naming it."""
-    from rem.checkpoint import CHECKPOINT_FILE
-    from rem.model_store import PACKAGE_FORMAT, load_package, model_package
-    from rem.safe_load import load_plain
-
     path = Path(source)
     if path.is_dir():
         path = path / CHECKPOINT_FILE

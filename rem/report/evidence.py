@@ -231,10 +231,7 @@ def cost_table(results: pd.DataFrame, min_epochs: int = 201, seeds: int = 5) -> 
     training images per epoch, patience 200: at least 201 epochs, 5 seeds) would take at this speed."""
     done = finished(results)
     rows = []
-    q_epoch = {}
-    for (model, variant), group in done.groupby(["model.name", "variant"]):
-        if variant == "+Q":
-            q_epoch[model] = float(group["time/epoch_s"].mean())
+    q_epoch = {m: float(arm_rows(done, m, v)["time/epoch_s"].mean()) for m, v in arms(done) if v == "+Q"}
     for model, variant in arms(done):
         group = arm_rows(done, model, variant)
         step, epoch = float(group["time/step_s"].mean()), float(group["time/epoch_s"].mean())

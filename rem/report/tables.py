@@ -90,7 +90,7 @@ def rem_arm_suffix(row) -> str:
     """What sets a REM arm apart from the paper's setting: " λ×100" for lambda0 = 1e-2, " W only" (the tensor
     names' last parts) when the threshold covers only some tensors; "" for the paper's REM."""
     suffix = ""
-    lam = pd.to_numeric(pd.Series([row.get("prune.lambda0", REM_LAMBDA0)]), errors="coerce").iloc[0]
+    lam = row.get("prune.lambda0", REM_LAMBDA0)
     if not pd.isna(lam) and not math.isclose(float(lam), REM_LAMBDA0, rel_tol=1e-6):
         suffix += f" λ×{float(lam) / REM_LAMBDA0:g}"
     tensors = row.get("prune.threshold_tensors", "[]")

@@ -31,9 +31,10 @@ def curve_figure(curves: pd.DataFrame, path: Path, title: str, series: str = "va
                 group = curves[(curves["scope"] == scope) & (curves[series].astype(str) == name)]
                 if column not in group or group[column].isna().all():
                     continue
-                stats = group.groupby("target")[column].agg(["mean"]) * scale
-                spread = group.groupby("target")[column].std(ddof=0).fillna(0.0).to_numpy() * scale  # the tables' population std
-                x, mean = stats.index.to_numpy(), stats["mean"].to_numpy()
+                by_target = group.groupby("target")[column]
+                mean = by_target.mean() * scale
+                spread = by_target.std(ddof=0).fillna(0.0).to_numpy() * scale  # the tables' population std
+                x, mean = mean.index.to_numpy(), mean.to_numpy()
                 ax.plot(x, mean, marker="o", ms=3, color=palette[name], label=name)
                 ax.fill_between(x, mean - spread, mean + spread, color=palette[name], alpha=0.2)
             ax.set_title(f"{label}\n{SCOPE_TITLES[scope]}", fontsize=9)
