@@ -25,8 +25,8 @@ from rem.checkpoint import (carry_first_epoch, load_checkpoint, save_checkpoint,
                             save_parse_trees)
 from rem.config import Config
 from rem.data import prepare_data
-from rem.device import HOST, autocast, check_precision, configure_determinism, prepare_backend, resolve_device, splits_to
-from rem.device import to_device
+from rem.device import (HOST, autocast, check_precision, configure_determinism, prepare_backend, resolve_device,
+                        splits_to, to_device)
 from rem.final_evaluation import final_evaluation
 from rem.losses import batch_losses, margin_loss, reconstruction_loss
 from rem.models import count_parameters
