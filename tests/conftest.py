@@ -1,12 +1,16 @@
-"""Shared fixtures. Each test asks only for the real data it reads; a file that cannot be obtained FAILS (never
-skips) the tests that need it, in one line naming the file, every place tried and the variable to set, and the
-other tests still run.
+"""Shared fixtures: generated data for the mechanics, real data for the checks that are about real data.
 
-Test data is obtained as the product obtains it (`rem.data` fetch: the mirror folders -- env REM_DATA_MIRROR, then
+Mechanics tests (training, resume, sweeps, the cluster, MLflow, figures, pruning, the report, the pipeline) run on
+`synthetic-fashion` (rem/data/synthetic.py): registered like a real dataset, in Fashion-MNIST's exact IDX layout,
+generated and verified by md5 through the product's own fetch, learnable -- so it is there on any machine.
+
+Real-data tests are marked `realdata` (see tests/realdata.py) and take their files from the `real_fixture`s below,
+obtained as the product obtains them (`rem.data` fetch: the mirror folders -- env REM_DATA_MIRROR, then
 ../shared/data beside the checkout --, the system folder /usr/share/datasets/<name>, then the canonical URL; every
 file verified by checksum) into a per-user cache, once per machine: env REM_DATA_CACHE, else
 $XDG_CACHE_HOME/rem-capsules/data (~/.cache/rem-capsules/data). The staged CIFAR-10 files (no public URL) are,
 where no mirror has them, rebuilt in their format from the official CIFAR-10 archive (downloaded once, verified).
+A file found nowhere skips its tests in one line (fails them under REM_REQUIRE_REAL_DATA=1).
 """
 
 from __future__ import annotations
@@ -23,9 +27,13 @@ import numpy as np
 import pytest
 
 from rem.config import DataConfig
-from rem.data import DataSourceError, DatasetSpec, RemoteFile, get_dataset, mirror_folders
+from rem.data import DataSourceError, DatasetSpec, RemoteFile, fetch, get_dataset, mirror_folders
 from rem.data.sources import fetch_file
+from rem.data.synthetic import idx_bytes
 from rem.data.verify import md5_of
+from tests.realdata import pytest_collection_modifyitems, pytest_terminal_summary, real_fixture, unavailable  # noqa: F401
+
+SYNTHETIC = "synthetic-fashion"  # the generated dataset the mechanics tests train on
 
 REPO = Path(__file__).resolve().parents[1]
 SOURCES = DataConfig()  # params' defaults: data.mirror (../shared/data) and data.system_root (/usr/share/datasets)
@@ -68,12 +76,12 @@ class Unobtainable(DataSourceError):
 def _unavailable(err: Unobtainable, fallback: str = "") -> None:
     origin = (" (no public URL: it comes only from the project's staged data mirror, shared/data, whose "
               "SOURCES.md says where it was taken from)") if "no canonical URL" in str(err.cause) else ""
-    pytest.fail(f"test data {err.where} unavailable: {err.cause}; not in the cache {err.cache} (REM_DATA_CACHE); set "
-                f"REM_DATA_MIRROR to a folder holding {err.where}{origin}{fallback}", pytrace=False)
+    unavailable(f"test data {err.where} unavailable: {err.cause}; not in the cache {err.cache} (REM_DATA_CACHE); set "
+                f"REM_DATA_MIRROR to a folder holding {err.where}{origin}{fallback}")
 
 
 def obtain(spec: DatasetSpec, *names: str) -> Path:
-    """Like fetch_into_cache, but a file no source had FAILS the test in one line."""
+    """Like fetch_into_cache, but a file no source had SKIPS the test in one line (fails it where required)."""
     try:
         return fetch_into_cache(spec, *names)
     except Unobtainable as err:
@@ -145,22 +153,27 @@ def derive_jpeg_folders(official: Path, out: Path) -> None:
     """Small CIFAR-10 JPEG folders as staged (train|test/<class>/NNNN.jpg, NNNN a per-class running number): the
     first images of each class of data_batch_1 / test_batch, encoded by PIL's defaults (quality 75, 4:2:0) as the
     staged files were."""
-    from PIL import Image
-
     classes = [n.decode() for n in _as_bytes(_str_keys(official / "batches.meta")["label_names"])]
     for sub, batch_name, count in (("train", "data_batch_1", 30), ("test", "test_batch", 50)):
         batch = official_batch(official / batch_name)
-        images = batch["data"].reshape(-1, 3, 32, 32).transpose(0, 2, 3, 1)
-        seen = [0] * len(classes)
-        for image, label in zip(images, batch["labels"]):
-            if seen[label] < count:
-                path = out / sub / classes[label] / f"{seen[label]:04d}.jpg"
-                path.parent.mkdir(parents=True, exist_ok=True)
-                Image.fromarray(image).save(path, "JPEG")
-                seen[label] += 1
+        write_jpeg_folder(out / sub, batch["data"].reshape(-1, 3, 32, 32), batch["labels"], classes, count)
 
 
-@pytest.fixture(scope="session")
+def write_jpeg_folder(out: Path, images: np.ndarray, labels, classes, count: int = 0) -> None:
+    """(N, 3, H, W) uint8 images as <out>/<class>/NNNN.jpg (NNNN a per-class running number), encoded by PIL's
+    defaults (quality 75, 4:2:0); `count` > 0 keeps only the first `count` of each class."""
+    from PIL import Image
+
+    seen = [0] * len(classes)
+    for image, label in zip(images.transpose(0, 2, 3, 1), labels):
+        if not count or seen[label] < count:
+            path = out / classes[label] / f"{seen[label]:04d}.jpg"
+            path.parent.mkdir(parents=True, exist_ok=True)
+            Image.fromarray(image).save(path, "JPEG")
+            seen[label] += 1
+
+
+@real_fixture
 def fashion_raw() -> Path:
     """Verified, uncompressed Fashion-MNIST (the parent of fashion-mnist/: a `data.root`, or a mirror)."""
     return obtain(get_dataset("fashion-mnist")).parent
@@ -174,26 +187,31 @@ def _idx_array(path: Path) -> np.ndarray:
     return np.frombuffer(raw, dtype=np.uint8, offset=4 + 4 * ndim).reshape(dims)
 
 
-@pytest.fixture(scope="session")
+@real_fixture
 def mnist_raw() -> Path:
     """A folder holding the verified MNIST test set (t10k images and labels) only."""
     return obtain(get_dataset("mnist"), "t10k-images-idx3-ubyte", "t10k-labels-idx1-ubyte")
 
 
-@pytest.fixture(scope="session")
+def idx_pair(folder: Path, prefix: str) -> tuple[np.ndarray, np.ndarray]:
+    """`<prefix>-images-idx3-ubyte` (N, H, W) uint8 and `<prefix>-labels-idx1-ubyte` as int64, from `folder`."""
+    return (_idx_array(folder / f"{prefix}-images-idx3-ubyte"),
+            _idx_array(folder / f"{prefix}-labels-idx1-ubyte").astype(np.int64))
+
+
+@real_fixture
 def mnist_test(mnist_raw) -> tuple[np.ndarray, np.ndarray]:
     """The real MNIST test digits (10000, 28, 28) uint8 and labels."""
-    return (_idx_array(mnist_raw / "t10k-images-idx3-ubyte"),
-            _idx_array(mnist_raw / "t10k-labels-idx1-ubyte").astype(np.int64))
+    return idx_pair(mnist_raw, "t10k")
 
 
-@pytest.fixture(scope="session")
+@real_fixture
 def cifar_lossless_dir() -> Path:
     """The 200 lossless CIFAR-10 test images as a python batch folder (test_batch, batches.meta)."""
     return obtain_or_derive(CIFAR_LOSSLESS, (), "cifar10-lossless200-derived", derive_lossless200)
 
 
-@pytest.fixture(scope="session")
+@real_fixture
 def cifar_lossless(cifar_lossless_dir) -> tuple[np.ndarray, np.ndarray]:
     """The 200 lossless CIFAR-10 test images (200, 3, 32, 32) uint8 and labels, decoded by plain pickle."""
     with open(cifar_lossless_dir / "test_batch", "rb") as fh:
@@ -201,14 +219,14 @@ def cifar_lossless(cifar_lossless_dir) -> tuple[np.ndarray, np.ndarray]:
     return np.asarray(batch[b"data"], dtype=np.uint8).reshape(-1, 3, 32, 32), np.asarray(batch[b"labels"], dtype=np.int64)
 
 
-@pytest.fixture(scope="session")
+@real_fixture
 def cifar_jpeg_test() -> Path:
     """CIFAR-10's 10,000 test images as JPEG: <folder>/<class>/NNNN.jpg."""
     return obtain_or_derive(get_dataset("cifar10-jpeg"), ("cifar10_test_jpeg_10000.tar",), "cifar10-jpeg-derived",
                             derive_jpeg_folders) / "test"
 
 
-@pytest.fixture(scope="session")
+@real_fixture
 def cifar_jpeg_train() -> Path:
     """CIFAR-10's 50,000 training images as JPEG: <folder>/<class>/NNNN.jpg."""
     return obtain_or_derive(get_dataset("cifar10-jpeg"), ("cifar10_train_jpeg_50000.tar",), "cifar10-jpeg-derived",
@@ -216,7 +234,40 @@ def cifar_jpeg_train() -> Path:
 
 
 def write_idx(path: Path, array: np.ndarray) -> None:
-    magic = 0x0800 + array.ndim
-    with open(path, "wb") as fh:
-        fh.write(struct.pack(f">I{array.ndim}I", magic, *array.shape))
-        fh.write(np.ascontiguousarray(array, dtype=np.uint8).tobytes())
+    path.write_bytes(idx_bytes(np.asarray(array, dtype=np.uint8)))
+
+
+@pytest.fixture(scope="session")
+def synthetic_raw(tmp_path_factory) -> Path:
+    """synthetic-fashion as the product fetches it (generated, verified by md5): the parent of synthetic-fashion/,
+    i.e. a `data.root` (or a mirror)."""
+    root = tmp_path_factory.mktemp("raw")
+    fetch(get_dataset(SYNTHETIC), root / SYNTHETIC, download_ok=False)
+    return root
+
+
+@pytest.fixture(scope="session")
+def synthetic_train(synthetic_raw) -> tuple[np.ndarray, np.ndarray]:
+    """synthetic-fashion's 10,000 training images (N, 28, 28) uint8 and labels, read back from its IDX files."""
+    return idx_pair(synthetic_raw / SYNTHETIC, "train")
+
+
+def synthetic_data(raw_root: Path) -> dict:
+    """A `data` section reading synthetic-fashion from an already verified raw folder and from nowhere else."""
+    return {"dataset": SYNTHETIC, "root": str(raw_root), "mirror": "", "system_root": "", "download": False}
+
+
+def as_rgb32(images: np.ndarray) -> np.ndarray:
+    """(N, 28, 28) grey -> (N, 3, 32, 32) colour, channels differing (padded by 2: CIFAR/SVHN's size)."""
+    grey = np.pad(images, ((0, 0), (2, 2), (2, 2)))
+    return np.stack([grey, grey // 2 + 64, 255 - grey], axis=1)
+
+
+@pytest.fixture(scope="session")
+def synthetic_jpegs(synthetic_raw, tmp_path_factory) -> Path:
+    """synthetic-fashion's 2,000 test images as colour 32x32 JPEGs in <folder>/<label>/NNNN.jpg: an image folder laid
+    out as the staged CIFAR-10 JPEGs are."""
+    images, labels = idx_pair(synthetic_raw / SYNTHETIC, "t10k")
+    out = tmp_path_factory.mktemp("jpegs")
+    write_jpeg_folder(out, as_rgb32(images), labels, [str(label) for label in range(10)])
+    return out

@@ -1,4 +1,4 @@
-"""Helpers for tests that run the real sweep (Ray Tune + MLflow) in a subprocess, on real Fashion-MNIST."""
+"""Helpers for tests that run the real sweep (Ray Tune + MLflow) in a subprocess, on generated data (synthetic-fashion)."""
 
 from __future__ import annotations
 
@@ -16,7 +16,7 @@ import pandas as pd
 import yaml
 from mlflow.tracking import MlflowClient
 
-from tests.conftest import REPO
+from tests.conftest import REPO, synthetic_data
 
 BIN = Path(sys.executable).parent
 SMALL_CAPSNET = {"conv_channels": 32, "primary_types": 8}  # CapsNet's layout at 1/40 of the FLOPs
@@ -24,13 +24,14 @@ SMALL_CAPSNET = {"conv_channels": 32, "primary_types": 8}  # CapsNet's layout at
 
 def write_params(folder: Path, raw_root: Path, *, grid: dict, name: str, epochs: int = 1, train_subset: int = 256,
                  model_options: dict | None = None, sweep: dict | None = None) -> Path:
-    """The repo's params.yaml with the quick profile shrunk; data read from an already verified raw folder."""
+    """The repo's params.yaml with the quick profile shrunk; synthetic-fashion read from an already verified raw
+    folder."""
     params = yaml.safe_load((REPO / "params.yaml").read_text())
     quick = params["profiles"]["quick"]
     quick["data"].update({"train_subset": train_subset, "val_subset": 100, "test_subset": 300})
     quick["train"].update({"epochs": epochs, "precision": "fp32"})
     quick["sweep"]["grid"] = grid
-    params["data"].update({"root": str(raw_root), "mirror": "", "system_root": "", "download": False, "prepared": ""})
+    params["data"].update({**synthetic_data(raw_root), "prepared": ""})
     params["train"].update({"batch_size": 64, "log_every_steps": 0})
     if model_options:
         params["model"]["options"] = model_options

@@ -17,8 +17,8 @@ class Killed(Exception):
     pass
 
 
-def test_checkpoints_every_n_epochs_and_the_last_and_a_kill_between_them_resumes_exactly(fashion_raw, tmp_path):
-    cfg = tiny_cfg(fashion_raw, epochs=4, checkpoint_every=2)
+def test_checkpoints_every_n_epochs_and_the_last_and_a_kill_between_them_resumes_exactly(synthetic_raw, tmp_path):
+    cfg = tiny_cfg(synthetic_raw, epochs=4, checkpoint_every=2)
     seen = []
 
     def record(metrics, directory):

@@ -98,8 +98,8 @@ def job_params(folder, raw, name, **kwargs):
         "tracking_uri": f"sqlite:///{folder / 'mlflow.db'}", "max_failures": 3}, **kwargs)
 
 
-def test_sweep_submitted_as_a_job_runs_trials_on_both_nodes(cluster, fashion_raw, tmp_path):
-    job_params(tmp_path, fashion_raw, "cluster", grid={"train.seed": [42, 43]}, model_options=SMALL_CAPSNET)
+def test_sweep_submitted_as_a_job_runs_trials_on_both_nodes(cluster, synthetic_raw, tmp_path):
+    job_params(tmp_path, synthetic_raw, "cluster", grid={"train.seed": [42, 43]}, model_options=SMALL_CAPSNET)
     out = submit(cluster, tmp_path)
     assert "succeeded" in out.stdout.lower()
     import pandas as pd
@@ -111,17 +111,17 @@ def test_sweep_submitted_as_a_job_runs_trials_on_both_nodes(cluster, fashion_raw
     assert {r.data.tags["rem.node_id"] for r in children} == {cluster["head"], cluster["worker"]}
 
 
-def test_cluster_sweep_ends_in_a_local_report_rebuilt_from_a_real_mlflow_server(cluster, fashion_raw, tmp_path):
+def test_cluster_sweep_ends_in_a_local_report_rebuilt_from_a_real_mlflow_server(cluster, synthetic_raw, tmp_path):
     """The job's results table stays on the head node; `python -m pipeline.collect` in the user's checkout gets
     the same table from the tracking server, the report runs on it, and a trial's model loads from the server.
     (Before the node-loss test, which leaves the cluster without its worker node.)"""
     job, checkout = tmp_path / "job", tmp_path / "checkout"
     with mlflow_server(tmp_path) as uri:
         grid = {"train.seed": [42, 43]}
-        write_params(job, fashion_raw, name="served", grid=grid, model_options=SMALL_CAPSNET, sweep={
+        write_params(job, synthetic_raw, name="served", grid=grid, model_options=SMALL_CAPSNET, sweep={
             "results": str(tmp_path / "head" / "sweep.parquet"), "tracking_uri": uri, "max_failures": 3})
         assert "succeeded" in submit(cluster, job).stdout.lower()
-        write_params(checkout, fashion_raw, name="served", grid=grid, model_options=SMALL_CAPSNET,
+        write_params(checkout, synthetic_raw, name="served", grid=grid, model_options=SMALL_CAPSNET,
                      sweep={"tracking_uri": uri})
         env = sweep_env(PYTHONPATH=str(REPO))
         for stage in (["pipeline.collect"], ["pipeline.report", "-S", "report.checkpoint_figures=false"]):
@@ -140,8 +140,8 @@ def test_cluster_sweep_ends_in_a_local_report_rebuilt_from_a_real_mlflow_server(
         assert int(trees["count"].sum()) == 300
 
 
-def test_losing_the_worker_node_moves_its_trial_to_the_head(cluster, fashion_raw, tmp_path):
-    job_params(tmp_path, fashion_raw, "nodeloss", grid={"train.seed": [42, 43]}, epochs=3, train_subset=640)
+def test_losing_the_worker_node_moves_its_trial_to_the_head(cluster, synthetic_raw, tmp_path):
+    job_params(tmp_path, synthetic_raw, "nodeloss", grid={"train.seed": [42, 43]}, epochs=3, train_subset=640)
     uri = f"sqlite:///{tmp_path / 'mlflow.db'}"
     job_id = "nodeloss-" + str(os.getpid())
     submit(cluster, tmp_path, "--no-wait", f"--submission-id={job_id}")

@@ -1,4 +1,4 @@
-"""`train.compile: true` really compiles and trains the same model as eager (real Fashion-MNIST, shrunk)."""
+"""`train.compile: true` really compiles and trains the same model as eager (generated data, shrunk)."""
 
 from __future__ import annotations
 
@@ -9,12 +9,12 @@ from rem.train import train
 from tests.test_train import tiny_cfg
 
 
-def test_compiled_training_matches_eager(fashion_raw, tmp_path, monkeypatch):
+def test_compiled_training_matches_eager(synthetic_raw, tmp_path, monkeypatch):
     compiled_calls = []
     real_compile = torch.compile
     monkeypatch.setattr(torch, "compile", lambda model, **kw: compiled_calls.append(model) or real_compile(model, **kw))
-    eager = train(tiny_cfg(fashion_raw), workdir=tmp_path / "eager")
-    compiled = train(tiny_cfg(fashion_raw, compile=True), workdir=tmp_path / "compiled")
+    eager = train(tiny_cfg(synthetic_raw), workdir=tmp_path / "eager")
+    compiled = train(tiny_cfg(synthetic_raw, compile=True), workdir=tmp_path / "compiled")
     assert len(compiled_calls) == 1  # the param is wired: exactly the compiled run asked for it
     assert torch.isfinite(torch.tensor(compiled["train/loss"]))
     # Same data, seed and steps: inductor's fused kernels change rounding only.
@@ -43,13 +43,13 @@ def test_compiled_bf16_capsnet_handles_changing_batch_sizes():
         assert compiled(torch.randn(20, 1, 28, 28)).lengths.shape == (20, 10)
 
 
-def test_compiled_rem_search_evaluates_through_the_compiled_module(fashion_raw, tmp_path, monkeypatch):
+def test_compiled_rem_search_evaluates_through_the_compiled_module(synthetic_raw, tmp_path, monkeypatch):
     from rem import validation_loss
 
     nets = []
     real_evaluate = validation_loss.evaluate
     monkeypatch.setattr(validation_loss, "evaluate", lambda net, *a, **kw: nets.append(net) or real_evaluate(net, *a, **kw))
-    cfg = tiny_cfg(fashion_raw, compile=True).with_overrides({"prune.method": "rem", "prune.search_tolerance_pp": 1.0})
+    cfg = tiny_cfg(synthetic_raw, compile=True).with_overrides({"prune.method": "rem", "prune.search_tolerance_pp": 1.0})
     metrics = train(cfg, workdir=tmp_path)
     assert metrics["prune/evaluations"] >= 2 and len(nets) == metrics["prune/evaluations"]
     assert all(hasattr(net, "_orig_mod") for net in nets)  # the search's passes ran the compiled graph

@@ -1,8 +1,10 @@
-"""Readers, splits, protocols and bad input, on REAL pixels from the staged data.
+"""Readers, splits, protocols and bad input.
 
 No real SVHN, affNIST or smallNORB file exists offline: those readers are tested on small files written
 here in the exact on-disk formats (scipy.io.savemat; the smallNORB binary header by hand), filled with
-real CIFAR-10 / MNIST pixels. They are format fixtures, not those datasets.
+generated pixels (synthetic-fashion, in colour at 32x32 where the format needs it); so are the image-folder and
+archive checks (JPEGs of those pixels). They are format fixtures, not those datasets. The readers of the staged
+real files (the lossless CIFAR-10 batch, the CIFAR-10 JPEGs, Fashion-MNIST) are `realdata` tests.
 """
 
 from __future__ import annotations
@@ -23,7 +25,7 @@ import torch
 import torch.nn.functional as F
 from PIL import Image
 
-from tests.conftest import write_idx
+from tests.conftest import as_rgb32, write_idx
 from rem.config import ConfigError, Config, DataConfig
 from rem.data import BatchTransform, DataSourceError, FormatError, fetch, get_dataset, load_splits
 from rem.data.affnist import read_affnist
@@ -59,8 +61,14 @@ def _write_svhn(folder: Path, name: str, images: np.ndarray, labels: np.ndarray)
     return folder / name
 
 
-def test_svhn_round_trip_and_splits(tmp_path, cifar_lossless):
-    x, y = cifar_lossless
+@pytest.fixture(scope="module")
+def colour200(synthetic_train) -> tuple[np.ndarray, np.ndarray]:
+    """200 generated colour images (200, 3, 32, 32) uint8 and their labels."""
+    return as_rgb32(synthetic_train[0][:200]), synthetic_train[1][:200]
+
+
+def test_svhn_round_trip_and_splits(tmp_path, colour200):
+    x, y = colour200
     _write_svhn(tmp_path, "train_32x32.mat", x[:150], y[:150])
     _write_svhn(tmp_path, "test_32x32.mat", x[150:], y[150:])
     data, labels = read_svhn(tmp_path / "train_32x32.mat")
@@ -77,8 +85,8 @@ def test_svhn_round_trip_and_splits(tmp_path, cifar_lossless):
     assert torch.equal(again.train.images, s24.train.images)
 
 
-def test_svhn_bad_shape_and_truncation(tmp_path, cifar_lossless):
-    x, _ = cifar_lossless
+def test_svhn_bad_shape_and_truncation(tmp_path, colour200):
+    x, _ = colour200
     scipy.io.savemat(tmp_path / "train_32x32.mat", {"X": x[:4, 0], "y": np.ones((4, 1), np.uint8)})
     with pytest.raises(FormatError, match=r"train_32x32.mat.*expected X uint8 \(32,32,3,N\)"):
         read_svhn(tmp_path / "train_32x32.mat")
@@ -90,6 +98,7 @@ def test_svhn_bad_shape_and_truncation(tmp_path, cifar_lossless):
 
 # ------------------------------------------------------------------ CIFAR-10
 
+@pytest.mark.realdata
 def test_cifar_pickle_through_torchvision(tmp_path, cifar_lossless_dir, cifar_lossless):
     folder = tmp_path / "cifar-10-batches-py"
     folder.mkdir()
@@ -127,6 +136,7 @@ def _extract_some(source: Path, dest: Path, per_class: int, sub: str) -> list[st
     return names
 
 
+@pytest.mark.realdata
 def test_cifar_jpeg_image_folder(tmp_path, cifar_jpeg_train, cifar_jpeg_test):
     root = tmp_path / "byo"
     _extract_some(cifar_jpeg_train, root, 25, "train")
@@ -148,13 +158,13 @@ def test_cifar_jpeg_image_folder(tmp_path, cifar_jpeg_train, cifar_jpeg_test):
     assert x.shape == (64, 3, 24, 24) and 0 <= unit.min() and unit.max() <= 1
 
 
-def test_image_folder_bad_inputs(tmp_path, cifar_jpeg_test):
+def test_image_folder_bad_inputs(tmp_path, synthetic_jpegs):
     with pytest.raises(FormatError, match="no class sub-folders"):
         (tmp_path / "empty").mkdir()
         load_splits(get_dataset(f"imagefolder:{tmp_path / 'empty'}"), tmp_path / "empty", DataConfig(val_size=1, split_seed=0))
     root = tmp_path / "mixed"
-    _extract_some(cifar_jpeg_test, root, 3, "train")
-    bad = root / "train" / "cat" / "zzz.png"
+    _extract_some(synthetic_jpegs, root, 3, "train")
+    bad = root / "train" / "3" / "zzz.png"
     Image.new("RGB", (16, 16)).save(bad)
     with pytest.raises(FormatError, match=r"zzz.png.*expected \(3, 32, 32\)"):
         load_splits(get_dataset(f"imagefolder:{root}"), root, DataConfig(val_size=1, split_seed=0))
@@ -174,16 +184,16 @@ def _write_affnist(path: Path, images40: np.ndarray, labels: np.ndarray) -> None
                                             "label_one_of_n": one_of_n}})
 
 
-def test_affnist_reader_round_trip(tmp_path, mnist_test):
-    x, y = mnist_test
+def test_affnist_reader_round_trip(tmp_path, synthetic_train):
+    x, y = synthetic_train
     pad = np.pad(x[:100], ((0, 0), (6, 6), (6, 6)))
     _write_affnist(tmp_path / "test.mat", pad, y[:100])
     images, labels = read_affnist(tmp_path / "test.mat")
     assert images.shape == (100, 1, 40, 40) and np.array_equal(images[:, 0], pad) and np.array_equal(labels, y[:100])
 
 
-def test_affnist_protocol_and_placement(tmp_path, mnist_test):
-    x, y = mnist_test
+def test_affnist_protocol_and_placement(tmp_path, synthetic_train):
+    x, y = synthetic_train
     write_idx(tmp_path / "train-images-idx3-ubyte", x[:300])
     write_idx(tmp_path / "train-labels-idx1-ubyte", y[:300])
     write_idx(tmp_path / "t10k-images-idx3-ubyte", x[300:400])
@@ -223,9 +233,9 @@ def test_affnist_bad_files(tmp_path):
 
 # ------------------------------------------------------------------ smallNORB
 
-def _norb_images(mnist, n: int) -> np.ndarray:
-    """Upscaled grey MNIST digits, 2 'cameras' (the digit and its mirror): (n, 2, 96, 96) uint8."""
-    x = torch.from_numpy(mnist[:n].astype(np.float32))[:, None]
+def _norb_images(grey, n: int) -> np.ndarray:
+    """Upscaled 28x28 grey images, 2 'cameras' (the image and its mirror): (n, 2, 96, 96) uint8."""
+    x = torch.from_numpy(grey[:n].astype(np.float32))[:, None]
     up = F.interpolate(x, size=(96, 96), mode="nearest").round().clamp(0, 255).to(torch.uint8)
     return torch.cat([up, up.flip(-1)], 1).numpy()
 
@@ -236,13 +246,13 @@ def _write_norb(path: Path, magic: int, array: np.ndarray) -> None:
         fh.write(np.ascontiguousarray(array).astype("<i4" if magic == NORB_MAGIC_I32 else np.uint8).tobytes())
 
 
-def _norb_fixture(raw: Path, mnist) -> dict:
+def _norb_fixture(raw: Path, grey) -> dict:
     """5 categories x 9 elevations x 18 azimuths (one instance, one lighting) per split: 810 pairs."""
     grid = np.array([(c, e, a) for c in range(5) for e in range(9) for a in range(0, 36, 2)])
     n = len(grid)
     out = {}
     for split, offset in (("training", 0), ("testing", n)):
-        dat = _norb_images(mnist[offset:], n)
+        dat = _norb_images(grey[offset:], n)
         info = np.stack([np.full(n, 4), grid[:, 1], grid[:, 2], np.zeros(n, int)], 1)
         files = norb_files(raw, split)
         _write_norb(files["dat"], NORB_MAGIC_U8, dat)
@@ -253,9 +263,9 @@ def _norb_fixture(raw: Path, mnist) -> dict:
 
 
 @pytest.fixture(scope="module")
-def norb_raw(tmp_path_factory, mnist_test):
+def norb_raw(tmp_path_factory, synthetic_train):
     raw = tmp_path_factory.mktemp("norb")
-    return raw, _norb_fixture(raw, mnist_test[0])
+    return raw, _norb_fixture(raw, synthetic_train[0])
 
 
 def test_norb_reader_round_trip(norb_raw):
@@ -294,7 +304,7 @@ def test_norb_splits_and_preprocessing(norb_raw, tmp_path):
     assert small.test.images.shape[1:] == (2, 40, 40) and small.spec.in_shape == (2, 28, 28)
 
 
-def test_norb_bad_files(tmp_path, mnist_test):
+def test_norb_bad_files(tmp_path):
     good = tmp_path / "x-cat.mat"
     _write_norb(good, NORB_MAGIC_I32, np.arange(10) % 5)
     bad = tmp_path / "bad-cat.mat"
@@ -322,13 +332,13 @@ def _tar_bytes(members: dict[str, bytes]) -> bytes:
 
 
 def _jpeg_members(folder: Path, n: int) -> dict[str, bytes]:
-    """The first n real JPEG files of a class-folder tree, as archive members test/<class>/NNNN.jpg."""
+    """The first n JPEG files of a class-folder tree, as archive members test/<class>/NNNN.jpg."""
     paths = sorted(folder.glob("*/*.jpg"))[:n]
     return {f"test/{p.parent.name}/{p.name}": p.read_bytes() for p in paths}
 
 
-def test_archive_extraction_real_members_and_traversal(tmp_path, cifar_jpeg_test):
-    members = _jpeg_members(cifar_jpeg_test, 40)
+def test_archive_extraction_of_jpeg_members_and_traversal(tmp_path, synthetic_jpegs):
+    members = _jpeg_members(synthetic_jpegs, 40)
     arc = tmp_path / "a.tar"
     arc.write_bytes(_tar_bytes(members))
     dest = tmp_path / "out"
@@ -347,12 +357,12 @@ def test_archive_extraction_real_members_and_traversal(tmp_path, cifar_jpeg_test
         extract_verified(z, dest, RemoteFile("z.zip", "", 0, kind="zip"))
 
 
-def test_truncated_archives_leave_nothing(tmp_path, cifar_jpeg_test):
+def test_truncated_archives_leave_nothing(tmp_path, synthetic_jpegs):
     spec = DATASETS["cifar10-jpeg"]
     remote = spec.files[0]
     mirror2 = tmp_path / "mirror" / "cifar10"
     mirror2.mkdir(parents=True)
-    whole = gzip.compress(_tar_bytes(_jpeg_members(cifar_jpeg_test, 1500)), compresslevel=1)
+    whole = gzip.compress(_tar_bytes(_jpeg_members(synthetic_jpegs, 1500)), compresslevel=1)
     (mirror2 / remote.archive).write_bytes(whole[:len(whole) // 2])  # a .tar.gz cut mid-stream
     dest = tmp_path / "raw"
     with pytest.raises(DataSourceError, match=r"cifar10_test_jpeg_10000.tar.gz: unreadable or truncated"):
@@ -389,6 +399,7 @@ def test_checksum_mismatch_and_wrong_idx_magic(tmp_path):
         read_idx_pair(raw, "train")
 
 
+@pytest.mark.realdata
 def test_fashion_mnist_still_loads(tmp_path, fashion_raw):
     spec = get_dataset("fashion-mnist")
     fetch(spec, tmp_path / "raw", mirrors=[fashion_raw], download_ok=False)

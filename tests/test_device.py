@@ -40,9 +40,9 @@ def test_setting_forms_are_accepted(value):
 
 
 @pytest.mark.parametrize("value", ["gpu", "CUDA", "cuda:", "cuda:x", "cpu:0", "", "mps"])
-def test_bad_setting_is_one_line_naming_the_key(value, fashion_raw):
+def test_bad_setting_is_one_line_naming_the_key(value, synthetic_raw):
     with pytest.raises(ConfigError) as err:
-        tiny_cfg(fashion_raw, device=value)
+        tiny_cfg(synthetic_raw, device=value)
     assert "train.device" in str(err.value) and "auto, cpu, cuda or cuda:N" in str(err.value)
     assert "\n" not in str(err.value)
 
@@ -100,9 +100,9 @@ def test_describe_names_the_device():
         assert text.startswith("cuda:") and torch.cuda.get_device_name() in text and text.endswith("GiB)")
 
 
-def test_device_is_not_part_of_the_sweep_digest(fashion_raw):
+def test_device_is_not_part_of_the_sweep_digest(synthetic_raw):
     """Where a trial runs is not what it computes: a sweep resumed on another device keeps its name."""
-    assert tiny_cfg(fashion_raw, device="cpu").digest() == tiny_cfg(fashion_raw, device="auto").digest()
+    assert tiny_cfg(synthetic_raw, device="cpu").digest() == tiny_cfg(synthetic_raw, device="auto").digest()
 
 
 # --------------------------------------------------------------------------------------------- no device in the code
@@ -203,18 +203,18 @@ def assert_trial_on(device_type: str, casts, compute, workdir: Path):
     assert state["config"]["train"]["device"] in ("auto", "cpu", "cuda")
 
 
-def test_a_cpu_trial_computes_and_casts_only_on_the_cpu(fashion_raw, tmp_path):
-    cfg = tiny_cfg(fashion_raw, device="cpu", precision="bf16", max_steps_per_epoch=2).with_overrides(
+def test_a_cpu_trial_computes_and_casts_only_on_the_cpu(synthetic_raw, tmp_path):
+    cfg = tiny_cfg(synthetic_raw, device="cpu", precision="bf16", max_steps_per_epoch=2).with_overrides(
         {"prune.method": "rem", "prune.search_tolerance_pp": 5.0})
     metrics, casts, compute = recorded_trial(cfg, tmp_path)
     assert metrics["prune/evaluations"] >= 2  # the threshold search's passes were recorded as well
     assert_trial_on("cpu", casts, compute, tmp_path)
 
 
-def test_a_checkpoint_written_under_one_setting_resumes_under_another(fashion_raw, tmp_path):
-    straight = train(tiny_cfg(fashion_raw, epochs=2, device="cpu"), workdir=tmp_path / "a")
-    train(tiny_cfg(fashion_raw, epochs=1, device="cpu"), workdir=tmp_path / "b")
-    resumed = train(tiny_cfg(fashion_raw, epochs=2, device="auto"), workdir=tmp_path / "b")
+def test_a_checkpoint_written_under_one_setting_resumes_under_another(synthetic_raw, tmp_path):
+    straight = train(tiny_cfg(synthetic_raw, epochs=2, device="cpu"), workdir=tmp_path / "a")
+    train(tiny_cfg(synthetic_raw, epochs=1, device="cpu"), workdir=tmp_path / "b")
+    resumed = train(tiny_cfg(synthetic_raw, epochs=2, device="auto"), workdir=tmp_path / "b")
     tolerance = dict(rel=1e-5, abs=1e-7) if resolve_device("auto").type == "cpu" else dict(rel=0.05, abs=0.02)
     for key in ("train/loss", "test/loss", "test/acc"):
         assert resumed[key] == pytest.approx(straight[key], **tolerance)
@@ -224,8 +224,8 @@ def test_a_checkpoint_written_under_one_setting_resumes_under_another(fashion_ra
 
 
 @needs_cuda
-def test_a_cuda_training_step_runs_everything_on_the_gpu(fashion_raw, tmp_path):
-    cfg = tiny_cfg(fashion_raw, device="cuda", precision="bf16", max_steps_per_epoch=3)
+def test_a_cuda_training_step_runs_everything_on_the_gpu(synthetic_raw, tmp_path):
+    cfg = tiny_cfg(synthetic_raw, device="cuda", precision="bf16", max_steps_per_epoch=3)
     metrics, casts, compute = recorded_trial(cfg, tmp_path)
     assert_trial_on("cuda", casts, compute, tmp_path)
     assert torch.isfinite(torch.tensor(metrics["train/loss"])) and 0 <= metrics["test/acc"] <= 1
@@ -233,8 +233,8 @@ def test_a_cuda_training_step_runs_everything_on_the_gpu(fashion_raw, tmp_path):
 
 
 @needs_cuda
-def test_a_cuda_threshold_search_prunes_and_its_checkpoint_resumes_on_the_cpu(fashion_raw, tmp_path):
-    cfg = tiny_cfg(fashion_raw, device="cuda", epochs=1).with_overrides(
+def test_a_cuda_threshold_search_prunes_and_its_checkpoint_resumes_on_the_cpu(synthetic_raw, tmp_path):
+    cfg = tiny_cfg(synthetic_raw, device="cuda", epochs=1).with_overrides(
         {"prune.method": "rem", "prune.search_tolerance_pp": 1.0})
     with ComputeDevices() as compute:
         first = train(cfg, workdir=tmp_path)
@@ -247,10 +247,10 @@ def test_a_cuda_threshold_search_prunes_and_its_checkpoint_resumes_on_the_cpu(fa
 
 @needs_cuda
 @pytest.mark.slow
-def test_two_trials_share_one_gpu(fashion_raw, tmp_path):
+def test_two_trials_share_one_gpu(synthetic_raw, tmp_path):
     from tests.sweep_helpers import local_uri, results, run_sweep, sweep_runs, write_params
 
-    write_params(tmp_path, fashion_raw, grid={"train.seed": [1, 2]}, name="share-gpu", epochs=2, train_subset=2048,
+    write_params(tmp_path, synthetic_raw, grid={"train.seed": [1, 2]}, name="share-gpu", epochs=2, train_subset=2048,
                  sweep={"gpus_per_trial": 0.5, "cpus_per_trial": 1})
     run_sweep(tmp_path)
     table = results(tmp_path)

@@ -7,6 +7,7 @@ from __future__ import annotations
 import pytest
 import torch
 
+from tests.conftest import SYNTHETIC
 from tests.factory_guard import REM, DevicelessFactories, trial_matrix
 
 DEVICES = ["cpu", pytest.param("cuda", marks=pytest.mark.skipif(not torch.cuda.is_available(), reason="no CUDA device"))]
@@ -26,8 +27,8 @@ def test_the_guard_names_a_deviceless_factory_in_rem_and_nothing_else():
 
 
 @pytest.mark.parametrize("device", DEVICES)
-def test_every_architecture_and_method_names_its_devices(fashion_raw, tmp_path, device):
-    results = trial_matrix(fashion_raw, device, tmp_path)
+def test_every_architecture_and_method_names_its_devices(synthetic_raw, tmp_path, device):
+    results = trial_matrix(synthetic_raw, device, tmp_path, data={"dataset": SYNTHETIC})
     assert len(results) == 19  # 4 architectures x 5 methods, DeepCaps refusing capsule pruning
     errors = {name: r["error"] for name, r in results.items() if "error" in r}
     assert errors == {}

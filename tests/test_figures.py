@@ -1,5 +1,5 @@
-"""Every report figure drawn from a tiny real run: two capsnet trials (+Q and +REM, 2 epochs of 3 steps on real
-Fashion-MNIST), their real checkpoints and real test images. Checks that each PNG exists and has content,
+"""Every report figure drawn from a tiny real run: two capsnet trials (+Q and +REM, 2 epochs of 3 steps on generated
+data, synthetic-fashion), their real checkpoints and their test images. Checks that each PNG exists and has content,
 that the first-epoch weights are used, that the saliency follows its formula, and that a missing checkpoint
 becomes a note instead of a crash."""
 
@@ -22,14 +22,14 @@ from rem.report.figures.internals import load_trial, snapshot
 from rem.report.figures.saliency import saliency
 from rem.report.page import linked_files
 from rem.train import train
-from tests.conftest import REPO
+from tests.conftest import REPO, SYNTHETIC, synthetic_data
 from tests.test_train import tiny_cfg
 
 SWEEP = "figs-0000000000"
 
 
-def report_cfg(fashion_raw, tmp_path, storage=""):
-    overrides = {"data.root": str(fashion_raw), "data.mirror": "", "data.system_root": "", "data.download": False,
+def report_cfg(synthetic_raw, tmp_path, storage=""):
+    overrides = {**{f"data.{key}": value for key, value in synthetic_data(synthetic_raw).items()},
                  "data.prepared": "", "report.figure_images": 48, "report.saliency_images": 3,
                  "report.graph_capsules": 8, "report.out_dir": str(tmp_path / "reports")}
     if storage:
@@ -38,12 +38,12 @@ def report_cfg(fashion_raw, tmp_path, storage=""):
 
 
 @pytest.fixture(scope="module")
-def tiny_sweep(fashion_raw, tmp_path_factory):
+def tiny_sweep(synthetic_raw, tmp_path_factory):
     """(results table, {trial_key: checkpoint folder}) of a real +Q and a real +REM trial."""
     root = tmp_path_factory.mktemp("sweep")
     frames, checkpoints = [], {}
     for method in ("none", "rem"):
-        cfg = tiny_cfg(fashion_raw, epochs=2, max_steps_per_epoch=3, batch_size=32).with_overrides(
+        cfg = tiny_cfg(synthetic_raw, epochs=2, max_steps_per_epoch=3, batch_size=32).with_overrides(
             {"prune.method": method, "data.train_subset": 96, "data.val_subset": 48, "data.test_subset": 96,
              "eval.sparsity_curve": True, "eval.curve_images": 48, "eval.curve_sparsities": [0.0, 0.5, 0.9]})
         key = f"prune.method={method}"
@@ -61,17 +61,16 @@ def assert_drawn(path):
     assert np.std(pixels[..., :3]) > 0.01  # not a blank canvas
 
 
-def test_every_figure_is_drawn_from_real_checkpoints(tiny_sweep, fashion_raw, tmp_path):
+def test_every_figure_is_drawn_from_real_checkpoints(tiny_sweep, synthetic_raw, tmp_path):
     results, checkpoints = tiny_sweep
-    cfg = report_cfg(fashion_raw, tmp_path)
+    cfg = report_cfg(synthetic_raw, tmp_path)
     figures, notes = build_figures(results, checkpoints, cfg, REPO, tmp_path / "figures")
     names = sorted(f.path.name for f in figures)
     assert names == sorted([
-        "pareto_fashion-mnist.png", "training_fashion-mnist.png", "parallel.png", "couplings_fashion-mnist_capsnet.png",
-        "curve_fashion-mnist_capsnet.png",
-        "overlap_fashion-mnist_capsnet_Q.png", "graph_fashion-mnist_capsnet_Q.png",
-        "saliency_fashion-mnist_capsnet_Q.png", "overlap_fashion-mnist_capsnet_REM.png",
-        "graph_fashion-mnist_capsnet_REM.png", "saliency_fashion-mnist_capsnet_REM.png"])
+        f"pareto_{SYNTHETIC}.png", f"training_{SYNTHETIC}.png", "parallel.png", f"couplings_{SYNTHETIC}_capsnet.png",
+        f"curve_{SYNTHETIC}_capsnet.png", f"overlap_{SYNTHETIC}_capsnet_Q.png", f"graph_{SYNTHETIC}_capsnet_Q.png",
+        f"saliency_{SYNTHETIC}_capsnet_Q.png", f"overlap_{SYNTHETIC}_capsnet_REM.png",
+        f"graph_{SYNTHETIC}_capsnet_REM.png", f"saliency_{SYNTHETIC}_capsnet_REM.png"])
     assert notes == []
     for figure in figures:
         assert_drawn(figure.path)
@@ -79,20 +78,20 @@ def test_every_figure_is_drawn_from_real_checkpoints(tiny_sweep, fashion_raw, tm
     assert "+Q epoch 1" in histogram.caption and "+REM epoch 2" in histogram.caption  # first vs last epoch
 
 
-def test_first_epoch_weights_differ_from_the_last(tiny_sweep, fashion_raw, tmp_path):
+def test_first_epoch_weights_differ_from_the_last(tiny_sweep, synthetic_raw, tmp_path):
     _, checkpoints = tiny_sweep
     folder = checkpoints["prune.method=none"]
     assert (folder / FIRST_EPOCH_FILE).exists()
-    cfg = report_cfg(fashion_raw, tmp_path)
+    cfg = report_cfg(synthetic_raw, tmp_path)
     first, _ = load_trial(folder, cfg, REPO, 8, "first")
     last, _ = load_trial(folder, cfg, REPO, 8, "last")
     assert (first.epoch, last.epoch) == (1, 2)
     assert not torch.equal(first.model.votes.weight, last.model.votes.weight)
 
 
-def test_saliency_is_norm_times_quantized_coupling_summed_over_types(tiny_sweep, fashion_raw, tmp_path):
+def test_saliency_is_norm_times_quantized_coupling_summed_over_types(tiny_sweep, synthetic_raw, tmp_path):
     _, checkpoints = tiny_sweep
-    trial, images = load_trial(checkpoints["prune.method=none"], report_cfg(fashion_raw, tmp_path), REPO, 4)
+    trial, images = load_trial(checkpoints["prune.method=none"], report_cfg(synthetic_raw, tmp_path), REPO, 4)
     snap = snapshot(trial, images)
     h, w, types = snap.grid
     maps = saliency(snap)
@@ -106,20 +105,20 @@ def test_saliency_is_norm_times_quantized_coupling_summed_over_types(tiny_sweep,
     assert float(maps[n, m, col]) == pytest.approx(expected, rel=1e-4, abs=1e-5)
 
 
-def test_missing_checkpoint_is_a_note_not_a_crash(tiny_sweep, fashion_raw, tmp_path):
+def test_missing_checkpoint_is_a_note_not_a_crash(tiny_sweep, synthetic_raw, tmp_path):
     results, checkpoints = tiny_sweep
     gone = tmp_path / "gone"
     gone.mkdir()
     broken = {"prune.method=none": gone}  # +REM's checkpoint not found at all, +Q's folder empty
-    figures, notes = build_figures(results, broken, report_cfg(fashion_raw, tmp_path), REPO, tmp_path / "figures")
+    figures, notes = build_figures(results, broken, report_cfg(synthetic_raw, tmp_path), REPO, tmp_path / "figures")
     # the results-table figures (the mechanism curve is in the results table too) are drawn without checkpoints
-    assert {f.path.name for f in figures} == {"pareto_fashion-mnist.png", "training_fashion-mnist.png", "parallel.png",
-                                              "curve_fashion-mnist_capsnet.png"}
+    assert {f.path.name for f in figures} == {f"pareto_{SYNTHETIC}.png", f"training_{SYNTHETIC}.png", "parallel.png",
+                                              f"curve_{SYNTHETIC}_capsnet.png"}
     assert len(notes) == 2
     assert f"no {CHECKPOINT_FILE} in {gone}" in notes[0] and "no checkpoint found" in notes[1]
 
 
-def test_report_stage_finds_checkpoints_in_ray_storage_and_links_only_existing_files(tiny_sweep, fashion_raw, tmp_path):
+def test_report_stage_finds_checkpoints_in_ray_storage_and_links_only_existing_files(tiny_sweep, synthetic_raw, tmp_path):
     results, checkpoints = tiny_sweep
     storage = tmp_path / "ray"
     for n, (key, folder) in enumerate(sorted(checkpoints.items())):
@@ -127,7 +126,7 @@ def test_report_stage_finds_checkpoints_in_ray_storage_and_links_only_existing_f
         trial_dir.mkdir(parents=True)
         (trial_dir / "params.json").write_text(json.dumps({"point": {"prune.method": key.split("=")[1]}}))
         shutil.copytree(folder, trial_dir / "checkpoint_000001")
-    cfg = report_cfg(fashion_raw, tmp_path, storage=storage)
+    cfg = report_cfg(synthetic_raw, tmp_path, storage=storage)
     found, notes = locate_checkpoints(cfg, REPO, [SWEEP])
     assert notes == [] and sorted(found) == sorted(checkpoints)
     assert all(p.name == "checkpoint_000001" for p in found.values())
@@ -143,8 +142,8 @@ def test_report_stage_finds_checkpoints_in_ray_storage_and_links_only_existing_f
     assert list(trials["variant"]) == ["+Q", "+REM"] and len(pd.read_csv(out / "plots" / "training.csv")) == 4
 
 
-def test_a_trial_resumed_elsewhere_keeps_its_first_epoch_weights(fashion_raw, tmp_path):
-    cfg = tiny_cfg(fashion_raw, epochs=1, max_steps_per_epoch=1, batch_size=32).with_overrides(
+def test_a_trial_resumed_elsewhere_keeps_its_first_epoch_weights(synthetic_raw, tmp_path):
+    cfg = tiny_cfg(synthetic_raw, epochs=1, max_steps_per_epoch=1, batch_size=32).with_overrides(
         {"data.train_subset": 32, "data.val_subset": 32, "data.test_subset": 32})
     train(cfg, workdir=tmp_path / "node-a")
     moved = tmp_path / "copy"  # what Ray hands a retry on another node: a copy of the last checkpoint

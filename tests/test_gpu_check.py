@@ -30,6 +30,7 @@ def without_ray_mlflow_dvc(tmp_path):
 
 
 @pytest.mark.slow
+@pytest.mark.realdata
 def test_the_gpu_check_runs_every_part_on_the_cpu_without_ray_mlflow_or_dvc(fashion_raw, tmp_path,
                                                                            without_ray_mlflow_dvc):
     out = tmp_path / "out"

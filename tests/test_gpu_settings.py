@@ -59,12 +59,12 @@ def test_determinism_fixes_the_cublas_workspace_unless_the_environment_did(monke
     assert os.environ["CUBLAS_WORKSPACE_CONFIG"] == ":16:8"
 
 
-def test_mlflow_tags_say_how_a_trial_computes(fashion_raw):
-    cfg = tiny_cfg(fashion_raw, precision="bf16", deterministic=True, tf32=True)
+def test_mlflow_tags_say_how_a_trial_computes(synthetic_raw):
+    cfg = tiny_cfg(synthetic_raw, precision="bf16", deterministic=True, tf32=True)
     assert numerics(torch.device("cpu"), cfg.train) == {"rem.precision": "bf16", "rem.tf32": "n/a (cpu)",
                                                          "rem.deterministic": "true"}
     assert numerics(CUDA, cfg.train)["rem.tf32"] == "on"
-    assert numerics(CUDA, tiny_cfg(fashion_raw).train) == {"rem.precision": "fp32", "rem.tf32": "off",
+    assert numerics(CUDA, tiny_cfg(synthetic_raw).train) == {"rem.precision": "fp32", "rem.tf32": "off",
                                                            "rem.deterministic": "false"}
 
 
@@ -92,13 +92,13 @@ def test_memory_goes_back_between_trials_only_where_cuda_started(monkeypatch):
     assert emptied == [1]
 
 
-def test_a_ray_trial_without_a_gpu_trains_on_the_cpu(fashion_raw):
+def test_a_ray_trial_without_a_gpu_trains_on_the_cpu(synthetic_raw):
     from pipeline.trial import on_assigned_gpus, worker_env
 
-    auto = tiny_cfg(fashion_raw, device="auto")
+    auto = tiny_cfg(synthetic_raw, device="auto")
     assert on_assigned_gpus(auto, []).train.device == "cpu"
     assert on_assigned_gpus(auto, [0]).train.device == "auto"
-    assert on_assigned_gpus(tiny_cfg(fashion_raw, device="cuda:0"), []).train.device == "cuda:0"  # said explicitly
+    assert on_assigned_gpus(tiny_cfg(synthetic_raw, device="cuda:0"), []).train.device == "cuda:0"  # said explicitly
     assert worker_env()["CUBLAS_WORKSPACE_CONFIG"] == CUBLAS_WORKSPACE
 
 

@@ -39,8 +39,8 @@ def test_tampered_checkpoint_is_refused_with_one_line_naming_the_file(tmp_path):
     assert not marker.exists()  # nothing from the file ran
 
 
-def test_trained_checkpoint_and_model_package_are_plain_and_give_the_final_parse_trees(fashion_raw, tmp_path):
-    metrics = train(tiny_cfg(fashion_raw, epochs=2), workdir=tmp_path)
+def test_trained_checkpoint_and_model_package_are_plain_and_give_the_final_parse_trees(synthetic_raw, tmp_path):
+    metrics = train(tiny_cfg(synthetic_raw, epochs=2), workdir=tmp_path)
     state = load_checkpoint(tmp_path / "checkpoint")  # weights-only: the checkpoint holds plain values only
     files = final_artifacts(state, tmp_path / "checkpoint", tmp_path / "artifacts", with_model=True)
     package = load_plain(files["model/model.pt"])

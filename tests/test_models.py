@@ -206,6 +206,7 @@ LEARNING = {
 
 
 @pytest.mark.slow
+@pytest.mark.realdata
 @pytest.mark.parametrize("name", MODELS)
 def test_fits_512_fashion_mnist_images(name, fashion_raw):
     x, y = fashion_mnist_subset(fashion_raw, 512)

@@ -1,7 +1,7 @@
-"""The real pipeline, shrunk: `dvc repro` in a copy of the repo -> fetch -> Ray Tune (2 trials) -> MLflow -> report.
+"""The real pipeline, shrunk: `dvc repro` in a copy of the repo -> fetch -> Ray Tune (3 trials) -> MLflow -> report.
 
-Real Fashion-MNIST (a few hundred images), real Ray, real MLflow (sqlite), real DVC. Then `dvc repro`
-again must do nothing.
+Generated data (synthetic-fashion: the fetch stage writes and verifies it, as it would fetch a published dataset;
+a few hundred images), real Ray, real MLflow (sqlite), real DVC. Then `dvc repro` again must do nothing.
 """
 
 from __future__ import annotations
@@ -19,7 +19,8 @@ import yaml
 from mlflow.tracking import MlflowClient
 
 from rem.checkpoint import CHECKPOINT_FILE
-from tests.conftest import REPO
+from rem.data import get_dataset
+from tests.conftest import REPO, SYNTHETIC
 
 
 def copy_repo(dest: Path) -> Path:
@@ -32,7 +33,7 @@ def copy_repo(dest: Path) -> Path:
     return dest
 
 
-def shrink_params(repo: Path, mirror: Path) -> None:
+def shrink_params(repo: Path) -> None:
     params = yaml.safe_load((repo / "params.yaml").read_text())
     params["profiles"]["quick"]["data"].update({"train_subset": 256, "val_subset": 100, "test_subset": 300})
     params["profiles"]["quick"]["train"]["epochs"] = 1
@@ -41,7 +42,7 @@ def shrink_params(repo: Path, mirror: Path) -> None:
         {"model.name": ["capsnet"], "prune": [{"method": "none"}], "train.seed": [42, 43]},
         {"model.name": ["efficient_capsnet"], "prune": [{"method": "snip", "target_sparsity": 0.5}], "train.seed": [42]},
     ]
-    params["data"]["mirror"] = str(mirror)
+    params["data"].update({"dataset": SYNTHETIC, "mirror": ""})  # no copy anywhere: the fetch stage generates it
     params["train"]["batch_size"] = 64
     params["sweep"]["name"] = "e2e"
     (repo / "params.yaml").write_text(yaml.safe_dump(params, sort_keys=False))
@@ -58,9 +59,9 @@ def run(cmd: list[str], cwd: Path, timeout: int = 900) -> subprocess.CompletedPr
 
 
 @pytest.mark.slow
-def test_dvc_repro_runs_the_real_pipeline_then_is_a_noop(fashion_raw, tmp_path):
+def test_dvc_repro_runs_the_real_pipeline_then_is_a_noop(tmp_path):
     repo = copy_repo(tmp_path / "repo")
-    shrink_params(repo, fashion_raw)
+    shrink_params(repo)
     run(["git", "init", "-q"], repo)
     run(["git", "add", "-A"], repo)
     run(["git", "-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qm", "copy"], repo)
@@ -88,24 +89,24 @@ def test_dvc_repro_runs_the_real_pipeline_then_is_a_noop(fashion_raw, tmp_path):
         assert "test/acc" in child.data.metrics and "entropy/mean" in child.data.metrics
         assert child.data.params["model.name"] == "capsnet"
         assert "mlflow.source.git.commit" in child.data.tags and "rem.version.torch" in child.data.tags
-        assert child.data.tags["rem.data.md5.train-images-idx3-ubyte"] == "f4a8712d7a061bf5bd6d2ca38dc4d50a"
+        assert child.data.tags["rem.data.md5.train-images-idx3-ubyte"] == get_dataset(SYNTHETIC).files[0].md5
         assert child.data.tags["rem.device"].startswith("cpu")
         assert child.data.tags["rem.tf32"] == "n/a (cpu)" and child.data.tags["rem.precision"] == child.data.params["train.precision"]
         assert child.data.tags["rem.deterministic"] == child.data.params["train.deterministic"].lower()
 
-    markdown = (repo / "reports" / "tables" / "fashion-mnist.md").read_text()
+    markdown = (repo / "reports" / "tables" / f"{SYNTHETIC}.md").read_text()
     assert "| capsnet | +Q |" in markdown and "6,804,384" in markdown and "seeds 42, 43" in markdown
-    assert (repo / "reports" / "tables" / "fashion-mnist.tex").read_text().count(r"\toprule") == 2  # + per class
+    assert (repo / "reports" / "tables" / f"{SYNTHETIC}.tex").read_text().count(r"\toprule") == 2  # + per class
     figures = {p.name for p in (repo / "reports" / "figures").glob("*.png")}
-    assert {"pareto_fashion-mnist.png", "couplings_fashion-mnist_capsnet.png", "saliency_fashion-mnist_capsnet_Q.png",
-            "overlap_fashion-mnist_capsnet_Q.png", "graph_fashion-mnist_capsnet_Q.png"} <= figures
+    assert {f"pareto_{SYNTHETIC}.png", f"couplings_{SYNTHETIC}_capsnet.png", f"saliency_{SYNTHETIC}_capsnet_Q.png",
+            f"overlap_{SYNTHETIC}_capsnet_Q.png", f"graph_{SYNTHETIC}_capsnet_Q.png"} <= figures
     page = (repo / "reports" / "index.html").read_text()
     # every checkpoint (and its first-epoch weights) was found; the only note is Efficient-CapsNet's saliency map
     assert "no checkpoint found" not in page and f"no {CHECKPOINT_FILE}" not in page
     assert page.count("<li>") == 1 and "efficient_capsnet +SNIP 50% (seed 42): no saliency map" in page
     logged = client.list_artifacts(parents[0].info.run_id, "report/figures")
     assert {a.path.split("/")[-1] for a in logged} == figures
-    assert "fashion-mnist" in (repo / "reports" / "metrics.json").read_text()
+    assert SYNTHETIC in (repo / "reports" / "metrics.json").read_text()
 
     assert "| efficient_capsnet | +SNIP 50% |" in markdown
 

@@ -217,13 +217,11 @@ def test_threshold_never_raises_val_loss(search):
 
 
 @pytest.fixture(scope="module")
-def fashion_checkpoint(fashion_raw):
-    """A tiny capsnet trained 30 steps on real Fashion-MNIST, and a 400-image real validation set, as
+def trained_checkpoint(synthetic_train):
+    """A tiny capsnet trained 30 steps on generated data (synthetic-fashion), and a 400-image validation set of it, as
     `evaluate`-based loss functions with and without early exit, and the published bisection's result."""
-    from tests.conftest import _idx_array
-
-    images = torch.from_numpy(_idx_array(fashion_raw / "fashion-mnist" / "train-images-idx3-ubyte")[:3160].copy())
-    labels = torch.from_numpy(_idx_array(fashion_raw / "fashion-mnist" / "train-labels-idx1-ubyte")[:3160].astype(np.int64))
+    images = torch.from_numpy(synthetic_train[0][:3160].copy())
+    labels = torch.from_numpy(synthetic_train[1][:3160])
     x = images.float().div(255).unsqueeze(1)
     def fresh(state=None):
         torch.manual_seed(1)
@@ -241,7 +239,7 @@ def fashion_checkpoint(fashion_raw):
         opt.step()
     state = {k: v.clone() for k, v in model.state_dict().items()}
 
-    def validation(order_by_loss=False):  # the pipeline's search closure over 400 real images, batches of 100
+    def validation(order_by_loss=False):  # the pipeline's search closure over 400 held-out images, batches of 100
         return ValidationLoss(images[2560:2960], labels[2560:2960], lambda im, train: (im.float().div(255).unsqueeze(1), None),
                               batch_size=100, num_classes=10, order_by_loss=order_by_loss)
 
@@ -257,8 +255,8 @@ def fashion_checkpoint(fashion_raw):
 
 
 @pytest.mark.parametrize("tolerance_pp", [0.0, 1.0])
-def test_sorted_search_lands_where_the_published_bisection_does(fashion_checkpoint, tolerance_pp):
-    fresh, full, early, published, _ = fashion_checkpoint
+def test_sorted_search_lands_where_the_published_bisection_does(trained_checkpoint, tolerance_pp):
+    fresh, full, early, published, _ = trained_checkpoint
     model = fresh()
     min_step = max(1, int(tolerance_pp / 100 * Masks.dense(model).numel))
     fast = threshold_search(model, Masks.dense(model), early, PruneConfig(method="rem", require_accuracy=False, search_tolerance_pp=tolerance_pp))
@@ -272,8 +270,8 @@ def test_sorted_search_lands_where_the_published_bisection_does(fashion_checkpoi
     assert full(model)["loss"] == pytest.approx(fast.loss)  # the applied threshold, fully evaluated
 
 
-def test_early_exit_passes_change_nothing_but_the_cost(fashion_checkpoint):
-    fresh, full, early, _, _ = fashion_checkpoint
+def test_early_exit_passes_change_nothing_but_the_cost(trained_checkpoint):
+    fresh, full, early, _, _ = trained_checkpoint
     cfg = PruneConfig(method="rem", require_accuracy=False, search_tolerance_pp=0.5)
     a, b = fresh(), fresh()
     plain = threshold_search(a, Masks.dense(a), full, cfg)
@@ -284,14 +282,14 @@ def test_early_exit_passes_change_nothing_but_the_cost(fashion_checkpoint):
         assert torch.equal(p, q), n
 
 
-def test_stopped_pass_reports_no_loss(fashion_checkpoint):
-    fresh, _, early, _, _ = fashion_checkpoint
+def test_stopped_pass_reports_no_loss(trained_checkpoint):
+    fresh, _, early, _, _ = trained_checkpoint
     out = early(fresh(), stop_above=0.0)
     assert out["stopped_early"] and out["loss"] == math.inf and out["acc"] is None and out["n_images"] == 100
 
 
-def test_loss_ordered_passes_change_nothing_but_the_cost(fashion_checkpoint):
-    fresh, full, early, published, validation = fashion_checkpoint
+def test_loss_ordered_passes_change_nothing_but_the_cost(trained_checkpoint):
+    fresh, full, early, published, validation = trained_checkpoint
     ordered = validation(order_by_loss=True)
     base = ordered(fresh())  # complete, in dataset order: fixes the order for the next passes
     assert base["loss"] == full(fresh())["loss"]

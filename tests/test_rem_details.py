@@ -173,9 +173,9 @@ def test_entropy_over_classes_is_the_same_in_the_trial_and_the_table():
     assert (row.entropy_mean, row.entropy_std) == pytest.approx(one_seed)
 
 
-def test_patience_stops_the_run_and_a_resume_does_not_train_past_it(fashion_raw, tmp_path):
+def test_patience_stops_the_run_and_a_resume_does_not_train_past_it(synthetic_raw, tmp_path):
     """lr 0: the validation loss never improves after epoch 1, so patience 1 stops after epoch 2 of 5."""
-    cfg = tiny_cfg(fashion_raw, epochs=5, patience=1, lr=0.0)
+    cfg = tiny_cfg(synthetic_raw, epochs=5, patience=1, lr=0.0)
     seen = []
     last = train(cfg, workdir=tmp_path, on_epoch=lambda m, d: seen.append(m["epoch"]))
     assert seen == [1, 2] and last["stopped_early"] == 1.0 and last["epochs_without_improvement"] == 1
@@ -185,6 +185,7 @@ def test_patience_stops_the_run_and_a_resume_does_not_train_past_it(fashion_raw,
 
 
 @pytest.mark.slow
+@pytest.mark.realdata
 def test_a_short_rem_run_keeps_its_accuracy_near_plus_q_on_real_data(fashion_raw, tmp_path):
     """Real Fashion-MNIST, Efficient-CapsNet, the same seed: +REM prunes and stays within 2 points of +Q."""
     def run(method, **prune):

@@ -30,8 +30,8 @@ def val_loss(run, precision: str) -> float:
                     num_classes=10, precision=precision, parse_trees=False, loss_kwargs=run.loss_kwargs)["loss"]
 
 
-def test_threshold_search_evaluates_in_fp32_under_bf16_training(fashion_raw):
-    run = set_up(rem_cfg(fashion_raw), Path.cwd())
+def test_threshold_search_evaluates_in_fp32_under_bf16_training(synthetic_raw):
+    run = set_up(rem_cfg(synthetic_raw), Path.cwd())
     assert run.cfg.train.precision == "bf16" and run.search_val.precision == "fp32"
     searched = run.search_val(run.model)["loss"]
     assert searched == val_loss(run, "fp32")
@@ -39,13 +39,13 @@ def test_threshold_search_evaluates_in_fp32_under_bf16_training(fashion_raw):
     assert run.cfg.flat()["prune.search_precision"] == "fp32"  # logged with the trial's params
 
 
-def test_search_precision_train_follows_the_training_precision(fashion_raw):
-    run = set_up(rem_cfg(fashion_raw, search_precision="train"), Path.cwd())
+def test_search_precision_train_follows_the_training_precision(synthetic_raw):
+    run = set_up(rem_cfg(synthetic_raw, search_precision="train"), Path.cwd())
     assert run.search_val.precision == "bf16"
 
 
-def test_best_epoch_reads_the_plain_forward_and_keeps_the_quantized_one_beside_it(fashion_raw, tmp_path):
-    cfg = tiny_cfg(fashion_raw, epochs=2).with_overrides({"eval.quantized_forward": True})
+def test_best_epoch_reads_the_plain_forward_and_keeps_the_quantized_one_beside_it(synthetic_raw, tmp_path):
+    cfg = tiny_cfg(synthetic_raw, epochs=2).with_overrides({"eval.quantized_forward": True})
     seen = []
     train(cfg, workdir=tmp_path, on_epoch=lambda m, d: seen.append(dict(m)))
     state = torch.load(tmp_path / "checkpoint" / "state.pt", weights_only=True)
@@ -65,21 +65,21 @@ def test_best_epoch_reads_the_plain_forward_and_keeps_the_quantized_one_beside_i
     assert last["final/val/loss"] == last["val_q/loss"] or last["final/checkpoint_epoch"] != last["epoch"]
 
 
-def test_threshold_over_named_tensors_prunes_only_those(fashion_raw, tmp_path):
-    metrics = train(rem_cfg(fashion_raw, lambda0=0.01, threshold_tensors=["votes.weight"]), workdir=tmp_path)
+def test_threshold_over_named_tensors_prunes_only_those(synthetic_raw, tmp_path):
+    metrics = train(rem_cfg(synthetic_raw, lambda0=0.01, threshold_tensors=["votes.weight"]), workdir=tmp_path)
     assert metrics["sparsity/votes.weight"] > 0
     assert metrics["sparsity/conv1.weight"] == 0 and metrics["sparsity/primary.conv.weight"] == 0
     assert 0 < metrics["sparsity"] < metrics["sparsity/votes.weight"]  # measured over every prunable tensor
     assert {"magnitude/votes.weight", "magnitude/primary.conv.weight"} <= set(metrics)
 
 
-def test_unknown_threshold_tensor_is_one_line_naming_the_prunable_ones(fashion_raw, tmp_path):
+def test_unknown_threshold_tensor_is_one_line_naming_the_prunable_ones(synthetic_raw, tmp_path):
     with pytest.raises(KeyError, match=r"\['W'\] are not prunable tensors.*votes\.weight"):
-        train(rem_cfg(fashion_raw, threshold_tensors=["W"]), workdir=tmp_path)
+        train(rem_cfg(synthetic_raw, threshold_tensors=["W"]), workdir=tmp_path)
 
 
-def test_shrinkage_only_control_searches_nothing(fashion_raw, tmp_path):
-    cfg = rem_cfg(fashion_raw, lambda0=0.01, threshold_search="none")
+def test_shrinkage_only_control_searches_nothing(synthetic_raw, tmp_path):
+    cfg = rem_cfg(synthetic_raw, lambda0=0.01, threshold_search="none")
     assert set_up(cfg, Path.cwd()).search_val is None
     metrics = train(cfg, workdir=tmp_path)
     assert "prune/evaluations" not in metrics and metrics["prune/lambda"] == pytest.approx(0.01 * 0.99)

@@ -20,14 +20,15 @@ SPARSITIES = (0.0, 0.5, 0.9)
 
 @pytest.fixture(scope="module")
 def trained(fashion_raw, tmp_path_factory):
-    """A +Q CapsNet (small) trained two epochs with its curve recorded by the trial itself."""
+    """A +Q CapsNet (small) trained two epochs on real Fashion-MNIST, its curve recorded by the trial itself."""
     work = tmp_path_factory.mktemp("curve-trial")
     cfg = tiny_cfg(fashion_raw, epochs=2).with_overrides(
-        {"eval.sparsity_curve": True, "eval.curve_sparsities": list(SPARSITIES)})
+        {"data.dataset": "fashion-mnist", "eval.sparsity_curve": True, "eval.curve_sparsities": list(SPARSITIES)})
     metrics = train(cfg, workdir=work)
     return metrics, work / "checkpoint"
 
 
+@pytest.mark.realdata
 def test_unpruned_row_is_the_final_evaluation(trained):
     metrics, checkpoint = trained
     package, source, run_id = load_source(str(checkpoint))
@@ -42,6 +43,7 @@ def test_unpruned_row_is_the_final_evaluation(trained):
         assert metrics[f"curve/{row['scope']}/{row['target']:g}/test/acc"] == row["test/acc"]
 
 
+@pytest.mark.realdata
 def test_each_row_holds_the_sparsity_it_asked_for(trained):
     _, checkpoint = trained
     package, source, _ = load_source(str(checkpoint))
@@ -59,6 +61,7 @@ def test_each_row_holds_the_sparsity_it_asked_for(trained):
     assert frame[(frame["scope"] == "global") & (frame["target"] == 90)]["test/acc"].iloc[0] < dense
 
 
+@pytest.mark.realdata
 def test_command_writes_the_table_and_figure_and_logs_to_the_run(trained, tmp_path, capsys):
     from mlflow.tracking import MlflowClient
 
@@ -100,6 +103,7 @@ def test_a_run_without_a_model_artifact_is_one_line(tmp_path, capsys):
     assert run.info.run_id in err and MODEL_ARTIFACT in err
 
 
+@pytest.mark.realdata
 def test_a_checkpoint_of_another_shape_is_one_line(trained, tmp_path, capsys):
     _, checkpoint = trained
     package = model_package(torch.load(checkpoint / CHECKPOINT_FILE, weights_only=True))
@@ -108,14 +112,15 @@ def test_a_checkpoint_of_another_shape_is_one_line(trained, tmp_path, capsys):
     assert "do not fit capsnet" in err and "primary.conv.weight" in err
 
 
+@pytest.mark.realdata
 @pytest.mark.parametrize("bad", ["1.0", "-0.1", "nan"])
 def test_a_sparsity_outside_0_1_is_one_line(trained, capsys, bad):
     err = one_line_error(capsys, [str(trained[1]), "--sparsities", "0.5", bad])
     assert "[0, 1)" in err and (bad in err or (bad == "nan" and "nan" in err))
 
 
-def test_config_rejects_a_curve_sparsity_out_of_range(fashion_raw):
+def test_config_rejects_a_curve_sparsity_out_of_range(tmp_path):
     from rem.config import ConfigError
 
     with pytest.raises(ConfigError, match=r"eval.curve_sparsities must be fractions in \[0, 1\); got \[1.5\]"):
-        tiny_cfg(fashion_raw).with_overrides({"eval.curve_sparsities": [0.5, 1.5]})
+        tiny_cfg(tmp_path).with_overrides({"eval.curve_sparsities": [0.5, 1.5]})

@@ -13,6 +13,7 @@ from rem.structured import (build_args_from_weights, capsule_layout, coupling_ma
                             retarget_optimizer, sensitivity_add_, weight_norm_scores)
 from rem.checkpoint import CHECKPOINT_FILE, load_checkpoint
 from rem.train import train
+from tests.conftest import synthetic_data
 from tests.sweep_helpers import SMALL_CAPSNET, local_uri, results, run_sweep, sweep_runs, write_params
 
 SHAPE, CLASSES = (1, 28, 28), 10
@@ -136,8 +137,7 @@ def test_config_rejects_bad_capsule_options(prune, message):
 
 def capsules_cfg(raw_root, epochs, **prune):
     return from_dict({
-        "data": {"root": str(raw_root), "mirror": "", "system_root": "", "download": False,
-                 "train_subset": 256, "val_subset": 128, "test_subset": 128},
+        "data": {**synthetic_data(raw_root), "train_subset": 256, "val_subset": 128, "test_subset": 128},
         "model": {"options": SMALL_CAPSNET},
         "train": {"epochs": epochs, "batch_size": 64, "eval_batch_size": 128, "precision": "fp32",
                   "device": "cpu"},  # exact resume is the CPU's; the GPU's capsule pruning: tests/test_factory_guard.py
@@ -146,19 +146,19 @@ def capsules_cfg(raw_root, epochs, **prune):
     })
 
 
-def test_capsules_trial_shrinks_the_model_and_resumes_exactly(fashion_raw, tmp_path):
+def test_capsules_trial_shrinks_the_model_and_resumes_exactly(synthetic_raw, tmp_path):
     straight = []
-    train(capsules_cfg(fashion_raw, 3, capsule_criterion="sensitivity"), workdir=tmp_path / "a",
+    train(capsules_cfg(synthetic_raw, 3, capsule_criterion="sensitivity"), workdir=tmp_path / "a",
           on_epoch=lambda m, d: straight.append(m))
     assert [m["capsules/types"] for m in straight] == [6, 4, 4]  # 8 types, half removed over epochs 1-2
     assert straight[0]["params"] == capsnet_params(32, 6) and straight[-1]["params"] == capsnet_params(32, 4)
     assert straight[0]["capsules/flops"] > straight[-1]["capsules/flops"]
 
-    train(capsules_cfg(fashion_raw, 1, capsule_criterion="sensitivity", schedule_epochs=2), workdir=tmp_path / "b")
+    train(capsules_cfg(synthetic_raw, 1, capsule_criterion="sensitivity", schedule_epochs=2), workdir=tmp_path / "b")
     state = load_checkpoint(tmp_path / "b" / "checkpoint")
     assert state["pruner"]["build_args"] == {"primary_types": 6}
     resumed = []
-    train(capsules_cfg(fashion_raw, 3, capsule_criterion="sensitivity"), workdir=tmp_path / "b",
+    train(capsules_cfg(synthetic_raw, 3, capsule_criterion="sensitivity"), workdir=tmp_path / "b",
           on_epoch=lambda m, d: resumed.append(m))
     assert [m["epoch"] for m in resumed] == [2, 3]
     for key in ("train/loss", "test/loss", "test/acc", "entropy/mean", "params"):
@@ -166,15 +166,15 @@ def test_capsules_trial_shrinks_the_model_and_resumes_exactly(fashion_raw, tmp_p
     assert (tmp_path / "b" / "checkpoint" / CHECKPOINT_FILE).exists()
 
 
-def test_rem_rule_removes_no_more_than_the_schedule(fashion_raw, tmp_path):
-    metrics = train(capsules_cfg(fashion_raw, 1, capsule_rule="rem", capsule_criterion="coupling_mass"),
+def test_rem_rule_removes_no_more_than_the_schedule(synthetic_raw, tmp_path):
+    metrics = train(capsules_cfg(synthetic_raw, 1, capsule_rule="rem", capsule_criterion="coupling_mass"),
                     workdir=tmp_path)
     assert 4 <= metrics["capsules/types"] <= 8 and metrics["prune/evaluations"] >= 1
 
 
 @pytest.mark.slow
-def test_capsules_sweep_logs_every_metric_to_mlflow(fashion_raw, tmp_path):
-    path = write_params(tmp_path, fashion_raw, grid={"prune.method": ["capsules"]}, name="caps", epochs=2,
+def test_capsules_sweep_logs_every_metric_to_mlflow(synthetic_raw, tmp_path):
+    path = write_params(tmp_path, synthetic_raw, grid={"prune.method": ["capsules"]}, name="caps", epochs=2,
                         model_options=SMALL_CAPSNET)
     params = yaml.safe_load(path.read_text())
     params.setdefault("prune", {})["capsule_fraction"] = 0.5  # each grid value is checked against the base

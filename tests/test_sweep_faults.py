@@ -1,6 +1,6 @@
-"""Sweeps that survive faults: real Ray Tune, real MLflow (sqlite and a real `mlflow server`), real data.
+"""Sweeps that survive faults: real Ray Tune, real MLflow (sqlite and a real `mlflow server`).
 
-Each test runs `python -m pipeline.sweep` in a subprocess on a few hundred real Fashion-MNIST images.
+Each test runs `python -m pipeline.sweep` in a subprocess on a few hundred generated images (synthetic-fashion).
 """
 
 from __future__ import annotations
@@ -31,9 +31,9 @@ def child_with_epoch(uri: str, experiment: str, epoch: int, key_part: str = ""):
     return check
 
 
-def test_killed_trial_worker_resumes_from_its_checkpoint(fashion_raw, tmp_path):
+def test_killed_trial_worker_resumes_from_its_checkpoint(synthetic_raw, tmp_path):
     # Full-size CapsNet on 640 images: each epoch takes seconds, so the kill lands mid-epoch.
-    write_params(tmp_path, fashion_raw, grid={"train.seed": [42]}, name="killworker", epochs=3, train_subset=640)
+    write_params(tmp_path, synthetic_raw, grid={"train.seed": [42]}, name="killworker", epochs=3, train_subset=640)
     uri = local_uri(tmp_path)
     driver = subprocess.Popen(sweep_cmd(), cwd=tmp_path, env=sweep_env(), stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     try:
@@ -53,8 +53,8 @@ def test_killed_trial_worker_resumes_from_its_checkpoint(fashion_raw, tmp_path):
     assert epochs_logged(uri, children[0].info.run_id) == [1, 2, 3]  # epoch 1 was not trained again
 
 
-def test_killed_driver_then_rerun_finishes_without_rerunning_or_duplicating(fashion_raw, tmp_path):
-    write_params(tmp_path, fashion_raw, grid={"train.seed": [42, 43]}, name="killdriver", epochs=2, train_subset=640,
+def test_killed_driver_then_rerun_finishes_without_rerunning_or_duplicating(synthetic_raw, tmp_path):
+    write_params(tmp_path, synthetic_raw, grid={"train.seed": [42, 43]}, name="killdriver", epochs=2, train_subset=640,
                  sweep={"max_concurrent": 1})
     uri = local_uri(tmp_path)
     driver = subprocess.Popen(sweep_cmd(), cwd=tmp_path, env=sweep_env(), stdout=subprocess.DEVNULL,
@@ -94,8 +94,8 @@ def test_killed_driver_then_rerun_finishes_without_rerunning_or_duplicating(fash
         assert epochs_logged(uri, run.info.run_id) == [1, 2]
 
 
-def test_nan_trial_fails_with_its_reason_and_the_sweep_goes_on(fashion_raw, tmp_path):
-    write_params(tmp_path, fashion_raw, grid={"train.lr": [0.001, 1.0e30]}, name="nan", model_options=SMALL_CAPSNET)
+def test_nan_trial_fails_with_its_reason_and_the_sweep_goes_on(synthetic_raw, tmp_path):
+    write_params(tmp_path, synthetic_raw, grid={"train.lr": [0.001, 1.0e30]}, name="nan", model_options=SMALL_CAPSNET)
     run_sweep(tmp_path)
     table = results(tmp_path).set_index("train.lr")
     assert table.loc[0.001, "status"] == "FINISHED"
@@ -107,8 +107,8 @@ def test_nan_trial_fails_with_its_reason_and_the_sweep_goes_on(fashion_raw, tmp_
     assert parents[0].info.status == "FAILED" and parents[0].data.metrics["trials_failed"] == 1
 
 
-def test_unreachable_mlflow_server_fails_fast_before_any_trial(fashion_raw, tmp_path):
-    write_params(tmp_path, fashion_raw, grid={"train.seed": [42]}, name="nomlflow", model_options=SMALL_CAPSNET)
+def test_unreachable_mlflow_server_fails_fast_before_any_trial(synthetic_raw, tmp_path):
+    write_params(tmp_path, synthetic_raw, grid={"train.seed": [42]}, name="nomlflow", model_options=SMALL_CAPSNET)
     start = time.monotonic()
     proc = run_sweep(tmp_path, env=sweep_env(MLFLOW_TRACKING_URI=f"http://127.0.0.1:{free_port()}"), check=False)
     elapsed = time.monotonic() - start
@@ -118,9 +118,9 @@ def test_unreachable_mlflow_server_fails_fast_before_any_trial(fashion_raw, tmp_
     assert not (tmp_path / "ray").exists()  # no trial started
 
 
-def test_sweep_against_a_real_mlflow_server(fashion_raw, tmp_path):
+def test_sweep_against_a_real_mlflow_server(synthetic_raw, tmp_path):
     with mlflow_server(tmp_path) as uri:
-        write_params(tmp_path, fashion_raw, grid={"train.seed": [42, 43]}, name="served", model_options=SMALL_CAPSNET)
+        write_params(tmp_path, synthetic_raw, grid={"train.seed": [42, 43]}, name="served", model_options=SMALL_CAPSNET)
         run_sweep(tmp_path, env=sweep_env(MLFLOW_TRACKING_URI=uri))
         parents, children = sweep_runs(uri, "served")
         assert len(parents) == 1 and len(children) == 2

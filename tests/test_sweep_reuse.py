@@ -37,11 +37,11 @@ def test_fresh_process_state_restores_threads_and_drops_compiled_code():
 
 
 @pytest.mark.slow
-def test_reused_worker_trial_matches_the_trial_run_alone_and_mlflow_has_every_metric(fashion_raw, tmp_path):
+def test_reused_worker_trial_matches_the_trial_run_alone_and_mlflow_has_every_metric(synthetic_raw, tmp_path):
     both, alone = tmp_path / "both", tmp_path / "alone"
-    write_params(both, fashion_raw, grid={"train.seed": [42, 43]}, name="reuse", model_options=SMALL_CAPSNET,
+    write_params(both, synthetic_raw, grid={"train.seed": [42, 43]}, name="reuse", model_options=SMALL_CAPSNET,
                  sweep={"max_concurrent": 1})
-    write_params(alone, fashion_raw, grid={"train.seed": [43]}, name="reuse", model_options=SMALL_CAPSNET)
+    write_params(alone, synthetic_raw, grid={"train.seed": [43]}, name="reuse", model_options=SMALL_CAPSNET)
     run_sweep(both)
     run_sweep(alone)
 

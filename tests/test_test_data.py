@@ -1,5 +1,6 @@
-"""The test suite's own data rule: a missing file fails the tests that need it, in one line that says what to do,
-while the tests that need no data still run and pass (checked in a fresh checkout with nothing beside it)."""
+"""The test suite's own data rule: a real file found nowhere SKIPS the tests that need it in one line that says what
+to do (and FAILS them under REM_REQUIRE_REAL_DATA=1, as CI sets), the tests that need no real data still run, and
+the run says how many real-data tests ran (checked in a fresh checkout with nothing beside it and no network)."""
 
 from __future__ import annotations
 
@@ -10,12 +11,17 @@ import subprocess
 import sys
 
 import numpy as np
+import pytest
 from PIL import Image
 
 from rem.data.registry import CIFAR_CLASSES
 from tests.conftest import REPO, SOURCES, derive_jpeg_folders, derive_lossless200
 
 TINY = '''
+import pytest
+
+
+@pytest.mark.realdata
 def test_needs_the_lossless_cifar_images(cifar_lossless):
     assert len(cifar_lossless[0]) == 200
 
@@ -23,35 +29,65 @@ def test_needs_the_lossless_cifar_images(cifar_lossless):
 def test_needs_no_data():
     assert sum(range(4)) == 6
 '''
+WANTED = "cifar10/cifar-10-batches-py-lossless200/test_batch"
 
 
-def test_missing_data_fails_in_one_line_and_data_free_tests_still_pass(tmp_path):
+def run_tiny_suite(tmp_path, source: str = TINY, **extra: str) -> tuple[subprocess.CompletedProcess, list[str]]:
+    """`source` as a test file in a checkout with no shared/ beside it, an empty mirror, an empty cache and no
+    network; returns the run and its short-summary lines (SKIPPED/ERROR) that name REM_DATA_MIRROR."""
     checkout = tmp_path / "checkout"  # no shared/ beside it: only the variables below can point at data
     (checkout / "tests").mkdir(parents=True)
-    shutil.copy(REPO / "tests" / "conftest.py", checkout / "tests" / "conftest.py")
-    (checkout / "tests" / "__init__.py").touch()
-    (checkout / "tests" / "test_tiny.py").write_text(TINY)
-    empty = tmp_path / "empty"
-    empty.mkdir()
+    for name in ("conftest.py", "realdata.py", "__init__.py"):
+        shutil.copy(REPO / "tests" / name, checkout / "tests" / name)
+    shutil.copy(REPO / "pyproject.toml", checkout / "pyproject.toml")  # the marker and the -r options
+    (checkout / "tests" / "test_tiny.py").write_text(source)
+    (tmp_path / "empty").mkdir()
     unreachable = "http://127.0.0.1:9"  # a closed port: the official archive cannot be downloaded either
-    env = {**os.environ, "REM_DATA_MIRROR": str(empty), "REM_DATA_CACHE": str(tmp_path / "cache"),
+    env = {**os.environ, "REM_DATA_MIRROR": str(tmp_path / "empty"), "REM_DATA_CACHE": str(tmp_path / "cache"),
            "PYTHONPATH": str(REPO), "COLUMNS": "2000", "http_proxy": unreachable, "https_proxy": unreachable,
            "HTTP_PROXY": unreachable, "HTTPS_PROXY": unreachable, "no_proxy": "", "NO_PROXY": ""}
-    done = subprocess.run([sys.executable, "-m", "pytest", "-q", "-rfE", "-p", "no:cacheprovider", "tests/test_tiny.py"],
-                          cwd=checkout, env=env, capture_output=True, text=True, timeout=300)
-    out = done.stdout
-    assert done.returncode == 1 and "1 passed, 1 error" in out, out[-3000:]
-    lines = [line for line in out.splitlines() if line.startswith("ERROR") and "REM_DATA_MIRROR" in line]
-    assert len(lines) == 1, out[-3000:]
-    line = lines[0]
-    wanted = "cifar10/cifar-10-batches-py-lossless200/test_batch"
-    assert "test_needs_the_lossless_cifar_images" in line and f"test data {wanted} unavailable" in line
-    assert str(empty / wanted) in line  # the mirror named by REM_DATA_MIRROR
-    assert str(checkout / ".." / "shared" / "data" / wanted) in line  # ../shared/data beside the checkout
+    env.pop("REM_REQUIRE_REAL_DATA", None)  # as on a developer's machine, unless the test sets it
+    done = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "tests/test_tiny.py"],
+                          cwd=checkout, env={**env, **extra}, capture_output=True, text=True, timeout=300)
+    return done, [line for line in done.stdout.splitlines()
+                  if line.startswith(("SKIPPED", "ERROR")) and "REM_DATA_MIRROR" in line]
+
+
+def assert_names_every_place(line: str, tmp_path) -> None:
+    assert f"test data {WANTED} unavailable" in line
+    assert str(tmp_path / "empty" / WANTED) in line  # the mirror named by REM_DATA_MIRROR
+    assert str(tmp_path / "checkout" / ".." / "shared" / "data" / WANTED) in line  # ../shared/data beside it
     assert str(SOURCES.system_root) in line and "no canonical URL" in line  # the system folder; no URL exists
     assert str(tmp_path / "cache") in line and "REM_DATA_CACHE" in line
-    assert f"set REM_DATA_MIRROR to a folder holding {wanted}" in line and "SOURCES.md" in line
+    assert f"set REM_DATA_MIRROR to a folder holding {WANTED}" in line and "SOURCES.md" in line
     assert "derived from the official CIFAR-10 archive" in line and "cifar-10-python.tar.gz" in line
+
+
+def test_missing_real_data_skips_in_one_line_and_data_free_tests_still_pass(tmp_path):
+    done, lines = run_tiny_suite(tmp_path)
+    out = done.stdout
+    assert done.returncode == 0 and "1 passed, 1 skipped" in out, out[-3000:]
+    assert len(lines) == 1 and lines[0].startswith("SKIPPED"), out[-3000:]  # one line, the reason in full
+    assert_names_every_place(lines[0], tmp_path)
+    assert "realdata: 0 run, 1 skipped" in out
+
+
+def test_required_real_data_fails_in_one_line(tmp_path):
+    done, lines = run_tiny_suite(tmp_path, REM_REQUIRE_REAL_DATA="1")
+    out = done.stdout
+    assert done.returncode == 1 and "1 passed, 1 error" in out, out[-3000:]
+    assert len(lines) == 1 and lines[0].startswith("ERROR") and "test_needs_the_lossless_cifar_images" in lines[0]
+    assert_names_every_place(lines[0], tmp_path)
+    assert "REM_REQUIRE_REAL_DATA is set" in lines[0] and "realdata: 0 run, 0 skipped, 1 failed before running" in out
+
+
+def test_a_test_reading_real_data_unmarked_is_refused(tmp_path):
+    """Unmarked, it would skip (or in CI fail) without being counted: the suite refuses to start, naming it."""
+    done, _ = run_tiny_suite(tmp_path, TINY.replace("@pytest.mark.realdata\n", ""))
+    assert done.returncode == 4 and not done.stdout.count("passed"), done.stdout[-2000:]
+    assert ("tests reading real data must be marked @pytest.mark.realdata: "
+            "tests/test_tiny.py::test_needs_the_lossless_cifar_images (uses cifar_lossless, cifar_lossless_dir)"
+            ) in done.stderr, done.stderr[-2000:]
 
 
 def _official_format(folder, batches: dict) -> None:
@@ -61,6 +97,7 @@ def _official_format(folder, batches: dict) -> None:
         (folder / name).write_bytes(pickle.dumps(value, protocol=2))
 
 
+@pytest.mark.realdata
 def test_staged_cifar_files_are_rebuilt_from_official_batches(tmp_path, cifar_lossless_dir):
     """The fallback used where no mirror has the staged CIFAR files, run on official-format batches holding the real
     200 lossless images in another order among other (real, flipped) images: the repack comes out byte-identical."""

@@ -1,4 +1,5 @@
-"""`rem.train.train` on real Fashion-MNIST, shrunk: metrics, checkpoints, exact resume, non-finite loss."""
+"""`rem.train.train` on generated data (synthetic-fashion), shrunk: metrics, checkpoints, exact resume, non-finite
+loss."""
 
 from __future__ import annotations
 
@@ -8,14 +9,14 @@ import torch
 from rem.config import from_dict
 from rem.checkpoint import CHECKPOINT_FILE
 from rem.train import NonFiniteLossError, train
+from tests.conftest import synthetic_data
 
 SMALL_CAPSNET = {"conv_channels": 32, "primary_types": 8}  # same architecture, 40x fewer FLOPs
 
 
 def tiny_cfg(raw_root, **train):
     return from_dict({
-        "data": {"root": str(raw_root), "mirror": "", "system_root": "", "download": False,
-                 "train_subset": 256, "val_subset": 128, "test_subset": 256},
+        "data": {**synthetic_data(raw_root), "train_subset": 256, "val_subset": 128, "test_subset": 256},
         "model": {"options": SMALL_CAPSNET},
         # the CPU unless a test says otherwise: exact resumes and recorded numbers are the CPU's (tests/test_device.py
         # and benchmarks/gpu_check.py train on a GPU)
@@ -23,9 +24,9 @@ def tiny_cfg(raw_root, **train):
     })
 
 
-def test_one_epoch_records_every_metric_and_a_checkpoint(fashion_raw, tmp_path):
+def test_one_epoch_records_every_metric_and_a_checkpoint(synthetic_raw, tmp_path):
     seen = []
-    metrics = train(tiny_cfg(fashion_raw), workdir=tmp_path, on_epoch=lambda m, d: seen.append((m, d)))
+    metrics = train(tiny_cfg(synthetic_raw), workdir=tmp_path, on_epoch=lambda m, d: seen.append((m, d)))
     assert len(seen) == 1 and (seen[0][1] / CHECKPOINT_FILE).exists()
     for key in ("train/loss", "val/loss", "test/loss", "train/acc", "val/acc", "test/acc",
                 "entropy/mean", "entropy/std", "parse_trees/total", "params"):
@@ -36,28 +37,28 @@ def test_one_epoch_records_every_metric_and_a_checkpoint(fashion_raw, tmp_path):
     assert all(0 <= metrics[f"entropy/class_{j}"] <= 8.0 + 1e-9 for j in range(10))  # <= log2(256)
 
 
-def test_resume_continues_exactly_where_it_stopped(fashion_raw, tmp_path):
-    straight = train(tiny_cfg(fashion_raw, epochs=2), workdir=tmp_path / "a")
-    train(tiny_cfg(fashion_raw, epochs=1), workdir=tmp_path / "b")
+def test_resume_continues_exactly_where_it_stopped(synthetic_raw, tmp_path):
+    straight = train(tiny_cfg(synthetic_raw, epochs=2), workdir=tmp_path / "a")
+    train(tiny_cfg(synthetic_raw, epochs=1), workdir=tmp_path / "b")
     epochs = []
-    resumed = train(tiny_cfg(fashion_raw, epochs=2), workdir=tmp_path / "b", on_epoch=lambda m, d: epochs.append(m["epoch"]))
+    resumed = train(tiny_cfg(synthetic_raw, epochs=2), workdir=tmp_path / "b", on_epoch=lambda m, d: epochs.append(m["epoch"]))
     assert epochs == [2]  # only the missing epoch ran
     for key in ("train/loss", "test/loss", "test/acc", "entropy/mean"):
         assert resumed[key] == pytest.approx(straight[key], rel=1e-5, abs=1e-7)
 
 
-def test_nonfinite_loss_stops_the_trial(fashion_raw, tmp_path):
+def test_nonfinite_loss_stops_the_trial(synthetic_raw, tmp_path):
     with pytest.raises(NonFiniteLossError, match="non-finite training loss"):
-        train(tiny_cfg(fashion_raw, lr=1e30, epochs=2), workdir=tmp_path)
+        train(tiny_cfg(synthetic_raw, lr=1e30, epochs=2), workdir=tmp_path)
 
 
-def test_bf16_training_step_stays_finite(fashion_raw, tmp_path):
-    metrics = train(tiny_cfg(fashion_raw, precision="bf16"), workdir=tmp_path)
+def test_bf16_training_step_stays_finite(synthetic_raw, tmp_path):
+    metrics = train(tiny_cfg(synthetic_raw, precision="bf16"), workdir=tmp_path)
     assert torch.isfinite(torch.tensor(metrics["train/loss"]))
 
 
-def test_final_evaluation_uses_best_checkpoint_with_quantized_forward(fashion_raw, tmp_path):
-    metrics = train(tiny_cfg(fashion_raw, epochs=2), workdir=tmp_path)
+def test_final_evaluation_uses_best_checkpoint_with_quantized_forward(synthetic_raw, tmp_path):
+    metrics = train(tiny_cfg(synthetic_raw, epochs=2), workdir=tmp_path)
     assert metrics["final/quantized"] == 1.0 and metrics["final/best_checkpoint"] == 1.0
     assert metrics["final/checkpoint_epoch"] in (1, 2)
     assert 0 <= metrics["final/test/acc"] <= 1 and "final/entropy/mean" in metrics
@@ -65,8 +66,8 @@ def test_final_evaluation_uses_best_checkpoint_with_quantized_forward(fashion_ra
     assert metrics["sparsity"] == 0.0 and metrics["nonzero_params"] > 0  # measured every epoch, even unpruned
 
 
-def test_rem_pruning_grows_sparsity_and_evaluates_the_last_epoch(fashion_raw, tmp_path):
-    cfg = tiny_cfg(fashion_raw, epochs=2).with_overrides({"prune.method": "rem", "prune.search_tolerance_pp": 1.0})
+def test_rem_pruning_grows_sparsity_and_evaluates_the_last_epoch(synthetic_raw, tmp_path):
+    cfg = tiny_cfg(synthetic_raw, epochs=2).with_overrides({"prune.method": "rem", "prune.search_tolerance_pp": 1.0})
     seen = []
     metrics = train(cfg, workdir=tmp_path, on_epoch=lambda m, d: seen.append(m))
     assert all(m["prune/val_loss"] <= m["prune/base_val_loss"] + 1e-12 for m in seen)  # never raises val loss
@@ -77,7 +78,7 @@ def test_rem_pruning_grows_sparsity_and_evaluates_the_last_epoch(fashion_raw, tm
     assert pruned > 0  # masks are saved with the checkpoint, so a resumed trial keeps its pruned weights at zero
 
 
-def test_imp_reaches_its_target_sparsity(fashion_raw, tmp_path):
-    cfg = tiny_cfg(fashion_raw, epochs=2).with_overrides({"prune.method": "imp", "prune.target_sparsity": 0.5})
+def test_imp_reaches_its_target_sparsity(synthetic_raw, tmp_path):
+    cfg = tiny_cfg(synthetic_raw, epochs=2).with_overrides({"prune.method": "imp", "prune.target_sparsity": 0.5})
     metrics = train(cfg, workdir=tmp_path)
     assert metrics["sparsity"] == pytest.approx(50.0, abs=0.01)

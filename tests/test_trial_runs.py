@@ -30,8 +30,8 @@ def checkpoint_state(folder, trial_key_part: str) -> dict:
     raise AssertionError(f"no checkpoint for {trial_key_part}")
 
 
-def test_trial_runs_are_self_contained_and_load_back_in_a_new_process(fashion_raw, tmp_path):
-    write_params(tmp_path, fashion_raw, grid={"model.name": ["capsnet"], "sweep.log_model": [True, False]},
+def test_trial_runs_are_self_contained_and_load_back_in_a_new_process(synthetic_raw, tmp_path):
+    write_params(tmp_path, synthetic_raw, grid={"model.name": ["capsnet"], "sweep.log_model": [True, False]},
                  name="record", epochs=2, model_options=SMALL_CAPSNET, sweep={"max_concurrent": 1})
     run_sweep(tmp_path)
     uri = local_uri(tmp_path)
@@ -83,10 +83,10 @@ def test_trial_runs_are_self_contained_and_load_back_in_a_new_process(fashion_ra
     assert front["run_id"].iloc[0] in proc.stdout
 
 
-def test_a_matched_imp_control_prunes_to_the_sparsity_its_rem_trial_reached(fashion_raw, tmp_path):
+def test_a_matched_imp_control_prunes_to_the_sparsity_its_rem_trial_reached(synthetic_raw, tmp_path):
     grid = {"model.name": ["efficient_capsnet"], "train.seed": [42],
             "prune": [{"method": "rem"}, {"method": "imp", "target_from": "rem"}]}
-    write_params(tmp_path, fashion_raw, grid=grid, name="matched", epochs=2, train_subset=512, sweep={"max_concurrent": 1})
+    write_params(tmp_path, synthetic_raw, grid=grid, name="matched", epochs=2, train_subset=512, sweep={"max_concurrent": 1})
     run_sweep(tmp_path)
     table = results(tmp_path)
     last = table.sort_values("epoch").groupby("trial_key").tail(1).set_index("prune.method")

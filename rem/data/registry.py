@@ -9,7 +9,8 @@ the exact payload size when the format determines it, the leading bytes (`header
 dimensions), and the readers' structure checks (shapes, label ranges) when they are decoded. The md5
 observed on first install is written to the file's `.verified` stamp, and so into the prepared-cache key.
 
-Dataset names: the six registry entries below, plus `imagefolder:<path>` for any folder laid out as
+Dataset names: the six published datasets below (and cifar10-jpeg, a re-encoding of CIFAR-10), the generated
+`synthetic-fashion` (see rem/data/synthetic.py), plus `imagefolder:<path>` for any folder laid out as
 `<path>/train/<class>/*.png|jpg` (and optionally `<path>/test/<class>/...`): classes, image size and
 channels are read from the data (bring-your-own dataset; see `image_folder_spec`).
 """
@@ -23,6 +24,7 @@ from dataclasses import dataclass, field, replace
 MNIST_URLS = ("https://ossci-datasets.s3.amazonaws.com/mnist/", "http://yann.lecun.com/exdb/mnist/")
 CIFAR_MEAN, CIFAR_STD = (0.4914, 0.4822, 0.4465), (0.2023, 0.1994, 0.2010)
 CIFAR_CLASSES = ("airplane", "automobile", "bird", "cat", "deer", "dog", "frog", "horse", "ship", "truck")
+FASHION_CLASSES = ("T-shirt/top", "Trouser", "Pullover", "Dress", "Coat", "Sandal", "Shirt", "Sneaker", "Bag", "Ankle boot")
 IMAGEFOLDER_PREFIX = "imagefolder:"
 
 
@@ -55,19 +57,27 @@ class DatasetSpec:
     augment: str = "shift"  # REM's training augmentation: shift | shift_flip | color | color_flip | place | crop
     norm: str = "channel"  # "channel": (x - mean) / std; "image": per-image standardisation (smallNORB)
     root_dir: str = ""  # imagefolder: the folder itself (other datasets live under data.root/<name>)
+    generator: str = ""  # a module whose write(name, path) produces the files (generated, not downloaded, datasets)
 
 
 def _idx(name: str, md5: str, size: int, archive_md5: str, **kw) -> RemoteFile:
     return RemoteFile(name=name, md5=md5, size=size, archive=name + ".gz", archive_md5=archive_md5, **kw)
 
 
+IDX_NAMES = ("train-images-idx3-ubyte", "train-labels-idx1-ubyte", "t10k-images-idx3-ubyte", "t10k-labels-idx1-ubyte")
+
+
+def _idx_files(*entries: tuple[str, int, str], **kw) -> tuple[RemoteFile, ...]:
+    """The four files of an MNIST-layout dataset, from (md5, size, archive md5) in IDX_NAMES' order."""
+    return tuple(_idx(name, *entry, **kw) for name, entry in zip(IDX_NAMES, entries, strict=True))
+
+
 def _mnist_files(**kw) -> tuple[RemoteFile, ...]:
-    return (
-        _idx("train-images-idx3-ubyte", "6bbc9ace898e44ae57da46a324031adb", 47040016, "f68b3c2dcbeaaa9fbdd348bbdeb94873", **kw),
-        _idx("train-labels-idx1-ubyte", "a25bea736e30d166cdddb491f175f624", 60008, "d53e105ee54ea40749a09fcbcd1e9432", **kw),
-        _idx("t10k-images-idx3-ubyte", "2646ac647ad5339dbf082846283269ea", 7840016, "9fb629c4189551a2d022fa330f9573f3", **kw),
-        _idx("t10k-labels-idx1-ubyte", "27ae3e4e09519cfbb04c329615203637", 10008, "ec29112dd5afa0611ce80d1b7f02629c", **kw),
-    )
+    return _idx_files(
+        ("6bbc9ace898e44ae57da46a324031adb", 47040016, "f68b3c2dcbeaaa9fbdd348bbdeb94873"),
+        ("a25bea736e30d166cdddb491f175f624", 60008, "d53e105ee54ea40749a09fcbcd1e9432"),
+        ("2646ac647ad5339dbf082846283269ea", 7840016, "9fb629c4189551a2d022fa330f9573f3"),
+        ("27ae3e4e09519cfbb04c329615203637", 10008, "ec29112dd5afa0611ce80d1b7f02629c"), **kw)
 
 
 NORB_N = 24300
@@ -111,18 +121,17 @@ DATASETS: dict[str, DatasetSpec] = {
     ),
     "fashion-mnist": DatasetSpec(
         name="fashion-mnist",
-        files=(
-            _idx("train-images-idx3-ubyte", "f4a8712d7a061bf5bd6d2ca38dc4d50a", 47040016, "8d4fb7e6c68d591d4c3dfef9ec88bf0d"),
-            _idx("train-labels-idx1-ubyte", "9018921c3c673c538a1fc5bad174d6f9", 60008, "25c81989df183df01b3e8a0aad5dffbe"),
-            _idx("t10k-images-idx3-ubyte", "8181f5470baa50b63fa0f6fddb340f0a", 7840016, "bef4ecab320f06d8554ea6380940ec79"),
-            _idx("t10k-labels-idx1-ubyte", "15d484375f8d13e6eb1aabb0c3f46965", 10008, "bb300cfdad3c16e7a12a480ee83cd310"),
-        ),
+        files=_idx_files(
+            ("f4a8712d7a061bf5bd6d2ca38dc4d50a", 47040016, "8d4fb7e6c68d591d4c3dfef9ec88bf0d"),
+            ("9018921c3c673c538a1fc5bad174d6f9", 60008, "25c81989df183df01b3e8a0aad5dffbe"),
+            ("8181f5470baa50b63fa0f6fddb340f0a", 7840016, "bef4ecab320f06d8554ea6380940ec79"),
+            ("15d484375f8d13e6eb1aabb0c3f46965", 10008, "bb300cfdad3c16e7a12a480ee83cd310")),
         urls=("http://fashion-mnist.s3-website.eu-central-1.amazonaws.com/",),
         num_classes=10,
         in_shape=(1, 28, 28),
         mean=(0.286,),
         std=(0.3205,),
-        classes=("T-shirt/top", "Trouser", "Pullover", "Dress", "Coat", "Sandal", "Shirt", "Sneaker", "Bag", "Ankle boot"),
+        classes=FASHION_CLASSES,
         system_dir="fashion-mnist",
         augment="shift_flip",
     ),
@@ -204,6 +213,24 @@ DATASETS: dict[str, DatasetSpec] = {
         classes=tuple(str(d) for d in range(10)),
         format="affnist",
         augment="place",
+    ),
+    # Generated, not published: ten garment-like silhouettes with noise in Fashion-MNIST's exact IDX layout (10,000
+    # training and 2,000 test images), for runs and tests on a machine with no dataset and no network. Where no
+    # mirror has the files, fetching writes them (rem/data/synthetic.py, integer arithmetic only) and the md5s below,
+    # of those payloads, verify them as any download is verified. Mean/std: of its training images.
+    "synthetic-fashion": DatasetSpec(
+        name="synthetic-fashion",
+        files=_idx_files(  # no archive md5: the .gz bytes a mirror holds depend on whoever compressed them
+            ("d5dc59fcc3d2a7f47f934846e8c7274b", 7840016, ""), ("ae9456db1100c2ad60426865d552d27f", 10008, ""),
+            ("9a541dc15e56ded944c1da2b4f0aebd2", 1568016, ""), ("c609b04b47457fb8653278148af9c10f", 2008, "")),
+        urls=(),
+        num_classes=10,
+        in_shape=(1, 28, 28),
+        mean=(0.3568,),
+        std=(0.3593,),
+        classes=FASHION_CLASSES,
+        augment="shift_flip",
+        generator="rem.data.synthetic",
     ),
     "smallnorb": DatasetSpec(
         name="smallnorb",
