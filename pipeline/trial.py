@@ -30,8 +30,8 @@ from rem.config import from_dict
 from rem.grid import trial_key
 from rem.data import get_dataset
 from rem.data.sources import recorded_checksums
-from rem.device import CUBLAS_WORKSPACE, cap_memory, configure_determinism, describe, numerics, release_memory
-from rem.device import resolve_device
+from rem.device import (CUBLAS_WORKSPACE, cap_memory, configure_determinism, describe, numerics, release_memory,
+                        resolve_device)
 from rem.checkpoint import CHECKPOINT_FILE, HISTORY_FILE, saved_epoch
 from rem.data import fetch_dataset
 from rem.train import NonFiniteLossError, train
