@@ -33,7 +33,7 @@ from rem.final_evaluation import final_net
 from rem.model_store import PACKAGE_FORMAT, load_package, model_from_package, model_package
 from rem.pruning.imp import magnitude_prune_to
 from rem.pruning.masks import Masks, sparsity_report
-from rem.pruning.parameters import prunable_parameters
+from rem.pruning.parameters import is_class_capsule_matrix, is_primary_conv, prunable_parameters
 from rem.safe_load import load_plain
 from rem.training_run import evaluate_split
 
@@ -59,8 +59,8 @@ def scope_tensors(model: torch.nn.Module, rem_tensors: bool = True) -> dict[str,
     matrix is not one REM thresholds)."""
     names = list(prunable_parameters(model, rem_tensors=rem_tensors))
     scopes = {"global": names,
-              "class_capsules": [n for n in names if n.endswith("votes.weight")],
-              "primary_conv": [n for n in names if n.startswith("primary.")]}
+              "class_capsules": [n for n in names if is_class_capsule_matrix(n)],
+              "primary_conv": [n for n in names if is_primary_conv(n)]}
     return {scope: found for scope, found in scopes.items() if found}
 
 

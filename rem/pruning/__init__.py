@@ -20,7 +20,8 @@ from rem.pruning.config import METHODS, SCHEDULES, SCOPES, SEARCHES, PruneConfig
 from rem.pruning.imp import magnitude_prune_to, schedule_sparsity
 from rem.pruning.lobster import lobster_shrink_
 from rem.pruning.masks import Masks, sparsity_report
-from rem.pruning.parameters import prunable_parameters, shrinkable_parameters
+from rem.pruning.parameters import (is_class_capsule_matrix, is_primary_conv, prunable_parameters,
+                                    shrinkable_parameters)
 from rem.pruning.probe import ThresholdProbe
 from rem.pruning.pruner import Pruner
 from rem.pruning.search import Bisection, SortedSearch, ThresholdResult, threshold_search
@@ -28,6 +29,7 @@ from rem.pruning.snip import snip_prune
 
 __all__ = [
     "METHODS", "SCHEDULES", "SCOPES", "SEARCHES", "Bisection", "Masks", "PruneConfig", "Pruner", "SortedSearch",
-    "ThresholdProbe", "ThresholdResult", "lobster_shrink_", "magnitude_prune_to", "prunable_parameters",
+    "ThresholdProbe", "ThresholdResult", "is_class_capsule_matrix", "is_primary_conv", "lobster_shrink_",
+    "magnitude_prune_to", "prunable_parameters",
     "schedule_sparsity", "shrinkable_parameters", "snip_prune", "sparsity_report", "threshold_search",
 ]

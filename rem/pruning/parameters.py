@@ -13,6 +13,17 @@ def _never_pruned(module_name: str, module: nn.Module) -> bool:
     return "decoder" in module_name or isinstance(module, _NEVER_PRUNED)
 
 
+def is_class_capsule_matrix(name: str) -> bool:
+    """A class-capsule vote matrix W (CapsNet's and Efficient-CapsNet's `votes.weight`, γ-CapsNet's `fc_votes` and
+    `class_votes`): the tensors whose pruning zeroes votes, as opposed to the convolutions before them."""
+    return name.endswith("votes.weight")
+
+
+def is_primary_conv(name: str) -> bool:
+    """The primary-capsule convolution (`primary.conv.weight`, Efficient-CapsNet's depthwise `primary.weight`)."""
+    return name.startswith("primary.")
+
+
 def prunable_parameters(model: nn.Module, *, rem_tensors: bool = True) -> dict[str, nn.Parameter]:
     """`weight` tensors of prunable modules (conv kernels, capsule matrices), by full parameter name. With
     `rem_tensors`, the names a model lists in `unthresholded` (tensors REM's code never zeroes) are left out."""

@@ -28,6 +28,7 @@ import numpy as np
 import pandas as pd
 
 from rem.parse_trees import entropy_over_classes
+from rem.pruning import PruneConfig, is_class_capsule_matrix
 from rem.report.reference import Published, lookup
 from rem.report.render import Table
 
@@ -78,17 +79,16 @@ def variant_of(row: pd.Series) -> str:
     return f"+{method.upper()} {100 * target:g}%"
 
 
-REM_LAMBDA0 = 1e-4  # REM's published max_lmbda: other values are labelled by their ratio to it, never as REM's
+REM_LAMBDA0 = PruneConfig.lambda0  # REM's published max_lmbda: other values are labelled by their ratio to it
 
 
 def tensor_label(name: str) -> str:
     """A prunable tensor's short name: W for capsule vote matrices (`*votes.weight`), else its module's name."""
-    return "W" if name.endswith("votes.weight") else name.removesuffix(".weight")
+    return "W" if is_class_capsule_matrix(name) else name.removesuffix(".weight")
 
 
 def rem_arm_suffix(row) -> str:
-    """What sets a REM arm apart from the paper's setting: " λ×100" for lambda0 = 1e-2, " W only" (the tensor
-    names' last parts) when the threshold covers only some tensors; "" for the paper's REM."""
+    """What sets a REM arm apart from the paper's: " λ×100" (lambda0 = 1e-2), " W only" (threshold_tensors); or ""."""
     suffix = ""
     lam = row.get("prune.lambda0", REM_LAMBDA0)
     if not pd.isna(lam) and not math.isclose(float(lam), REM_LAMBDA0, rel_tol=1e-6):

@@ -14,7 +14,7 @@ import pandas as pd
 from rem.config import Config
 from rem.report.figures import couplings, curve, graphs, overlap, parallel, saliency, sweep_plots
 from rem.report.figures.internals import CheckpointMissingError, load_trial, snapshot
-from rem.report.tables import label_trials, variant_order
+from rem.report.tables import final_rows, label_trials, variant_order
 from rem.sparsity_curve import curves_from_results
 
 log = logging.getLogger("rem.report.figures")
@@ -61,9 +61,7 @@ def sweep_figures(results: pd.DataFrame, out_dir: Path) -> list[Figure]:
 def curve_figures(results: pd.DataFrame, out_dir: Path) -> list[Figure]:
     """Per dataset and model, the mechanism curves its trials recorded (`eval.sparsity_curve`), mean ± seed spread
     per variant; nothing when no trial recorded one."""
-    done = label_trials(results)
-    last = done[done["status"] == "FINISHED"].sort_values("epoch").groupby("trial_key").tail(1)
-    curves = curves_from_results(last, keep=("trial_key", "data.dataset", "model.name", "variant", "train.seed"))
+    curves = curves_from_results(label_trials(final_rows(results)), keep=("trial_key", "data.dataset", "model.name", "variant", "train.seed"))
     figures = []
     if curves.empty:
         return figures
