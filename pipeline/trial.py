@@ -86,16 +86,19 @@ def run_trial(config: dict[str, Any], *, base: dict[str, Any], context: dict[str
     fresh_process_state()
     point = config["point"]
     trial_logging(context.get("log_level", "INFO"))
-    cfg = on_assigned_gpus(from_dict(base, "sweep base").with_overrides(point, "sweep.grid"), ray.get_gpu_ids())
+    # The trial's config as the sweep set it is its record (params, config.yaml, the results table alike); the
+    # device `auto` resolved to on this node is a tag (take_device), so a rebuilt table equals the written one.
+    asked = from_dict(base, "sweep base").with_overrides(point, "sweep.grid")
+    cfg = on_assigned_gpus(asked, ray.get_gpu_ids())
     configure_determinism(cfg.train.deterministic)  # before anything below starts CUDA
     key = trial_key(point)
     client = MlflowClient(context["tracking_uri"])
     tags = {tracking.SWEEP_TAG: context["sweep_id"], tracking.TRIAL_TAG: key, tracking.ROLE_TAG: "trial"}
     run_id = tracking.open_run(
-        client, context["experiment_id"], name=run_name(point), params={**cfg.flat(), **axis_params(point)},
+        client, context["experiment_id"], name=run_name(point), params={**asked.flat(), **axis_params(point)},
         tags={**tags, tracking.PARENT_TAG: context["parent_run_id"], "rem.ray_trial_id": tune.get_context().get_trial_id()},
     )
-    log_config(client, run_id, cfg)
+    log_config(client, run_id, asked)
     # The exact bytes trained on: the payload md5 of every dataset file, verified by the fetch.
     raw = fetch_dataset(cfg, Path(context["repo_root"]))
     checksums = recorded_checksums(get_dataset(cfg.data.dataset), raw)
