@@ -2,8 +2,9 @@
 
     python -m pipeline.report [--params params.yaml] [-S key=value ...]
 
-Writes under report.out_dir: tables/<dataset>.md|.tex (+ affnist, smallnorb, pruning-ablation), figures/*.png,
-plots/*.csv (DVC plots), metrics.json and index.html (everything on one page, relative links). Figures are
+Writes under report.out_dir: tables/<dataset>.md|.tex (+ affnist, smallnorb, pruning-ablation for the protocols the
+sweep ran; the page names the others in one line), figures/*.png,
+plots/*.csv (DVC plots), metrics/<dataset>/<model>/<variant>.json (DVC metrics) and index.html (everything on one page, relative links). Figures are
 also logged to the sweep's MLflow parent run when it can be reached (a one-line warning when not).
 """
 
@@ -23,6 +24,7 @@ from rem.cli import CommandError, run_with_params
 from rem.config import Config, add_params_arguments
 from rem.report import protocol, tables
 from rem.report.capsules import capsule_table
+from rem.report.dvc_outputs import arm_curves, arm_label, write_metrics
 from rem.report.page import render_page
 from rem.report.reference import load_published
 from rem.report.render import Table, to_latex, to_markdown
@@ -31,8 +33,9 @@ from rem.results import sweeps_in
 log = logging.getLogger("pipeline.report")
 
 
-def all_tables(results: pd.DataFrame) -> tuple[list[tables.Row], list[tuple[str, str, list[Table]]]]:
-    """(rows, [(file stem, page section, tables)]): per dataset its main and per-class tables, then the protocols."""
+def all_tables(results: pd.DataFrame) -> tuple[list[tables.Row], list[tuple[str, str, list[Table]]], list[str]]:
+    """(rows, [(file stem, page section, tables)], protocols not run): per dataset its main and per-class tables,
+    then the protocol tables of the protocols the sweep ran."""
     published = load_published()
     rows = tables.aggregate(results)
     shown = tables.with_expected(rows)
@@ -41,10 +44,11 @@ def all_tables(results: pd.DataFrame) -> tuple[list[tables.Row], list[tuple[str,
         subset = [r for r in shown if r.dataset == dataset]
         found = [tables.dataset_table(dataset, subset, published), tables.parse_trees_table(dataset, subset)]
         groups.append((dataset, dataset, found + [t for t in [capsule_table(dataset, subset)] if t is not None]))
-    groups.append(("affnist", "affNIST", [protocol.affnist_table(rows, published)]))
-    groups.append(("smallnorb", "smallNORB novel viewpoints", [protocol.smallnorb_table(rows)]))
-    groups.append(("pruning-ablation", "Pruning ablation", [protocol.ablation_table(rows)]))
-    return rows, groups
+    ran = protocol.protocols_run(rows)
+    for name in ran:
+        stem, section, table = protocol.PROTOCOLS[name]
+        groups.append((stem, section, [table(rows, published)]))
+    return rows, groups, [protocol.PROTOCOLS[n][1] for n in protocol.PROTOCOLS if n not in ran]
 
 
 def write_tables(groups, tables_dir: Path) -> list[Path]:
@@ -58,11 +62,14 @@ def write_tables(groups, tables_dir: Path) -> list[Path]:
 
 
 def write_plot_data(results: pd.DataFrame, plots_dir: Path) -> list[Path]:
-    """Per-trial and per-epoch points as CSV: `dvc plots show` draws them, the PNGs are drawn from the same."""
+    """The data of dvc.yaml's plots as CSV (`dvc plots show` draws them; the PNGs are drawn from the same): each
+    arm's mean and spread per epoch, every trial's final point, every trial's epochs."""
     from rem.report.figures.sweep_plots import trial_points, training_points
 
+    epochs, trials = training_points(results), trial_points(results)
+    frames = {"arms.csv": arm_curves(epochs), "trials.csv": trials.assign(arm=arm_label(trials)), "training.csv": epochs}
     return [atomic_write(plots_dir / name, lambda tmp, frame=frame: frame.to_csv(tmp, index=False))
-            for name, frame in (("trials.csv", trial_points(results)), ("training.csv", training_points(results)))]
+            for name, frame in frames.items()]
 
 
 def locate_checkpoints(cfg: Config, repo_root: Path, sweep_ids: list[str]) -> tuple[dict[str, Path], list[str]]:
@@ -132,11 +139,11 @@ def build_reports(results: pd.DataFrame, out_dir: Path, cfg: Config | None = Non
     from rem.report.figures.build import build_figures, sweep_figures
 
     out_dir = Path(out_dir)
-    rows, groups = all_tables(results)
-    written = write_tables(groups, out_dir / "tables")
-    metrics = out_dir / "metrics.json"
-    atomic_write_text(metrics, json.dumps(tables.metrics_json(rows), indent=2, sort_keys=True) + "\n")
-    written += [metrics] + write_plot_data(results, out_dir / "plots")
+    rows, groups, not_run = all_tables(results)
+    tables_dir = out_dir / "tables"
+    shutil.rmtree(tables_dir, ignore_errors=True)  # no stale table of a protocol this sweep did not run
+    written = write_tables(groups, tables_dir)
+    written += write_metrics(rows, out_dir) + write_plot_data(results, out_dir / "plots")
     figures_dir = out_dir / "figures"
     shutil.rmtree(figures_dir, ignore_errors=True)  # no stale figure of a trial that is gone
     notes: list[str] = []
@@ -151,7 +158,8 @@ def build_reports(results: pd.DataFrame, out_dir: Path, cfg: Config | None = Non
     page = out_dir / "index.html"
     sections = [(section, t) for _, section, ts in groups for t in ts]
     atomic_write_text(page, render_page("REM capsule-network report", sections, figures, notes, out_dir,
-                                        [p for p in written if p.parent.name == "tables"]))
+                                        [p for p in written if p.parent.name == "tables"],
+                                        protocol.not_run_line(not_run)))
     return written + [f.path for f in figures] + [page]
 
 

@@ -2,7 +2,7 @@
 
     rem train [-S key=value ...]      one trial of params.yaml (no Ray), resumable from --workdir
     rem pareto [--sweep ID|latest]    trials no other beats on accuracy, entropy and sparsity, from MLflow
-    rem ui [--port 5000]              MLflow's UI for the local sqlite store, on 127.0.0.1
+    rem ui [--port 5000] [--open]     MLflow's UI for the local store on 127.0.0.1, opened on the sweeps' runs table
     rem sparsity-curve SOURCE         a trained model (checkpoint or MLflow run id) pruned to 0-98 %, re-evaluated
 """
 
@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import argparse
 import logging
-import subprocess
 import sys
 from collections.abc import Callable
 from pathlib import Path
@@ -75,16 +74,10 @@ def pareto_command(args: argparse.Namespace) -> int:
 
 
 def ui_command(args: argparse.Namespace) -> int:
+    from rem.mlflow_ui import serve
     from rem.tracking import tracking_uri
 
-    uri = tracking_uri("", Path.cwd())
-    print(f"MLflow UI for {uri} at http://127.0.0.1:{args.port}  (Ctrl-C to stop)")
-    cmd = [sys.executable, "-m", "mlflow", "ui", "--backend-store-uri", uri, "--host", "127.0.0.1",
-           "--port", str(args.port), "--workers", "1"]
-    try:
-        return subprocess.call(cmd)
-    except KeyboardInterrupt:
-        return 0
+    return serve(tracking_uri("", Path.cwd()), args.port, open_browser=args.open)
 
 
 def _sparsity_curve(cfg: Config, args: argparse.Namespace) -> int:
@@ -134,6 +127,7 @@ def add_commands(sub) -> None:
     p_curve.set_defaults(run=sparsity_curve_command)
     p_ui = sub.add_parser("ui", help="MLflow UI on 127.0.0.1 for the local store")
     p_ui.add_argument("--port", type=int, default=5000)
+    p_ui.add_argument("--open", action="store_true", help="open the runs view in the default browser")
     p_ui.set_defaults(run=ui_command)
 
 

@@ -26,6 +26,7 @@ TRIAL_TAG = "rem.trial_key"
 FAILURE_TAG = "rem.failure"
 ROLE_TAG = "rem.role"  # "sweep" for the parent, "trial" for a child: the sweep id alone matches both
 PARENT_TAG = "mlflow.parentRunId"
+AXIS_PREFIX = "axis."  # a trial's grid point as params of their own (axis.<key>), beside its full config
 MAX_PARAM_LENGTH = 6000  # MLflow's limit on a param value
 
 
@@ -53,11 +54,18 @@ def check_reachable(uri: str, timeout: float = 5.0) -> None:
     raise TrackingUnavailableError(f"MLflow tracking server {uri} is unreachable ({reason}); start it or unset MLFLOW_TRACKING_URI")
 
 
+# MLflow 3's UI opens an experiment without this tag on its GenAI pages (traces, token usage): ours train models.
+EXPERIMENT_KIND = {"mlflow.experimentKind": "custom_model_development"}
+
+
 def ensure_experiment(client: MlflowClient, name: str, artifact_location: str | None = None) -> str:
     found = client.get_experiment_by_name(name)
-    if found is not None:
-        return found.experiment_id
-    return client.create_experiment(name, artifact_location=artifact_location)
+    if found is None:
+        return client.create_experiment(name, artifact_location=artifact_location, tags=EXPERIMENT_KIND)
+    for key, value in EXPERIMENT_KIND.items():
+        if found.tags.get(key) != value:  # an experiment made before the tag (or by hand)
+            client.set_experiment_tag(found.experiment_id, key, value)
+    return found.experiment_id
 
 
 def find_run(client: MlflowClient, experiment_id: str, tags: dict[str, str]):

@@ -13,9 +13,9 @@ from typing import Any
 import yaml
 
 from rem.config import Config
+from rem.tracking import AXIS_PREFIX
 from rem.model_store import CONFIG_ARTIFACT, MODEL_ARTIFACT, PARSE_TREES_ARTIFACT, model_package, save_package
 
-AXIS_PREFIX = "axis."
 # Metrics only the MLflow run has (the results table has each epoch's own): best-so-far and artifact sizes.
 RUN_ONLY_METRICS = ("best/", "checkpoint/", "model/")
 # Run-name order: what a reader scans for first; any other axis follows, the seed comes last.

@@ -6,6 +6,7 @@ import os
 import signal
 import subprocess
 import urllib.request
+from pathlib import Path
 
 import pytest
 
@@ -13,8 +14,39 @@ from tests.conftest import REPO
 from tests.sweep_helpers import BIN, free_port, sweep_env, wait_for
 
 
+def group_of(pid: int) -> int:
+    """A process's group id, from /proc (field 5 of its stat line, after the parenthesised command name)."""
+    return int(Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[2])
+
+
+def processes_in_group(pgid: int) -> list[int]:
+    found = []
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            if group_of(int(stat.parent.name)) == pgid:
+                found.append(int(stat.parent.name))
+        except (OSError, ValueError, IndexError):  # a process that ended while we read
+            continue
+    return found
+
+
+def server_group(rem_pid: int, port: int) -> int:
+    """The process group of the MLflow server `rem ui` started (its own group, found by its --port)."""
+    for cmdline in Path("/proc").glob("[0-9]*/cmdline"):
+        try:
+            args = cmdline.read_bytes().split(b"\0")
+        except OSError:
+            continue
+        if b"mlflow" in b" ".join(args) and str(port).encode() in args and int(cmdline.parent.name) != rem_pid:
+            return group_of(int(cmdline.parent.name))
+    raise AssertionError(f"no MLflow server process on port {port}")
+
+
 @pytest.mark.slow
-def test_rem_ui_serves_the_local_store_on_loopback(tmp_path):
+@pytest.mark.parametrize("stop", [signal.SIGTERM, signal.SIGINT], ids=["SIGTERM", "Ctrl-C"])
+def test_rem_ui_serves_the_local_store_and_stops_with_its_server(tmp_path, stop):
+    """`rem ui` serves the working directory's sqlite store on 127.0.0.1; SIGTERM or Ctrl-C (SIGINT) ends it and
+    every process of its MLflow server (which runs in a group of its own, with worker processes)."""
     port = free_port()
     proc = subprocess.Popen([str(BIN / "rem"), "ui", "--port", str(port)], cwd=tmp_path, env=sweep_env(),
                             stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, start_new_session=True)
@@ -26,10 +58,18 @@ def test_rem_ui_serves_the_local_store_on_loopback(tmp_path):
             except OSError:
                 return False
 
-        wait_for(page, timeout=90, what="the MLflow UI")
+        wait_for(page, timeout=120, what="the MLflow UI")
         assert (tmp_path / "mlflow.db").exists()  # the local sqlite store in the working directory
+        group = server_group(proc.pid, port)
+        assert group != proc.pid and processes_in_group(group)
+        proc.send_signal(stop)  # to `rem ui` alone, as `kill` or a terminal's Ctrl-C reaches it
+        out, _ = proc.communicate(timeout=60)
+        assert proc.returncode == 0, out[-2000:]
+        assert processes_in_group(group) == [], "the MLflow server outlived rem ui"
+        assert not page()
     finally:
-        os.killpg(proc.pid, signal.SIGKILL)
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)
 
 
 def test_rem_train_with_an_unknown_key_fails_with_one_line(tmp_path):

@@ -1,6 +1,7 @@
 """The layout rules a reviewer holds the code to, checked on the source tree itself.
 
-Short functions and files keep each piece readable on one screen; the library (`rem`) must stay usable on its
+Short functions keep each piece readable on one screen (a file's length is a question of cohesion, not a rule:
+no line cap on files); the library (`rem`) must stay usable on its
 own, without the pipeline, Ray or MLflow (a user who only wants the models and REM's pruning installs neither).
 """
 
@@ -13,7 +14,6 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 MAX_FUNCTION_LINES = 60
-MAX_LIBRARY_FILE_LINES = 300
 
 
 def sources(*packages: str) -> list[Path]:
@@ -31,12 +31,6 @@ def long_functions(path: Path) -> list[str]:
 def test_no_function_is_longer_than_sixty_lines():
     offenders = [line for path in sources("rem", "pipeline") for line in long_functions(path)]
     assert not offenders, "functions over 60 lines:\n" + "\n".join(offenders)
-
-
-def test_no_library_file_is_longer_than_three_hundred_lines():
-    offenders = [f"{p.relative_to(ROOT)} ({n} lines)" for p in sources("rem")
-                 if (n := len(p.read_text().splitlines())) > MAX_LIBRARY_FILE_LINES]
-    assert not offenders, "files over 300 lines:\n" + "\n".join(offenders)
 
 
 def imported_modules(path: Path) -> set[str]:

@@ -54,23 +54,46 @@ def test_aggregates_follow_rems_rules():
 def test_missing_run_shows_as_missing(tmp_path):
     written = build_reports(synthetic_results(), tmp_path)
     markdown = (tmp_path / "tables" / "toy.md").read_text()
-    # the failed model's row and the expected +Q/+REM rows nobody ran say "not run" (the published cell stays empty)
-    assert "| other | plain | not run |  | not run | not run | not run | not run | not run |" in markdown
-    assert "| other | +REM | not run |  | not run | not run | not run | not run | not run |" in markdown
-    assert "| capsnet | plain | 85.00 ± 4.08 |  | 2.000 ± 0.000 | 9 | - | - | 100 |" in markdown
+    # the failed model's row and the expected +Q/+REM rows nobody ran say "not run"; no row of "toy" has a published
+    # number, so the table has no "Published" column at all
+    assert "Published" not in markdown.split("\n\n")[1]
+    assert "| other | plain | not run | not run | not run | not run | not run | not run |" in markdown
+    assert "| other | +REM | not run | not run | not run | not run | not run | not run |" in markdown
+    assert "| capsnet | plain | 85.00 ± 4.08 | 2.000 ± 0.000 | 9 | - | - | 100 |" in markdown
     assert "capsnet plain: seeds 42, 43, 44; epochs run 2; 1 trial(s) failed" in markdown
     assert "| capsnet | plain | 2 | 3 | 4 |" in markdown  # per class: median of (2, 5, 1), (3, 5, 1), (4, 5, 1)
     assert "nan" not in markdown.lower().replace("non-zero", "")
     latex = (tmp_path / "tables" / "toy.tex").read_text()
     assert r"\toprule" in latex and r"85.00 $\pm$ 4.08" in latex
-    metrics = json.loads((tmp_path / "metrics.json").read_text())
-    assert metrics["toy"]["capsnet"]["plain"]["seeds"] == 3
-    assert metrics["toy"]["other"]["plain"] == {"seeds": 0, "failed": 1}
+    # DVC metrics: one small file per dataset/model/variant, the path being the nesting
+    metrics = {p.relative_to(tmp_path / "metrics").as_posix(): json.loads(p.read_text())
+               for p in (tmp_path / "metrics").rglob("*.json")}
+    assert metrics["toy/capsnet/plain.json"] == {"seeds": 3, "failed": 1, "test_acc": 85.0, "entropy": 2.0,
+                                                 "parse_trees": 9.0}
+    assert metrics["toy/other/plain.json"] == {"seeds": 0, "failed": 1}
+    assert "toy/other/REM.json" not in metrics  # an expected row nobody ran is a table row, not a metric...
     names = {p.name for p in written}
-    assert {"toy.md", "toy.tex", "affnist.md", "smallnorb.tex", "pruning-ablation.md", "metrics.json",
-            "trials.csv", "training.csv", "index.html"} <= names
-    affnist = (tmp_path / "tables" / "affnist.md").read_text()
-    assert "| capsnet | +Q | not run | not run |  |" in affnist and "| capsnet | +REM | not run | not run |  |" in affnist
+    assert {"toy.md", "toy.tex", "arms.csv", "trials.csv", "training.csv", "index.html"} <= names
+    # ...and the protocols this sweep did not run have no tables: the page says so in one line
+    assert not {"affnist.md", "smallnorb.md", "pruning-ablation.md"} & names
+    page = (tmp_path / "index.html").read_text()
+    assert "Not run by this sweep (no section below): affNIST, smallNORB novel viewpoints, Pruning ablation." in page
+    assert "<h2>affNIST</h2>" not in page
+
+
+def test_published_column_and_protocol_sections_appear_with_what_they_need(tmp_path):
+    """A row with a verified published number brings the column (with its numbered source); a sweep that ran
+    affNIST gets the affNIST section, and only the other protocols are named as not run."""
+    results = synthetic_results().replace({"toy": "fashion-mnist", "other": "deepcaps"})
+    results = pd.concat([results, synthetic_results().replace({"toy": "affnist"}).query("`model.name` == 'capsnet'")])
+    build_reports(results, tmp_path)
+    markdown = (tmp_path / "tables" / "fashion-mnist.md").read_text()
+    assert "| Published (%) |" in markdown and "| deepcaps | plain | not run | 94.73 [1] |" in markdown
+    assert "[1] brjathu/deepcaps README results table" in markdown
+    assert (tmp_path / "tables" / "affnist.md").exists() and not (tmp_path / "tables" / "smallnorb.md").exists()
+    page = (tmp_path / "index.html").read_text()
+    assert "<h2>affNIST</h2>" in page and "Not run by this sweep (no section below): smallNORB novel viewpoints, " \
+           "Pruning ablation." in page
 
 
 def test_html_page_links_only_existing_files_with_relative_paths(tmp_path):
@@ -118,9 +141,9 @@ def test_published_column_cites_verified_numbers_only():
     fmnist = to_markdown(tables.dataset_table("fashion-mnist", [r for r in rows if r.dataset == "fashion-mnist"], published))
     assert "| deepcaps | +Q | 90.00 ± 0.00 | 94.73 [1] |" in fmnist
     assert "[1] brjathu/deepcaps README" in fmnist
-    # CapsNet's MNIST 99.75 % is in the file but marked unverified (from memory): the cell stays empty
+    # CapsNet's MNIST 99.75 % is in the file but marked unverified (from memory): no number, so no column
     mnist = to_markdown(tables.dataset_table("mnist", [r for r in rows if r.dataset == "mnist"], published))
-    assert "| capsnet | +Q | 99.00 ± 0.00 |  |" in mnist and "99.75" not in mnist
+    assert "| capsnet | +Q | 99.00 ± 0.00 | 1.000 ± 0.000 |" in mnist and "99.75" not in mnist and "Published" not in mnist
     assert any(e.accuracy == 99.75 and not e.verified for e in published)
     assert lookup(published, "mnist", "capsnet", "plain") is None
 

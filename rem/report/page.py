@@ -18,8 +18,9 @@ figure{margin:1.5em 0}img{max-width:100%;border:1px solid #ddd}figcaption{font-s
 
 
 def render_page(title: str, tables: list[tuple[str, Table]], figures: list, notes: list[str], out_dir: Path,
-                downloads: list[Path]) -> str:
-    """`tables`: (section, Table); `figures`: objects with section, path, caption; `downloads`: table files."""
+                downloads: list[Path], scope: str = "") -> str:
+    """`tables`: (section, Table); `figures`: objects with section, path, caption; `downloads`: table files;
+    `scope`: one line on what the page leaves out (the protocols the sweep did not run)."""
     out_dir = Path(out_dir)
 
     def link(path: Path) -> str:
@@ -27,6 +28,8 @@ def render_page(title: str, tables: list[tuple[str, Table]], figures: list, note
 
     parts = [f"<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\"><title>{html.escape(title)}</title>"
              f"<style>{STYLE}</style></head><body>\n<h1>{html.escape(title)}</h1>"]
+    if scope:
+        parts.append(f"<p class=\"note\">{html.escape(scope)}</p>")
     if downloads:
         parts.append("<p>Tables as files: " + ", ".join(
             f"<a href=\"{link(p)}\">{html.escape(Path(p).name)}</a>" for p in downloads) + "</p>")

@@ -4,7 +4,8 @@
 - smallNORB novel viewpoints: familiar vs novel test accuracy, azimuth and elevation protocols;
 - pruning ablation: accuracy and entropy against sparsity for IMP, SNIP and REM.
 
-Rows a sweep did not run are listed as "not run" (the comparison each table makes stays visible).
+A protocol table is made only when the sweep ran that protocol (`protocols_run`); inside it, rows of the
+comparison it makes that did not run are listed as "not run".
 """
 
 from __future__ import annotations
@@ -96,3 +97,26 @@ def ablation_table(rows: list[Row]) -> Table:
     return Table("Pruning ablation: IMP vs SNIP vs REM", ["Dataset", "Model", "Variant", "Sparsity (%)",
                                                           "Test accuracy (%)", "Entropy (bits)"], notes=notes,
                  rows=cells, align="lllrrr")
+
+
+# name -> (file stem, page section, table builder(rows, published)), in page order
+PROTOCOLS = {
+    "affnist": ("affnist", "affNIST", affnist_table),
+    "smallnorb": ("smallnorb", "smallNORB novel viewpoints", lambda rows, _published: smallnorb_table(rows)),
+    "ablation": ("pruning-ablation", "Pruning ablation", lambda rows, _published: ablation_table(rows)),
+}
+
+
+def protocols_run(rows: list[Row]) -> list[str]:
+    """The protocols the sweep ran: affNIST and smallNORB when a trial of theirs ran (finished or failed), the
+    pruning ablation when a fixed-target method (IMP, SNIP) did."""
+    ran = [r for r in rows if r.seeds or r.failed]
+    found = {"affnist": any(r.dataset == "affnist" for r in ran),
+             "smallnorb": any(r.dataset.startswith("smallnorb") for r in ran),
+             "ablation": any(r.variant.split(" ")[0] in PRUNING_METHODS[1:] for r in ran)}
+    return [name for name in PROTOCOLS if found[name]]
+
+
+def not_run_line(sections: list[str]) -> str:
+    """The page's one line on the protocols this sweep left out (empty when it ran them all)."""
+    return f"Not run by this sweep (no section below): {', '.join(sections)}." if sections else ""

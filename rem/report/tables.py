@@ -262,6 +262,7 @@ def footnote(rows: list[Row]) -> str:
 
 
 def dataset_table(dataset: str, rows: list[Row], published: list[Published]) -> Table:
+    """The dataset's headline table; its "Published (%)" column only when a verified number exists for a row."""
     sources = Sources()
     cells = []
     for row in rows:
@@ -274,7 +275,10 @@ def dataset_table(dataset: str, rows: list[Row], published: list[Published]) -> 
         cells.append([row.model, row.variant, pm(row.acc_mean, row.acc_std), cited,
                       pm(row.entropy_mean, row.entropy_std, scale=1.0, digits=3),
                       f"{row.parse_trees_median:g}", sparsity, nonzero, f"{row.params:,}"])
-    return Table(dataset, HEADER, cells, notes=[RULES, footnote(rows)] + sources.notes())
+    header = HEADER
+    if not sources.cited:  # no reference number for any row: an empty column says nothing
+        header, cells = HEADER[:3] + HEADER[4:], [c[:3] + c[4:] for c in cells]
+    return Table(dataset, header, cells, notes=[RULES, footnote(rows)] + sources.notes())
 
 
 def parse_trees_table(dataset: str, rows: list[Row]) -> Table:
@@ -285,16 +289,3 @@ def parse_trees_table(dataset: str, rows: list[Row]) -> Table:
              for r in rows]
     return Table(f"{dataset}: parse trees per class", header, cells,
                  notes=["Distinct parse trees of each predicted class, median over seeds."])
-
-
-def metrics_json(rows: list[Row]) -> dict:
-    out: dict = {}
-    for r in rows:
-        entry = {"seeds": len(r.seeds), "failed": r.failed}
-        if r.seeds:
-            entry.update({"test_acc_mean": r.acc_mean, "test_acc_std": r.acc_std, "entropy_mean": r.entropy_mean,
-                          "entropy_std": r.entropy_std, "parse_trees_median": r.parse_trees_median, "params": r.params})
-            if not math.isnan(r.sparsity_median):
-                entry["sparsity_median"] = r.sparsity_median
-        out.setdefault(r.dataset, {}).setdefault(r.model, {})[r.variant] = entry
-    return out

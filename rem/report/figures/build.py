@@ -5,7 +5,6 @@ model without spatial primary capsules, ...) becomes a one-line note instead of 
 from __future__ import annotations
 
 import logging
-import re
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -13,6 +12,7 @@ import pandas as pd
 
 from rem.config import Config
 from rem.report.figures import couplings, curve, graphs, overlap, parallel, saliency, sweep_plots
+from rem.report.dvc_outputs import file_slug
 from rem.report.figures.internals import CheckpointMissingError, load_trial, snapshot
 from rem.report.tables import final_rows, label_trials, variant_order
 from rem.sparsity_curve import curves_from_results
@@ -25,11 +25,6 @@ class Figure:
     section: str  # heading the HTML page groups it under
     path: Path
     caption: str
-
-
-def slug(*parts: str) -> str:
-    text = "_".join(parts).replace("+", "").replace("%", "pct")
-    return re.sub(r"[^A-Za-z0-9_.-]+", "-", text).strip("-")
 
 
 def representatives(results: pd.DataFrame) -> pd.DataFrame:
@@ -45,10 +40,10 @@ def sweep_figures(results: pd.DataFrame, out_dir: Path) -> list[Figure]:
     figures = []
     for dataset in sorted(set(trials["dataset"])):
         figures.append(Figure("Accuracy and entropy vs sparsity", sweep_plots.pareto_figure(
-            trials, dataset, out_dir / f"pareto_{slug(dataset)}.png"),
+            trials, dataset, out_dir / f"pareto_{file_slug(dataset)}.png"),
             f"{dataset}: final accuracy and entropy of every trial against its sparsity; Pareto fronts dashed."))
         figures.append(Figure("Training against pruning", sweep_plots.training_figure(
-            epochs, dataset, out_dir / f"training_{slug(dataset)}.png"),
+            epochs, dataset, out_dir / f"training_{file_slug(dataset)}.png"),
             f"{dataset}: accuracy and entropy at each epoch against the % of parameters pruned so far."))
     figures += curve_figures(results, out_dir)
     if not trials.empty:
@@ -67,7 +62,7 @@ def curve_figures(results: pd.DataFrame, out_dir: Path) -> list[Figure]:
         return figures
     for (dataset, model), group in curves.groupby(["data.dataset", "model.name"], sort=True):
         images = int(group["n_images"].max())
-        path = curve.curve_figure(group, out_dir / f"curve_{slug(dataset, model)}.png",
+        path = curve.curve_figure(group, out_dir / f"curve_{file_slug(dataset, model)}.png",
                                   f"{dataset} {model}: final models pruned without retraining ({images} test images)")
         figures.append(Figure("Entropy against sparsity (mechanism curve)", path,
                               f"{dataset} {model}: each final model's weights pruned by magnitude to 0-98 % — every REM "
@@ -101,9 +96,9 @@ def checkpoint_figures(results: pd.DataFrame, checkpoints: dict[str, Path], cfg:
             except CheckpointMissingError as err:
                 notes.append(f"{name}: first-epoch histogram skipped ({err}).")
             series[f"{variant} epoch {trial.epoch}"] = last
-            figures += _per_trial_figures(last, name, slug(dataset, model, variant), out_dir, cfg, notes)
+            figures += _per_trial_figures(last, name, file_slug(dataset, model, variant), out_dir, cfg, notes)
         if series:
-            path = couplings.coupling_histograms(series, out_dir / f"couplings_{slug(dataset, model)}.png",
+            path = couplings.coupling_histograms(series, out_dir / f"couplings_{file_slug(dataset, model)}.png",
                                                  f"{dataset} {model}: coupling coefficients, first vs last epoch")
             figures.insert(0, Figure("Coupling-coefficient histograms", path,
                                      f"{dataset} {model}: per-class histograms, " + ", ".join(series) + "."))

@@ -1,6 +1,6 @@
-"""Figures from the results table alone: where each trial lands (accuracy and entropy vs sparsity, Pareto
-fronts marked) and how it got there (accuracy and entropy per epoch against the % of pruned parameters,
-REM's entropy-vs-pruning figure)."""
+"""Figures from the results table alone: where each trial lands (accuracy and entropy vs sparsity, one row per
+architecture, Pareto fronts marked and their members named) and how each arm got there (accuracy, entropy and
+sparsity per epoch, mean ± std over seeds)."""
 
 from __future__ import annotations
 
@@ -10,8 +10,9 @@ import numpy as np
 import pandas as pd
 
 from rem import pareto
+from rem.report.dvc_outputs import arm_curves
 from rem.report.figures.style import colours, markers, message_panel, plt, save
-from rem.report.tables import label_trials
+from rem.report.tables import label_trials, variant_order
 
 POINT_COLUMNS = ["trial_key", "dataset", "model", "variant", "seed", "epoch", "sparsity", "test_acc", "entropy"]
 
@@ -55,91 +56,108 @@ def pareto_mask(x: np.ndarray, y: np.ndarray, maximize_y: bool) -> np.ndarray:
     return pareto.non_dominated(np.column_stack([x, y]), [True, maximize_y])
 
 
-def _scatter_with_front(ax, points: pd.DataFrame, column: str, maximize: bool, palette: dict) -> None:
-    shape = markers(points["variant"])
-    for row in points.itertuples():
-        ax.scatter(row.sparsity, getattr(row, column), color=palette[row.model], marker=shape[row.variant], s=60,
-                   edgecolor="black", linewidth=0.5, zorder=3)
+ACC_LABEL, ENTROPY_LABEL, SPARSITY_LABEL = ("Test accuracy (%)", "Routing entropy, mean over classes (bits)",
+                                            "Pruned parameters (%)")
+
+
+def _front_of(points: pd.DataFrame, column: str, maximize: bool) -> pd.DataFrame:
+    """The points on the two-objective front (sparsity and `column`), by sparsity."""
     valid = points.dropna(subset=[column])
-    if not valid.empty:
-        front = valid[pareto_mask(valid["sparsity"].to_numpy(float), valid[column].to_numpy(float), maximize)]
-        front = front.sort_values("sparsity")
+    if valid.empty:
+        return valid
+    front = valid[pareto_mask(valid["sparsity"].to_numpy(float), valid[column].to_numpy(float), maximize)]
+    return front.sort_values("sparsity")
+
+
+def _facet(ax, points: pd.DataFrame, column: str, maximize: bool, palette: dict, shapes: dict, best: pd.DataFrame):
+    """One architecture's trials in one objective: colour and marker by variant, its front dashed and each front
+    member labelled with its arm and seed; rings on the three-objective front (what `rem pareto` lists)."""
+    for row in points.itertuples():
+        ax.scatter(row.sparsity, getattr(row, column), color=palette[row.variant], marker=shapes[row.variant], s=70,
+                   edgecolor="black", linewidth=0.5, zorder=3)
+    front = _front_of(points, column, maximize)
+    if not front.empty:
         ax.plot(front["sparsity"], front[column], color="black", linestyle="--", linewidth=1, zorder=2,
-                drawstyle="steps-post" if not maximize else "default", label="Pareto front")
-        ax.scatter(front["sparsity"], front[column], s=160, facecolors="none", edgecolors="black", zorder=4)
+                drawstyle="default" if maximize else "steps-post")
+        for n, row in enumerate(front.itertuples()):  # alternate above / below so neighbours do not collide
+            ax.annotate(f"{row.variant} s{row.seed}", (row.sparsity, getattr(row, column)), textcoords="offset points",
+                        xytext=(6, 8 if n % 2 == 0 else -14), fontsize=8)
+    ax.scatter(best["sparsity"], best[column], marker="o", s=220, facecolors="none", edgecolors="darkgoldenrod",
+               linewidth=1.6, zorder=4)
+    top = max(5.0, 1.05 * float(points["sparsity"].max()) + 1)  # keep 0 (the unpruned trials) in view
+    ax.set_xlim(-1, top)
+    ax.grid(alpha=0.3)
+    ax.tick_params(labelsize=9)
 
 
-def _mark_front(left, right, best: pd.DataFrame) -> None:
-    """The trials on the accuracy / entropy / sparsity front of their architecture (what `rem pareto` lists)."""
-    for ax, column in ((left, "test_acc"), (right, "entropy")):
-        ax.scatter(best["sparsity"], best[column], marker="*", s=40, color="gold", edgecolor="black", linewidth=0.4,
-                   zorder=5)
-
-
-def _legend(ax, points: pd.DataFrame, palette: dict) -> None:
+def _variant_legend(fig, palette: dict, shapes: dict) -> None:
     from matplotlib.lines import Line2D
 
-    handles = [Line2D([], [], color=palette[m], marker="o", linestyle="", label=m) for m in sorted(palette)]
-    handles += [Line2D([], [], color="grey", marker=m, linestyle="", label=v) for v, m in markers(points["variant"]).items()]
-    handles += [Line2D([], [], color="black", linestyle="--", marker="o", markerfacecolor="none", label="Pareto front")]
-    handles += [Line2D([], [], color="gold", marker="*", markeredgecolor="black", linestyle="",
-                       label="front of acc, entropy, sparsity (rem pareto)")]
-    ax.legend(handles=handles, fontsize=8, loc="best")
+    handles = [Line2D([], [], color=palette[v], marker=shapes[v], markeredgecolor="black", linestyle="", markersize=8,
+                      label=v) for v in palette]
+    handles += [Line2D([], [], color="black", linestyle="--", label="front: sparsity vs that panel's objective"),
+                Line2D([], [], marker="o", markerfacecolor="none", markeredgecolor="darkgoldenrod", markeredgewidth=1.6,
+                       linestyle="", markersize=13, label="front of accuracy, entropy and sparsity (rem pareto)")]
+    fig.legend(handles=handles, loc="lower center", ncol=min(4, len(handles)), fontsize=9, frameon=False,
+               bbox_to_anchor=(0.5, -0.02))
 
 
-ACC_LABEL, ENTROPY_LABEL = "Test accuracy (%)", "Routing entropy, mean over classes (bits)"
-
-
-def _two_panels(points: pd.DataFrame, dataset: str):
-    """(figure, left, right, the dataset's points); both panels say so when it has no finished trial."""
-    points = points[points["dataset"] == dataset]
-    fig, (left, right) = plt.subplots(1, 2, figsize=(11, 4.2))
-    if points.empty:
-        for ax in (left, right):
-            message_panel(ax, f"no finished trial for {dataset}")
-    else:
-        left.set_ylabel(ACC_LABEL)
-        right.set_ylabel(ENTROPY_LABEL)
-        # Sparsity is a percentage: keep 0 in view (unpruned trials) instead of a ±0.04 % window around it.
-        top = max(5.0, 1.05 * float(points["sparsity"].max()) + 1)
-        for ax in (left, right):
-            ax.set_xlim(-1, top)
-            ax.set_xlabel("Pruned parameters (%)")
-            ax.grid(alpha=0.3)
-    return fig, left, right, points
+def _empty(dataset: str, path: Path) -> Path:
+    fig, ax = plt.subplots(figsize=(8, 3))
+    message_panel(ax, f"no finished trial for {dataset}")
+    return save(fig, path)
 
 
 def pareto_figure(points: pd.DataFrame, dataset: str, path: Path) -> Path:
-    """Accuracy vs sparsity and entropy vs sparsity, one point per trial, colour = architecture."""
-    fig, left, right, points = _two_panels(points, dataset)
-    if not points.empty:
-        palette = colours(list(points["model"]))
-        _scatter_with_front(left, points, "test_acc", True, palette)
-        _scatter_with_front(right, points, "entropy", False, palette)
-        _mark_front(left, right, pareto.front(points))
-        left.set_title("Accuracy vs sparsity (higher and further right is better)")
-        right.set_title("Entropy vs sparsity (lower and further right is better)")
-        _legend(left, points, palette)
-    fig.suptitle(f"{dataset}: one point per trial (final evaluation)")
+    """One row per architecture (their entropies differ by an order of magnitude): final accuracy and final entropy
+    against sparsity, one point per trial, colour and marker by variant."""
+    points = points[points["dataset"] == dataset]
+    if points.empty:
+        return _empty(dataset, path)
+    models = sorted(set(points["model"]))
+    variants = sorted(set(points["variant"]), key=variant_order)
+    palette, shapes = dict(zip(variants, colours(variants).values())), markers(variants)
+    fig, axes = plt.subplots(len(models), 2, figsize=(12, 3.8 * len(models) + 0.8), squeeze=False)
+    best = pareto.front(points)
+    for (left, right), model in zip(axes, models):
+        mine = points[points["model"] == model]
+        ours = best[best["model"] == model]
+        _facet(left, mine, "test_acc", True, palette, shapes, ours)
+        _facet(right, mine, "entropy", False, palette, shapes, ours)
+        left.set_ylabel(f"{model}\n{ACC_LABEL}", fontsize=10)
+        right.set_ylabel(ENTROPY_LABEL, fontsize=10)
+    axes[0][0].set_title("Accuracy vs sparsity (higher, further right is better)", fontsize=11)
+    axes[0][1].set_title("Entropy vs sparsity (lower, further right is better)", fontsize=11)
+    for ax in axes[-1]:
+        ax.set_xlabel(SPARSITY_LABEL, fontsize=10)
+    _variant_legend(fig, palette, shapes)
+    fig.suptitle(f"{dataset}: one point per trial (final evaluation), one row per architecture", fontsize=12)
+    fig.tight_layout(rect=(0, 0.06 + 0.02 / len(models), 1, 0.97))
     return save(fig, path)
 
 
 def training_figure(points: pd.DataFrame, dataset: str, path: Path) -> Path:
-    """Per trial, each epoch's test accuracy and entropy against the % of pruned parameters so far."""
-    fig, left, right, points = _two_panels(points, dataset)
-    if not points.empty:
-        series = {key: f"{g['model'].iloc[0]} {g['variant'].iloc[0]} seed {g['seed'].iloc[0]}"
-                  for key, g in points.groupby("trial_key")}
-        palette = colours(list(series.values()))
-        for key, group in points.groupby("trial_key"):
-            label = series[key]
-            for ax, column in ((left, "test_acc"), (right, "entropy")):
-                ax.plot(group["sparsity"], group[column], marker="o", color=palette[label], label=label)
-                last = group.iloc[-1]
-                ax.annotate(f"ep {last['epoch']}", (last["sparsity"], last[column]), textcoords="offset points",
-                            xytext=(4, 4), fontsize=7)
-        left.set_title("Accuracy during training")
-        right.set_title("Entropy during training")
-        left.legend(fontsize=8, loc="best")
-    fig.suptitle(f"{dataset}: one marker per epoch, against the % of pruned parameters")
+    """Per arm (model and variant): test accuracy, entropy and sparsity at each epoch, the mean over seeds with a
+    band of one std either side (what dvc.yaml's arm plots draw from reports/plots/arms.csv)."""
+    arms = arm_curves(points[points["dataset"] == dataset])
+    if arms.empty:
+        return _empty(dataset, path)
+    palette = colours(list(arms["arm"]))
+    fig, axes = plt.subplots(1, 3, figsize=(15, 4.6))
+    for arm, group in arms.groupby("arm", sort=True):
+        for ax, column in zip(axes, ("test_acc", "entropy", "sparsity")):
+            mean, std = group[column].to_numpy(float), group[f"{column}_std"].to_numpy(float)
+            ax.plot(group["epoch"], mean, marker="o", color=palette[arm], label=f"{arm} ({int(group['seeds'].max())} seeds)")
+            ax.fill_between(group["epoch"], mean - std, mean + std, color=palette[arm], alpha=0.15, linewidth=0)
+    for ax, label in zip(axes, (ACC_LABEL, ENTROPY_LABEL, SPARSITY_LABEL)):
+        ax.set_ylabel(label, fontsize=10)
+        ax.set_xlabel("Epoch", fontsize=10)
+        ax.xaxis.get_major_locator().set_params(integer=True)
+        ax.grid(alpha=0.3)
+        ax.tick_params(labelsize=9)
+    handles, labels = axes[0].get_legend_handles_labels()
+    fig.legend(handles, labels, loc="lower center", ncol=min(4, len(labels)), fontsize=9, frameon=False)
+    fig.suptitle(f"{dataset}: per arm, the mean over seeds at each epoch (band: ± std)", fontsize=12)
+    rows = -(-len(labels) // 4)
+    fig.tight_layout(rect=(0, 0.05 + 0.045 * rows, 1, 0.95))
     return save(fig, path)

@@ -1,0 +1,156 @@
+"""MLflow's UI as a researcher should first see it: the sweep's runs table with the grid axes and the headline
+metrics as columns, either each sweep with its trials under it or the trials ranked by final test accuracy.
+
+MLflow 3 opens an experiment on its GenAI overview (traces, token usage) unless the experiment is tagged as model
+training (`mlflow.experimentKind`) or the URL says `workflowType=machine_learning`; both are set here. Columns are
+not part of MLflow's URL state, but a *shared view* is: an experiment tag `mlflow.sharedViewState.<key>` holding the
+view's JSON, opened by `?viewStateShareKey=<key>` (what the UI's own "Share" button writes). `rem ui` writes the
+views for every experiment with trial runs and prints their addresses; a user can still change them (the UI then
+offers to leave the shared view or save it as their own).
+
+The server runs in its own process group: Ctrl-C and SIGTERM to `rem ui` stop the whole group (MLflow's server
+forks workers that a plain `subprocess.call` would leave serving on the port).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+import urllib.error
+import urllib.request
+from typing import TYPE_CHECKING
+
+from rem import tracking
+
+if TYPE_CHECKING:
+    from mlflow.tracking import MlflowClient
+
+VIEW_TAG_PREFIX = "mlflow.sharedViewState."
+TRIALS = f"tags.`{tracking.ROLE_TAG}` = 'trial'"
+SORT_METRIC = "final/test/acc"
+# The metrics a reader compares trials by, in column order (those a sweep logged are shown).
+HEADLINE_METRICS = (SORT_METRIC, "final/entropy/mean", "final/parse_trees/total", "sparsity",
+                    "final/routing/coupling_entropy", "final/routing/dead_capsules")
+STOP_GRACE_SECONDS = 10.0
+
+
+def column(kind: str, name: str) -> str:
+    """MLflow's canonical column key ("metrics.`final/test/acc`", "params.`axis.prune.method`")."""
+    return f"{kind}.`{name}`"
+
+
+def runs_views(client: MlflowClient, experiment_id: str) -> dict[str, dict]:
+    """The experiment's two runs views (share key -> view state), none when it has no trial runs.
+
+    MLflow nests child runs under their parent only in its default order (by start time), so one view cannot be
+    both: `rem-ranked` lists the trials alone by final test accuracy, `rem-by-sweep` each sweep with its trials
+    under it. Both show the grid axes and the headline metrics as columns."""
+    trials = client.search_runs([experiment_id], filter_string=TRIALS, max_results=5000)
+    if not trials:
+        return {}
+    axes = sorted({k for run in trials for k in run.data.params if k.startswith(tracking.AXIS_PREFIX)})
+    logged = {k for run in trials for k in run.data.metrics}
+    columns = {"selectedColumns": [column("params", a) for a in axes]
+                                  + [column("metrics", m) for m in HEADLINE_METRICS if m in logged],
+               "runsHiddenMode": "SHOW_ALL"}
+    # The ranked view first: it is the one `--open` opens. (Which sweeps are expanded is not part of a shared view
+    # in MLflow: the by-sweep view opens with each sweep collapsed, one click away from its trials.)
+    return {
+        "rem-ranked": {**columns, "orderByKey": column("metrics", SORT_METRIC), "orderByAsc": False,
+                       "searchFilter": TRIALS},
+        "rem-by-sweep": columns,
+    }
+
+
+def publish_views(client: MlflowClient) -> dict[str, tuple[str, list[str]]]:
+    """Tag every experiment with trial runs as model training and store its runs views: id -> (name, share keys)."""
+    published = {}
+    for experiment in client.search_experiments():
+        views = runs_views(client, experiment.experiment_id)
+        if not views:
+            continue
+        tags = {**tracking.EXPERIMENT_KIND, **{VIEW_TAG_PREFIX + key: json.dumps(v) for key, v in views.items()}}
+        for key, value in tags.items():
+            client.set_experiment_tag(experiment.experiment_id, key, value)
+        published[experiment.experiment_id] = (experiment.name, list(views))
+    return published
+
+
+def view_url(base: str, experiment_id: str, share_key: str) -> str:
+    """The address of one of an experiment's runs views (MLflow's UI routes after `#`)."""
+    query = f"viewStateShareKey={share_key}&workflowType=machine_learning"
+    return f"{base.rstrip('/')}/#/experiments/{experiment_id}/runs?{query}"
+
+
+def wait_until_serving(base: str, server: subprocess.Popen, timeout: float = 120.0) -> bool:
+    """True once the server answers its health check; False if it exited first or the time ran out."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline and server.poll() is None:
+        try:
+            with urllib.request.urlopen(f"{base}/health", timeout=2) as response:
+                if response.status == 200:
+                    return True
+        except (urllib.error.URLError, OSError):
+            pass
+        time.sleep(0.5)
+    return False
+
+
+def stop_group(server: subprocess.Popen) -> None:
+    """SIGTERM to the server's whole process group, SIGKILL to what is left after the grace period."""
+    for sig, wait in ((signal.SIGTERM, STOP_GRACE_SECONDS), (signal.SIGKILL, 5.0)):
+        try:
+            os.killpg(server.pid, sig)
+        except ProcessLookupError:
+            return
+        try:
+            server.wait(timeout=wait)
+        except subprocess.TimeoutExpired:
+            continue
+        # The leader exited; its workers may still be shutting down: wait for the group to be empty.
+        deadline = time.monotonic() + wait
+        while time.monotonic() < deadline:
+            try:
+                os.killpg(server.pid, 0)
+            except ProcessLookupError:
+                return
+            time.sleep(0.2)
+
+
+def serve(uri: str, port: int, open_browser: bool = False) -> int:
+    """Publish the runs views, run MLflow's UI on 127.0.0.1:`port` until Ctrl-C / SIGTERM, print the addresses."""
+    from mlflow.tracking import MlflowClient
+
+    base = f"http://127.0.0.1:{port}"
+    published = publish_views(MlflowClient(uri))
+    server = subprocess.Popen([sys.executable, "-m", "mlflow", "ui", "--backend-store-uri", uri, "--host", "127.0.0.1",
+                               "--port", str(port), "--workers", "1"], start_new_session=True)
+
+    def stop(signum, _frame):
+        raise KeyboardInterrupt(signal.Signals(signum).name)
+
+    previous = signal.signal(signal.SIGTERM, stop)
+    try:
+        if not wait_until_serving(base, server):
+            return server.poll() or 1
+        print(f"MLflow UI for {uri} at {base}  (Ctrl-C to stop)")
+        for experiment_id, (name, keys) in published.items():
+            for key in keys:
+                print(f"  {name!r} {key.removeprefix('rem-')}: {view_url(base, experiment_id, key)}")
+        if not published:
+            print("  no sweep has logged trials to this store yet")
+        if open_browser and published:
+            import webbrowser
+
+            experiment_id, (_, keys) = next(iter(published.items()))
+            webbrowser.open(view_url(base, experiment_id, keys[0]))
+        return server.wait()
+    except KeyboardInterrupt:
+        return 0
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+        stop_group(server)

@@ -1,0 +1,75 @@
+"""What DVC reads from the report: metrics a terminal can show, and the data of the plots dvc.yaml declares.
+
+`dvc metrics show` prints one row per metrics file and one column per key, so a single nested file of every variant
+becomes one row thousands of characters wide. Instead each aggregated row (dataset, model, variant) is its own small
+file, `metrics/<dataset>/<model>/<variant>.json` -- the path is the nesting -- with the same five keys, and the
+command prints a narrow table, one line per variant.
+
+The plots (`reports/plots/*.csv`, declared in dvc.yaml with the templates in `reports/plots/templates/`):
+`arms.csv`, each arm's mean and spread over seeds per epoch (the training curves), and `trials.csv`, one point per
+trial (the accuracy / entropy / sparsity scatter), both with an `arm` column the templates colour by.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+import shutil
+from pathlib import Path
+
+import pandas as pd
+
+from rem.atomic import atomic_write_text
+from rem.report.tables import Row
+
+METRICS_DIR = "metrics"
+
+
+def file_slug(*parts: str) -> str:
+    """A file-name-safe rendering of labels ("+REM λ×100" -> "REM_lambda-x100", "+IMP 50%" -> "IMP_50pct")."""
+    text = "_".join(parts).replace("+", "").replace("%", "pct").replace("λ", "lambda").replace("×", "x")
+    return re.sub(r"[^A-Za-z0-9_.-]+", "-", text.replace(" ", "_")).strip("-_")
+
+
+def row_metrics(row: Row) -> dict:
+    """The headline numbers of one aggregated row: accuracy (%, mean over seeds), entropy (bits, mean over classes),
+    parse trees (median total), sparsity (%, median), and how many seeds finished (and failed, if any)."""
+    entry: dict = {"seeds": len(row.seeds)}
+    if row.failed:
+        entry["failed"] = row.failed
+    if row.seeds:
+        entry["test_acc"] = round(100 * row.acc_mean, 2)
+        for key, value, digits in (("entropy", row.entropy_mean, 3), ("parse_trees", row.parse_trees_median, 1),
+                                   ("sparsity", row.sparsity_median, 2)):
+            if not math.isnan(value):
+                entry[key] = round(value, digits)
+    return entry
+
+
+def write_metrics(rows: list[Row], out_dir: Path) -> list[Path]:
+    """One JSON file per (dataset, model, variant) under `out_dir`/metrics (stale files of a previous sweep go)."""
+    root = Path(out_dir) / METRICS_DIR
+    shutil.rmtree(root, ignore_errors=True)
+    return [atomic_write_text(root / file_slug(r.dataset) / file_slug(r.model) / f"{file_slug(r.variant)}.json",
+                              json.dumps(row_metrics(r), sort_keys=True) + "\n") for r in rows]
+
+
+def arm_label(frame: pd.DataFrame) -> pd.Series:
+    """The arm a trial belongs to: its model and variant ("capsnet +REM")."""
+    return frame["model"].astype(str) + " " + frame["variant"].astype(str)
+
+
+def arm_curves(epochs: pd.DataFrame) -> pd.DataFrame:
+    """Per dataset, arm and epoch: mean and population std over seeds of test accuracy, entropy and sparsity."""
+    columns = ["dataset", "arm", "epoch", "seeds"] + [f"{m}{s}" for m in ("test_acc", "entropy", "sparsity")
+                                                      for s in ("", "_std")]
+    if epochs.empty:
+        return pd.DataFrame(columns=columns)
+    frame = epochs.assign(arm=arm_label(epochs))
+    grouped = frame.groupby(["dataset", "arm", "epoch"], sort=True)
+    out = grouped.size().rename("seeds").to_frame()
+    for metric in ("test_acc", "entropy", "sparsity"):
+        out[metric] = grouped[metric].mean()
+        out[f"{metric}_std"] = grouped[metric].std(ddof=0)
+    return out.reset_index()[columns]
