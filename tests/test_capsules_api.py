@@ -63,10 +63,30 @@ def test_agreement_raises_the_coupling_of_the_agreeing_parent():
 
 
 def test_routing_gradient_flows_only_through_the_last_iteration_but_reaches_votes():
+    """The gradient w.r.t. the votes is exactly that of the last iteration's weighted sum with its couplings held
+    constant: v = squash(sum_i c_ij u_hat_j|i), c detached. A gradient through the earlier iterations' agreement
+    updates would differ from it (checked below against routing with the votes never detached)."""
+    torch.manual_seed(0)
     votes = torch.randn(2, 6, 3, 4, requires_grad=True)
-    v, _ = dynamic_routing(votes, iterations=3)
-    v.sum().backward()
-    assert votes.grad is not None and torch.isfinite(votes.grad).all()
+    weights = torch.randn(2, 3, 4)  # a loss that weighs every parent and dimension differently
+    v, c = dynamic_routing(votes, iterations=3)
+    (v * weights).sum().backward()
+
+    held = votes.detach().clone().requires_grad_(True)
+    s = (c.detach().unsqueeze(-1) * held).sum(dim=1)  # (B, J, D): couplings are constants for autograd
+    (squash(s) * weights).sum().backward()
+    assert torch.allclose(votes.grad, held.grad, atol=1e-6)
+
+    # Routing differentiated through every iteration (the logits' dependence on the votes) gives another gradient.
+    full = votes.detach().clone().requires_grad_(True)
+    logits = torch.zeros(2, 6, 3)
+    for it in range(3):
+        coupling = torch.softmax(logits, dim=2)
+        out = squash((coupling.unsqueeze(-1) * full).sum(dim=1))
+        logits = logits + (full * out.unsqueeze(1)).sum(-1)
+    (out * weights).sum().backward()
+    assert torch.allclose(out, v.detach(), atol=1e-5)  # the same forward
+    assert not torch.allclose(full.grad, votes.grad, atol=1e-4)
 
 
 def test_margin_loss_hand_computed():
