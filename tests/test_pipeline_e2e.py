@@ -40,6 +40,7 @@ def shrink_params(repo: Path) -> None:
     params = yaml.safe_load((repo / "params.yaml").read_text())
     params["profiles"]["quick"]["data"].update({"train_subset": 256, "val_subset": 100, "test_subset": 300})
     params["profiles"]["quick"]["train"]["epochs"] = 1
+    params["profiles"]["quick"]["eval"].update({"curve_images": 100, "curve_sparsities": [0.0, 0.5, 0.9]})
     # the quick grid's shape (sub-grids, a section axis), shrunk to two CapsNet seeds and one pruned trial
     params["profiles"]["quick"]["sweep"]["grid"] = [
         {"model.name": ["capsnet"], "prune": [{"method": "none"}], "train.seed": [42, 43]},
