@@ -43,7 +43,9 @@ def init_ray() -> None:
     # On a cluster the job's own runtime_env (working_dir, env_vars from `ray job submit`) must stay in force:
     # a runtime_env passed here would replace it, and Ray would then delete the job's working directory.
     runtime_env = None if address else {"env_vars": worker_env()}
-    ray.init(address=address or None, include_dashboard=False, configure_logging=True, logging_level="WARNING",
+    # Without RAY_ADDRESS a new local instance ("local"): Ray's default (None) would join any cluster a `ray start`
+    # left running on this machine. `ray job submit` sets RAY_ADDRESS for its entrypoint.
+    ray.init(address=address or "local", include_dashboard=False, configure_logging=True, logging_level="WARNING",
              runtime_env=runtime_env, ignore_reinit_error=True)
 
 

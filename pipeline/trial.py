@@ -66,7 +66,10 @@ def fresh_process_state() -> None:
 
 def on_assigned_gpus(cfg, gpu_ids: list) -> Any:
     """`train.device: auto` is the GPU Ray assigned this trial (`ray.get_gpu_ids()`): with none, the CPU, whatever
-    CUDA_VISIBLE_DEVICES says -- a 0-GPU trial on a GPU node may still see the node's GPUs. Explicit settings stay."""
+    CUDA_VISIBLE_DEVICES says -- a 0-GPU trial on a GPU node may still see the node's GPUs. Explicit settings stay.
+    The config as the sweep set it stays the trial's record (params, config.yaml, the results table alike): where
+    `auto` resolved to is the run's `rem.device` tag (take_device), so a table rebuilt from MLflow equals the
+    written one."""
     if cfg.train.device == "auto" and not gpu_ids:
         return cfg.with_overrides({"train.device": "cpu"}, "no GPU assigned by Ray")
     return cfg
@@ -86,9 +89,7 @@ def run_trial(config: dict[str, Any], *, base: dict[str, Any], context: dict[str
     fresh_process_state()
     point = config["point"]
     trial_logging(context.get("log_level", "INFO"))
-    # The trial's config as the sweep set it is its record (params, config.yaml, the results table alike); the
-    # device `auto` resolved to on this node is a tag (take_device), so a rebuilt table equals the written one.
-    asked = from_dict(base, "sweep base").with_overrides(point, "sweep.grid")
+    asked = from_dict(base, "sweep base").with_overrides(point, "sweep.grid")  # the record (see on_assigned_gpus)
     cfg = on_assigned_gpus(asked, ray.get_gpu_ids())
     configure_determinism(cfg.train.deterministic)  # before anything below starts CUDA
     key = trial_key(point)
