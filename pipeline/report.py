@@ -3,9 +3,9 @@
     python -m pipeline.report [--params params.yaml] [-S key=value ...]
 
 Writes under report.out_dir: tables/<dataset>.md|.tex (+ affnist, smallnorb, pruning-ablation for the protocols the
-sweep ran; the page names the others in one line), figures/*.png,
-plots/*.csv (DVC plots), metrics/<dataset>/<model>/<variant>.json (DVC metrics) and index.html (everything on one page, relative links). Figures are
-also logged to the sweep's MLflow parent run when it can be reached (a one-line warning when not).
+sweep ran; the page names the others in one line), figures/*.png, plots/*.csv (DVC plots),
+metrics/<dataset>/<model>/<variant>.json (DVC metrics) and index.html (everything on one page, relative links).
+Figures are also logged to the sweep's MLflow parent run when it can be reached (a one-line warning when not).
 """
 
 from __future__ import annotations

@@ -20,8 +20,6 @@ import signal
 import subprocess
 import sys
 import time
-import urllib.error
-import urllib.request
 from typing import TYPE_CHECKING
 
 from rem import tracking
@@ -73,9 +71,8 @@ def publish_views(client: MlflowClient) -> dict[str, tuple[str, list[str]]]:
         views = runs_views(client, experiment.experiment_id)
         if not views:
             continue
-        tags = {**tracking.EXPERIMENT_KIND, **{VIEW_TAG_PREFIX + key: json.dumps(v) for key, v in views.items()}}
-        for key, value in tags.items():
-            client.set_experiment_tag(experiment.experiment_id, key, value)
+        tracking.update_experiment_tags(client, experiment, {
+            **tracking.EXPERIMENT_KIND, **{VIEW_TAG_PREFIX + key: json.dumps(v) for key, v in views.items()}})
         published[experiment.experiment_id] = (experiment.name, list(views))
     return published
 
@@ -91,12 +88,10 @@ def wait_until_serving(base: str, server: subprocess.Popen, timeout: float = 120
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline and server.poll() is None:
         try:
-            with urllib.request.urlopen(f"{base}/health", timeout=2) as response:
-                if response.status == 200:
-                    return True
-        except (urllib.error.URLError, OSError):
-            pass
-        time.sleep(0.5)
+            tracking.check_reachable(base, timeout=2.0)
+            return True
+        except tracking.TrackingUnavailableError:
+            time.sleep(0.5)
     return False
 
 

@@ -62,10 +62,15 @@ def ensure_experiment(client: MlflowClient, name: str, artifact_location: str | 
     found = client.get_experiment_by_name(name)
     if found is None:
         return client.create_experiment(name, artifact_location=artifact_location, tags=EXPERIMENT_KIND)
-    for key, value in EXPERIMENT_KIND.items():
-        if found.tags.get(key) != value:  # an experiment made before the tag (or by hand)
-            client.set_experiment_tag(found.experiment_id, key, value)
+    update_experiment_tags(client, found, EXPERIMENT_KIND)  # an experiment made before the tag (or by hand)
     return found.experiment_id
+
+
+def update_experiment_tags(client: MlflowClient, experiment, tags: dict[str, str]) -> None:
+    """Set those of `tags` the experiment does not already carry with that value."""
+    for key, value in tags.items():
+        if experiment.tags.get(key) != value:
+            client.set_experiment_tag(experiment.experiment_id, key, value)
 
 
 def find_run(client: MlflowClient, experiment_id: str, tags: dict[str, str]):

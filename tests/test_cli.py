@@ -6,39 +6,31 @@ import os
 import signal
 import subprocess
 import urllib.request
-from pathlib import Path
 
+import psutil
 import pytest
 
 from tests.conftest import REPO
 from tests.sweep_helpers import BIN, free_port, sweep_env, wait_for
 
 
-def group_of(pid: int) -> int:
-    """A process's group id, from /proc (field 5 of its stat line, after the parenthesised command name)."""
-    return int(Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[2])
-
-
 def processes_in_group(pgid: int) -> list[int]:
     found = []
-    for stat in Path("/proc").glob("[0-9]*/stat"):
+    for pid in psutil.pids():
         try:
-            if group_of(int(stat.parent.name)) == pgid:
-                found.append(int(stat.parent.name))
-        except (OSError, ValueError, IndexError):  # a process that ended while we read
+            if os.getpgid(pid) == pgid:
+                found.append(pid)
+        except ProcessLookupError:  # a process that ended while we looked
             continue
     return found
 
 
 def server_group(rem_pid: int, port: int) -> int:
     """The process group of the MLflow server `rem ui` started (its own group, found by its --port)."""
-    for cmdline in Path("/proc").glob("[0-9]*/cmdline"):
-        try:
-            args = cmdline.read_bytes().split(b"\0")
-        except OSError:
-            continue
-        if b"mlflow" in b" ".join(args) and str(port).encode() in args and int(cmdline.parent.name) != rem_pid:
-            return group_of(int(cmdline.parent.name))
+    for proc in psutil.process_iter(["cmdline"]):
+        args = proc.info["cmdline"] or []
+        if proc.pid != rem_pid and "mlflow" in " ".join(args) and str(port) in args:
+            return os.getpgid(proc.pid)
     raise AssertionError(f"no MLflow server process on port {port}")
 
 

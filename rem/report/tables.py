@@ -277,7 +277,8 @@ def dataset_table(dataset: str, rows: list[Row], published: list[Published]) -> 
                       f"{row.parse_trees_median:g}", sparsity, nonzero, f"{row.params:,}"])
     header = HEADER
     if not sources.cited:  # no reference number for any row: an empty column says nothing
-        header, cells = HEADER[:3] + HEADER[4:], [c[:3] + c[4:] for c in cells]
+        at = HEADER.index("Published (%)")
+        header, cells = HEADER[:at] + HEADER[at + 1:], [c[:at] + c[at + 1:] for c in cells]
     return Table(dataset, header, cells, notes=[RULES, footnote(rows)] + sources.notes())
 
 

@@ -116,7 +116,8 @@ def pareto_figure(points: pd.DataFrame, dataset: str, path: Path) -> Path:
         return _empty(dataset, path)
     models = sorted(set(points["model"]))
     variants = sorted(set(points["variant"]), key=variant_order)
-    palette, shapes = dict(zip(variants, colours(variants).values())), markers(variants)
+    assigned = colours(variants)
+    palette, shapes = {v: assigned[v] for v in variants}, markers(variants)  # the legend in variant order
     fig, axes = plt.subplots(len(models), 2, figsize=(12, 3.8 * len(models) + 0.8), squeeze=False)
     best = pareto.front(points)
     for (left, right), model in zip(axes, models):
