@@ -128,7 +128,9 @@ def serve(uri: str, port: int, open_browser: bool = False) -> int:
     def stop(signum, _frame):
         raise KeyboardInterrupt(signal.Signals(signum).name)
 
-    previous = signal.signal(signal.SIGTERM, stop)
+    # Both handled explicitly: a process started in the background of a non-interactive shell inherits SIGINT
+    # ignored, and Python then leaves it ignored -- Ctrl-C (or `kill -INT`) would not stop the UI.
+    previous = {sig: signal.signal(sig, stop) for sig in (signal.SIGINT, signal.SIGTERM)}
     try:
         if not wait_until_serving(base, server):
             return server.poll() or 1
@@ -147,5 +149,6 @@ def serve(uri: str, port: int, open_browser: bool = False) -> int:
     except KeyboardInterrupt:
         return 0
     finally:
-        signal.signal(signal.SIGTERM, previous)
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
         stop_group(server)
