@@ -20,6 +20,7 @@ import os
 import pickle
 import shutil
 import struct
+import tempfile
 import warnings
 from pathlib import Path
 
@@ -34,6 +35,22 @@ from rem.data.verify import md5_of
 from tests.realdata import pytest_collection_modifyitems, pytest_terminal_summary, real_fixture, unavailable  # noqa: F401
 
 SYNTHETIC = "synthetic-fashion"  # the generated dataset the mechanics tests train on
+
+
+@pytest.fixture(scope="session", autouse=True)
+def ray_temp_root():
+    """Every Ray this session starts (in-process, sweep subprocesses, the cluster's nodes) keeps its session
+    folders, logs and spilled objects under one short folder (Ray's sockets need a short path), removed at the
+    end: Ray never deletes its /tmp/ray sessions, and a few suite runs filled the disk."""
+    root = tempfile.mkdtemp(prefix="rem-ray-", dir="/tmp")
+    previous = os.environ.get("RAY_TMPDIR")
+    os.environ["RAY_TMPDIR"] = root
+    yield Path(root)
+    if previous is None:
+        os.environ.pop("RAY_TMPDIR", None)
+    else:
+        os.environ["RAY_TMPDIR"] = previous
+    shutil.rmtree(root, ignore_errors=True)
 
 REPO = Path(__file__).resolve().parents[1]
 SOURCES = DataConfig()  # params' defaults: data.mirror (../shared/data) and data.system_root (/usr/share/datasets)

@@ -36,7 +36,7 @@ def nodes(gcs: str, env: dict) -> list[dict]:
 
 
 @pytest.fixture(scope="module")
-def cluster(tmp_path_factory):
+def cluster(ray_temp_root):
     env = sweep_env()
     gcs_port, dash_port, head_nm, worker_nm = free_port(), free_port(), free_port(), free_port()
     common = ["--node-ip-address=127.0.0.1", "--num-cpus=1", "--num-gpus=0", "--disable-usage-stats"]
@@ -45,7 +45,7 @@ def cluster(tmp_path_factory):
         return [f"--{flag}={free_port()}" for flag in ("dashboard-agent-listen-port", "dashboard-agent-grpc-port",
                                                       "metrics-export-port", "runtime-env-agent-port")]
 
-    temp_dirs = [f"/tmp/rem-head-{gcs_port}", f"/tmp/rem-worker-{worker_nm}"]
+    temp_dirs = [f"{ray_temp_root}/head-{gcs_port}", f"{ray_temp_root}/worker-{worker_nm}"]
     ray_cli("start", "--head", f"--port={gcs_port}", "--include-dashboard=true", "--dashboard-host=127.0.0.1",
             f"--dashboard-port={dash_port}", f"--node-manager-port={head_nm}", f"--temp-dir={temp_dirs[0]}",
             f"--ray-client-server-port={free_port()}", *own_ports(), *common, env=env)
