@@ -1,11 +1,13 @@
-"""Report table: every model on every dataset's input shape -> parameters, CPU train-step time and, on request,
-one-epoch Fashion-MNIST test accuracy. Prints Markdown.
+"""Report table: every model (the CNN baselines included) on every dataset's input shape -> parameters, FLOPs
+per image, CPU train-step time and, on request, one-epoch Fashion-MNIST test accuracy. Prints Markdown.
 
     PYTHONPATH=. python benchmarks/model_table.py [--repeats 3] [--models a,b] [--threads 1]
     PYTHONPATH=. python benchmarks/model_table.py --models efficient_capsnet --epoch-accuracy
 
-Step time: batch 128, fp32, forward + margin loss + backward + Adam step, one warm-up step then the median of
-`--repeats` (the step of `model_step_times.py`). `--epoch-accuracy` trains each listed model for one epoch over
+FLOPs: `rem.models.counts.count_flops`, 2 x the multiply-adds of the convolutions and matrix products of one
+image's inference forward (routing iterations included). Step time: batch 128, fp32, forward + margin loss +
+backward + Adam step, one warm-up step then the median of `--repeats` (the step of `model_step_times.py`; a CNN
+baseline's margin loss on its softmax costs what its cross-entropy would). `--epoch-accuracy` trains each listed model for one epoch over
 the 54,500 Fashion-MNIST training images with the pipeline's `quick` profile (batch 64, bf16, no augmentation:
 the setting of CapsNet's recorded 85.89 %) via `rem.train.train`, and reports the +Q accuracy on the full
 10,000-image test set. It costs minutes per model on 2 CPU cores (CapsNet ~20 min: not rerun by default).
@@ -23,6 +25,7 @@ import torch
 from benchmarks.model_step_times import step_time
 from rem import config
 from rem.models import count_parameters, create_model, list_models
+from rem.models.counts import count_flops
 from rem.train import train
 
 # dataset -> input shapes (C, H, W) and classes, as the pipeline feeds them (CIFAR-10 resized to 24x24 as REM does;
@@ -68,8 +71,9 @@ def main() -> None:
 
     print(f"torch {torch.__version__}, {torch.get_num_threads()} thread(s), batch {args.batch}, fp32 step = "
           f"forward + margin loss + backward + Adam, median of {args.repeats} after a warm-up\n")
-    print("| model | dataset | input (C x H x W) | classes | parameters | train step (s) | 1-epoch F-MNIST test acc (+Q) |")
-    print("|---|---|---|---:|---:|---:|---:|")
+    print("| model | dataset | input (C x H x W) | classes | parameters | FLOPs per image | train step (s) | "
+          "1-epoch F-MNIST test acc (+Q) |")
+    print("|---|---|---|---:|---:|---:|---:|---:|")
     for name in models:
         for dataset, (shapes, classes) in DATASETS.items():
             for shape in shapes:
@@ -78,7 +82,7 @@ def main() -> None:
                 step = "-" if args.no_timing else f"{step_time(model, shape, classes, args.batch, False, args.repeats):.2f}"
                 acc = accuracy.get(name, "not run") if shape == (1, 28, 28) else ""
                 print(f"| {name} | {dataset} | {'x'.join(map(str, shape))} | {classes} | {count_parameters(model):,} | "
-                      f"{step} | {acc} |", flush=True)
+                      f"{count_flops(model, shape):,} | {step} | {acc} |", flush=True)
 
 
 if __name__ == "__main__":

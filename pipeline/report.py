@@ -23,11 +23,13 @@ from rem.atomic import atomic_write, atomic_write_text
 from rem.cli import CommandError, run_with_params
 from rem.config import Config, add_params_arguments
 from rem.report import protocol, tables
+from rem.report.ablations import ablation_table
 from rem.report.capsules import capsule_table
 from rem.report.dvc_outputs import arm_curves, arm_label, write_metrics
 from rem.report.page import render_page
 from rem.report.reference import load_published
 from rem.report.render import Table, to_latex, to_markdown
+from rem.report.robustness import robustness_points, robustness_table
 from rem.results import sweeps_in
 
 log = logging.getLogger("pipeline.report")
@@ -40,10 +42,14 @@ def all_tables(results: pd.DataFrame) -> tuple[list[tables.Row], list[tuple[str,
     rows = tables.aggregate(results)
     shown = tables.with_expected(rows)
     groups = []
+    points = robustness_points(results)
     for dataset in sorted({r.dataset for r in shown}):
         subset = [r for r in shown if r.dataset == dataset]
         found = [tables.dataset_table(dataset, subset, published), tables.parse_trees_table(dataset, subset)]
-        groups.append((dataset, dataset, found + [t for t in [capsule_table(dataset, subset)] if t is not None]))
+        optional = [capsule_table(dataset, subset), ablation_table(rows, dataset)]
+        if not points.empty and (points["data.dataset"].astype(str) == dataset).any():
+            optional.append(robustness_table(points, dataset))
+        groups.append((dataset, dataset, found + [t for t in optional if t is not None]))
     ran = protocol.protocols_run(rows)
     for name in ran:
         stem, section, table = protocol.PROTOCOLS[name]

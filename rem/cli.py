@@ -4,6 +4,8 @@
     rem pareto [--sweep ID|latest]    trials no other beats on accuracy, entropy and sparsity, from MLflow
     rem ui [--port 5000] [--open]     MLflow's UI for the local store on 127.0.0.1, opened on the sweeps' runs table
     rem sparsity-curve SOURCE         a trained model (checkpoint or MLflow run id) pruned to 0-98 %, re-evaluated
+    rem robustness SOURCE             a trained model's test metrics with the test images rotated, scaled, sheared, ...
+    rem models [--dataset NAME]       every model's parameters and FLOPs per image on a dataset's inputs (Markdown)
 """
 
 from __future__ import annotations
@@ -93,15 +95,66 @@ def _sparsity_curve(cfg: Config, args: argparse.Namespace) -> int:
     return 0
 
 
-def sparsity_curve_command(args: argparse.Namespace) -> int:
+def model_source_errors() -> tuple[type[Exception], ...]:
+    """What reading a trained model (`rem.sparsity_curve.load_source`) and its test split may raise: one line each."""
     from rem.data import DataSourceError
     from rem.model_store import ModelNotFoundError, ModelShapeError
     from rem.safe_load import UnsafeFileError
     from rem.sparsity_curve import CurveError
 
+    return CurveError, ModelNotFoundError, ModelShapeError, UnsafeFileError, DataSourceError
+
+
+def sparsity_curve_command(args: argparse.Namespace) -> int:
     logging.basicConfig(level=logging.WARNING)
-    return run_with_params(_sparsity_curve, args, (CurveError, ModelNotFoundError, ModelShapeError, UnsafeFileError,
-                                                   DataSourceError))
+    return run_with_params(_sparsity_curve, args, model_source_errors())
+
+
+def _robustness(cfg: Config, args: argparse.Namespace) -> int:
+    from rem.robustness.evaluation import publish_robustness, robustness_for_package
+    from rem.robustness.families import check_family_names
+    from rem.sparsity_curve import load_source
+
+    check_family_names(args.families or [], "--families")  # a bad name fails before anything is loaded
+    package, source, run_id = load_source(args.source, args.tracking_uri or None)
+    frame = robustness_for_package(package, source, Path.cwd(), test_images=args.images, families=args.families)
+    written = publish_robustness(frame, Path(args.out), source, run_id, args.tracking_uri or None)
+    shown = frame[["family", "strength", "test/acc", "test/loss", *(c for c in ("entropy/mean",) if c in frame)]]
+    print(shown.to_string(index=False, float_format=lambda v: f"{v:.4g}"))
+    print(f"robustness: {len(frame)} points -> {', '.join(str(p) for p in written)}")
+    return 0
+
+
+def robustness_command(args: argparse.Namespace) -> int:
+    from rem.robustness.families import RobustnessError
+
+    logging.basicConfig(level=logging.WARNING)
+    return run_with_params(_robustness, args, (RobustnessError, *model_source_errors()))
+
+
+def models_command(args: argparse.Namespace) -> int:
+    from rem.data.registry import get_dataset, is_known_dataset, list_datasets
+    from rem.models import list_models
+    from rem.models.counts import counts_table, model_counts
+
+    spec = get_dataset(args.dataset) if is_known_dataset(args.dataset) else None
+    if spec is None or min(spec.in_shape) < 1:  # an image folder's shape is known only once its images are read
+        print(f"error: models: --dataset must be one of {', '.join(list_datasets())}; got {args.dataset!r}",
+              file=sys.stderr)
+        return 2
+    print(f"{args.dataset}: {'x'.join(map(str, spec.in_shape))} inputs, {spec.num_classes} classes; FLOPs per image = "
+          f"2 x the multiply-adds of convolutions and matrix products (rem.models.counts)\n")
+    print(counts_table(model_counts(list_models(), spec.in_shape, spec.num_classes)))
+    return 0
+
+
+def add_source_arguments(parser, out: str) -> None:
+    """The arguments of a command that re-evaluates one trained model: what it reads, how much, where it writes."""
+    add_params_arguments(parser)
+    parser.add_argument("source", help="a trial's checkpoint (folder or state.pt), a model package (.pt) or an MLflow run id")
+    parser.add_argument("--images", type=int, default=0, help="the first N test images (default 0: the whole test split)")
+    parser.add_argument("--out", default=out, help="folder for the Parquet, CSV and figure")
+    parser.add_argument("--tracking-uri", default="", help="default: env MLFLOW_TRACKING_URI, else ./mlflow.db")
 
 
 def add_commands(sub) -> None:
@@ -118,13 +171,17 @@ def add_commands(sub) -> None:
     p_pareto.add_argument("--csv", default="reports/pareto.csv")
     p_pareto.set_defaults(run=pareto_command)
     p_curve = sub.add_parser("sparsity-curve", help="a trained model pruned to 0-98 %% and re-evaluated (no retraining)")
-    add_params_arguments(p_curve)
-    p_curve.add_argument("source", help="a trial's checkpoint (folder or state.pt), a model package (.pt) or an MLflow run id")
-    p_curve.add_argument("--images", type=int, default=0, help="the first N test images (default 0: the whole test split)")
+    add_source_arguments(p_curve, "reports/sparsity_curve")
     p_curve.add_argument("--sparsities", type=float, nargs="+", default=[0.0, 0.2, 0.4, 0.6, 0.8, 0.9, 0.95, 0.98])
-    p_curve.add_argument("--out", default="reports/sparsity_curve", help="folder for the Parquet, CSV and figure")
-    p_curve.add_argument("--tracking-uri", default="", help="default: env MLFLOW_TRACKING_URI, else ./mlflow.db")
     p_curve.set_defaults(run=sparsity_curve_command)
+    p_robust = sub.add_parser("robustness", help="a trained model's test metrics under rotation, scale, shear, ...")
+    add_source_arguments(p_robust, "reports/robustness")
+    p_robust.add_argument("--families", nargs="+", default=None, metavar="FAMILY",
+                          help="these families only, at the strengths and seed the model's own config (eval.robust_*) records")
+    p_robust.set_defaults(run=robustness_command)
+    p_models = sub.add_parser("models", help="every model's parameters and FLOPs per image (Markdown table)")
+    p_models.add_argument("--dataset", default="fashion-mnist", help="whose input shape and classes (default fashion-mnist)")
+    p_models.set_defaults(run=models_command)
     p_ui = sub.add_parser("ui", help="MLflow UI on 127.0.0.1 for the local store")
     p_ui.add_argument("--port", type=int, default=5000)
     p_ui.add_argument("--open", action="store_true", help="open the runs view in the default browser")

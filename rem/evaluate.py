@@ -1,4 +1,5 @@
-"""Evaluation: margin loss, accuracy and REM's parse-tree statistics over a split, optionally with +Q.
+"""Evaluation: the classification loss (margin loss; cross-entropy for a CNN baseline), accuracy and REM's
+parse-tree statistics (models with routing couplings only) over a split, optionally with +Q.
 
 `quantize_levels=K` runs the quantized ("+Q") forward: the last routing iteration's couplings are replaced by
 the nearest of K levels in the weighted vote sum. Parse-tree keys are always the couplings quantized with
@@ -17,7 +18,7 @@ from typing import Iterable
 import torch
 
 from rem.device import HOST, autocast
-from rem.losses import margin_loss
+from rem.losses import classification_loss
 from rem.parse_trees import keys_for_predictions, stats_from_keys, summarize
 from rem.routing_health import RoutingHealth
 
@@ -66,10 +67,11 @@ def evaluate(
 ) -> dict:
     """Metrics of `model` over `(normalised images, labels)` batches.
 
-    Returns `loss` (mean margin loss per image), `acc` (fraction), `n_images`, and with `parse_trees` the
-    per-class table (`per_class`: n_images, n_parse_trees, entropy_bits) plus its summary (`entropy/mean`,
-    `entropy/std`, `parse_trees/total`) and the routing metrics of `rem.routing_health` (`routing/*`, dead
-    capsules below `dead_capsule_threshold`).
+    Returns `loss` (mean `classification_loss` per image: the margin loss, cross-entropy for a CNN baseline),
+    `acc` (fraction), `n_images`, and with `parse_trees` the per-class table (`per_class`: n_images,
+    n_parse_trees, entropy_bits) plus its summary (`entropy/mean`, `entropy/std`, `parse_trees/total`) and the
+    routing metrics of `rem.routing_health` (`routing/*`, dead capsules below `dead_capsule_threshold`); a model
+    without couplings (a CNN baseline) has none of these keys.
 
     `stop_loss_sum` ends the pass as soon as the summed loss of the images seen exceeds it (the loss is
     non-negative, so the total can only grow): the result is then `loss` inf, `acc` None, `stopped_early`.
@@ -91,7 +93,7 @@ def evaluate(
             with autocast(device, precision):
                 out = model(images, quantize_levels=quantize_levels)
             predicted = out.lengths.argmax(dim=1)
-            batch_losses = margin_loss(out.lengths, labels, **(loss_kwargs or {}), reduction="none").double()
+            batch_losses = classification_loss(out, labels, **(loss_kwargs or {}), reduction="none").double()
             total_loss += batch_losses.sum()
             if per_image_loss:
                 losses.append(batch_losses)

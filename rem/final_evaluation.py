@@ -20,6 +20,13 @@ def final_net(model, best: dict, epoch: int, last_epoch: int):
     return net
 
 
+def final_model_on_test(run, metrics: dict, images: int):
+    """(the trial's final model, the first `images` test images): what the re-evaluations of a trial's final
+    model -- its mechanism curve, its robustness -- start from; `run` is a `rem.training_run.TrainingRun`."""
+    net = final_net(run.model, run.best, int(metrics["final/checkpoint_epoch"]), int(metrics["epoch"]))
+    return net, run.splits.test.head(images)
+
+
 def final_evaluation(cfg: Config, model, best: dict, last_metrics: dict, split_metrics: Callable[..., dict], splits,
                      keys=None) -> dict:
     """The `final/...` metrics of a trial that stops after the epoch `last_metrics` describes.

@@ -1,5 +1,6 @@
-"""Capsule losses: the margin loss on capsule lengths, the reconstruction loss of the decoder, and the margin
-loss of successive training batches that SNIP scores weights with."""
+"""Losses: the margin loss on capsule lengths, `classification_loss` (the margin loss, or cross-entropy for the
+models that return logits: the CNN baselines), the reconstruction loss of the decoder, and the classification loss
+of successive training batches that SNIP scores weights with."""
 
 from __future__ import annotations
 
@@ -40,6 +41,19 @@ def margin_loss(
     return per_image.mean()
 
 
+def classification_loss(out, labels: torch.Tensor, *, reduction: str = "mean", m_pos: float = 0.9,
+                        m_neg: float = 0.1, lam: float = 0.5) -> torch.Tensor:
+    """The training and evaluation loss of a model output `out` (`rem.models.CapsuleOutput`): cross-entropy on
+    `out.logits` when the model returns logits (the margin constants are then unused), else the margin loss on
+    `out.lengths`, exactly `margin_loss`. `reduction` "mean" or "none" (per image), as for `margin_loss`."""
+    logits = getattr(out, "logits", None)  # any output with `lengths` will do (the tests' stand-in models)
+    if logits is None:
+        return margin_loss(out.lengths, labels, m_pos, m_neg, lam, reduction)
+    if reduction not in ("mean", "none"):
+        raise ValueError(f"classification_loss: reduction={reduction!r} is not one of ['mean', 'none']")
+    return F.cross_entropy(logits.float(), labels.long(), reduction=reduction)  # fp32, like the margin loss
+
+
 def reconstruction_loss(reconstruction: torch.Tensor, images: torch.Tensor) -> torch.Tensor:
     """Sum of squared pixel errors per image, averaged over the batch (scaled by a weight from params)."""
     diff = reconstruction.float().flatten(1) - images.float().flatten(1)
@@ -47,8 +61,8 @@ def reconstruction_loss(reconstruction: torch.Tensor, images: torch.Tensor) -> t
 
 
 def batch_losses(split, transform, cfg: Config, loss_kwargs: dict) -> Callable[[torch.nn.Module], torch.Tensor]:
-    """SNIP's saliency batches: each call is the margin loss of the next distinct batch of one seeded
-    permutation of the training split (wrapping around only after every image was used)."""
+    """SNIP's saliency batches: each call is the classification loss (the training loss) of the next distinct batch
+    of one seeded permutation of the training split (wrapping around only after every image was used)."""
     order = torch.randperm(len(split), generator=torch.Generator(device=HOST).manual_seed(cfg.train.seed), device=HOST)
     per_pass = max(1, len(order) // cfg.train.batch_size)
     calls = itertools.count()
@@ -57,6 +71,6 @@ def batch_losses(split, transform, cfg: Config, loss_kwargs: dict) -> Callable[[
         start = (next(calls) % per_pass) * cfg.train.batch_size
         idx = order[start:start + cfg.train.batch_size].to(split.labels.device)
         x, _ = transform(split.images[idx], train=False)
-        return margin_loss(model(x).lengths, split.labels[idx], **loss_kwargs)
+        return classification_loss(model(x), split.labels[idx], **loss_kwargs)
 
     return next_batch_loss

@@ -19,6 +19,8 @@ from __future__ import annotations
 
 import math
 import re
+from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 
 import pandas as pd
@@ -29,8 +31,9 @@ from rem.config import Config, from_dict
 from rem.data import BatchTransform, prepare_data
 from rem.data.splits import Split
 from rem.device import HOST, to_device
-from rem.final_evaluation import final_net
+from rem.final_evaluation import final_model_on_test
 from rem.model_store import PACKAGE_FORMAT, load_package, model_from_package, model_package
+from rem.models import has_routing
 from rem.pruning.imp import magnitude_prune_to
 from rem.pruning.masks import Masks, sparsity_report
 from rem.pruning.parameters import is_class_capsule_matrix, is_primary_conv, prunable_parameters
@@ -112,11 +115,24 @@ def _measure(model, cfg: Config, split, transform, num_classes: int, loss_kwargs
     return out
 
 
-def curve_for_package(package: dict, source: str, repo_root: Path, *, test_images: int = 0,
-                      sparsities=SPARSITIES, device: torch.device = HOST) -> pd.DataFrame:
-    """The curve of a model package (`rem.model_store`): its trial's test split (the first `test_images` of it
-    when > 0), read as the trial read it."""
-    sparsities = check_sparsities(sparsities)
+@dataclass
+class PackageEvaluation:
+    """What evaluating a model package needs: its config, its model on the device, its trial's test split (on the
+    device) and how that trial read it, and the margin loss of the package's epoch."""
+
+    cfg: Config
+    model: torch.nn.Module
+    test: Split
+    transform: BatchTransform
+    num_classes: int
+    loss_kwargs: dict
+    epoch: int
+
+
+def package_evaluation(package: dict, source: str, repo_root: Path, *, test_images: int = 0,
+                       device: torch.device = HOST) -> PackageEvaluation:
+    """A model package (`rem.model_store`) ready to evaluate on its trial's test split (the first `test_images` of
+    it when > 0), read as the trial read it; a dataset of another shape than the model's is one line."""
     cfg = from_dict(package["config"], f"{source} config", check_grid=False)
     model = model_from_package(package, source).to(device)
     splits = prepare_data(cfg, repo_root)
@@ -127,10 +143,23 @@ def curve_for_package(package: dict, source: str, repo_root: Path, *, test_image
     test = splits.test.head(test_images) if test_images else splits.test
     test = Split(to_device(test.images, device), to_device(test.labels, device))
     margin = cfg.train.margin(int(package.get("epoch", 1)) - 1)
-    frame = sparsity_curve(model, cfg, test, BatchTransform.from_config(spec, cfg.data), spec.num_classes,
-                           sparsities=sparsities, loss_kwargs=margin)
-    frame.insert(0, "model.name", cfg.model.name)
-    frame.insert(1, "epoch", int(package.get("epoch", 0)))
+    return PackageEvaluation(cfg, model, test, BatchTransform.from_config(spec, cfg.data), spec.num_classes, margin,
+                             int(package.get("epoch", 0)))
+
+
+def curve_for_package(package: dict, source: str, repo_root: Path, *, test_images: int = 0,
+                      sparsities=SPARSITIES, device: torch.device = HOST) -> pd.DataFrame:
+    """The curve of a model package (`rem.model_store`): its trial's test split (the first `test_images` of it
+    when > 0), read as the trial read it."""
+    sparsities = check_sparsities(sparsities)
+    if not has_routing(package["model_name"]):  # before any data is read: a CNN baseline's curve has nothing to show
+        raise CurveError(f"{source}: model {package['model_name']!r} has no routing, so no entropy or parse trees to "
+                         f"follow as it is pruned; the mechanism curve is for capsule models")
+    ev = package_evaluation(package, source, repo_root, test_images=test_images, device=device)
+    frame = sparsity_curve(ev.model, ev.cfg, ev.test, ev.transform, ev.num_classes, sparsities=sparsities,
+                           loss_kwargs=ev.loss_kwargs)
+    frame.insert(0, "model.name", ev.cfg.model.name)
+    frame.insert(1, "epoch", ev.epoch)
     return frame
 
 
@@ -148,10 +177,9 @@ def curve_metrics(frame: pd.DataFrame) -> dict[str, float]:
 def trial_curve(run, metrics: dict) -> dict[str, float]:
     """The curve of a trial's final model (`rem.training_run.TrainingRun`, its final `metrics`), on the first
     `eval.curve_images` test images, as `curve_metrics`."""
-    cfg = run.cfg
-    net = final_net(run.model, run.best, int(metrics["final/checkpoint_epoch"]), int(metrics["epoch"]))
-    frame = sparsity_curve(net, cfg, run.splits.test.head(cfg.eval.curve_images), run.transform,
-                           run.splits.spec.num_classes, sparsities=cfg.eval.curve_sparsities, loss_kwargs=run.loss_kwargs)
+    net, test = final_model_on_test(run, metrics, run.cfg.eval.curve_images)
+    frame = sparsity_curve(net, run.cfg, test, run.transform, run.splits.spec.num_classes,
+                           sparsities=run.cfg.eval.curve_sparsities, loss_kwargs=run.loss_kwargs)
     return curve_metrics(frame)
 
 
@@ -161,7 +189,15 @@ CURVE_COLUMN = re.compile(r"^curve/(?P<scope>[a-z_]+)/(?P<target>[0-9.]+)/(?P<me
 def curves_from_results(rows: pd.DataFrame, keep=("trial_key", "model.name", "variant", "train.seed")) -> pd.DataFrame:
     """The curves a results table's final rows carry (`curve_metrics` columns), back in long form: one row per
     trial, scope and target, with the `keep` columns that exist; empty when no trial recorded a curve."""
-    columns = {c: m for c in rows.columns if (m := CURVE_COLUMN.match(c))}
+    return long_form(rows, CURVE_COLUMN, ("scope", "target"), keep)
+
+
+def long_form(rows: pd.DataFrame, pattern: re.Pattern, axes: tuple[str, str], keep) -> pd.DataFrame:
+    """The flat metric columns of a results table that `pattern` matches (named groups: the two `axes`, a label
+    and a number, then `metric`), back in long form: one row per table row and point, with the `keep` columns
+    that exist, sorted by them and the axes; empty when no row holds such a metric."""
+    label, number = axes
+    columns = {c: m for c in rows.columns if (m := pattern.match(c))}
     ids = [c for c in keep if c in rows.columns]
     records = []
     for _, row in rows.iterrows():
@@ -170,11 +206,11 @@ def curves_from_results(rows: pd.DataFrame, keep=("trial_key", "model.name", "va
             value = row[column]
             if pd.isna(value):
                 continue
-            point = points.setdefault((match["scope"], float(match["target"])), {c: row[c] for c in ids})
+            point = points.setdefault((match[label], float(match[number])), {c: row[c] for c in ids})
             point[match["metric"]] = float(value)
-        records += [{**point, "scope": scope, "target": target} for (scope, target), point in points.items()]
+        records += [{**point, label: a, number: b} for (a, b), point in points.items()]
     frame = pd.DataFrame(records)
-    return frame.sort_values([*ids, "scope", "target"]).reset_index(drop=True) if records else frame
+    return frame.sort_values([*ids, label, number]).reset_index(drop=True) if records else frame
 
 
 RUN_ID = re.compile(r"^[0-9a-f]{32}$")  # MLflow's run ids
@@ -198,25 +234,36 @@ def load_source(source: str, tracking_uri: str | None = None) -> tuple[dict, str
     raise CurveError(f"{source}: no such checkpoint folder or file, and not an MLflow run id (32 hex digits)")
 
 
-def publish_curve(frame: pd.DataFrame, out: Path, source: str, run_id: str | None = None,
-                  tracking_uri: str | None = None) -> list[Path]:
-    """The curve as Parquet, CSV and a figure under `out`; with `run_id`, the same logged to that MLflow run (the
-    files as artifacts under sparsity_curve/, the points as `curve_metrics`)."""
+def publish_table(frame: pd.DataFrame, out: Path, name: str, figure: Callable[[Path], Path], metrics: dict[str, float],
+                  run_id: str | None = None, tracking_uri: str | None = None) -> list[Path]:
+    """`frame` as `<out>/<name>.parquet` and `.csv` and the figure `figure(path)` draws at `<out>/<name>.png`; with
+    `run_id`, the same logged to that MLflow run (the files as artifacts under `<name>/`, `metrics` at the step of
+    the frame's `epoch`)."""
     from rem.atomic import atomic_write
-    from rem.report.figures.curve import curve_figure
 
     out.mkdir(parents=True, exist_ok=True)
-    written = [atomic_write(out / "sparsity_curve.parquet", lambda tmp: frame.to_parquet(tmp, index=False)),
-               atomic_write(out / "sparsity_curve.csv", lambda tmp: frame.to_csv(tmp, index=False))]
-    labelled = frame.assign(variant=str(frame["model.name"].iloc[0]))
-    written.append(curve_figure(labelled, out / "sparsity_curve.png", f"{source}: pruned without retraining"))
+    written = [atomic_write(out / f"{name}.parquet", lambda tmp: frame.to_parquet(tmp, index=False)),
+               atomic_write(out / f"{name}.csv", lambda tmp: frame.to_csv(tmp, index=False))]
+    written.append(figure(out / f"{name}.png"))
     if run_id is not None:
         from mlflow.tracking import MlflowClient
 
         from rem import tracking
 
         client = MlflowClient(tracking_uri or tracking.tracking_uri("", Path.cwd()))
-        tracking.log_metrics(client, run_id, curve_metrics(frame), step=int(frame["epoch"].iloc[0]))
+        tracking.log_metrics(client, run_id, metrics, step=int(frame["epoch"].iloc[0]))
         for path in written:
-            client.log_artifact(run_id, str(path), "sparsity_curve")
+            client.log_artifact(run_id, str(path), name)
     return written
+
+
+def publish_curve(frame: pd.DataFrame, out: Path, source: str, run_id: str | None = None,
+                  tracking_uri: str | None = None) -> list[Path]:
+    """The curve as Parquet, CSV and a figure under `out`; with `run_id`, the same logged to that MLflow run (the
+    files as artifacts under sparsity_curve/, the points as `curve_metrics`)."""
+    from rem.report.figures.curve import curve_figure
+
+    labelled = frame.assign(variant=str(frame["model.name"].iloc[0]))
+    return publish_table(frame, out, "sparsity_curve",
+                         lambda path: curve_figure(labelled, path, f"{source}: pruned without retraining"),
+                         curve_metrics(frame), run_id, tracking_uri)

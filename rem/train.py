@@ -28,8 +28,9 @@ from rem.data import prepare_data
 from rem.device import (HOST, autocast, check_precision, configure_determinism, prepare_backend, resolve_device,
                         splits_to, to_device)
 from rem.final_evaluation import final_evaluation
-from rem.losses import batch_losses, margin_loss, reconstruction_loss
-from rem.models import count_parameters
+from rem.losses import batch_losses, classification_loss, reconstruction_loss
+from rem.models import count_parameters, has_routing
+from rem.robustness.evaluation import trial_robustness
 from rem.sparsity_curve import trial_curve
 from rem.step_losses import NonFiniteLossError, StepLosses
 from rem.training_run import TrainingRun
@@ -86,7 +87,7 @@ def train_step(run: TrainingRun, idx: torch.Tensor, draws: dict | None, sums: St
     x, unit = run.transform.apply(split.images[idx], draws)
     with autocast(run.device, cfg.train.precision):
         out = run.forward(x, labels if cfg.model.decoder else None)
-    loss = margin_loss(out.lengths, labels, **run.loss_kwargs)
+    loss = classification_loss(out, labels, **run.loss_kwargs)  # cross-entropy for a CNN baseline
     if out.reconstruction is not None:
         loss = loss + cfg.model.recon_weight * reconstruction_loss(out.reconstruction, unit)
     sums.add(step, loss, len(idx), (out.lengths.detach().argmax(1) == labels).sum())
@@ -156,10 +157,17 @@ def finish(run: TrainingRun, epoch: int, metrics: dict, final_keys: list, checkp
     """The last epoch's final evaluation into `metrics`, its parse-tree dictionary beside the checkpoint."""
     metrics["stopped_early"] = float(epoch + 1 < run.cfg.train.epochs)
     metrics.update(final_evaluation(run.cfg, run.model, run.best, metrics, run.split_metrics, run.splits, final_keys))
-    if run.cfg.eval.sparsity_curve and run.cfg.prune.method in run.cfg.eval.curve_methods:
+    # The curve is about routing (entropy, parse trees): none for a CNN baseline, whose method "none" is still in the
+    # default curve_methods, so it is skipped there rather than refused.
+    curve = run.cfg.eval.sparsity_curve and run.cfg.prune.method in run.cfg.eval.curve_methods
+    if curve and has_routing(run.cfg.model.name):
         start = time.perf_counter()
         metrics.update(trial_curve(run, metrics))
         metrics["time/curve_s"] = time.perf_counter() - start
+    if run.cfg.eval.robustness:  # CNN baselines too: they are what capsules' robustness is compared against
+        start = time.perf_counter()
+        metrics.update(trial_robustness(run, metrics))
+        metrics["time/robustness_s"] = time.perf_counter() - start
     if final_keys:
         save_parse_trees(checkpoint_dir, *final_keys)
 

@@ -9,6 +9,7 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from rem.pruning import PruneConfig  # the pruning library's own config is the `prune` section
+from rem.robustness.families import DEFAULT_FAMILIES
 
 
 class ConfigError(ValueError):
@@ -109,6 +110,14 @@ class EvalConfig:
     curve_methods: list = field(default_factory=lambda: ["none", "rem"])
     curve_images: int = 0
     curve_sparsities: list = field(default_factory=lambda: [0.0, 0.2, 0.4, 0.6, 0.8, 0.9, 0.95, 0.98])
+    # Robustness (rem.robustness) of the final model: test metrics of the test images transformed by each family
+    # at each strength (rem/robustness/families.py), recorded as `robust/<family>/<strength>/<metric>` with the
+    # final evaluation. `robust_images` > 0: the first that many test images; `robust_seed` fixes the one random
+    # family (affnist's per-image maps), so every trial of a sweep sees the same transformed images.
+    robustness: bool = False
+    robust_images: int = 0
+    robust_families: dict = field(default_factory=lambda: {k: list(v) for k, v in DEFAULT_FAMILIES.items()})
+    robust_seed: int = 0
 
     def levels_for(self, model_name: str) -> int:
         return int(self.levels_per_model.get(model_name, self.levels))

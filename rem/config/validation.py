@@ -10,7 +10,8 @@ import typing
 from typing import Any, Literal
 
 from rem import grid
-from rem.config.sections import SECTION_CLASSES, Config, ConfigError, set_dotted
+from rem.config.sections import SECTION_CLASSES, Config, ConfigError, ModelConfig, set_dotted
+from rem.robustness.families import RobustnessError, check_families
 
 # Keys that old params files or checkpoints may still carry: the error says what replaced them.
 RENAMED = {
@@ -107,10 +108,12 @@ def _build_config(tree: dict[str, Any], source: str) -> Config:
 def _check_semantics(cfg: Config, source: str, check_grid: bool = True) -> None:
     # Imported here: the registries import torch, which plain config parsing does not need.
     from rem.device import check_setting as check_device_setting
-    from rem.models import list_models
+    from rem.models import has_routing, list_models
 
     if cfg.model.name not in list_models():
         raise ConfigError(f"{source}: model.name {cfg.model.name!r} is unknown; allowed: {', '.join(list_models())}")
+    if not has_routing(cfg.model.name):
+        _check_routing_free(cfg, source)
     _check_data(cfg, source)
     _check_sizes(cfg, source)
     try:
@@ -120,8 +123,28 @@ def _check_semantics(cfg: Config, source: str, check_grid: bool = True) -> None:
     if cfg.prune.method == "imp" and cfg.train.epochs > 1 and (cfg.prune.schedule_epochs or 0) >= cfg.train.epochs:
         raise ConfigError(f"{source}: prune.schedule_epochs {cfg.prune.schedule_epochs} must be < train.epochs "
                           f"{cfg.train.epochs}: IMP's last pruning step needs training after it")
+    try:
+        check_families(cfg.eval.robust_families)
+    except RobustnessError as err:
+        raise ConfigError(f"{source}: {err}") from None
     if check_grid:
         _check_sweep(cfg, source)
+
+
+def _check_routing_free(cfg: Config, source: str) -> None:
+    """A model without routing (a CNN baseline) has no couplings to prune by, iterate or reconstruct from."""
+    name = cfg.model.name
+    if cfg.prune.method in ("rem", "capsules"):
+        why = ("REM's threshold search minimizes routing entropy" if cfg.prune.method == "rem"
+               else "capsule pruning removes capsule types")
+        raise ConfigError(f"{source}: prune.method {cfg.prune.method!r} needs routing, and model.name "
+                          f"{name!r} has none ({why}); use none, imp or snip")
+    if cfg.model.decoder:
+        raise ConfigError(f"{source}: model.decoder is true, but model.name {name!r} has no class capsules to "
+                          "reconstruct from; set model.decoder to false")
+    if cfg.model.routing_iterations != ModelConfig.routing_iterations:
+        raise ConfigError(f"{source}: model.routing_iterations is {cfg.model.routing_iterations}, but model.name "
+                          f"{name!r} has no routing; leave it at its default")
 
 
 def _check_data(cfg: Config, source: str) -> None:

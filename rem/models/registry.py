@@ -1,4 +1,7 @@
-"""Model registry: families register small builder functions; `create_model` fails loudly on unknown names."""
+"""Model registry: families register small builder functions; `create_model` fails loudly on unknown names.
+
+A family registered with `routing=False` (the CNN baselines) has no routing couplings: `has_routing(name)` tells
+config validation, the mechanism curve and the report so without building the model."""
 
 from __future__ import annotations
 
@@ -16,6 +19,10 @@ class CapsuleOutput:
     lengths `(B, J)` class-capsule activations; capsules `(B, J, D)`; couplings of the last routing layer
     `(B, I, J)` (None for models without routing couplings); reconstruction `(B, C, H, W)` or None;
     input_lengths `(B, I)`: lengths of that routing layer's input capsules (dead-capsule counts need them).
+
+    logits `(B, J)`: set only by models trained with cross-entropy (the CNN baselines, `rem.models.cnn`); their
+    lengths are softmax(logits), so argmax and accuracy read any model alike, and `rem.losses.classification_loss`
+    picks cross-entropy for them by this field.
     """
 
     lengths: torch.Tensor
@@ -23,18 +30,23 @@ class CapsuleOutput:
     couplings: torch.Tensor | None
     reconstruction: torch.Tensor | None = None
     input_lengths: torch.Tensor | None = None
+    logits: torch.Tensor | None = None
 
 
 _BUILDERS: dict[str, Callable[..., nn.Module]] = {}
+_ROUTING_FREE: set[str] = set()  # registered with routing=False: no couplings, so no parse trees
 
 
-def register_model(name: str):
-    """Decorator: `@register_model("capsnet")` on a builder `(in_shape, num_classes, **overrides) -> nn.Module`."""
+def register_model(name: str, *, routing: bool = True):
+    """Decorator: `@register_model("capsnet")` on a builder `(in_shape, num_classes, **overrides) -> nn.Module`;
+    `routing=False` for a family whose forward has no routing couplings."""
 
     def wrap(builder: Callable[..., nn.Module]) -> Callable[..., nn.Module]:
         if name in _BUILDERS:
             raise ValueError(f"model {name!r} registered twice")
         _BUILDERS[name] = builder
+        if not routing:
+            _ROUTING_FREE.add(name)
         return builder
 
     return wrap
@@ -45,10 +57,20 @@ def list_models() -> list[str]:
     return sorted(_BUILDERS)
 
 
-def create_model(name: str, *, in_shape: tuple[int, int, int], num_classes: int, **overrides) -> nn.Module:
-    """Build model `name` for inputs `(C, H, W)`; `overrides` pin family options (e.g. `decoder=True`)."""
+def _check_known(name: str) -> None:
     if name not in _BUILDERS:
         raise KeyError(f"unknown model {name!r}; known models: {', '.join(list_models())}")
+
+
+def has_routing(name: str) -> bool:
+    """Whether model `name` routes (has couplings, hence parse trees), known without building it."""
+    _check_known(name)
+    return name not in _ROUTING_FREE
+
+
+def create_model(name: str, *, in_shape: tuple[int, int, int], num_classes: int, **overrides) -> nn.Module:
+    """Build model `name` for inputs `(C, H, W)`; `overrides` pin family options (e.g. `decoder=True`)."""
+    _check_known(name)
     if len(in_shape) != 3 or min(in_shape) < 1:
         raise ValueError(f"create_model({name!r}): in_shape must be (C, H, W) with positive sizes, got {in_shape}")
     return _BUILDERS[name](in_shape=tuple(in_shape), num_classes=num_classes, **overrides)

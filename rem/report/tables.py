@@ -28,11 +28,19 @@ import numpy as np
 import pandas as pd
 
 from rem.parse_trees import entropy_over_classes
+from rem.config import ModelConfig
+from rem.models import has_routing, list_models
 from rem.pruning import PruneConfig, is_class_capsule_matrix
 from rem.report.reference import Published, lookup
 from rem.report.render import Table
 
 MISSING = "not run"
+NOT_APPLICABLE = "n/a"  # a routing metric of a model without routing (a CNN baseline): never a zero
+
+
+def routed(model: str) -> bool:
+    """Whether a results table's model routes; a name the registry no longer knows (older results) is taken to."""
+    return model not in list_models() or has_routing(model)
 
 
 @dataclass
@@ -63,9 +71,17 @@ def dataset_label(row: dict) -> str:
 
 
 def variant_of(row: pd.Series) -> str:
+    """The trial's pruning variant, then what sets an ablation apart from its architecture's default (see
+    `ablation_suffix`): "+Q", "+REM", "+IMP 50%", "+Q (1 iteration)", "+Q (decoder)", ..."""
+    return pruning_variant(row) + ablation_suffix(row)
+
+
+def pruning_variant(row) -> str:
     method = str(row.get("prune.method", "none"))
     target = float(row.get("prune.target_sparsity", 0.0) or 0.0)
     if method in ("none", "nan"):
+        if not routed(str(row.get("model.name"))):  # no couplings to quantize: +Q means nothing for a CNN
+            return "plain"
         quantized = row.get("final/quantized", row.get("eval.quantized_forward", 0.0))
         return "+Q" if bool(quantized) and not pd.isna(quantized) else "plain"
     if method == "rem":
@@ -77,6 +93,21 @@ def variant_of(row: pd.Series) -> str:
     if method == "capsules":  # structured: the fraction of primary-capsule types removed (rem.structured)
         return f"+CAPS {100 * float(row.get('prune.capsule_fraction', 0.0) or 0.0):g}%"
     return f"+{method.upper()} {100 * target:g}%"
+
+
+DEFAULT_ITERATIONS = ModelConfig.routing_iterations  # every family's default; other counts are ablations
+
+
+def ablation_suffix(row) -> str:
+    """" (1 iteration)", " (5 iterations)", " (decoder)", " (1 iteration, decoder)", or "" for the default model."""
+    parts = []
+    iterations = row.get("model.routing_iterations", DEFAULT_ITERATIONS)
+    if not pd.isna(iterations) and int(iterations) != DEFAULT_ITERATIONS:
+        parts.append(f"{int(iterations)} iteration{'s' if int(iterations) != 1 else ''}")
+    decoder = row.get("model.decoder", False)
+    if not pd.isna(decoder) and str(decoder).lower() in ("true", "1", "1.0"):
+        parts.append("decoder")
+    return f" ({', '.join(parts)})" if parts else ""
 
 
 REM_LAMBDA0 = PruneConfig.lambda0  # REM's published max_lmbda: other values are labelled by their ratio to it
@@ -188,7 +219,7 @@ RULES = ("Accuracy: mean ± std over seeds. Entropy: mean ± std over classes of
          "couplings to its predicted class, each rounded to the nearest of the K levels 0, 1/(K-1), ..., 1 (K = 11: "
          "0, 0.1, ..., 1, edges at 0.05, 0.15, ...; near-uniform couplings of 0.1 change their entry only beyond "
          "±50 %). Sparsity, non-zero parameters: median over seeds. \"not run\": no finished trial of that row in "
-         "the sweep.")
+         "the sweep. \"n/a\": a model without routing (a CNN baseline) has no parse trees.")
 
 
 def pm(mean: float, std: float, scale: float = 100.0, digits: int = 2) -> str:
@@ -203,12 +234,21 @@ def with_expected(rows: list[Row]) -> list[Row]:
     have = {(r.dataset, r.model, r.variant) for r in rows}
     out = list(rows)
     for dataset, model in sorted({(r.dataset, r.model) for r in rows}):
-        out += [Row(dataset, model, v) for v in EXPECTED_VARIANTS if (dataset, model, v) not in have]
+        if routed(model):  # +Q and +REM are about routing: a CNN baseline has neither
+            out += [Row(dataset, model, v) for v in EXPECTED_VARIANTS if (dataset, model, v) not in have]
     return sorted(out, key=lambda r: (r.dataset, r.model, variant_order(r.variant)))
 
 
 def variant_order(variant: str) -> tuple:
-    """plain, +Q, +REM, then +CAPS / +IMP / +SNIP by method and target."""
+    """plain, +Q, +REM, then +CAPS / +IMP / +SNIP by method and target; an ablation right after its variant, by
+    iterations then decoder."""
+    base, _, ablation = variant.partition(" (")
+    if ablation and not base.startswith("LOBSTER"):
+        return (*pruning_order(base), ablation.rstrip(")").zfill(16))
+    return (*pruning_order(variant), "")
+
+
+def pruning_order(variant: str) -> tuple:
     fixed = {"plain": 0, "+Q": 1, "+REM": 2}
     if variant in fixed:
         return (fixed[variant], "", 0.0)
@@ -272,9 +312,10 @@ def dataset_table(dataset: str, rows: list[Row], published: list[Published]) -> 
             continue
         sparsity = "-" if math.isnan(row.sparsity_median) else f"{row.sparsity_median:.2f}"
         nonzero = "-" if math.isnan(row.nonzero_median) else f"{int(row.nonzero_median):,}"
+        routes = routed(row.model)
         cells.append([row.model, row.variant, pm(row.acc_mean, row.acc_std), cited,
-                      pm(row.entropy_mean, row.entropy_std, scale=1.0, digits=3),
-                      f"{row.parse_trees_median:g}", sparsity, nonzero, f"{row.params:,}"])
+                      pm(row.entropy_mean, row.entropy_std, scale=1.0, digits=3) if routes else NOT_APPLICABLE,
+                      f"{row.parse_trees_median:g}" if routes else NOT_APPLICABLE, sparsity, nonzero, f"{row.params:,}"])
     header = HEADER
     if not sources.cited:  # no reference number for any row: an empty column says nothing
         at = HEADER.index("Published (%)")
@@ -286,7 +327,7 @@ def parse_trees_table(dataset: str, rows: list[Row]) -> Table:
     """Per-class parse-tree counts (median over seeds), as REM's inference script prints them."""
     classes = max((len(r.trees_per_class) for r in rows), default=0)
     header = ["Model", "Variant"] + [f"class {j}" for j in range(classes)]
-    cells = [[r.model, r.variant] + ([f"{v:g}" for v in r.trees_per_class] if r.trees_per_class else [MISSING] * classes)
-             for r in rows]
+    cells = [[r.model, r.variant] + ([f"{v:g}" for v in r.trees_per_class] if r.trees_per_class else
+                                     [MISSING if routed(r.model) else NOT_APPLICABLE] * classes) for r in rows]
     return Table(f"{dataset}: parse trees per class", header, cells,
                  notes=["Distinct parse trees of each predicted class, median over seeds."])

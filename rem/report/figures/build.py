@@ -11,9 +11,11 @@ from pathlib import Path
 import pandas as pd
 
 from rem.config import Config
-from rem.report.figures import couplings, curve, graphs, overlap, parallel, saliency, sweep_plots
+from rem.models import has_routing, list_models
+from rem.report.figures import couplings, curve, graphs, overlap, parallel, robustness, saliency, sweep_plots
 from rem.report.dvc_outputs import file_slug
 from rem.report.figures.internals import CheckpointMissingError, load_trial, snapshot
+from rem.report.robustness import robustness_points
 from rem.report.tables import final_rows, label_trials, variant_order
 from rem.sparsity_curve import curves_from_results
 
@@ -45,7 +47,7 @@ def sweep_figures(results: pd.DataFrame, out_dir: Path) -> list[Figure]:
         figures.append(Figure("Training against pruning", sweep_plots.training_figure(
             epochs, dataset, out_dir / f"training_{file_slug(dataset)}.png"),
             f"{dataset}: accuracy and entropy at each epoch against the % of parameters pruned so far."))
-    figures += curve_figures(results, out_dir)
+    figures += curve_figures(results, out_dir) + robustness_figures(results, out_dir)
     if not trials.empty:
         figures.append(Figure("The sweep at a glance", parallel.parallel_figure(results, out_dir / "parallel.png"),
                               "Every finished trial: the config values that differ between trials, then its final "
@@ -71,12 +73,34 @@ def curve_figures(results: pd.DataFrame, out_dir: Path) -> list[Figure]:
     return figures
 
 
+def robustness_figures(results: pd.DataFrame, out_dir: Path) -> list[Figure]:
+    """Per dataset, every arm's robustness curves (`eval.robustness`): accuracy and entropy against each family's
+    strength, mean ± seed spread; nothing when no trial recorded them."""
+    points = robustness_points(results)
+    figures = []
+    if points.empty:
+        return figures
+    for dataset, group in points.groupby("data.dataset", sort=True):
+        group = group.assign(series=group["model.name"].astype(str) + " " + group["variant"].astype(str))
+        images = int(group["n_images"].max())
+        path = robustness.robustness_figure(group, out_dir / f"robustness_{file_slug(dataset)}.png",
+                                            f"{dataset}: final models on transformed test images ({images} images)")
+        figures.append(Figure("Robustness to geometric change", path,
+                              f"{dataset}: test accuracy (top) and entropy (bottom, capsule models only) of every arm's "
+                              "final model on rotated, zoomed, sheared and shifted test images, never trained on; "
+                              "mean over seeds, band ± std."))
+    return figures
+
+
 def checkpoint_figures(results: pd.DataFrame, checkpoints: dict[str, Path], cfg: Config, repo_root: Path,
                        out_dir: Path) -> tuple[list[Figure], list[str]]:
     figures, notes = [], []
     chosen = representatives(results)
     rc = cfg.report
     for (dataset, model), group in chosen.groupby(["data.dataset", "model.name"], sort=True):
+        if model in list_models() and not has_routing(model):  # a CNN baseline: not even its checkpoint is read
+            notes.append(f"{dataset} {model}: no routing figures (the model has no routing couplings).")
+            continue
         series = {}
         for row in sorted(group.to_dict("records"), key=lambda r: variant_order(r["variant"])):
             variant, key = row["variant"], row["trial_key"]

@@ -1,0 +1,152 @@
+"""Publishing a long run under reports/<name>/: its per-epoch Parquet (the finished trials, nothing naming this
+machine), how the run was made (run.json: command, commit, wall time, hardware, load), and the tables, figures and
+page its own `render` makes from the Parquet alone -- so `--render-only` regenerates them without retraining.
+
+`pipeline.evidence` (profile `evidence`) and `pipeline.claims` (profile `claims`) are two `Publication`s.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import subprocess
+from dataclasses import dataclass
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Callable
+
+import pandas as pd
+
+from rem.atomic import atomic_write, atomic_write_text
+from rem.cli import run_with_params
+from rem.config import add_params_arguments
+
+# Columns that describe the machine, not the experiment (a Ray node id); anything holding a home or scratch
+# path is dropped too, so the committed Parquet is the same wherever it was made.
+MACHINE_COLUMNS = ("node_id",)
+MACHINE_ROOTS = tuple(f"/{top}/" for top in ("work", "home", "root", "tmp", "Users"))
+
+
+class PublicationError(ValueError):
+    """The results are not this publication's run (or are missing); the message names the file and what to run."""
+
+
+def portable(results: pd.DataFrame) -> pd.DataFrame:
+    """The results without the columns that describe this machine."""
+    def machine_specific(column: str) -> bool:
+        values = results[column]
+        if column in MACHINE_COLUMNS:
+            return True
+        if not (values.dtype == object or pd.api.types.is_string_dtype(values)):
+            return False
+        return bool(values.astype(str).str.contains("|".join(MACHINE_ROOTS)).any())
+
+    return results[[c for c in results.columns if not machine_specific(c)]]
+
+
+def sweep_times(cfg, results: pd.DataFrame) -> dict[str, str]:
+    """Start, end and wall time of the sweep, from its MLflow parent run (empty if the store is elsewhere)."""
+    from mlflow.tracking import MlflowClient
+
+    from rem import tracking
+
+    uri = tracking.tracking_uri(cfg.sweep.tracking_uri, Path.cwd())
+    sid = str(results["sweep_id"].iloc[0])
+    client = MlflowClient(uri)
+    runs = client.search_runs(
+        [e.experiment_id for e in client.search_experiments()],
+        filter_string=f"tags.`{tracking.SWEEP_TAG}` = '{sid}' and tags.`{tracking.ROLE_TAG}` = 'sweep'")
+    if not runs or not runs[0].info.end_time:
+        return {}
+    start, end = (datetime.fromtimestamp(t / 1000, timezone.utc) for t in (runs[0].info.start_time, runs[0].info.end_time))
+    minutes = (end - start).total_seconds() / 60
+    return {"started": f"{start:%Y-%m-%d %H:%M}", "finished": f"{end:%Y-%m-%d %H:%M}",
+            "wall": f"{minutes // 60:.0f} h {minutes % 60:.0f} min (the sweep; fetch and report add about a minute)"}
+
+
+def cpu_name() -> str:
+    cpuinfo = Path("/proc/cpuinfo")
+    lines = cpuinfo.read_text().splitlines() if cpuinfo.exists() else []
+    return next((line.split(":", 1)[1].strip() for line in lines if line.startswith("model name")),
+                platform.processor() or "unknown CPU")
+
+
+def gpus() -> str:
+    """The GPUs this process sees (the trials' devices when the sweep ran here), or 'no GPU'."""
+    import torch
+
+    if not torch.cuda.is_available():
+        return "no GPU"
+    names = [torch.cuda.get_device_name(i) for i in range(torch.cuda.device_count())]
+    return ", ".join(f"{names.count(n)} x {n}" for n in dict.fromkeys(names))
+
+
+def machine() -> dict[str, str]:
+    import torch
+
+    memory = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") / 2**30
+    return {"hardware": f"{os.cpu_count()} CPU cores ({cpu_name()}), {memory:.0f} GiB RAM, {gpus()}",
+            "software": f"Python {platform.python_version()}, torch {torch.__version__}, {platform.system()}"}
+
+
+def commit() -> str:
+    head = subprocess.run(["git", "rev-parse", "HEAD"], capture_output=True, text=True).stdout.strip()
+    return head or "unknown"
+
+
+@dataclass(frozen=True)
+class Publication:
+    name: str  # the params profile and the folder under reports/
+    render: Callable[[Path, pd.DataFrame, dict], list[Path]]  # (out, results, run) -> files written
+    before_render: Callable[[object, Path, pd.DataFrame], None] | None = None  # copies the report stage's figures
+
+    @property
+    def out(self) -> Path:
+        return Path("reports") / self.name
+
+    @property
+    def command(self) -> str:
+        return f"dvc exp run -S profile={self.name} && python -m pipeline.{self.name}"
+
+    def read(self, path: Path) -> pd.DataFrame:
+        if not path.is_file():
+            raise PublicationError(f"{path}: not found; run `{self.command}` first")
+        results = pd.read_parquet(path)
+        profiles = sorted(set(results["profile"].astype(str))) if "profile" in results else []
+        if profiles != [self.name]:
+            raise PublicationError(f"{path}: results of profile {profiles or 'unknown'}, expected [{self.name!r}]; "
+                                   f"run `{self.command}` first")
+        return results
+
+    def publish(self, cfg, out: Path, load: str = "") -> list[Path]:
+        everything = portable(self.read(Path(cfg.sweep.results)))
+        # A trial that failed or was stopped is not evidence: named in run.json, left out of the Parquet and the page.
+        last = everything.sort_values("epoch").groupby("trial_key").tail(1)
+        stopped = sorted(last.loc[last["status"] != "FINISHED", "trial_key"].astype(str))
+        results = everything[~everything["trial_key"].isin(stopped)]
+        atomic_write(out / "sweep.parquet", lambda tmp: results.to_parquet(tmp, index=False))
+        if self.before_render is not None:
+            self.before_render(cfg, out, results)
+        run = {"command": f"`{self.command}`", "commit": commit(), **sweep_times(cfg, results), **machine(),
+               **({"load": load} if load else {}), **({"not published": "; ".join(stopped)} if stopped else {})}
+        atomic_write_text(out / "run.json", json.dumps(run, indent=2) + "\n")
+        return self.render(out, results, run)
+
+    def run(self, cfg, args: argparse.Namespace) -> int:
+        if args.render_only:
+            run = json.loads((args.out / "run.json").read_text()) if (args.out / "run.json").is_file() else {}
+            written = self.render(args.out, self.read(args.out / "sweep.parquet"), run)
+        else:
+            written = self.publish(cfg, args.out, args.load)
+        print(f"{self.name}: {len(written)} files -> {args.out}")
+        return 0
+
+    def main(self, argv: list[str] | None, doc: str) -> int:
+        parser = argparse.ArgumentParser(description=doc, formatter_class=argparse.RawDescriptionHelpFormatter)
+        add_params_arguments(parser)
+        parser.add_argument("--out", type=Path, default=self.out, help=f"where it goes (default {self.out})")
+        parser.add_argument("--render-only", action="store_true", help="re-render from OUT/sweep.parquet and OUT/run.json")
+        parser.add_argument("--load", default="", help="what else the machine ran meanwhile (recorded in run.json)")
+        return run_with_params(self.run, parser.parse_args(argv), (PublicationError,))

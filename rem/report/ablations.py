@@ -1,0 +1,72 @@
+"""The ablation table: routing iterations and the reconstruction decoder, against the architecture's default
+(3 iterations, no decoder) at the same training budget, with what each costs per training step.
+
+Rows come from `rem.report.tables.aggregate` (variants carry the ablation, e.g. "+Q (1 iteration)"), so the
+numbers are the headline table's; the time per step is each trial's mean over its epochs (`time/step_s`),
+median over seeds -- trials that shared the machine's cores with others are slower, so compare within one sweep.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from rem.report.render import Table
+from rem.report.tables import NOT_APPLICABLE, Row, pm
+
+HEADER = ["Model", "Variant", "Iterations", "Decoder", "Seeds", "Test accuracy (%)", "Entropy (bits)",
+          "Coupling entropy (bits)", "Time per step (ms)", "Parameters"]
+
+
+def ablated(row: Row) -> bool:
+    return " (" in row.variant and not row.variant.startswith("LOBSTER")
+
+
+def ablation_rows(rows: list[Row], dataset: str) -> list[Row]:
+    """The dataset's ablation rows and, for comparison, the unablated rows of the same model and pruning variant."""
+    mine = [r for r in rows if r.dataset == dataset and r.seeds]
+    varied = {(r.model, r.variant.partition(" (")[0]) for r in mine if ablated(r)}
+    return [r for r in mine if (r.model, r.variant.partition(" (")[0]) in varied]
+
+
+def _final(row: Row, column: str) -> float:
+    """Median over seeds of the final evaluation's `column` (the last epoch's where a trial has no final value)."""
+    frame = row.finals
+    for name in (f"final/{column}", column):
+        if frame is not None and name in frame and frame[name].notna().any():
+            return float(frame[name].median())
+    return math.nan
+
+
+def step_ms(row: Row) -> float:
+    frame = row.finals
+    if frame is None or "time/step_s" not in frame:
+        return math.nan
+    return 1000.0 * float(np.median(frame["time/step_s"].to_numpy(dtype=np.float64)))
+
+
+def setting(row: Row, column: str, default):
+    frame = row.finals
+    return frame[column].iloc[0] if frame is not None and column in frame else default
+
+
+def ablation_table(rows: list[Row], dataset: str) -> Table | None:
+    shown = ablation_rows(rows, dataset)
+    if not shown:
+        return None
+    cells = []
+    for row in shown:
+        coupling = _final(row, "routing/coupling_entropy")
+        decoder = str(setting(row, "model.decoder", False)).lower() in ("true", "1", "1.0")
+        cells.append([row.model, row.variant, str(int(setting(row, "model.routing_iterations", 3))),
+                      "yes" if decoder else "no", str(len(row.seeds)), pm(row.acc_mean, row.acc_std),
+                      pm(row.entropy_mean, row.entropy_std, scale=1.0, digits=3),
+                      NOT_APPLICABLE if math.isnan(coupling) else f"{coupling:.4f}",
+                      "-" if math.isnan(step_ms(row)) else f"{step_ms(row):.0f}", f"{row.params:,}"])
+    return Table(f"{dataset}: routing iterations and the decoder", HEADER, cells, notes=[
+        "Same data, epochs and steps per row. 1 iteration is one softmax of the initial logits (no feedback); the "
+        "decoder adds Sabour's reconstruction loss (weight model.recon_weight x the per-image sum of squared "
+        "errors) to the margin loss during training only. Coupling entropy: the mean per-image entropy of the "
+        "couplings, median over seeds. Time per step: training step (forward, loss, backward, Adam) in ms, "
+        "median over seeds."])

@@ -1,0 +1,154 @@
+"""The claims page (reports/claims/): do capsule networks keep their promises here -- robustness to geometric
+change against a matched CNN, the number of routing iterations, the decoder -- and does REM keep them?
+
+Every number comes from the results table alone (the trials' final evaluations and their `robust/...` points), so
+the committed Parquet regenerates the page. A claim "holds" only when the difference exceeds the combined seed
+spread in the claimed direction (`rem.report.evidence.direction`); "no worse" claims hold unless the difference
+exceeds it the wrong way.
+"""
+
+from __future__ import annotations
+
+import pandas as pd
+
+from rem.report.ablations import ablation_table, step_ms
+from rem.report.evidence import Spread, direction, spread
+from rem.report.render import Table, to_markdown
+from rem.report.robustness import HEADLINE, drop, robustness_points, robustness_table
+from rem.report.tables import aggregate, routed
+
+ACCURACY_RESOLUTION = 0.01  # points: the tables print accuracy to 2 decimals
+VERDICT = {-1: "holds", 0: "not resolved (within the seed spread)", 1: "does not hold"}
+NO_WORSE = {-1: "holds (better)", 0: "holds (within the seed spread)", 1: "does not hold"}
+# Sabour et al. 2017 and the capsule literature, as the claims page states them
+CLAIMS = {
+    "robust": "Capsules lose less accuracy than a CNN of the same size under geometric change they were not trained on",
+    "rem": "REM-pruned capsules stay as robust as the unpruned model (REM's summaries)",
+    "iterations": "Routing by agreement needs its iterations: 1 (a single softmax, no feedback) is worse than 3",
+    "plateau": "Beyond 3 iterations little is gained while the cost grows",
+    "decoder": "The reconstruction decoder helps (a regulariser, Sabour et al.)",
+}
+
+
+def arm_keys(points: pd.DataFrame, model: str, variant: str) -> pd.Index:
+    mask = (points["model.name"].astype(str) == model) & (points["variant"] == variant)
+    return pd.Index(points.loc[mask, "trial_key"].unique())
+
+
+def arm_drop(points: pd.DataFrame, model: str, variant: str, family: str, strengths) -> Spread:
+    return spread(drop(points, family, strengths).reindex(arm_keys(points, model, variant)).dropna(), 100.0)
+
+
+def capsule_arms(points: pd.DataFrame) -> list[str]:
+    """The capsule models with an unpruned, unablated (+Q) arm, and the CNN baselines, in name order."""
+    return sorted({str(m) for m, v in zip(points["model.name"], points["variant"]) if v == "+Q" and routed(str(m))})
+
+
+def baseline_arms(points: pd.DataFrame) -> list[str]:
+    return sorted({str(m) for m in points["model.name"] if not routed(str(m))})
+
+
+def robustness_rows(points: pd.DataFrame) -> list[list[str]]:
+    rows = []
+    for model in capsule_arms(points):
+        for cnn in baseline_arms(points):
+            for family, strengths, label in HEADLINE:
+                caps, base = arm_drop(points, model, "+Q", family, strengths), arm_drop(points, cnn, "plain", family, strengths)
+                if caps.n == 0 or base.n == 0:
+                    continue
+                rows.append([f"{model} +Q vs {cnn}", CLAIMS["robust"] + f": {label}",
+                             f"accuracy lost {caps.text(2)} vs {base.text(2)} points",
+                             VERDICT[direction(base, caps, ACCURACY_RESOLUTION)]])
+        for variant in sorted({v for m, v in zip(points["model.name"], points["variant"]) if m == model and v.startswith("+REM")}):
+            for family, strengths, label in HEADLINE:
+                q, rem = arm_drop(points, model, "+Q", family, strengths), arm_drop(points, model, variant, family, strengths)
+                if q.n and rem.n:
+                    rows.append([f"{model} {variant} vs +Q", CLAIMS["rem"] + f": {label}",
+                                 f"accuracy lost {rem.text(2)} vs {q.text(2)} points",
+                                 NO_WORSE[direction(q, rem, ACCURACY_RESOLUTION)]])
+    return rows
+
+
+def routing_rows(rows) -> list[list[str]]:
+    """Iterations and decoder against each capsule model's default +Q arm (same data, epochs and steps)."""
+    by = {(r.dataset, r.model, r.variant): r for r in rows if r.seeds}
+    out = []
+    for (dataset, model, variant), row in sorted(by.items()):
+        if variant != "+Q" or not routed(model):
+            continue
+        base = Spread(row.acc_mean * 100, row.acc_std * 100, len(row.seeds))
+
+        def arm(suffix):
+            other = by.get((dataset, model, f"+Q ({suffix})"))
+            return other, (Spread(other.acc_mean * 100, other.acc_std * 100, len(other.seeds)) if other else None)
+
+        one, one_acc = arm("1 iteration")
+        if one:
+            out.append([f"{model} 1 vs 3 iterations", CLAIMS["iterations"], f"{one_acc.text(2)} vs {base.text(2)} %",
+                        VERDICT[direction(base, one_acc, ACCURACY_RESOLUTION)]])
+        five, five_acc = arm("5 iterations")
+        if five:
+            cost = step_ms(five) / step_ms(row)
+            gain = direction(base, five_acc, ACCURACY_RESOLUTION)
+            out.append([f"{model} 5 vs 3 iterations", CLAIMS["plateau"], f"{five_acc.text(2)} vs {base.text(2)} %; "
+                        f"{cost:.2f}x the time per step", "holds" if gain <= 0 and cost > 1 else "does not hold"])
+        dec, dec_acc = arm("decoder")
+        if dec:
+            out.append([f"{model} decoder vs none", CLAIMS["decoder"], f"{dec_acc.text(2)} vs {base.text(2)} %",
+                        VERDICT[-direction(base, dec_acc, ACCURACY_RESOLUTION)]])
+    return out
+
+
+def verdict_table(points: pd.DataFrame, rows) -> Table:
+    return Table("The capsule claims against this run", ["Arms", "Claim", "Measured (mean ± std over seeds)", "Here"],
+                 robustness_rows(points) + routing_rows(rows), notes=[
+                     "Accuracy lost: each trial's clean test accuracy minus its accuracy on the transformed images, in "
+                     "points. 'holds': the difference exceeds the combined seed spread in the claimed direction; "
+                     "'no worse' claims (REM) hold unless it exceeds the spread the wrong way."])
+
+
+def drop_table(points: pd.DataFrame, dataset: str) -> Table:
+    """Accuracy lost per transform, per arm: the robustness table as differences from each trial's clean accuracy."""
+    points = points[points["data.dataset"].astype(str) == dataset]
+    arms = sorted({(str(m), str(v)) for m, v in zip(points["model.name"], points["variant"])})
+    rows = [[m, v, *(arm_drop(points, m, v, f, s).text(2) for f, s, _ in HEADLINE)] for m, v in arms]
+    return Table(f"{dataset}: accuracy lost to each transform (points)", ["Model", "Variant",
+                 *(label for _, _, label in HEADLINE)], rows, notes=["Mean ± std over seeds of clean minus transformed "
+                                                                      "accuracy; – where the run did not measure it."])
+
+
+def render_tables(results: pd.DataFrame) -> dict[str, str]:
+    """Every claims table as Markdown, by file name; the page embeds the same strings."""
+    points = robustness_points(results)
+    rows = aggregate(results)
+    datasets = sorted(points["data.dataset"].astype(str).unique()) if not points.empty else []
+    out = {"claims.md": to_markdown(verdict_table(points, rows))}
+    for dataset in datasets:
+        out[f"robustness_{dataset}.md"] = "\n".join(to_markdown(t) for t in (robustness_table(points, dataset),
+                                                                               drop_table(points, dataset)))
+        ablation = ablation_table(rows, dataset)
+        if ablation is not None:
+            out[f"ablations_{dataset}.md"] = to_markdown(ablation)
+    return out
+
+
+
+def render_page(results: pd.DataFrame, run: dict, figures: list[str], notes: str = "") -> str:
+    """The page as Markdown: `run` says how the run was made, `figures` are file names under figures/, `notes` is
+    the hand-written reading of the numbers (reports/claims/notes.md), linked rather than generated."""
+    from rem.report.evidence_page import run_lines
+    from rem.report.evidence import finished
+
+    tables = render_tables(results)
+    done = finished(results)
+    arms = ", ".join(f"{m} {v}" for m, v in sorted({(str(m), str(v)) for m, v in zip(done["model.name"], done["variant"])}))
+    parts = ["# Claims: do capsule networks keep their promises here, and does REM keep them?", "",
+             f"{done['trial_key'].nunique()} finished trials ({arms}); every number below is computed from "
+             "`sweep.parquet` in this folder (`python -m pipeline.claims --render-only` regenerates the tables and "
+             "this page from it without retraining).", "", *run_lines(run), "", notes.strip(), "", tables["claims.md"]]
+    for name in sorted(tables):
+        if name != "claims.md":
+            parts.append(tables[name])
+            stem = name.removesuffix(".md")
+            parts += [f"![{f}](figures/{f})\n" for f in figures if f.removesuffix(".png") == stem]
+    return "\n".join(p for p in parts if p is not None).rstrip() + "\n"

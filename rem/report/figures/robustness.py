@@ -1,0 +1,57 @@
+"""Robustness as a figure: test accuracy against each transformation family's strength, one panel per family,
+one line per series (e.g. "capsnet +Q": the mean over its seeds, the seed spread as a band), and a second row with
+the parse-tree entropy where the models have routing couplings."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pandas as pd
+
+from rem.report.figures.style import colours, message_panel, plt, save
+from rem.robustness.families import IDENTITY, RANGES
+
+ROWS = {"test/acc": ("Test acc. (%)", 100.0), "entropy/mean": ("Entropy (bits)", 1.0)}
+
+
+def robustness_figure(frame: pd.DataFrame, path: Path, title: str, series: str = "series") -> Path:
+    """`frame` in `rem.robustness.evaluation.robust_from_results`' long form (family, strength, metrics), a
+    `series` column naming the lines; the entropy row only where some series has entropies."""
+    families = [f for f in RANGES if f in set(frame["family"])] if len(frame) else []
+    rows = [m for m in ROWS if m in frame and frame[m].notna().any()] or ["test/acc"]
+    fig, axes = plt.subplots(len(rows), max(len(families), 1), figsize=(3.4 * max(len(families), 1), 2.9 * len(rows)),
+                             squeeze=False, constrained_layout=True)
+    if not families:
+        message_panel(axes[0][0], "no robustness evaluation recorded")
+        fig.suptitle(title)
+        return save(fig, path)
+    names = sorted(set(frame[series].astype(str)))
+    palette = colours(names)
+    for row, metric in zip(axes, rows):
+        for ax, family in zip(row, families):
+            for name in names:
+                group = frame[(frame["family"] == family) & (frame[series].astype(str) == name)]
+                band(ax, group, metric, palette[name], name)
+            label, _ = ROWS[metric]
+            ax.set_title(f"{label}\n{family}", fontsize=9)
+            ax.set_xlabel(f"strength ({RANGES[family][3]})", fontsize=8)
+            if family in IDENTITY:  # where the untransformed images sit
+                ax.axvline(IDENTITY[family], color="grey", lw=0.8, ls=":")
+            ax.ticklabel_format(axis="y", useOffset=False)
+            ax.grid(alpha=0.3)
+    axes[0][0].legend(fontsize=7)
+    fig.suptitle(title)
+    return save(fig, path)
+
+
+def band(ax, group: pd.DataFrame, metric: str, colour, label: str) -> None:
+    """One series' `metric` against strength: its mean over seeds as a line, +- the population std as a band."""
+    if metric not in group or group[metric].isna().all():
+        return
+    scale = ROWS[metric][1]
+    by_strength = group.groupby("strength")[metric]
+    mean = by_strength.mean() * scale
+    spread = by_strength.std(ddof=0).fillna(0.0).to_numpy() * scale  # the tables' population std
+    x, mean = mean.index.to_numpy(), mean.to_numpy()
+    ax.plot(x, mean, marker="o", ms=3, color=colour, label=label)
+    ax.fill_between(x, mean - spread, mean + spread, color=colour, alpha=0.2)

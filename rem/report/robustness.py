@@ -1,0 +1,110 @@
+"""Robustness tables: each architecture and variant under the transformation families its trials recorded with
+their final evaluation (`eval.robustness`: columns `robust/<family>/<strength>/<metric>` of the results table,
+rem.robustness), from the results table alone.
+
+A trial's value at "±30°" is the mean of its accuracy at -30° and +30°; the table shows that per-trial value's
+mean ± std over seeds (Spread: one seed has no ±). Parse-tree metrics of a model without routing are "n/a".
+"""
+
+from __future__ import annotations
+
+import pandas as pd
+
+from rem.report.evidence import Spread, spread
+from rem.report.render import Table
+from rem.report.tables import NOT_APPLICABLE, final_rows, label_trials, routed, variant_order
+from rem.robustness.evaluation import robust_from_results
+
+KEEP = ("trial_key", "data.dataset", "model.name", "variant", "train.seed")
+# (family, strengths averaged per trial, column label): the headline columns, each shown when the sweep ran it
+HEADLINE = (
+    ("rotation", (-30.0, 30.0), "Rotation ±30°"),
+    ("rotation", (-60.0, 60.0), "Rotation ±60°"),
+    ("scale", (0.8,), "Scale 0.8"),
+    ("shear", (-0.2, 0.2), "Shear ±0.2"),
+    ("translation", (-4.0, 4.0), "Shift ±4 px"),
+    ("affnist", (1.0,), "affNIST-style affine"),
+)
+IDENTITY_POINTS = (("rotation", 0.0), ("scale", 1.0), ("shear", 0.0), ("translation", 0.0))
+
+
+def robustness_points(results: pd.DataFrame) -> pd.DataFrame:
+    """Every finished trial's recorded robustness points in long form (KEEP columns, family, strength, metrics);
+    empty when no trial recorded any."""
+    return robust_from_results(label_trials(final_rows(results)), keep=KEEP)
+
+
+def per_trial(points: pd.DataFrame, family: str, strengths, metric: str) -> pd.Series:
+    """trial_key -> the mean of `metric` over `strengths` of `family` (NaN where a trial lacks one of them)."""
+    wanted = points[(points["family"] == family) & points["strength"].isin([float(s) for s in strengths])]
+    if wanted.empty or metric not in wanted:
+        return pd.Series(dtype="float64")
+    counts = wanted.groupby("trial_key")[metric].count()
+    means = wanted.groupby("trial_key")[metric].mean()
+    return means[counts == len(set(strengths))]
+
+
+def clean(points: pd.DataFrame, metric: str) -> pd.Series:
+    """trial_key -> `metric` of the untransformed images (any family's identity strength: the same images)."""
+    for family, strength in IDENTITY_POINTS:
+        found = per_trial(points, family, (strength,), metric)
+        if not found.empty:
+            return found
+    return pd.Series(dtype="float64")
+
+
+def arms(points: pd.DataFrame) -> list[tuple[str, str]]:
+    pairs = {(str(m), str(v)) for m, v in zip(points["model.name"], points["variant"])}
+    return sorted(pairs, key=lambda p: (p[0], variant_order(p[1])))
+
+
+def arm_spread(values: pd.Series, points: pd.DataFrame, model: str, variant: str, scale: float) -> Spread:
+    keys = points.loc[(points["model.name"].astype(str) == model) & (points["variant"] == variant), "trial_key"].unique()
+    return spread(values.reindex(keys).dropna(), scale)
+
+
+def shown_headline(points: pd.DataFrame) -> list[tuple[str, tuple, str]]:
+    return [h for h in HEADLINE if not per_trial(points, h[0], h[1], "test/acc").empty]
+
+
+def cell(model: str, value: Spread, digits: int, routing_metric: bool) -> str:
+    if routing_metric and not routed(model):
+        return NOT_APPLICABLE
+    return value.text(digits)
+
+
+def robustness_table(points: pd.DataFrame, dataset: str) -> Table:
+    """Accuracy on clean and transformed test images per model and variant, with the entropy clean and under the
+    affNIST-style set (the dataset's trials only)."""
+    points = points[points["data.dataset"].astype(str) == dataset]
+    headline = shown_headline(points)
+    acc_clean, ent_clean = clean(points, "test/acc"), clean(points, "entropy/mean")
+    ent_affine = per_trial(points, "affnist", (1.0,), "entropy/mean")
+    affine = any(family == "affnist" for family, _, _ in headline)
+    rows = []
+    for model, variant in arms(points):
+        seeds = points.loc[(points["model.name"].astype(str) == model) & (points["variant"] == variant), "train.seed"]
+        row = [model, variant, str(seeds.nunique()), cell(model, arm_spread(acc_clean, points, model, variant, 100), 2, False)]
+        row += [cell(model, arm_spread(per_trial(points, f, s, "test/acc"), points, model, variant, 100), 2, False)
+                for f, s, _ in headline]
+        row += [cell(model, arm_spread(ent_clean, points, model, variant, 1), 3, True)]
+        if affine:
+            row += [cell(model, arm_spread(ent_affine, points, model, variant, 1), 3, True)]
+        rows.append(row)
+    header = ["Model", "Variant", "Seeds", "Clean acc. (%)", *(f"{label} (%)" for _, _, label in headline),
+              "Entropy clean (bits)", *(["Entropy affNIST-style (bits)"] if affine else [])]
+    images = int(points["n_images"].max()) if "n_images" in points and not points.empty else 0
+    return Table(f"{dataset}: robustness to geometric change", header, rows, notes=[
+        f"Each trial's final model on its first {images} test images, transformed (rem/robustness/families.py: "
+        "rotation about the centre, zoom, horizontal shear, diagonal shift with zero fill, and one seeded random "
+        "affine map per image drawn as affNIST draws them); never trained on these transforms. ±30° is the mean "
+        "of -30° and +30° per trial. Mean ± std over seeds. n/a: a model without routing has no parse trees."])
+
+
+def drop(points: pd.DataFrame, family: str, strengths) -> pd.Series:
+    """trial_key -> accuracy lost to the transform, in points of the trial's own clean accuracy."""
+    return (clean(points, "test/acc") - per_trial(points, family, strengths, "test/acc")).dropna()
+
+
+def has_points(results: pd.DataFrame) -> bool:
+    return any(str(c).startswith("robust/") for c in results.columns)
