@@ -30,6 +30,7 @@ from rem.device import (HOST, autocast, check_precision, configure_determinism, 
 from rem.final_evaluation import final_evaluation
 from rem.losses import batch_losses, classification_loss, reconstruction_loss
 from rem.models import count_parameters, has_routing
+from rem.models.counts import count_flops
 from rem.robustness.evaluation import trial_robustness
 from rem.sparsity_curve import trial_curve
 from rem.step_losses import NonFiniteLossError, StepLosses
@@ -223,6 +224,7 @@ def train(
         stale, final_keys = evaluate_epoch(run, epoch, metrics)
         metrics.update({
             "lr": trained.lr, "params": count_parameters(run.model), "time/train_s": trained.seconds,
+            "flops": count_flops(run.model, run.splits.spec.in_shape),  # per image, dense: what a step costs
             "time/step_s": trained.seconds / max(trained.steps, 1), "time/epoch_s": time.perf_counter() - epoch_start,
             "train/images": trained.images, "epochs_without_improvement": stale,
         })

@@ -16,7 +16,7 @@ from rem.report.render import Table
 from rem.report.tables import NOT_APPLICABLE, Row, pm
 
 HEADER = ["Model", "Variant", "Iterations", "Decoder", "Seeds", "Test accuracy (%)", "Entropy (bits)",
-          "Coupling entropy (bits)", "Time per step (ms)", "Parameters"]
+          "Coupling entropy (bits)", "GFLOPs per image", "Time per step (ms)", "Parameters"]
 
 
 def ablated(row: Row) -> bool:
@@ -37,6 +37,11 @@ def _final(row: Row, column: str) -> float:
         if frame is not None and name in frame and frame[name].notna().any():
             return float(frame[name].median())
     return math.nan
+
+
+def gflops(row: Row) -> float:
+    """Inference FLOPs per image of the trial's (dense) model, in billions: the deterministic cost."""
+    return _final(row, "flops") / 1e9
 
 
 def step_ms(row: Row) -> float:
@@ -63,10 +68,12 @@ def ablation_table(rows: list[Row], dataset: str) -> Table | None:
                       "yes" if decoder else "no", str(len(row.seeds)), pm(row.acc_mean, row.acc_std),
                       pm(row.entropy_mean, row.entropy_std, scale=1.0, digits=3),
                       NOT_APPLICABLE if math.isnan(coupling) else f"{coupling:.4f}",
+                      "-" if math.isnan(gflops(row)) else f"{gflops(row):.4f}",
                       "-" if math.isnan(step_ms(row)) else f"{step_ms(row):.0f}", f"{row.params:,}"])
     return Table(f"{dataset}: routing iterations and the decoder", HEADER, cells, notes=[
         "Same data, epochs and steps per row. 1 iteration is one softmax of the initial logits (no feedback); the "
         "decoder adds Sabour's reconstruction loss (weight model.recon_weight x the per-image sum of squared "
         "errors) to the margin loss during training only. Coupling entropy: the mean per-image entropy of the "
-        "couplings, median over seeds. Time per step: training step (forward, loss, backward, Adam) in ms, "
-        "median over seeds."])
+        "couplings, median over seeds. GFLOPs: one image's inference forward (2 x multiply-adds of the "
+        "convolutions, vote and routing products; the decoder's too). Time per step: training step (forward, loss, "
+        "backward, Adam) in ms, median over seeds; trials sharing the cores make it noisy."])

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import pandas as pd
 
-from rem.report.ablations import ablation_table, step_ms
+from rem.report.ablations import ablation_table, gflops, step_ms
 from rem.report.evidence import Spread, direction, spread
 from rem.report.render import Table, to_markdown
 from rem.report.robustness import HEADLINE, drop, robustness_points, robustness_table
@@ -88,10 +88,11 @@ def routing_rows(rows) -> list[list[str]]:
                         VERDICT[direction(base, one_acc, ACCURACY_RESOLUTION)]])
         five, five_acc = arm("5 iterations")
         if five:
-            cost = step_ms(five) / step_ms(row)
+            cost, seconds = gflops(five) / gflops(row), step_ms(five) / step_ms(row)
             gain = direction(base, five_acc, ACCURACY_RESOLUTION)
             out.append([f"{model} 5 vs 3 iterations", CLAIMS["plateau"], f"{five_acc.text(2)} vs {base.text(2)} %; "
-                        f"{cost:.2f}x the time per step", "holds" if gain <= 0 and cost > 1 else "does not hold"])
+                        f"{cost:.3f}x the FLOPs, {seconds:.2f}x the time per step",
+                        "holds" if gain <= 0 and cost > 1 else "does not hold"])
         dec, dec_acc = arm("decoder")
         if dec:
             out.append([f"{model} decoder vs none", CLAIMS["decoder"], f"{dec_acc.text(2)} vs {base.text(2)} %",

@@ -29,6 +29,7 @@ METRICS_DIR = "metrics"
 def file_slug(*parts: str) -> str:
     """A file-name-safe rendering of labels ("+REM λ×100" -> "REM_lambda-x100", "+IMP 50%" -> "IMP_50pct")."""
     text = "_".join(parts).replace("+", "").replace("%", "pct").replace("λ", "lambda").replace("×", "x")
+    text = text.replace("(", "").replace(")", "").replace(",", "")  # "+Q (1 iteration)" -> "Q_1_iteration"
     return re.sub(r"[^A-Za-z0-9_.-]+", "-", text.replace(" ", "_")).strip("-_")
 
 
