@@ -75,3 +75,12 @@ def test_sweep_scheduler_and_resources_come_from_params():
     assert per_model({"point": {"model.name": "capsnet"}}) == {"cpu": 1.0, "gpu": 0.25}
     with pytest.raises(ConfigError, match="resources_per_model.nope"):
         load(REPO / "params.yaml", {"sweep.resources_per_model": {"nope": {"cpu": 1}}})
+
+
+def test_a_bare_yaml_on_or_off_is_the_setting_not_a_boolean(tmp_path):
+    """YAML 1.1 reads `flip: off` as False, and DVC's `-S` rewrites params.yaml with such values unquoted."""
+    path = tmp_path / "params.yaml"
+    path.write_text("data:\n  flip: off\nprofile: quick\nprofiles: {quick: {}}\n")
+    assert load(path).data.flip == "off"
+    path.write_text("data:\n  flip: on\nprofile: quick\nprofiles: {quick: {}}\n")
+    assert load(path).data.flip == "on"

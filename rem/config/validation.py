@@ -56,6 +56,8 @@ def _check_value(key: str, value: Any, annotation: Any, source: str) -> Any:
         return _check_union(key, value, annotation, source)
     if origin is Literal:
         allowed = typing.get_args(annotation)
+        if isinstance(value, bool) and {"on", "off"} <= set(allowed):
+            value = "on" if value else "off"  # YAML 1.1 reads a bare on/off as a boolean (DVC's -S writes it bare)
         if value not in allowed:
             raise ConfigError(f"{source}: {key} must be one of {', '.join(map(str, allowed))}; got {value!r}")
         return value
