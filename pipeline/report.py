@@ -29,7 +29,7 @@ from rem.report.dvc_outputs import arm_curves, arm_label, write_metrics
 from rem.report.page import render_page
 from rem.report.reference import load_published
 from rem.report.render import Table, to_latex, to_markdown
-from rem.report.robustness import robustness_points, robustness_table
+from rem.report.robustness import protocol_accuracy, robustness_points, robustness_table
 from rem.results import sweeps_in
 
 log = logging.getLogger("pipeline.report")
@@ -48,7 +48,7 @@ def all_tables(results: pd.DataFrame) -> tuple[list[tables.Row], list[tuple[str,
         found = [tables.dataset_table(dataset, subset, published), tables.parse_trees_table(dataset, subset)]
         optional = [capsule_table(dataset, subset), ablation_table(rows, dataset)]
         if not points.empty and (points["data.dataset"].astype(str) == dataset).any():
-            optional.append(robustness_table(points, dataset))
+            optional.append(robustness_table(points, dataset, protocol_accuracy(rows)))
         groups.append((dataset, dataset, found + [t for t in optional if t is not None]))
     ran = protocol.protocols_run(rows)
     for name in ran:

@@ -12,7 +12,7 @@ import pytest
 from rem.report import tables
 from rem.report.ablations import ablation_table
 from rem.report.claims import render_tables, routing_rows, verdict_table
-from rem.report.robustness import robustness_points, robustness_table
+from rem.report.robustness import protocol_accuracy, robustness_points, robustness_table
 from rem.report.render import to_markdown
 from tests.conftest import REPO
 from tests.test_report import final_row
@@ -121,3 +121,13 @@ def test_publishing_other_results_as_claims_fails_with_one_line(tmp_path):
     assert done.returncode == 2
     assert done.stderr.strip() == (f"error: {tmp_path / 'sweep.parquet'}: results of profile ['quick'], expected "
                                    "['claims']; run `dvc exp run -S profile=claims && python -m pipeline.claims` first")
+
+
+def test_real_protocols_sit_beside_the_generated_transforms():
+    results = claims_results()
+    affnist = pd.DataFrame([final_row(f"aff-{s}", "affnist", "capsnet", s, acc) for s, acc in ((42, 0.70), (43, 0.80))])
+    rows = tables.aggregate(pd.concat([results, affnist], ignore_index=True))
+    table = robustness_table(robustness_points(results), "fashion-mnist", protocol_accuracy(rows))
+    assert table.header[-1] == "affNIST test set (%)"
+    cells = {(r[0], r[1]): r[-1] for r in table.rows}
+    assert cells[("capsnet", "+Q")] == "75.00 ± 5.00" and cells[("cnn_matched", "plain")] == "not run"

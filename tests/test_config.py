@@ -33,6 +33,11 @@ def test_repo_params_resolve_for_both_profiles():
     ({"trian.epochs": 1}, r"unknown key 'trian.epochs'"),
     ({"prune.min_step_weights": 64}, r"key 'prune.min_step_weights' was replaced by prune.search_tolerance_pp"),
     ({"profile": "fast"}, r"profile 'fast' is not defined; defined profiles: quick, paper"),
+    ({"model.routing_iterations": 0}, r"model.routing_iterations must be >= 1; got 0"),
+    ({"sweep.grid": {"model.routing_iterations": [1, 0]}}, r"model.routing_iterations must be >= 1; got 0"),
+    ({"eval.robust_families": {"rotation": [0, 90, 200]}},
+     r"eval.robust_families.rotation: strength 200 is out of range; expected degrees in \[-180, 180\]$"),
+    ({"eval.robust_families": {"zoom": [1.0]}}, r"eval.robust_families: unknown family 'zoom'; known: rotation"),
 ])
 def test_bad_params_are_named(override, pattern):
     with pytest.raises(ConfigError, match=pattern):

@@ -1,4 +1,4 @@
-"""The real pipeline, shrunk: `dvc repro` in a copy of the repo -> fetch -> Ray Tune (3 trials) -> MLflow -> report,
+"""The real pipeline, shrunk: `dvc repro` in a copy of the repo -> fetch -> Ray Tune (4 trials) -> MLflow -> report,
 then what a researcher sees of it: DVC's own metrics and plots commands in a terminal, the report page and MLflow's
 runs view (`rem ui`) in a real headless browser (tests/browser.py).
 
@@ -40,11 +40,13 @@ def shrink_params(repo: Path) -> None:
     params = yaml.safe_load((repo / "params.yaml").read_text())
     params["profiles"]["quick"]["data"].update({"train_subset": 256, "val_subset": 100, "test_subset": 300})
     params["profiles"]["quick"]["train"]["epochs"] = 1
-    params["profiles"]["quick"]["eval"].update({"curve_images": 100, "curve_sparsities": [0.0, 0.5, 0.9]})
-    # the quick grid's shape (sub-grids, a section axis), shrunk to two CapsNet seeds and one pruned trial
+    params["profiles"]["quick"]["eval"].update({"curve_images": 100, "curve_sparsities": [0.0, 0.5, 0.9],
+                                                "robust_images": 100})
+    # the quick grid's shape (sub-grids, a section axis), shrunk to two CapsNet seeds, one pruned trial and the CNN
     params["profiles"]["quick"]["sweep"]["grid"] = [
         {"model.name": ["capsnet"], "prune": [{"method": "none"}], "train.seed": [42, 43]},
         {"model.name": ["efficient_capsnet"], "prune": [{"method": "snip", "target_sparsity": 0.5}], "train.seed": [42]},
+        {"model.name": ["cnn_matched"], "prune": [{"method": "none"}], "train.seed": [42]},
     ]
     params["data"].update({"dataset": SYNTHETIC, "mirror": ""})  # no copy anywhere: the fetch stage generates it
     params["train"]["batch_size"] = 64
@@ -78,12 +80,16 @@ def reproduced(tmp_path_factory) -> Path:
 def test_dvc_repro_runs_the_real_pipeline_then_is_a_noop(reproduced):
     repo = reproduced
     table = pd.read_parquet(repo / "results" / "sweep.parquet")
-    assert sorted(table["train.seed"]) == [42, 42, 43] and set(table["status"]) == {"FINISHED"}
-    assert table["epoch"].tolist() == [1, 1, 1] and table["trial_key"].is_unique
+    assert sorted(table["train.seed"]) == [42, 42, 42, 43] and set(table["status"]) == {"FINISHED"}
+    assert table["epoch"].tolist() == [1, 1, 1, 1] and table["trial_key"].is_unique
     assert (table["train/images"] == 256).all()
     assert sum(table[f"images/class_{j}"].iloc[0] for j in range(10)) == 300
     snip = table[table["prune.method"] == "snip"]
     assert len(snip) == 1 and snip["sparsity"].iloc[0] == pytest.approx(50.0, abs=0.01)
+    # every final model on transformed test images; the CNN without routing metrics there or anywhere
+    assert table["robust/rotation/30/test/acc"].notna().all() and table["robust/affnist/1/n_images"].eq(100).all()
+    cnn = table[table["model.name"] == "cnn_matched"]
+    assert cnn["robust/rotation/30/entropy/mean"].isna().all() and cnn["final/entropy/mean"].isna().all()
     table = table[table["model.name"] == "capsnet"]
 
     client = MlflowClient(f"sqlite:///{repo / 'mlflow.db'}")
@@ -91,7 +97,7 @@ def test_dvc_repro_runs_the_real_pipeline_then_is_a_noop(reproduced):
     runs = client.search_runs([experiment.experiment_id])
     parents = [r for r in runs if "mlflow.parentRunId" not in r.data.tags]
     children = [r for r in runs if r.data.tags.get("mlflow.parentRunId") == parents[0].info.run_id]
-    assert len(parents) == 1 and len(children) == 3
+    assert len(parents) == 1 and len(children) == 4
     children = [c for c in children if c.data.params["model.name"] == "capsnet"]
     assert {r.info.status for r in runs} == {"FINISHED"}
     for child in children:
@@ -105,14 +111,18 @@ def test_dvc_repro_runs_the_real_pipeline_then_is_a_noop(reproduced):
 
     markdown = (repo / "reports" / "tables" / f"{SYNTHETIC}.md").read_text()
     assert "| capsnet | +Q |" in markdown and "6,804,384" in markdown and "seeds 42, 43" in markdown
+    assert any(l.startswith("| cnn_matched | plain |") and "| n/a | n/a |" in l for l in markdown.splitlines())
+    assert "robustness to geometric change" in markdown and "Rotation ±30° (%)" in markdown
     assert (repo / "reports" / "tables" / f"{SYNTHETIC}.tex").read_text().count(r"\toprule") == 2  # + per class
     figures = {p.name for p in (repo / "reports" / "figures").glob("*.png")}
     assert {f"pareto_{SYNTHETIC}.png", f"couplings_{SYNTHETIC}_capsnet.png", f"saliency_{SYNTHETIC}_capsnet_Q.png",
-            f"overlap_{SYNTHETIC}_capsnet_Q.png", f"graph_{SYNTHETIC}_capsnet_Q.png"} <= figures
+            f"overlap_{SYNTHETIC}_capsnet_Q.png", f"graph_{SYNTHETIC}_capsnet_Q.png", f"robustness_{SYNTHETIC}.png"} <= figures
     page = (repo / "reports" / "index.html").read_text()
-    # every checkpoint (and its first-epoch weights) was found; the only note is Efficient-CapsNet's saliency map
+    # every checkpoint (and its first-epoch weights) was found; the only notes are Efficient-CapsNet's saliency map
+    # and the CNN's routing figures
     assert "no checkpoint found" not in page and f"no {CHECKPOINT_FILE}" not in page
-    assert page.count("<li>") == 1 and "efficient_capsnet +SNIP 50% (seed 42): no saliency map" in page
+    assert page.count("<li>") == 2 and "efficient_capsnet +SNIP 50% (seed 42): no saliency map" in page
+    assert "cnn_matched: no routing figures" in page
     logged = client.list_artifacts(parents[0].info.run_id, "report/figures")
     assert {a.path.split("/")[-1] for a in logged} == figures
     assert (repo / "reports" / "metrics" / SYNTHETIC / "capsnet" / "Q.json").is_file()
@@ -155,9 +165,10 @@ def test_dvc_metrics_and_plots_show_what_a_reader_wants(reproduced):
             "Final routing entropy (bits) vs pruned parameters (%), one point per trial"} <= set(specs), set(specs)
     curve = specs["Test accuracy per epoch (%), mean ± std over seeds per arm"][0]["content"]
     assert curve["encoding"]["color"]["field"] == "arm" and [l["mark"]["type"] for l in curve["layer"]] == ["errorband", "line"]
-    assert {row["arm"] for row in curve["data"]["values"]} == {"capsnet +Q", "efficient_capsnet +SNIP 50%"}
+    assert {row["arm"] for row in curve["data"]["values"]} == {"capsnet +Q", "efficient_capsnet +SNIP 50%",
+                                                               "cnn_matched plain"}
     scatter = specs["Final routing entropy (bits) vs pruned parameters (%), one point per trial"][0]["content"]
-    assert scatter["facet"]["column"]["field"] == "model" and len(scatter["data"]["values"]) == 3
+    assert scatter["facet"]["column"]["field"] == "model" and len(scatter["data"]["values"]) == 4
 
 
 @pytest.mark.slow

@@ -12,7 +12,7 @@ import pandas as pd
 
 from rem.report.evidence import Spread, spread
 from rem.report.render import Table
-from rem.report.tables import NOT_APPLICABLE, final_rows, label_trials, routed, variant_order
+from rem.report.tables import MISSING, NOT_APPLICABLE, final_rows, label_trials, pm, routed, variant_order
 from rem.robustness.evaluation import robust_from_results
 
 KEEP = ("trial_key", "data.dataset", "model.name", "variant", "train.seed")
@@ -73,9 +73,27 @@ def cell(model: str, value: Spread, digits: int, routing_metric: bool) -> str:
     return value.text(digits)
 
 
-def robustness_table(points: pd.DataFrame, dataset: str) -> Table:
+# Datasets whose test sets are real geometric change (`tables.dataset_label` names): shown beside the generated
+# transforms when the sweep trained the same model and variant on them.
+PROTOCOL_DATASETS = {"affnist": "affNIST test set", "smallnorb (azimuth)": "smallNORB novel azimuths",
+                     "smallnorb (elevation)": "smallNORB novel elevations"}
+
+
+def protocol_accuracy(rows) -> dict[str, dict[tuple[str, str], str]]:
+    """column label -> {(model, variant): test accuracy mean ± std} of the protocol datasets the sweep ran
+    (`rows`: `tables.aggregate`)."""
+    found: dict[str, dict[tuple[str, str], str]] = {}
+    for row in rows:
+        if row.dataset in PROTOCOL_DATASETS and row.seeds:
+            found.setdefault(PROTOCOL_DATASETS[row.dataset], {})[(row.model, row.variant)] = pm(row.acc_mean, row.acc_std)
+    return found
+
+
+def robustness_table(points: pd.DataFrame, dataset: str, protocols: dict | None = None) -> Table:
     """Accuracy on clean and transformed test images per model and variant, with the entropy clean and under the
-    affNIST-style set (the dataset's trials only)."""
+    affNIST-style set (the dataset's trials only); `protocols` (`protocol_accuracy`) adds the real protocols'
+    accuracy of the same model and variant beside them."""
+    protocols = protocols or {}
     points = points[points["data.dataset"].astype(str) == dataset]
     headline = shown_headline(points)
     acc_clean, ent_clean = clean(points, "test/acc"), clean(points, "entropy/mean")
@@ -90,15 +108,19 @@ def robustness_table(points: pd.DataFrame, dataset: str) -> Table:
         row += [cell(model, arm_spread(ent_clean, points, model, variant, 1), 3, True)]
         if affine:
             row += [cell(model, arm_spread(ent_affine, points, model, variant, 1), 3, True)]
+        row += [found.get((model, variant), MISSING) for found in protocols.values()]
         rows.append(row)
     header = ["Model", "Variant", "Seeds", "Clean acc. (%)", *(f"{label} (%)" for _, _, label in headline),
-              "Entropy clean (bits)", *(["Entropy affNIST-style (bits)"] if affine else [])]
+              "Entropy clean (bits)", *(["Entropy affNIST-style (bits)"] if affine else []),
+              *(f"{label} (%)" for label in protocols)]
     images = int(points["n_images"].max()) if "n_images" in points and not points.empty else 0
     return Table(f"{dataset}: robustness to geometric change", header, rows, notes=[
         f"Each trial's final model on its first {images} test images, transformed (rem/robustness/families.py: "
         "rotation about the centre, zoom, horizontal shear, diagonal shift with zero fill, and one seeded random "
         "affine map per image drawn as affNIST draws them); never trained on these transforms. ±30° is the mean "
-        "of -30° and +30° per trial. Mean ± std over seeds. n/a: a model without routing has no parse trees."])
+        "of -30° and +30° per trial. Mean ± std over seeds. n/a: a model without routing has no parse trees. "
+        "affNIST / smallNORB columns, where the sweep ran them: the same model and variant trained on that "
+        "protocol's training set and tested on its real transformed / novel-viewpoint test set."])
 
 
 def drop(points: pd.DataFrame, family: str, strengths) -> pd.Series:
