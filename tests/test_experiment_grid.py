@@ -11,8 +11,8 @@ from pathlib import Path
 import pytest
 import yaml
 
-from rem import grid
-from rem import config
+from rem import config, grid
+from rem.models import has_routing
 from rem.config import TRIAL_SECTIONS, ConfigError, load
 from tests.conftest import REPO
 
@@ -69,8 +69,10 @@ def test_the_quick_profile_exercises_every_axis_of_the_experiment():
     assert cfg.profile == "quick" and cfg.data.dataset == "fashion-mnist" and cfg.train.epochs >= 2  # REM searches twice
     arms = _arms(cfg)
     assert {"capsnet", "efficient_capsnet"} <= set(arms)
-    for model, runs in arms.items():
-        assert {m for m, _ in runs} >= {"none", "rem"}, model
+    for model, runs in arms.items():  # every capsule model +Q against +REM; the CNN baseline unpruned
+        assert {m for m, _ in runs} >= ({"none", "rem"} if has_routing(model) else {"none"}), model
+    assert any(not has_routing(model) for model in arms)  # the CNN row robustness is compared against
+    assert cfg.eval.robustness and {"rotation", "affnist"} <= set(cfg.eval.robust_families)
     assert any(m == "capsules" for m, _ in arms["capsnet"])  # whole capsules removed, the net rebuilt smaller
     ablation = arms["efficient_capsnet"]
     assert len({t for m, t in ablation if m == "imp"}) >= 2 and any(m == "snip" for m, _ in ablation)
@@ -99,7 +101,13 @@ def test_the_paper_profile_is_rems_protocol_whole():
             for method in ("none", "rem"):
                 assert covered.get((model, dataset, method)) == {42, 43, 44, 45, 46}, (model, dataset, method)
     assert {m for (_, _, m) in covered} == {"none", "rem", "imp", "snip"}
-    assert len(grid.points(cfg.sweep.grid)) == 350
+    # + the routing ablation (2 models x 2 datasets x 3 iteration counts x 5 seeds), the decoder (2 datasets x +Q,
+    # +REM x 5) and the CNN baselines (2 x 3 datasets x 5): 350 + 60 + 20 + 30
+    assert len(grid.points(cfg.sweep.grid)) == 460
+    ablations = {(cfg.with_overrides(p).model.name, cfg.with_overrides(p).model.routing_iterations)
+                 for p in grid.points(cfg.sweep.grid)}
+    assert {("capsnet", n) for n in (1, 2, 3, 5)} <= ablations and {("gamma_capsnet", n) for n in (1, 2, 3, 5)} <= ablations
+    assert {"cnn_sabour", "cnn_matched"} <= {m for m, _ in ablations} and cfg.eval.robustness
     assert cfg.eval.levels_for("gamma_capsnet") == 6 and cfg.eval.levels_for("capsnet") == 11
     assert cfg.sweep.gpus_per_trial == 0.25 and cfg.sweep.resources_per_model["deepcaps"]["gpu"] == 0.5
 
