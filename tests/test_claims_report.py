@@ -110,7 +110,7 @@ def test_ablation_table_and_iteration_claims():
 
 def test_claims_tables_render_from_a_results_table_alone():
     out = render_tables(claims_results())
-    assert set(out) == {"claims.md", "robustness_fashion-mnist.md"}
+    assert set(out) == {"claims.md", "sizes.md", "robustness_fashion-mnist.md"}
     assert "accuracy lost" in out["claims.md"] and "Rotation ±30°" in out["robustness_fashion-mnist.md"]
 
 
@@ -131,3 +131,9 @@ def test_real_protocols_sit_beside_the_generated_transforms():
     assert table.header[-1] == "affNIST test set (%)"
     cells = {(r[0], r[1]): r[-1] for r in table.rows}
     assert cells[("capsnet", "+Q")] == "75.00 ± 5.00" and cells[("cnn_matched", "plain")] == "not run"
+
+
+def test_the_size_table_sets_the_cnn_beside_the_capsule_model():
+    results = claims_results().assign(flops=[4.0e8] * 4 + [3.9e8] * 2, **{"time/step_s": 0.5})
+    sizes = render_tables(results)["sizes.md"]
+    assert "| cnn_matched | plain | 10 | 0.3900 | 500 |" in sizes and "| capsnet | +Q | 10 | 0.4000 | 500 |" in sizes

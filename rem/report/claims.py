@@ -9,10 +9,13 @@ exceeds it the wrong way.
 
 from __future__ import annotations
 
+import math
+
 import pandas as pd
 
 from rem.report.ablations import ablation_table, gflops, step_ms
-from rem.report.evidence import Spread, direction, spread
+from rem.report.evidence import Spread, direction, finished, spread
+from rem.report.evidence_page import run_lines
 from rem.report.render import Table, to_markdown
 from rem.report.robustness import HEADLINE, drop, robustness_points, robustness_table
 from rem.report.tables import aggregate, routed
@@ -108,6 +111,20 @@ def verdict_table(points: pd.DataFrame, rows) -> Table:
                      "'no worse' claims (REM) hold unless it exceeds the spread the wrong way."])
 
 
+def size_table(rows) -> Table:
+    """Parameters, FLOPs and time per step of each unablated arm: how closely the CNN matches the capsule model."""
+    def number(value: float, digits: int) -> str:
+        return "–" if math.isnan(value) else f"{value:.{digits}f}"
+
+    cells = [[r.model, r.variant, f"{r.params:,}", number(gflops(r), 4), number(step_ms(r), 0)]
+             for r in rows if r.seeds and " (" not in r.variant]
+    return Table("The baseline's size against the capsule model's", ["Model", "Variant", "Parameters",
+                 "GFLOPs per image", "Time per step (ms)"], cells, notes=[
+                     "Parameters: trainable, of the model as trained (a REM-pruned model keeps its zeros). GFLOPs: one "
+                     "image's inference forward, dense (2 x multiply-adds; rem.models.counts). Time per step: median "
+                     "over seeds of each trial's mean training step."])
+
+
 def drop_table(points: pd.DataFrame, dataset: str) -> Table:
     """Accuracy lost per transform, per arm: the robustness table as differences from each trial's clean accuracy."""
     points = points[points["data.dataset"].astype(str) == dataset]
@@ -123,7 +140,7 @@ def render_tables(results: pd.DataFrame) -> dict[str, str]:
     points = robustness_points(results)
     rows = aggregate(results)
     datasets = sorted(points["data.dataset"].astype(str).unique()) if not points.empty else []
-    out = {"claims.md": to_markdown(verdict_table(points, rows))}
+    out = {"claims.md": to_markdown(verdict_table(points, rows)), "sizes.md": to_markdown(size_table(rows))}
     for dataset in datasets:
         out[f"robustness_{dataset}.md"] = "\n".join(to_markdown(t) for t in (robustness_table(points, dataset),
                                                                                drop_table(points, dataset)))
@@ -137,8 +154,6 @@ def render_tables(results: pd.DataFrame) -> dict[str, str]:
 def render_page(results: pd.DataFrame, run: dict, figures: list[str], notes: str = "") -> str:
     """The page as Markdown: `run` says how the run was made, `figures` are file names under figures/, `notes` is
     the hand-written reading of the numbers (reports/claims/notes.md), linked rather than generated."""
-    from rem.report.evidence_page import run_lines
-    from rem.report.evidence import finished
 
     tables = render_tables(results)
     done = finished(results)
@@ -147,9 +162,7 @@ def render_page(results: pd.DataFrame, run: dict, figures: list[str], notes: str
              f"{done['trial_key'].nunique()} finished trials ({arms}); every number below is computed from "
              "`sweep.parquet` in this folder (`python -m pipeline.claims --render-only` regenerates the tables and "
              "this page from it without retraining).", "", *run_lines(run), "", notes.strip(), "", tables["claims.md"]]
-    for name in sorted(tables):
-        if name != "claims.md":
-            parts.append(tables[name])
-            stem = name.removesuffix(".md")
-            parts += [f"![{f}](figures/{f})\n" for f in figures if f.removesuffix(".png") == stem]
+    for name in ["sizes.md", *sorted(set(tables) - {"claims.md", "sizes.md"})]:
+        parts.append(tables[name])  # each table, then the figure of the same name (robustness_<dataset>)
+        parts += [f"![{f}](figures/{f})\n" for f in figures if f.removesuffix(".png") == name.removesuffix(".md")]
     return "\n".join(p for p in parts if p is not None).rstrip() + "\n"
