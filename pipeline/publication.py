@@ -46,8 +46,9 @@ def portable(results: pd.DataFrame) -> pd.DataFrame:
     return results[[c for c in results.columns if not machine_specific(c)]]
 
 
-def sweep_times(cfg, results: pd.DataFrame) -> dict[str, str]:
-    """Start, end and wall time of the sweep, from its MLflow parent run (empty if the store is elsewhere)."""
+def sweep_record(cfg, results: pd.DataFrame) -> dict[str, str]:
+    """The commit the sweep ran (its MLflow parent run's tag: the code may have moved on since, by report-only
+    changes) and its start, end and wall time; empty if the store is elsewhere."""
     from mlflow.tracking import MlflowClient
 
     from rem import tracking
@@ -62,7 +63,8 @@ def sweep_times(cfg, results: pd.DataFrame) -> dict[str, str]:
         return {}
     start, end = (datetime.fromtimestamp(t / 1000, timezone.utc) for t in (runs[0].info.start_time, runs[0].info.end_time))
     minutes = (end - start).total_seconds() / 60
-    return {"started": f"{start:%Y-%m-%d %H:%M}", "finished": f"{end:%Y-%m-%d %H:%M}",
+    ran = runs[0].data.tags.get("mlflow.source.git.commit")
+    return {**({"commit": ran} if ran else {}), "started": f"{start:%Y-%m-%d %H:%M}", "finished": f"{end:%Y-%m-%d %H:%M}",
             "wall": f"{minutes // 60:.0f} h {minutes % 60:.0f} min (the sweep; fetch and report add about a minute)"}
 
 
@@ -129,7 +131,7 @@ class Publication:
         atomic_write(out / "sweep.parquet", lambda tmp: results.to_parquet(tmp, index=False))
         if self.before_render is not None:
             self.before_render(cfg, out, results)
-        run = {"command": f"`{self.command}`", "commit": commit(), **sweep_times(cfg, results), **machine(),
+        run = {"command": f"`{self.command}`", "commit": commit(), **sweep_record(cfg, results), **machine(),
                **({"load": load} if load else {}), **({"not published": "; ".join(stopped)} if stopped else {})}
         atomic_write_text(out / "run.json", json.dumps(run, indent=2) + "\n")
         return self.render(out, results, run)
