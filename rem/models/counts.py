@@ -11,6 +11,7 @@ from __future__ import annotations
 import torch
 from torch.utils.flop_counter import FlopCounterMode
 
+from rem.device import HOST
 from rem.models.registry import count_parameters, create_model
 
 
@@ -18,7 +19,7 @@ def count_flops(model: torch.nn.Module, in_shape: tuple[int, int, int]) -> int:
     """FLOPs (2 x multiply-adds) of one image's inference forward through `model` (its eval mode: no dropout,
     the decoder masked by the prediction), on the model's device."""
     first = next(model.parameters(), None)
-    device = first.device if first is not None else torch.device("cpu")
+    device = first.device if first is not None else HOST
     was_training = model.training
     model.eval()
     try:

@@ -15,6 +15,7 @@ import math
 import torch
 import torch.nn.functional as F
 
+from rem.device import HOST
 from rem.robustness.families import IDENTITY, RobustnessError, check_families
 
 CHUNK = 1024  # images warped at once: bounds the float copy and the sampling grid, not the result
@@ -75,8 +76,8 @@ def shear_matrix(factor: torch.Tensor) -> torch.Tensor:
 def affnist_linear(n: int, strength: float, seed: int, device: torch.device) -> tuple[torch.Tensor, torch.Tensor]:
     """(`(n, 2, 2)` linear maps: per-axis zoom, then shear, then rotation, each drawn uniformly within affNIST's
     range times `strength`; `(n, 2)` uniforms in [0, 1) that pick each image's shift later), one draw per image."""
-    gen = torch.Generator(device="cpu").manual_seed(seed)
-    draws = torch.rand((n, 6), generator=gen, device="cpu").to(device)
+    gen = torch.Generator(device=HOST).manual_seed(seed)  # on the host: the same draws whatever the device
+    draws = torch.rand((n, 6), generator=gen, device=HOST).to(device)
     symmetric = 2.0 * draws[:, :4] - 1.0  # U(-1, 1): rotation, shear, x zoom, y zoom
     radians = symmetric[:, 0] * math.radians(AFFNIST_ROTATION * strength)
     shear = symmetric[:, 1] * AFFNIST_SHEAR * strength
