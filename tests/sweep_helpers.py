@@ -30,9 +30,10 @@ def write_params(folder: Path, raw_root: Path, *, grid: dict, name: str, epochs:
     quick = params["profiles"]["quick"]
     quick["data"].update({"train_subset": train_subset, "val_subset": 100, "test_subset": 300})
     quick["train"].update({"epochs": epochs, "precision": "fp32"})
-    # The quick profile's mechanism curve re-evaluates each +Q model ~20 times: tests of sweep mechanics skip it
-    # (test_sparsity_curve and test_figures check the curve; the e2e test runs it as the profile does, shrunk).
-    quick["eval"]["sparsity_curve"] = False
+    # The quick profile's mechanism curve re-evaluates each +Q model ~20 times and its robustness 8 times: tests of
+    # sweep mechanics skip both (test_sparsity_curve, test_robustness and test_figures check them; the e2e test runs
+    # them as the profile does, shrunk).
+    quick["eval"].update({"sparsity_curve": False, "robustness": False})
     quick["sweep"]["grid"] = grid
     params["data"].update({**synthetic_data(raw_root), "prepared": ""})
     params["train"].update({"batch_size": 64, "log_every_steps": 0})
