@@ -17,7 +17,7 @@ from rem.report.ablations import ablation_table, gflops, step_ms
 from rem.report.evidence import Spread, direction, finished, spread
 from rem.report.evidence_page import run_lines
 from rem.report.render import Table, to_markdown
-from rem.report.robustness import HEADLINE, drop, robustness_points, robustness_table
+from rem.report.robustness import HEADLINE, arm_spread, drop, robustness_points, robustness_table
 from rem.report.tables import aggregate, routed
 
 ACCURACY_RESOLUTION = 0.01  # points: the tables print accuracy to 2 decimals
@@ -33,13 +33,8 @@ CLAIMS = {
 }
 
 
-def arm_keys(points: pd.DataFrame, model: str, variant: str) -> pd.Index:
-    mask = (points["model.name"].astype(str) == model) & (points["variant"] == variant)
-    return pd.Index(points.loc[mask, "trial_key"].unique())
-
-
 def arm_drop(points: pd.DataFrame, model: str, variant: str, family: str, strengths) -> Spread:
-    return spread(drop(points, family, strengths).reindex(arm_keys(points, model, variant)).dropna(), 100.0)
+    return arm_spread(drop(points, family, strengths), points, model, variant, 100.0)
 
 
 def capsule_arms(points: pd.DataFrame) -> list[str]:
