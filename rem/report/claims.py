@@ -14,7 +14,7 @@ import math
 import pandas as pd
 
 from rem.report.ablations import ablation_table, gflops, step_ms
-from rem.report.evidence import Spread, direction, finished, spread
+from rem.report.evidence import Spread, direction, finished
 from rem.report.evidence_page import run_lines
 from rem.report.render import Table, to_markdown
 from rem.report.robustness import HEADLINE, arm_spread, drop, robustness_points, robustness_table
