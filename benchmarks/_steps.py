@@ -1,8 +1,8 @@
 """What the step benchmarks run: one training step and one inference batch per variant, FLOPs, matmul ceiling.
 
 A variant is (model, precision, compile, votes formulation). The training step is exactly the pipeline's
-(rem.train): forward under bf16 autocast when asked (squash and routing stay fp32 inside the model),
-margin loss, zero_grad(set_to_none), backward, Adam step; compilation wraps the module as rem.train does.
+(rem.training.loop): forward under bf16 autocast when asked (squash and routing stay fp32 inside the model),
+margin loss, zero_grad(set_to_none), backward, Adam step; compilation wraps the module as rem.training.loop does.
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Capsule pruning (rem.structured) on real Fashion-MNIST: dense vs models rebuilt with fewer primary-capsule types.
+"""Capsule pruning (rem.pruning.capsules) on real Fashion-MNIST: dense vs models rebuilt with fewer primary-capsule types.
 
     PYTHONPATH=$PWD python benchmarks/capsule_pruning.py [--models capsnet,efficient_capsnet] [--steps 200]
         [--kept 1,0.5,0.25,0.125] [--criteria weight_norm,coupling_mass,sensitivity] [--compare-at 0.25]
@@ -32,7 +32,7 @@ from rem.config import Config
 from rem.data import BatchTransform
 from rem.losses import margin_loss
 from rem.models import count_parameters, create_model
-from rem.structured import (capsule_layout, coupling_mass_scores, flops_per_image, prune_capsules, retarget_optimizer,
+from rem.pruning.capsules import (capsule_layout, coupling_mass_scores, flops_per_image, prune_capsules, retarget_optimizer,
                             sensitivity_add_, weight_norm_scores)
 
 SHAPE, CLASSES, BATCH = (1, 28, 28), 10, 64

@@ -1,4 +1,4 @@
-"""Size of the model artifact every trial logs to MLflow (`rem.model_store`, `model/model.pt`), per model on
+"""Size of the model artifact every trial logs to MLflow (`rem.tracking.model_store`, `model/model.pt`), per model on
 Fashion-MNIST's input shape, and the time to read it back (weights-only) and rebuild the model. Prints Markdown.
 
     PYTHONPATH=. python benchmarks/model_package_size.py
@@ -14,10 +14,10 @@ from pathlib import Path
 
 from benchmarks._common import environment_line, interleaved_medians, markdown_table
 from rem.config import Config
-from rem.model_store import model_from_package, model_package, save_package
+from rem.tracking.model_store import model_from_package, model_package, save_package
 from rem.models import count_parameters, create_model, list_models
 from rem.pruning import Pruner
-from rem.safe_load import load_plain
+from rem.io import load_plain
 
 
 def checkpoint_like(name: str) -> dict:

@@ -26,7 +26,7 @@ from benchmarks.model_step_times import step_time
 from rem import config
 from rem.models import count_parameters, create_model, list_models
 from rem.models.counts import count_flops
-from rem.train import train
+from rem.training.loop import train
 
 # dataset -> input shapes (C, H, W) and classes, as the pipeline feeds them (CIFAR-10 resized to 24x24 as REM does;
 # CapsNet then uses 64 primary types for 3-channel inputs).

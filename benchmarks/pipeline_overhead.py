@@ -56,7 +56,7 @@ def trial_config(tmp: Path, steps: int, seeds: list[int]) -> Config:
 
 
 def run_direct(cfg: Config, tmp: Path) -> dict:
-    from rem.train import train
+    from rem.training.loop import train
 
     t0 = time.perf_counter()
     metrics = train(cfg, workdir=tmp / "direct", repo_root=tmp)
@@ -68,8 +68,8 @@ def sweep_timeline(cfg: Config, tmp: Path, started: float, returned: float) -> d
     """Where the sweep's time went, from its MLflow runs' start and end times (ms, this machine's clock)."""
     from mlflow.tracking import MlflowClient
 
-    from rem import tracking
-    from rem.results import sweep_id
+    from rem.tracking import runs as tracking
+    from rem.results.table import sweep_id
 
     client = MlflowClient(tracking.tracking_uri(cfg.sweep.tracking_uri, tmp))
     experiment = client.get_experiment_by_name(cfg.sweep.name).experiment_id

@@ -34,7 +34,7 @@ def parity_config(precision: str, steps: int, batch: int, seed: int, test_subset
 
 
 def main() -> None:
-    from rem.train import train
+    from rem.training.loop import train
 
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--steps", type=int, default=300)

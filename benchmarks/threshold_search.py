@@ -9,13 +9,13 @@ and the search's cost as a share of one +Q training epoch of the same model meas
 54,500 images, the checkpoint's training precision, no LOBSTER) and of a REM epoch (LOBSTER on).
 Then times the LOBSTER shrink inside training steps (forward + backward + shrink + Adam + masks).
 
-The sorted search runs as rem.train runs it: passes stop early on a rejection, in descending order of the
+The sorted search runs as rem.training.loop runs it: passes stop early on a rejection, in descending order of the
 last complete pass's per-image losses (`--ablation` adds a run in dataset order to show what the order buys).
 `--compile` compiles evaluation and training steps alike (train.compile=true; compile time excluded).
 
     PYTHONPATH=$PWD python benchmarks/threshold_search.py [--checkpoint DIR] [--val 5500] [--steps 6] [--ablation] [--compile]
 
-DIR holds a `state.pt` written by rem.train (default: the newest capsnet checkpoint under results/ray, e.g.
+DIR holds a `state.pt` written by rem.training.loop (default: the newest capsnet checkpoint under results/ray, e.g.
 from the quick profile's `dvc repro`).
 """
 
@@ -33,9 +33,9 @@ from rem.config import from_dict
 from rem.data import BatchTransform, get_dataset, prepare_data
 from rem.losses import margin_loss
 from rem.pruning import Masks, PruneConfig, Pruner, threshold_search
-from rem.builder import build_model
-from rem.checkpoint import load_checkpoint
-from rem.validation_loss import ValidationLoss
+from rem.models.from_config import build_model
+from rem.training.checkpoint import load_checkpoint
+from rem.training.validation_loss import ValidationLoss
 
 REPO = Path(__file__).resolve().parents[1]
 EPOCH_IMAGES = 54_500
@@ -49,7 +49,7 @@ def newest_checkpoint() -> Path:
 
 
 def validation_loss(cfg, spec, val, n_val, order_by_loss, precision, compiled=None):
-    """The pipeline's own search closure (rem.train builds the same one) over the first n_val images."""
+    """The pipeline's own search closure (rem.training.loop builds the same one) over the first n_val images."""
     return ValidationLoss(val.images[:n_val], val.labels[:n_val], BatchTransform.from_config(spec, cfg.data),
                           batch_size=cfg.train.eval_batch_size, num_classes=spec.num_classes,
                           precision=precision, order_by_loss=order_by_loss, compiled=compiled,
@@ -57,7 +57,7 @@ def validation_loss(cfg, spec, val, n_val, order_by_loss, precision, compiled=No
 
 
 def compiled_for_eval(model, val, spec, cfg):
-    """torch.compile(model), compiled for the evaluation batch before any search is timed: rem.train
+    """torch.compile(model), compiled for the evaluation batch before any search is timed: rem.training.loop
     compiles once per trial (its per-epoch evaluation uses the same compiled module), not once per search."""
     compiled = torch.compile(model)
     model.eval()

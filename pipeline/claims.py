@@ -14,7 +14,7 @@ from pathlib import Path
 import pandas as pd
 
 from pipeline.publication import Publication
-from rem.atomic import atomic_write_text
+from rem.io import atomic_write_text
 
 
 def render(out: Path, results: pd.DataFrame, run: dict) -> list[Path]:

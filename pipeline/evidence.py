@@ -15,7 +15,7 @@ from pathlib import Path
 import pandas as pd
 
 from pipeline.publication import Publication
-from rem.atomic import atomic_write_text
+from rem.io import atomic_write_text
 
 
 def copy_coupling_figures(cfg, out: Path, results: pd.DataFrame) -> None:
@@ -29,10 +29,10 @@ def copy_coupling_figures(cfg, out: Path, results: pd.DataFrame) -> None:
 
 def render(out: Path, results: pd.DataFrame, run: dict) -> list[Path]:
     """Tables, per-epoch curves and the page, from the results table alone."""
-    from rem.report.evidence_curve import trial_curves
-    from rem.report.evidence_page import render_page, render_tables
+    from rem.report.evidence.curve import trial_curves
+    from rem.report.evidence.page import render_page, render_tables
     from rem.report.figures.curve import curve_figure
-    from rem.report.figures.evidence import epochs_figure
+    from rem.report.evidence.figures import epochs_figure
 
     written = [atomic_write_text(out / "tables" / name, text) for name, text in render_tables(results).items()]
     curves = trial_curves(results)

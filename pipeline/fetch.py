@@ -14,7 +14,7 @@ import argparse
 import sys
 from pathlib import Path
 
-from rem import grid
+from rem.results import grid
 from rem.cli import run_with_params
 from rem.config import Config, add_params_arguments
 from rem.data import DataSourceError, fetch_datasets

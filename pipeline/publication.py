@@ -19,7 +19,7 @@ from typing import Callable
 
 import pandas as pd
 
-from rem.atomic import atomic_write, atomic_write_text
+from rem.io import atomic_write, atomic_write_text
 from rem.cli import run_with_params
 from rem.config import add_params_arguments
 
@@ -51,7 +51,7 @@ def sweep_record(cfg, results: pd.DataFrame) -> dict[str, str]:
     changes) and its start, end and wall time; empty if the store is elsewhere."""
     from mlflow.tracking import MlflowClient
 
-    from rem import tracking
+    from rem.tracking import runs as tracking
 
     uri = tracking.tracking_uri(cfg.sweep.tracking_uri, Path.cwd())
     sid = str(results["sweep_id"].iloc[0])

@@ -19,18 +19,18 @@ from pathlib import Path
 
 import pandas as pd
 
-from rem.atomic import atomic_write, atomic_write_text
+from rem.io import atomic_write, atomic_write_text
 from rem.cli import CommandError, run_with_params
 from rem.config import Config, add_params_arguments
 from rem.report import protocol, tables
 from rem.report.ablations import ablation_table
-from rem.report.capsules import capsule_table
+from rem.report.capsule_pruning import capsule_table
 from rem.report.dvc_outputs import arm_curves, arm_label, write_metrics
 from rem.report.page import render_page
 from rem.report.reference import load_published
 from rem.report.render import Table, to_latex, to_markdown
 from rem.report.robustness import protocol_accuracy, robustness_points, robustness_table
-from rem.results import sweeps_in
+from rem.results.table import sweeps_in
 
 log = logging.getLogger("pipeline.report")
 
@@ -80,10 +80,10 @@ def write_plot_data(results: pd.DataFrame, plots_dir: Path) -> list[Path]:
 
 def locate_checkpoints(cfg: Config, repo_root: Path, sweep_ids: list[str]) -> tuple[dict[str, Path], list[str]]:
     """trial_key -> the folder of its newest checkpoint, from the sweep's Ray storage (local storage only)."""
-    from rem.grid import trial_key
-    from rem.checkpoint import CHECKPOINT_FILE
+    from rem.results.grid import trial_key
+    from rem.training.checkpoint import CHECKPOINT_FILE
 
-    from pipeline.storage import POINT, storage_uri
+    from pipeline.ray_trials import POINT, storage_uri
 
     storage = storage_uri(cfg, repo_root)
     if "://" in storage:
@@ -113,7 +113,7 @@ def log_to_mlflow(cfg: Config, repo_root: Path, sweep_ids: list[str], out_dir: P
     """Best effort: the report's files as artifacts of each sweep's parent run; returns a warning or None."""
     from mlflow.tracking import MlflowClient
 
-    from rem import tracking
+    from rem.tracking import runs as tracking
 
     uri = tracking.tracking_uri(cfg.sweep.tracking_uri, repo_root)
     if uri.startswith("sqlite:///") and not Path(uri.removeprefix("sqlite:///")).exists():

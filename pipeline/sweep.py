@@ -18,13 +18,14 @@ from pathlib import Path
 
 import pandas as pd
 
-from rem import grid, tracking
+from rem.results import grid
+from rem.tracking import runs as tracking
 from rem.cli import run_with_params
 from rem.config import Config, add_params_arguments
 from rem.data import DataSourceError
-from rem.results import failed_trials, ordered, summary, sweep_id, trial_rows, write_results
+from rem.results.table import failed_trials, ordered, summary, sweep_id, trial_rows, write_results
 
-from pipeline.storage import POINT, storage_uri, trial_name
+from pipeline.ray_trials import POINT, storage_uri, trial_name
 
 log = logging.getLogger("pipeline.sweep")
 
@@ -114,7 +115,7 @@ RAY_FIELDS = {"timestamp", "checkpoint_dir_name", "done", "training_iteration", 
 def trial_history(result) -> pd.DataFrame | None:
     """Every epoch of a trial, from its latest checkpoint's history (Ray's own progress log restarts with
     each attempt, so after a retry it lacks the epochs before the checkpoint); Ray's log if there is none."""
-    from rem.checkpoint import HISTORY_FILE
+    from rem.training.checkpoint import HISTORY_FILE
 
     checkpoint = result.checkpoint
     if checkpoint is not None:

@@ -25,17 +25,17 @@ import ray
 from ray import tune
 import torch
 
-from rem import tracking
+from rem.tracking import runs as tracking
 from rem.config import from_dict
-from rem.grid import trial_key
+from rem.results.grid import trial_key
 from rem.data import get_dataset
 from rem.data.sources import recorded_checksums
 from rem.device import (CUBLAS_WORKSPACE, cap_memory, configure_determinism, describe, numerics, release_memory,
                         resolve_device)
-from rem.checkpoint import CHECKPOINT_FILE, HISTORY_FILE, saved_epoch
+from rem.training.checkpoint import CHECKPOINT_FILE, HISTORY_FILE, saved_epoch
 from rem.data import fetch_dataset
-from rem.train import NonFiniteLossError, train
-from rem.trial_record import axis_params, best_metrics, log_config, log_final, run_name
+from rem.training.loop import NonFiniteLossError, train
+from rem.tracking.trial_log import axis_params, best_metrics, log_config, log_final, run_name
 
 
 def trial_logging(level: str) -> None:

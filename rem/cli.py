@@ -37,7 +37,7 @@ def run_with_params(command: Callable[[Config, argparse.Namespace], int], args: 
 
 
 def _train(cfg: Config, args: argparse.Namespace) -> int:
-    from rem.train import train
+    from rem.training.loop import train
 
     metrics = train(cfg, workdir=Path(args.workdir), repo_root=Path.cwd())
     print({k: round(v, 4) if isinstance(v, float) else v for k, v in metrics.items() if "/class_" not in k})
@@ -55,8 +55,8 @@ def train_command(args: argparse.Namespace) -> int:
 def _pareto(cfg: Config, args: argparse.Namespace) -> int:
     import pandas as pd
 
-    from rem.pareto import front_from_mlflow
-    from rem.tracking import tracking_uri
+    from rem.results.pareto import front_from_mlflow
+    from rem.tracking.runs import tracking_uri
 
     uri = args.tracking_uri or tracking_uri(cfg.sweep.tracking_uri, Path.cwd())
     table = front_from_mlflow(uri, args.experiment or cfg.sweep.name, None if args.sweep == "all" else args.sweep)
@@ -69,21 +69,21 @@ def _pareto(cfg: Config, args: argparse.Namespace) -> int:
 
 
 def pareto_command(args: argparse.Namespace) -> int:
-    from rem.mlflow_results import SweepNotFoundError
-    from rem.tracking import TrackingUnavailableError
+    from rem.tracking.results import SweepNotFoundError
+    from rem.tracking.runs import TrackingUnavailableError
 
     return run_with_params(_pareto, args, (SweepNotFoundError, TrackingUnavailableError))
 
 
 def ui_command(args: argparse.Namespace) -> int:
-    from rem.mlflow_ui import serve
-    from rem.tracking import tracking_uri
+    from rem.tracking.ui import serve
+    from rem.tracking.runs import tracking_uri
 
     return serve(tracking_uri("", Path.cwd()), args.port, open_browser=args.open)
 
 
 def _sparsity_curve(cfg: Config, args: argparse.Namespace) -> int:
-    from rem.sparsity_curve import curve_for_package, load_source, publish_curve
+    from rem.analysis.sparsity_curve import curve_for_package, load_source, publish_curve
 
     package, source, run_id = load_source(args.source, args.tracking_uri or None)
     frame = curve_for_package(package, source, Path.cwd(), test_images=args.images, sparsities=args.sparsities)
@@ -98,9 +98,9 @@ def _sparsity_curve(cfg: Config, args: argparse.Namespace) -> int:
 def model_source_errors() -> tuple[type[Exception], ...]:
     """What reading a trained model (`rem.sparsity_curve.load_source`) and its test split may raise: one line each."""
     from rem.data import DataSourceError
-    from rem.model_store import ModelNotFoundError, ModelShapeError
-    from rem.safe_load import UnsafeFileError
-    from rem.sparsity_curve import CurveError
+    from rem.tracking.model_store import ModelNotFoundError, ModelShapeError
+    from rem.io import UnsafeFileError
+    from rem.analysis.sparsity_curve import CurveError
 
     return CurveError, ModelNotFoundError, ModelShapeError, UnsafeFileError, DataSourceError
 
@@ -111,9 +111,9 @@ def sparsity_curve_command(args: argparse.Namespace) -> int:
 
 
 def _robustness(cfg: Config, args: argparse.Namespace) -> int:
-    from rem.robustness.evaluation import publish_robustness, robustness_for_package
-    from rem.robustness.families import check_family_names
-    from rem.sparsity_curve import load_source
+    from rem.analysis.robustness.evaluation import publish_robustness, robustness_for_package
+    from rem.analysis.robustness.families import check_family_names
+    from rem.analysis.sparsity_curve import load_source
 
     check_family_names(args.families or [], "--families")  # a bad name fails before anything is loaded
     package, source, run_id = load_source(args.source, args.tracking_uri or None)
@@ -126,7 +126,7 @@ def _robustness(cfg: Config, args: argparse.Namespace) -> int:
 
 
 def robustness_command(args: argparse.Namespace) -> int:
-    from rem.robustness.families import RobustnessError
+    from rem.analysis.robustness.families import RobustnessError
 
     logging.basicConfig(level=logging.WARNING)
     return run_with_params(_robustness, args, (RobustnessError, *model_source_errors()))

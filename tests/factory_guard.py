@@ -33,7 +33,7 @@ PRUNE = {"none": {}, "rem": {"search_tolerance_pp": 5.0, "max_evaluations": 3}, 
 
 
 def applies(architecture: str, method: str) -> bool:
-    """Capsule pruning refuses DeepCaps by design (rem.structured.layout says why)."""
+    """Capsule pruning refuses DeepCaps by design (rem.pruning.capsules.layout says why)."""
     return not (architecture == "deepcaps" and method == "capsules")
 
 
@@ -80,7 +80,7 @@ def trial_config(raw_root: Path, architecture: str, method: str, device: str, sm
 def guarded_trial(cfg, workdir: Path) -> dict:
     """One trial under the guard: its last metrics, the offending calls, seconds (and on a GPU the peak memory the
     caching allocator reserved for the whole trial, MiB)."""
-    from rem.train import train
+    from rem.training.loop import train
 
     cuda = cfg.train.device.startswith("cuda")
     if cuda:

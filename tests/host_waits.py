@@ -75,7 +75,7 @@ class HostWaits(TorchFunctionMode):
 def counted_epochs():
     """Counts the waits of every `rem.train.train_one_epoch` run inside the block: yields a list that receives,
     per epoch, its counts and steps."""
-    import rem.train as trainer
+    import rem.training.loop as trainer
 
     epochs: list[dict] = []
     real_epoch, real_step = trainer.train_one_epoch, trainer.train_step

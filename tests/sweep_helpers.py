@@ -135,7 +135,7 @@ import sys, torch
 import rem
 from rem.data import BatchTransform
 from rem.evaluate import batches_of, evaluate
-from rem.model_store import load_package
+from rem.tracking.model_store import load_package
 from rem.config import from_dict
 from rem.data import prepare_data
 from rem.parse_trees import key_counts

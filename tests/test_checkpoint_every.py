@@ -8,8 +8,8 @@ import json
 
 import pytest
 
-from rem.checkpoint import HISTORY_FILE, saved_epoch
-from rem.train import train
+from rem.training.checkpoint import HISTORY_FILE, saved_epoch
+from rem.training.loop import train
 from tests.test_train import tiny_cfg
 
 

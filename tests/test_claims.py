@@ -9,7 +9,7 @@ import subprocess
 import pandas as pd
 import pytest
 
-from rem import grid
+from rem.results import grid
 from rem.config import load
 from rem.report.claims import render_page, render_tables
 from tests.conftest import REPO

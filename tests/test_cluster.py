@@ -14,7 +14,7 @@ import psutil
 import pytest
 from mlflow.tracking import MlflowClient
 
-from rem.model_store import load_parse_trees
+from rem.tracking.model_store import load_parse_trees
 from tests.conftest import REPO
 from tests.sweep_helpers import (BIN, SMALL_CAPSNET, assert_same_table, free_port, load_in_new_process, mlflow_server,
                                  sweep_env, sweep_runs, wait_for, write_params)

@@ -13,7 +13,7 @@ from rem.config import ConfigError, from_dict
 from rem.losses import classification_loss, margin_loss
 from rem.models import count_parameters, create_model, has_routing, list_models
 from rem.models.counts import count_flops, millions
-from rem.train import train
+from rem.training.loop import train
 from tests.conftest import REPO
 from tests.test_train import tiny_cfg
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 import torch
 
-from rem.train import train
+from rem.training.loop import train
 from tests.test_train import tiny_cfg
 
 
@@ -44,7 +44,7 @@ def test_compiled_bf16_capsnet_handles_changing_batch_sizes():
 
 
 def test_compiled_rem_search_evaluates_through_the_compiled_module(synthetic_raw, tmp_path, monkeypatch):
-    from rem import validation_loss
+    from rem.training import validation_loss
 
     nets = []
     real_evaluate = validation_loss.evaluate
@@ -58,7 +58,7 @@ def test_compiled_rem_search_evaluates_through_the_compiled_module(synthetic_raw
 
 def test_validation_loss_refuses_a_compiled_module_of_another_model():
     from rem.models import create_model
-    from rem.validation_loss import ValidationLoss
+    from rem.training.validation_loss import ValidationLoss
 
     a = create_model("capsnet", in_shape=(1, 28, 28), num_classes=10, conv_channels=8, primary_types=4)
     b = create_model("capsnet", in_shape=(1, 28, 28), num_classes=10, conv_channels=8, primary_types=4)

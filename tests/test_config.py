@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 import yaml
 
-from rem import grid
+from rem.results import grid
 from rem.config import ConfigError, load, parse_override, resolve
 from tests.conftest import REPO
 

@@ -23,8 +23,8 @@ from torch.overrides import TorchFunctionMode
 
 from rem.config import ConfigError
 from rem.device import DeviceUnavailableError, autocast, check_setting, describe, resolve_device
-from rem.checkpoint import CHECKPOINT_FILE
-from rem.train import train
+from rem.training.checkpoint import CHECKPOINT_FILE
+from rem.training.loop import train
 from tests.conftest import REPO
 from tests.test_train import tiny_cfg
 
@@ -267,7 +267,7 @@ def test_the_sweep_driver_describes_its_devices_without_touching_a_gpu():
     """A CUDA context in the driver would hold GPU memory the trials need: describing must not create one."""
     from rem.device import describe_visible
 
-    code = "import torch; from rem.tracking import environment_tags; t = environment_tags(); " \
+    code = "import torch; from rem.tracking.runs import environment_tags; t = environment_tags(); " \
            "print(torch.cuda.is_initialized(), t['rem.device'])"
     env = {**os.environ, "PYTHONPATH": str(REPO)}
     out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=120, cwd=REPO)

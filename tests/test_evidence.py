@@ -9,10 +9,10 @@ import sys
 import pandas as pd
 import pytest
 
-from rem import grid
+from rem.results import grid
 from rem.config import load
-from rem.report.evidence import Spread, direction
-from rem.report.evidence_page import render_page, render_tables
+from rem.report.evidence.tables import Spread, direction
+from rem.report.evidence.page import render_page, render_tables
 from tests.conftest import REPO
 
 EVIDENCE = REPO / "reports" / "evidence"

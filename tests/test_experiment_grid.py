@@ -1,4 +1,4 @@
-"""The experiment the profiles run: rem.grid's expansion, the quick and paper grids, and what DVC tracks."""
+"""The experiment the profiles run: rem.results.grid's expansion, the quick and paper grids, and what DVC tracks."""
 
 from __future__ import annotations
 
@@ -11,7 +11,8 @@ from pathlib import Path
 import pytest
 import yaml
 
-from rem import config, grid
+from rem.results import grid
+from rem import config
 from rem.models import has_routing
 from rem.config import TRIAL_SECTIONS, ConfigError, load
 from tests.conftest import REPO

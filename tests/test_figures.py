@@ -16,12 +16,12 @@ from matplotlib.image import imread
 
 from pipeline.report import build_reports, locate_checkpoints
 from rem.config import load
-from rem.checkpoint import CHECKPOINT_FILE, FIRST_EPOCH_FILE
+from rem.training.checkpoint import CHECKPOINT_FILE, FIRST_EPOCH_FILE
 from rem.report.figures.build import build_figures
 from rem.report.figures.internals import load_trial, snapshot
 from rem.report.figures.saliency import saliency
 from rem.report.page import linked_files
-from rem.train import train
+from rem.training.loop import train
 from tests.conftest import REPO, SYNTHETIC, synthetic_data
 from tests.test_train import tiny_cfg
 

@@ -11,7 +11,7 @@ import sys
 import pandas as pd
 import pytest
 
-from rem.results import IDENTITY
+from rem.results.table import IDENTITY
 from tests.conftest import REPO
 
 BLOCKED = ("ray", "mlflow", "dvc")

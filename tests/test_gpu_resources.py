@@ -8,10 +8,10 @@ import math
 
 import yaml
 
-from pipeline.storage import POINT
+from pipeline.ray_trials import POINT
 from pipeline.sweep import resources
 from rem.config import load
-from rem.grid import points
+from rem.results.grid import points
 from tests.conftest import REPO
 
 

@@ -6,8 +6,8 @@ from __future__ import annotations
 import pytest
 import torch
 
-from rem.step_losses import NonFiniteLossError, StepLosses
-from rem.train import CHECK_EVERY_STEPS, train
+from rem.training.step_losses import NonFiniteLossError, StepLosses
+from rem.training.loop import CHECK_EVERY_STEPS, train
 from tests.host_waits import counted_epochs, waits_per_step
 from tests.test_train import tiny_cfg
 

@@ -7,14 +7,14 @@ import pandas as pd
 import pytest
 import torch
 
-from rem.model_store import load_model, model_from_package
-from rem.pareto import front, non_dominated
+from rem.tracking.model_store import load_model, model_from_package
+from rem.results.pareto import front, non_dominated
 from rem.parse_trees import key_counts
 from rem.routing_health import RoutingHealth
-from rem.safe_load import UnsafeFileError, load_plain
-from rem.checkpoint import CHECKPOINT_FILE, load_checkpoint
-from rem.train import train
-from rem.trial_record import best_metrics, final_artifacts, run_name
+from rem.io import UnsafeFileError, load_plain
+from rem.training.checkpoint import CHECKPOINT_FILE, load_checkpoint
+from rem.training.loop import train
+from rem.tracking.trial_log import best_metrics, final_artifacts, run_name
 from tests.test_train import tiny_cfg
 
 

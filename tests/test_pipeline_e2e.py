@@ -21,7 +21,7 @@ import pytest
 import yaml
 from mlflow.tracking import MlflowClient
 
-from rem.checkpoint import CHECKPOINT_FILE
+from rem.training.checkpoint import CHECKPOINT_FILE
 from rem.data import get_dataset
 from tests.conftest import REPO, SYNTHETIC
 

@@ -16,7 +16,7 @@ from rem.pruning import (
     shrinkable_parameters, sparsity_report, threshold_search,
 )
 from rem.evaluate import batches_of, evaluate
-from rem.validation_loss import ValidationLoss
+from rem.training.validation_loss import ValidationLoss
 
 
 SHAPE = (1, 20, 20)  # 2x2 grid of primary capsules: 16 input capsules, fast on CPU

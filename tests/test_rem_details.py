@@ -18,9 +18,9 @@ from rem.models import create_model
 from rem.parse_trees import entropy_over_classes
 from rem.pruning import Masks, PruneConfig, ThresholdProbe, magnitude_prune_to, prunable_parameters, \
     shrinkable_parameters, threshold_search
-from rem.final_evaluation import final_evaluation
+from rem.training.final_evaluation import final_evaluation
 from rem.losses import batch_losses
-from rem.train import train
+from rem.training.loop import train
 from tests.test_train import tiny_cfg
 
 MNIST_SHAPE = (1, 28, 28)

@@ -11,10 +11,10 @@ import pandas as pd
 import pytest
 import torch
 
-from rem import grid
+from rem.results import grid
 from rem.evaluate import batches_of, evaluate
 from rem.report.tables import variant_of
-from rem.train import set_up, train
+from rem.training.loop import set_up, train
 from tests.test_train import tiny_cfg
 
 

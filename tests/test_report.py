@@ -209,7 +209,7 @@ def test_report_files_are_logged_to_the_sweeps_parent_run(tmp_path, monkeypatch)
     from mlflow.tracking import MlflowClient
 
     from pipeline.report import log_to_mlflow
-    from rem import tracking
+    from rem.tracking import runs as tracking
 
     monkeypatch.delenv("MLFLOW_TRACKING_URI", raising=False)  # the params' URI is the one under test
     uri = f"sqlite:///{tmp_path / 'mlflow.db'}"

@@ -1,4 +1,4 @@
-"""`rem.robustness`: the transformation families on small generated images (exact identities, rotations and shifts
+"""`rem.analysis.robustness`: the transformation families on small generated images (exact identities, rotations and shifts
 against torch's own, seeded affNIST maps, every tensor on the images' device), the evaluation's frame and metric
 keys on an untrained CapsNet and a model without couplings, bad input as one line, and on a model trained on real
 Fashion-MNIST: the identity row is the trial's own test evaluation and accuracy falls with the rotation angle."""
@@ -11,18 +11,18 @@ import pandas as pd
 import pytest
 import torch
 
-from rem.builder import build_model
+from rem.models.from_config import build_model
 from rem.cli import main as rem_cli
 from rem.data import BatchTransform, get_dataset
 from rem.data.splits import Split
 from rem.models.registry import CapsuleOutput
-from rem.robustness import transforms
-from rem.robustness.evaluation import (publish_robustness, robust_from_results, robust_metrics, robustness,
+from rem.analysis.robustness import transforms
+from rem.analysis.robustness.evaluation import (publish_robustness, robust_from_results, robust_metrics, robustness,
                                        robustness_for_package, trial_robustness)
-from rem.robustness.families import IDENTITY, RobustnessError
-from rem.robustness.transforms import transform_images
-from rem.sparsity_curve import load_source
-from rem.training_run import evaluate_split
+from rem.analysis.robustness.families import IDENTITY, RobustnessError
+from rem.analysis.robustness.transforms import transform_images
+from rem.analysis.sparsity_curve import load_source
+from rem.training.run import evaluate_split
 from tests.test_train import tiny_cfg
 
 ROUTING = ("entropy/mean", "entropy/std", "parse_trees/total", "routing/coupling_entropy")
@@ -258,14 +258,14 @@ def trained(fashion_raw, tmp_path_factory):
     work = tmp_path_factory.mktemp("robust-trial")
     cfg = tiny_cfg(fashion_raw, epochs=2).with_overrides(
         {"data.dataset": "fashion-mnist", "data.train_subset": 1024, "data.test_subset": 512})
-    from rem.train import train
+    from rem.training.loop import train
 
     return train(cfg, workdir=work), work / "checkpoint"
 
 
 @pytest.mark.realdata
 def test_on_real_data_the_identity_is_the_final_evaluation_and_turning_costs_accuracy(trained):
-    from rem.sparsity_curve import package_evaluation
+    from rem.analysis.sparsity_curve import package_evaluation
 
     metrics, checkpoint = trained
     package, source, _ = load_source(str(checkpoint))
@@ -285,8 +285,8 @@ def test_on_real_data_the_identity_is_the_final_evaluation_and_turning_costs_acc
 def test_the_command_writes_the_table_and_figure_and_logs_to_the_run(trained, tmp_path, capsys):
     from mlflow.tracking import MlflowClient
 
-    from rem.checkpoint import CHECKPOINT_FILE
-    from rem.model_store import MODEL_ARTIFACT, model_package, save_package
+    from rem.training.checkpoint import CHECKPOINT_FILE
+    from rem.tracking.model_store import MODEL_ARTIFACT, model_package, save_package
 
     _, checkpoint = trained
     uri = f"sqlite:///{tmp_path / 'mlflow.db'}"

@@ -17,7 +17,7 @@ import torch
 
 from rem.data import get_dataset
 from rem.data.augment import BatchTransform
-from rem.train import train
+from rem.training.loop import train
 from tests.test_train import tiny_cfg
 
 RECORDED = json.loads((Path(__file__).parent / "data" / "same_numbers_e4fecd4.json").read_text())

@@ -1,4 +1,4 @@
-"""`rem sparsity-curve` and `rem.sparsity_curve` on a model trained on real Fashion-MNIST: the unpruned row is the
+"""`rem sparsity-curve` and `rem.analysis.sparsity_curve` on a model trained on real Fashion-MNIST: the unpruned row is the
 trial's own final evaluation, each row holds the sparsity it asked for, and bad input is one line."""
 
 from __future__ import annotations
@@ -8,11 +8,11 @@ import pandas as pd
 import pytest
 import torch
 
-from rem.checkpoint import CHECKPOINT_FILE
+from rem.training.checkpoint import CHECKPOINT_FILE
 from rem.cli import main as rem_cli
-from rem.model_store import MODEL_ARTIFACT, model_package, save_package
-from rem.sparsity_curve import CurveError, curve_for_package, load_source
-from rem.train import train
+from rem.tracking.model_store import MODEL_ARTIFACT, model_package, save_package
+from rem.analysis.sparsity_curve import CurveError, curve_for_package, load_source
+from rem.training.loop import train
 from tests.test_train import tiny_cfg
 
 SPARSITIES = (0.0, 0.5, 0.9)

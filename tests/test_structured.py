@@ -1,4 +1,4 @@
-"""Capsule pruning (rem.structured): rebuilt == masked, exact parameter counts, reload, optimizer carry-over,
+"""Capsule pruning (rem.pruning.capsules): rebuilt == masked, exact parameter counts, reload, optimizer carry-over,
 criteria, config errors, and a real capsules trial that resumes and is logged to MLflow."""
 
 from __future__ import annotations
@@ -9,10 +9,10 @@ import yaml
 
 from rem.config import ConfigError, from_dict
 from rem.models import count_parameters, create_model
-from rem.structured import (build_args_from_weights, capsule_layout, coupling_mass_scores, mask_capsules, prune_capsules,
+from rem.pruning.capsules import (build_args_from_weights, capsule_layout, coupling_mass_scores, mask_capsules, prune_capsules,
                             retarget_optimizer, sensitivity_add_, weight_norm_scores)
-from rem.checkpoint import CHECKPOINT_FILE, load_checkpoint
-from rem.train import train
+from rem.training.checkpoint import CHECKPOINT_FILE, load_checkpoint
+from rem.training.loop import train
 from tests.conftest import synthetic_data
 from tests.sweep_helpers import SMALL_CAPSNET, local_uri, results, run_sweep, sweep_runs, write_params
 
@@ -193,7 +193,7 @@ def test_report_shows_caps_rows_with_types_kept_and_speedups():
     import pandas as pd
 
     from rem.report import tables
-    from rem.report.capsules import capsule_table
+    from rem.report.capsule_pruning import capsule_table
     from rem.report.render import to_markdown
 
     def final(key, method, fraction, acc, step, **extra):
@@ -225,7 +225,7 @@ def test_gamma_capsnet_loses_exactly_the_removed_types_parameters():
 def test_a_capsule_pruned_model_reports_sparsity_against_the_dense_model():
     """Removed weights count as pruned, so +CAPS sits on the same sparsity axis as IMP, SNIP and REM."""
     from rem.pruning import sparsity_report
-    from rem.structured import capsule_report, prune_capsules
+    from rem.pruning.capsules import capsule_report, prune_capsules
 
     def build(**extra):
         return create_model("capsnet", in_shape=(1, 28, 28), num_classes=10, **{**SMALL_CAPSNET, **extra})

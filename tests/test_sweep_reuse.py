@@ -8,7 +8,7 @@ import torch
 
 from pipeline.trial import PROCESS_THREADS, fresh_process_state
 from rem.config import Config
-from rem.trial_record import RUN_ONLY_METRICS
+from rem.tracking.trial_log import RUN_ONLY_METRICS
 from tests.sweep_helpers import SMALL_CAPSNET, local_uri, results, run_sweep, sweep_runs, write_params
 
 IDENT = {"sweep_id", "trial_key", "status", "error", "node_id"}

@@ -7,8 +7,8 @@ import pytest
 import torch
 
 from rem.config import from_dict
-from rem.checkpoint import CHECKPOINT_FILE
-from rem.train import NonFiniteLossError, train
+from rem.training.checkpoint import CHECKPOINT_FILE
+from rem.training.loop import NonFiniteLossError, train
 from tests.conftest import synthetic_data
 
 SMALL_CAPSNET = {"conv_channels": 32, "primary_types": 8}  # same architecture, 40x fewer FLOPs

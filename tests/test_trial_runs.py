@@ -12,9 +12,9 @@ import pytest
 import torch
 from mlflow.tracking import MlflowClient
 
-from rem.grid import trial_key
-from rem.model_store import load_parse_trees, model_package
-from rem.safe_load import load_plain
+from rem.results.grid import trial_key
+from rem.tracking.model_store import load_parse_trees, model_package
+from rem.io import load_plain
 from tests.conftest import REPO
 from tests.sweep_helpers import (SMALL_CAPSNET, assert_same_table, load_in_new_process, local_uri, results, run_sweep,
                                  sweep_env, sweep_runs, write_params)
@@ -57,7 +57,7 @@ def test_trial_runs_are_self_contained_and_load_back_in_a_new_process(synthetic_
     loaded, trees = load_in_new_process(run.info.run_id, uri, tmp_path)
     # The same weights straight from the trial's checkpoint give bit-identical outputs on the test split.
     state = checkpoint_state(tmp_path, "sweep.log_model=True")
-    from rem.model_store import model_from_package
+    from rem.tracking.model_store import model_from_package
 
     reference = model_from_package(model_package(state, (1, 28, 28), 10))
     with torch.inference_mode():

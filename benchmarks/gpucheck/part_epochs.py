@@ -20,8 +20,8 @@ MODELS = ("capsnet", "efficient_capsnet")
 
 @contextmanager
 def timed_checkpoints():
-    """Seconds of every full checkpoint rem.train writes inside the block."""
-    import rem.train as trainer
+    """Seconds of every full checkpoint rem.training.loop writes inside the block."""
+    import rem.training.loop as trainer
 
     seconds, real = [], trainer.save_checkpoint
 
@@ -47,7 +47,7 @@ def epoch_row(m: dict, waits: dict, checkpoint_s: float) -> dict:
 
 
 def one_trial(sizes, device: str, data: dict, model: str, precision: str, work: Path) -> dict:
-    from rem.train import train
+    from rem.training.loop import train
     from tests.host_waits import counted_epochs, waits_per_step
 
     cfg = params_config("paper", {**data, **{f"data.{k}": v for k, v in sizes.epoch_subsets.items()},

@@ -1,6 +1,6 @@
 """(f) With the time left: the evidence profile's CapsNet arms (params.yaml `evidence`: +Q, +REM, IMP at the sparsity
 REM reached) trained on the device, their per-epoch rows in the schema of reports/evidence/sweep.parquet (the
-results table's: rem.results), written as Parquet -- or CSV where pyarrow is missing, and the summary says so."""
+results table's: rem.results.table), written as Parquet -- or CSV where pyarrow is missing, and the summary says so."""
 
 from __future__ import annotations
 
@@ -17,7 +17,7 @@ COMMITTED = REPO / "reports" / "evidence" / "sweep.parquet"
 
 
 def capsnet_points(cfg) -> tuple[list[dict], dict]:
-    from rem import grid
+    from rem.results import grid
 
     first, matched = grid.split_matched(grid.points(cfg.sweep.grid))
     controls = [p for p in grid.points(cfg.sweep.grid) if grid.MATCH_KEY in p]
@@ -26,7 +26,7 @@ def capsnet_points(cfg) -> tuple[list[dict], dict]:
 
 
 def train_point(cfg, point: dict, work: Path, sizes) -> pd.DataFrame:
-    from rem.train import train
+    from rem.training.loop import train
 
     trial = cfg.with_overrides(point, "evidence grid")
     if sizes.evidence_epochs:
@@ -37,8 +37,8 @@ def train_point(cfg, point: dict, work: Path, sizes) -> pd.DataFrame:
 
 
 def run(part: Part, sizes, device: str, data: dict, work: Path, out_dir: Path) -> None:
-    from rem import grid
-    from rem.results import ordered, sweep_id, trial_rows
+    from rem.results import grid
+    from rem.results.table import ordered, sweep_id, trial_rows
 
     subsets = {f"data.{k}": v for k, v in sizes.evidence_subsets.items()}
     cfg = params_config("evidence", {**data, **subsets, "train.device": device, "train.log_every_steps": 0})

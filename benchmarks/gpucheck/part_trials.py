@@ -43,7 +43,7 @@ def run(part: Part, sizes, device: str, raw: Path, work: Path) -> None:
 def resume_checks(part: Part, device: str, raw: Path, work: Path, common: dict) -> dict:
     """device -> device must repeat the straight run exactly (deterministic kernels); CPU -> device must land close
     (another device's kernels round differently), both resuming at epoch 2 of a REM trial."""
-    from rem.train import train
+    from rem.training.loop import train
     from tests.factory_guard import trial_config
 
     cfg = trial_config(raw, "capsnet", "rem", device, epochs=2, deterministic=True, **common)

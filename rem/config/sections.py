@@ -9,7 +9,7 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from rem.pruning import PruneConfig  # the pruning library's own config is the `prune` section
-from rem.robustness.families import DEFAULT_FAMILIES
+from rem.analysis.robustness.families import DEFAULT_FAMILIES
 
 
 class ConfigError(ValueError):
@@ -103,14 +103,14 @@ class EvalConfig:
     levels_per_model: dict = field(default_factory=lambda: {"gamma_capsnet": 6})
     # A routing-layer input capsule is "dead" when its length stays below this on every evaluated image.
     dead_capsule_threshold: float = 0.01
-    # The mechanism curve (rem.sparsity_curve) of the final model, for trials of `curve_methods`: test metrics at
+    # The mechanism curve (rem.analysis.sparsity_curve) of the final model, for trials of `curve_methods`: test metrics at
     # each magnitude sparsity of `curve_sparsities`, recorded as `curve/<scope>/<sparsity %>/<metric>` with the
     # final evaluation. `curve_images` > 0: the first that many test images (22 test passes per trial).
     sparsity_curve: bool = False
     curve_methods: list = field(default_factory=lambda: ["none", "rem"])
     curve_images: int = 0
     curve_sparsities: list = field(default_factory=lambda: [0.0, 0.2, 0.4, 0.6, 0.8, 0.9, 0.95, 0.98])
-    # Robustness (rem.robustness) of the final model: test metrics of the test images transformed by each family
+    # Robustness (rem.analysis.robustness) of the final model: test metrics of the test images transformed by each family
     # at each strength (rem/robustness/families.py), recorded as `robust/<family>/<strength>/<metric>` with the
     # final evaluation. `robust_images` > 0: the first that many test images; `robust_seed` fixes the one random
     # family (affnist's per-image maps), so every trial of a sweep sees the same transformed images.
@@ -126,7 +126,7 @@ class EvalConfig:
 @dataclass(frozen=True)
 class SweepConfig:
     name: str = "rem"  # experiment name in Ray and MLflow
-    # One mapping of axes (their product) or a list of them (the union); see rem.grid.
+    # One mapping of axes (their product) or a list of them (the union); see rem.results.grid.
     grid: dict | list = field(default_factory=lambda: {"model.name": ["capsnet"], "train.seed": [42]})
     storage_path: str = "results/ray"  # Ray Tune experiment storage: a local folder (made absolute) or a URI
     results: str = "results/sweep.parquet"

@@ -9,9 +9,9 @@ import types
 import typing
 from typing import Any, Literal
 
-from rem import grid
+from rem.results import grid
 from rem.config.sections import SECTION_CLASSES, Config, ConfigError, ModelConfig, set_dotted
-from rem.robustness.families import RobustnessError, check_families
+from rem.analysis.robustness.families import RobustnessError, check_families
 
 # Keys that old params files or checkpoints may still carry: the error says what replaced them.
 RENAMED = {

@@ -17,7 +17,7 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
-from rem.atomic import atomic_write
+from rem.io import atomic_write
 from rem.data.registry import DatasetSpec
 from rem.data.verify import stamp_text
 

@@ -23,7 +23,7 @@ from rem.data import affnist, cifar, idx, imagefolder, smallnorb, svhn
 from rem.data.registry import DatasetSpec, get_dataset
 from rem.data.sources import fetch_dataset
 from rem.data.splits import Splits
-from rem.paths import resolve_path
+from rem.io import resolve_path
 
 if TYPE_CHECKING:
     from rem.config import Config, DataConfig

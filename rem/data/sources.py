@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Iterable, Iterator
 from rem.data.registry import DatasetSpec, RemoteFile, get_dataset
 from rem.data.verify import (CHUNK, ChecksumError, DataSourceError, FormatError, install, is_present,
                              recorded_checksums, stamp_text)
-from rem.paths import resolve_path
+from rem.io import resolve_path
 
 if TYPE_CHECKING:
     from rem.config import Config

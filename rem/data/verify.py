@@ -18,7 +18,7 @@ import zipfile
 import zlib
 from pathlib import Path, PurePosixPath
 
-from rem.atomic import atomic_write, atomic_write_text
+from rem.io import atomic_write, atomic_write_text
 from rem.data.registry import DatasetSpec, RemoteFile
 
 CHUNK = 1 << 20

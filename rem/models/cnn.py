@@ -68,7 +68,7 @@ DROPOUT = 0.5  # before the class layer; `dropout` overrides it
 
 
 def cnn_options(name: str, overrides: dict) -> dict:
-    """The builder's options: `dropout` by default, `overrides` less the capsule options `rem.builder` may pass,
+    """The builder's options: `dropout` by default, `overrides` less the capsule options `rem.models.from_config` may pass,
     which a CNN cannot honour (one line each); any other unknown option fails in `CNNBaseline` as a TypeError."""
     if overrides.pop("decoder", False):
         raise ValueError(f"{name}: no decoder option (a CNN baseline has no class capsules to reconstruct "

@@ -55,7 +55,7 @@ class EfficientCapsNet(nn.Module):
         channels, size = c, [h, w]
         convs = list(STEMS[stem])
         # The last conv makes one channel per primary-capsule component (128 in the paper); fewer after capsule
-        # pruning (rem.structured), where whole types leave with their channels.
+        # pruning (rem.pruning.capsules), where whole types leave with their channels.
         convs[-1] = (primary_caps * primary_dim, *convs[-1][1:])
         for out, k, s in convs:
             conv = nn.Conv2d(channels, out, k, stride=s)

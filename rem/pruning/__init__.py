@@ -2,7 +2,7 @@
 pruning (IMP), SNIP, and sparsity measured from the weights.
 
 `prune.method` picks one: "none", "rem", "imp", "snip", or "capsules" (whole primary-capsule types removed and
-the model rebuilt; rem.structured.CapsulePruner takes the Pruner's place). A training loop drives a `Pruner`::
+the model rebuilt; rem.pruning.capsules.CapsulePruner takes the Pruner's place). A training loop drives a `Pruner`::
 
     pruner = Pruner(model, PruneConfig(method="rem"))
     pruner.at_start(model, batch_loss_fn)                    # SNIP prunes here

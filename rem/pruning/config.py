@@ -64,7 +64,7 @@ class PruneConfig:
     schedule_epochs: int | None = None  # epochs to reach the target (None: all but the run's last)
     scope: str = "global"  # global | layer (IMP; SNIP is global)
     snip_batches: int = 1
-    # capsules (rem.structured): whole primary-capsule types removed, the model rebuilt smaller
+    # capsules (rem.pruning.capsules): whole primary-capsule types removed, the model rebuilt smaller
     capsule_fraction: float = 0.0  # fraction of the types removed by the end of the schedule
     capsule_criterion: str = "weight_norm"  # weight_norm | coupling_mass | sensitivity
     capsule_rule: str = "fraction"  # fraction (the schedule's count) | rem (at most that, if the val loss holds)
@@ -80,7 +80,7 @@ class PruneConfig:
         for name, (allowed, ok) in _RANGES.items():
             if not ok(getattr(self, name)):
                 raise ValueError(f"PruneConfig.{name}={getattr(self, name)!r} must be {allowed}")
-        from rem.structured import validate_capsule_options  # here: rem.structured imports the models
+        from rem.pruning.capsules import validate_capsule_options  # here: rem.pruning.capsules imports the models
 
         validate_capsule_options(self)
         if not all(isinstance(n, str) and n for n in self.threshold_tensors):

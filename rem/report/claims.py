@@ -14,8 +14,8 @@ import math
 import pandas as pd
 
 from rem.report.ablations import ablation_table, gflops, step_ms
-from rem.report.evidence import Spread, direction, finished
-from rem.report.evidence_page import run_lines
+from rem.report.evidence.tables import Spread, direction, finished
+from rem.report.evidence.page import run_lines
 from rem.report.render import Table, to_markdown
 from rem.report.robustness import HEADLINE, arm_spread, drop, robustness_points, robustness_table
 from rem.report.tables import aggregate, routed

@@ -20,7 +20,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from rem.atomic import atomic_write_text
+from rem.io import atomic_write_text
 from rem.report.tables import Row
 
 METRICS_DIR = "metrics"

@@ -1,6 +1,6 @@
 """Robustness tables: each architecture and variant under the transformation families its trials recorded with
 their final evaluation (`eval.robustness`: columns `robust/<family>/<strength>/<metric>` of the results table,
-rem.robustness), from the results table alone.
+rem.analysis.robustness), from the results table alone.
 
 A trial's value at "±30°" is the mean of its accuracy at -30° and +30°; the table shows that per-trial value's
 mean ± std over seeds (Spread: one seed has no ±). Parse-tree metrics of a model without routing are "n/a".
@@ -10,10 +10,10 @@ from __future__ import annotations
 
 import pandas as pd
 
-from rem.report.evidence import Spread, spread
+from rem.report.evidence.tables import Spread, spread
 from rem.report.render import Table
 from rem.report.tables import MISSING, NOT_APPLICABLE, final_rows, label_trials, pm, routed, variant_order
-from rem.robustness.evaluation import robust_from_results
+from rem.analysis.robustness.evaluation import robust_from_results
 
 KEEP = ("trial_key", "data.dataset", "model.name", "variant", "train.seed")
 # (family, strengths averaged per trial, column label): the headline columns, each shown when the sweep ran it

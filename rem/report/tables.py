@@ -2,7 +2,7 @@
 
 Rows are model x variant: "plain" / "+Q" (unpruned; +Q when the final forward was quantized), "+REM",
 "+IMP s%" and "+SNIP s%" (pruned, per target sparsity), "+CAPS s%" (s % of the capsule types removed;
-capsules kept, FLOPs and speed-ups in `rem.report.capsules`). Each trial contributes its final evaluation
+capsules kept, FLOPs and speed-ups in `rem.report.capsule_pruning`). Each trial contributes its final evaluation
 (`final/...` columns: the paper's checkpoint and forward), or its last epoch when a run predates them.
 
 Aggregation rules, as REM's inference script computes them:
@@ -90,7 +90,7 @@ def pruning_variant(row) -> str:
         return f"+REM{rem_arm_suffix(row)}"
     if str(row.get("prune.target_from", "None")) not in ("None", "nan", ""):  # a control at its reference's sparsity
         return f"+{method.upper()}@{str(row['prune.target_from']).upper()}{rem_arm_suffix(row)}"
-    if method == "capsules":  # structured: the fraction of primary-capsule types removed (rem.structured)
+    if method == "capsules":  # structured: the fraction of primary-capsule types removed (rem.pruning.capsules)
         return f"+CAPS {100 * float(row.get('prune.capsule_fraction', 0.0) or 0.0):g}%"
     return f"+{method.upper()} {100 * target:g}%"
 

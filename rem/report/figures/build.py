@@ -17,7 +17,7 @@ from rem.report.dvc_outputs import file_slug
 from rem.report.figures.internals import CheckpointMissingError, load_trial, snapshot
 from rem.report.robustness import robustness_points
 from rem.report.tables import final_rows, label_trials, variant_order
-from rem.sparsity_curve import curves_from_results
+from rem.analysis.sparsity_curve import curves_from_results
 
 log = logging.getLogger("rem.report.figures")
 

@@ -18,10 +18,10 @@ from rem.capsules import SabourStem
 from rem.config import Config, from_dict
 from rem.data import BatchTransform
 from rem.device import resolve_device
-from rem.structured import build_args_from_weights
-from rem.safe_load import load_plain
-from rem.builder import build_model
-from rem.checkpoint import CHECKPOINT_FILE, FIRST_EPOCH_FILE
+from rem.pruning.capsules import build_args_from_weights
+from rem.io import load_plain
+from rem.models.from_config import build_model
+from rem.training.checkpoint import CHECKPOINT_FILE, FIRST_EPOCH_FILE
 from rem.data import prepare_data
 
 # Where the data comes from is the report machine's business, not the trial's (it may have run elsewhere).

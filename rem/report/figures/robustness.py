@@ -9,13 +9,13 @@ from pathlib import Path
 import pandas as pd
 
 from rem.report.figures.style import colours, message_panel, plt, save
-from rem.robustness.families import IDENTITY, RANGES
+from rem.analysis.robustness.families import IDENTITY, RANGES
 
 ROWS = {"test/acc": ("Test acc. (%)", 100.0), "entropy/mean": ("Entropy (bits)", 1.0)}
 
 
 def robustness_figure(frame: pd.DataFrame, path: Path, title: str, series: str = "series") -> Path:
-    """`frame` in `rem.robustness.evaluation.robust_from_results`' long form (family, strength, metrics), a
+    """`frame` in `rem.analysis.robustness.evaluation.robust_from_results`' long form (family, strength, metrics), a
     `series` column naming the lines; the entropy row only where some series has entropies."""
     families = [f for f in RANGES if f in set(frame["family"])] if len(frame) else []
     rows = [m for m in ROWS if m in frame and frame[m].notna().any()] or ["test/acc"]

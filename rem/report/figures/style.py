@@ -6,7 +6,7 @@ from pathlib import Path
 
 import matplotlib
 
-from rem.atomic import atomic_write
+from rem.io import atomic_write
 
 matplotlib.use("Agg")  # headless: CI, Ray workers and DVC stages have no display
 

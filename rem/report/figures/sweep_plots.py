@@ -9,7 +9,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from rem import pareto
+from rem.results import pareto
 from rem.report.dvc_outputs import arm_curves
 from rem.report.figures.style import colours, markers, message_panel, plt, save
 from rem.report.tables import label_trials, variant_order

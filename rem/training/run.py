@@ -12,13 +12,13 @@ from dataclasses import dataclass, field
 
 import torch
 
-from rem.builder import build_model
+from rem.models.from_config import build_model
 from rem.config import Config
 from rem.data import BatchTransform, Splits
 from rem.evaluate import batches_of, evaluate, per_class_metrics
 from rem.pruning import Pruner
-from rem.structured import CapsulePruner
-from rem.validation_loss import ValidationLoss
+from rem.pruning.capsules import CapsulePruner
+from rem.training.validation_loss import ValidationLoss
 
 
 def no_best() -> dict:

@@ -1,11 +1,11 @@
 """Robustness of one trained model: its test metrics with the test images transformed by each family at each
-strength (`rem.robustness.families`), evaluated exactly as the trial's final evaluation evaluates the test split
+strength (`rem.analysis.robustness.families`), evaluated exactly as the trial's final evaluation evaluates the test split
 (its weights, batch size, precision, +Q forward and coupling levels), so every identity row equals that
 evaluation. Each row records the test accuracy and loss and, for a model with routing couplings, the parse-tree
 entropy (mean and REM's std over classes), the parse trees and the per-image coupling entropy; a model without
 couplings (a CNN baseline) has no such columns, never zeros.
 
-The shape of `rem.sparsity_curve`: a frame per model, its flat metrics `robust/<family>/<strength>/<metric>`,
+The shape of `rem.analysis.sparsity_curve`: a frame per model, its flat metrics `robust/<family>/<strength>/<metric>`,
 the same for a trial's final model, a saved model package, and a results table read back into long form.
 """
 
@@ -20,11 +20,11 @@ import torch
 from rem.config import Config
 from rem.data.splits import Split
 from rem.device import HOST
-from rem.final_evaluation import final_model_on_test
-from rem.robustness.families import IDENTITY, check_families, check_family_names, select_families
-from rem.robustness.transforms import transform_images
-from rem.sparsity_curve import long_form, package_evaluation, publish_table
-from rem.training_run import evaluate_split
+from rem.training.final_evaluation import final_model_on_test
+from rem.analysis.robustness.families import IDENTITY, check_families, check_family_names, select_families
+from rem.analysis.robustness.transforms import transform_images
+from rem.analysis.sparsity_curve import long_form, package_evaluation, publish_table
+from rem.training.run import evaluate_split
 
 ROUTING_METRICS = ("entropy/mean", "entropy/std", "parse_trees/total", "routing/coupling_entropy")
 LABELS = ("family", "strength", "model.name", "epoch")  # the columns of a frame that are not metrics
@@ -83,7 +83,7 @@ def trial_robustness(run, metrics: dict) -> dict[str, float]:
 def robustness_for_package(package: dict, source: str, repo_root: Path, *, test_images: int = 0,
                            families: dict | list | None = None, seed: int | None = None,
                            device: torch.device = HOST) -> pd.DataFrame:
-    """The robustness of a model package (`rem.model_store`): its trial's test split (the first `test_images` of
+    """The robustness of a model package (`rem.tracking.model_store`): its trial's test split (the first `test_images` of
     it when > 0), read as the trial read it. `families`: {family: strengths}, or family names at the strengths of
     the package config's `eval.robust_families` (defaults for one it lacks), or None: all of those; `seed`
     defaults to the package config's, so the trial's own numbers are reproduced."""

@@ -26,19 +26,19 @@ from pathlib import Path
 import pandas as pd
 import torch
 
-from rem.checkpoint import CHECKPOINT_FILE
+from rem.training.checkpoint import CHECKPOINT_FILE
 from rem.config import Config, from_dict
 from rem.data import BatchTransform, prepare_data
 from rem.data.splits import Split
 from rem.device import HOST, to_device
-from rem.final_evaluation import final_model_on_test
-from rem.model_store import PACKAGE_FORMAT, load_package, model_from_package, model_package
+from rem.training.final_evaluation import final_model_on_test
+from rem.tracking.model_store import PACKAGE_FORMAT, load_package, model_from_package, model_package
 from rem.models import has_routing
 from rem.pruning.imp import magnitude_prune_to
 from rem.pruning.masks import Masks, sparsity_report
 from rem.pruning.parameters import is_class_capsule_matrix, is_primary_conv, prunable_parameters
-from rem.safe_load import load_plain
-from rem.training_run import evaluate_split
+from rem.io import load_plain
+from rem.training.run import evaluate_split
 
 SPARSITIES = (0.0, 0.2, 0.4, 0.6, 0.8, 0.9, 0.95, 0.98)
 METRICS = ("test/acc", "test/loss", "entropy/mean", "entropy/std", "parse_trees/total", "routing/coupling_entropy",
@@ -131,7 +131,7 @@ class PackageEvaluation:
 
 def package_evaluation(package: dict, source: str, repo_root: Path, *, test_images: int = 0,
                        device: torch.device = HOST) -> PackageEvaluation:
-    """A model package (`rem.model_store`) ready to evaluate on its trial's test split (the first `test_images` of
+    """A model package (`rem.tracking.model_store`) ready to evaluate on its trial's test split (the first `test_images` of
     it when > 0), read as the trial read it; a dataset of another shape than the model's is one line."""
     cfg = from_dict(package["config"], f"{source} config", check_grid=False)
     model = model_from_package(package, source).to(device)
@@ -149,7 +149,7 @@ def package_evaluation(package: dict, source: str, repo_root: Path, *, test_imag
 
 def curve_for_package(package: dict, source: str, repo_root: Path, *, test_images: int = 0,
                       sparsities=SPARSITIES, device: torch.device = HOST) -> pd.DataFrame:
-    """The curve of a model package (`rem.model_store`): its trial's test split (the first `test_images` of it
+    """The curve of a model package (`rem.tracking.model_store`): its trial's test split (the first `test_images` of it
     when > 0), read as the trial read it."""
     sparsities = check_sparsities(sparsities)
     if not has_routing(package["model_name"]):  # before any data is read: a CNN baseline's curve has nothing to show
@@ -239,7 +239,7 @@ def publish_table(frame: pd.DataFrame, out: Path, name: str, figure: Callable[[P
     """`frame` as `<out>/<name>.parquet` and `.csv` and the figure `figure(path)` draws at `<out>/<name>.png`; with
     `run_id`, the same logged to that MLflow run (the files as artifacts under `<name>/`, `metrics` at the step of
     the frame's `epoch`)."""
-    from rem.atomic import atomic_write
+    from rem.io import atomic_write
 
     out.mkdir(parents=True, exist_ok=True)
     written = [atomic_write(out / f"{name}.parquet", lambda tmp: frame.to_parquet(tmp, index=False)),
@@ -248,7 +248,7 @@ def publish_table(frame: pd.DataFrame, out: Path, name: str, figure: Callable[[P
     if run_id is not None:
         from mlflow.tracking import MlflowClient
 
-        from rem import tracking
+        from rem.tracking import runs as tracking
 
         client = MlflowClient(tracking_uri or tracking.tracking_uri("", Path.cwd()))
         tracking.log_metrics(client, run_id, metrics, step=int(frame["epoch"].iloc[0]))

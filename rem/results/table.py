@@ -1,5 +1,5 @@
 """The results table: one row per trial x epoch, with the same columns whether the sweep wrote it (`pipeline.sweep`)
-or it was rebuilt from MLflow (`rem.mlflow_results`).
+or it was rebuilt from MLflow (`rem.tracking.results`).
 
 Columns: the identity (sweep_id, trial_key, status, error, epoch) first, then the trial's metrics and its resolved
 config (dotted keys). A trial without any epoch (it failed early, or never ran) still has one row, at epoch 0.
@@ -13,7 +13,7 @@ from typing import Any
 
 import pandas as pd
 
-from rem.atomic import atomic_write
+from rem.io import atomic_write
 from rem.config import Config
 
 IDENTITY = ["sweep_id", "trial_key", "status", "error", "epoch"]

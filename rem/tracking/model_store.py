@@ -1,6 +1,6 @@
 """A trial's final model as a self-contained package: logged to its MLflow run, loaded back anywhere.
 
-The package is one `.pt` dict of plain values (read with the weights-only unpickler, see `rem.safe_load`):
+The package is one `.pt` dict of plain values (read with the weights-only unpickler, see `rem.io`):
 
     format       PACKAGE_FORMAT
     model_name   registry name (`rem.models.create_model`)
@@ -20,8 +20,8 @@ from pathlib import Path
 
 import torch
 
-from rem.atomic import atomic_write
-from rem.safe_load import UnsafeFileError, load_plain
+from rem.io import atomic_write
+from rem.io import UnsafeFileError, load_plain
 
 PACKAGE_FORMAT = "rem-model/1"
 MODEL_ARTIFACT = "model/model.pt"
@@ -50,8 +50,8 @@ def model_package(state: dict, in_shape=None, num_classes: int | None = None) ->
     """The package of a checkpoint `state` (as `rem.checkpoint.save_checkpoint` writes it); the input shape and class
     count default to the ones the checkpoint records. A capsule-pruned model is packaged at its saved size."""
     from rem.config import from_dict
-    from rem.structured import build_args_from_weights
-    from rem.builder import model_options
+    from rem.pruning.capsules import build_args_from_weights
+    from rem.models.from_config import model_options
 
     cfg = from_dict(state["config"], "checkpoint config", check_grid=False)  # a trial's config: its grid is the sweep's
     weights, epoch = final_weights(state)
@@ -89,7 +89,7 @@ def model_from_package(package: dict, source: str = "package") -> torch.nn.Modul
 
 
 def _tracking_uri(tracking_uri: str | None) -> str:
-    from rem.tracking import tracking_uri as default_uri
+    from rem.tracking.runs import tracking_uri as default_uri
 
     return tracking_uri or default_uri("", Path.cwd())
 

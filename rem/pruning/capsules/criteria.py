@@ -19,7 +19,7 @@ from rem.capsules import CapsuleVotes
 from rem.evaluate import model_device
 from rem.models.registry import count_parameters
 from rem.pruning import sparsity_report
-from rem.structured.layout import capsule_layout
+from rem.pruning.capsules.layout import capsule_layout
 
 CRITERIA = ("weight_norm", "coupling_mass", "sensitivity")
 

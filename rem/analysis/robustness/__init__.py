@@ -5,5 +5,5 @@
     evaluation   `robustness` of a model, `trial_robustness`, `robustness_for_package`, the flat `robust/...`
                  metrics and their long form back from a results table, `publish_robustness`
 
-Nothing is imported here, so `import rem.robustness.families` stays free of torch.
+Nothing is imported here, so `import rem.analysis.robustness.families` stays free of torch.
 """

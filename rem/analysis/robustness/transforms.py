@@ -1,4 +1,4 @@
-"""The transformation families of `rem.robustness.families` applied to uint8 image batches.
+"""The transformation families of `rem.analysis.robustness.families` applied to uint8 image batches.
 
 Every family is an affine map about the image centre, in pixel units (x right, y down), sampled once by
 `F.grid_sample` (bilinear, zeros padding) in float and rounded back to uint8, as affNIST stores its images.
@@ -16,7 +16,7 @@ import torch
 import torch.nn.functional as F
 
 from rem.device import HOST
-from rem.robustness.families import IDENTITY, RobustnessError, check_families
+from rem.analysis.robustness.families import IDENTITY, RobustnessError, check_families
 
 CHUNK = 1024  # images warped at once: bounds the float copy and the sampling grid, not the result
 

@@ -44,7 +44,7 @@ TABLE_COLUMNS = ["dataset", "model", "variant", "seed", "test_acc", "entropy", "
 def front_from_mlflow(uri: str, experiment: str, sweep: str | None) -> pd.DataFrame:
     """The front of the finished trials MLflow holds (one sweep, or every sweep of the experiment), with run ids."""
     from rem.report.figures.sweep_plots import trial_points
-    from rem.mlflow_results import results_from_mlflow
+    from rem.tracking.results import results_from_mlflow
 
     table = results_from_mlflow(uri, experiment, sweep, history=False)
     if sweep is None:  # trials of several sweeps: a grid point's key repeats in each

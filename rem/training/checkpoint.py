@@ -1,6 +1,6 @@
-"""A trial's checkpoint folder: the files `rem.train` writes after each epoch and the readers find them by.
+"""A trial's checkpoint folder: the files `rem.training.loop` writes after each epoch and the readers find them by.
 
-Every file is written atomically (`rem.atomic`), so a trial killed mid-write resumes from the previous epoch's.
+Every file is written atomically (`rem.io`), so a trial killed mid-write resumes from the previous epoch's.
 """
 
 from __future__ import annotations
@@ -11,9 +11,9 @@ from pathlib import Path
 
 import torch
 
-from rem.atomic import atomic_write, atomic_write_text
+from rem.io import atomic_write, atomic_write_text
 from rem.parse_trees import key_counts
-from rem.safe_load import load_plain
+from rem.io import load_plain
 
 CHECKPOINT_FILE = "state.pt"
 HISTORY_FILE = "history.json"

@@ -9,13 +9,13 @@ from pathlib import Path
 from rem.config import Config
 
 # The trial's grid point lives under this key of the Ray config: one grid_search over the expanded points
-# (rem.grid), so sub-grids and linked axes (a pruning method with its target) need nothing from Ray.
+# (rem.results.grid), so sub-grids and linked axes (a pruning method with its target) need nothing from Ray.
 POINT = "point"
 
 
 def storage_uri(cfg: Config, repo_root: Path) -> str:
     """Ray wants an absolute path or a URI (s3://, gs://, an NFS mount shared by every node)."""
-    from rem.paths import resolve_path
+    from rem.io import resolve_path
 
     value = cfg.sweep.storage_path
     return value if "://" in value else str(resolve_path(value, repo_root).resolve())

@@ -8,7 +8,7 @@ import numpy as np
 import pandas as pd
 from matplotlib.ticker import MaxNLocator
 
-from rem.report.evidence import METRICS, arm_rows, arms, finished, spread
+from rem.report.evidence.tables import METRICS, arm_rows, arms, finished, spread
 from rem.report.figures.style import colours, plt, save
 
 PANELS = ("test/acc", "entropy/mean", "parse_trees/total", "sparsity", "routing/coupling_entropy", "routing/dead_capsules")

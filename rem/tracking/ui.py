@@ -22,7 +22,7 @@ import sys
 import time
 from typing import TYPE_CHECKING
 
-from rem import tracking
+from rem.tracking import runs as tracking
 
 if TYPE_CHECKING:
     from mlflow.tracking import MlflowClient

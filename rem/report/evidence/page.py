@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pandas as pd
 
-from rem.report.evidence import (cost_table, epoch_table, final_spreads, final_table, finished, first_epoch_table,
+from rem.report.evidence.tables import (cost_table, epoch_table, final_spreads, final_table, finished, first_epoch_table,
                                  verdict_tables)
-from rem.report.evidence_curve import curve_tables
+from rem.report.evidence.curve import curve_tables
 from rem.report.render import to_markdown
 
 # Per architecture: its curves over epochs (from the Parquet), then the report stage's coupling histograms

@@ -17,11 +17,11 @@ inputs, zero ones included, so there the rebuilt model is a (fine-tuned) approxi
 useful each type is, and what a model costs; `pruner`: `CapsulePruner`, the schedule and rule the trainer drives.
 """
 
-from rem.structured.criteria import (CRITERIA, capsule_report, coupling_mass_scores, flops_per_image,
+from rem.pruning.capsules.criteria import (CRITERIA, capsule_report, coupling_mass_scores, flops_per_image,
                                      sensitivity_add_, weight_norm_scores)
-from rem.structured.layout import (CapsuleLayout, Entry, build_args_from_weights, capsule_layout, mask_capsules,
+from rem.pruning.capsules.layout import (CapsuleLayout, Entry, build_args_from_weights, capsule_layout, mask_capsules,
                                    prune_capsules, retarget_optimizer, type_slices)
-from rem.structured.pruner import (RULES, CapsulePruner, largest_harmless_removal, types_to_remove,
+from rem.pruning.capsules.pruner import (RULES, CapsulePruner, largest_harmless_removal, types_to_remove,
                                    validate_capsule_options)
 
 __all__ = [

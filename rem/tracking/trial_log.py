@@ -13,8 +13,8 @@ from typing import Any
 import yaml
 
 from rem.config import Config
-from rem.tracking import AXIS_PREFIX
-from rem.model_store import CONFIG_ARTIFACT, MODEL_ARTIFACT, PARSE_TREES_ARTIFACT, model_package, save_package
+from rem.tracking.runs import AXIS_PREFIX
+from rem.tracking.model_store import CONFIG_ARTIFACT, MODEL_ARTIFACT, PARSE_TREES_ARTIFACT, model_package, save_package
 
 # Metrics only the MLflow run has (the results table has each epoch's own): best-so-far and artifact sizes.
 RUN_ONLY_METRICS = ("best/", "checkpoint/", "model/")
@@ -65,7 +65,7 @@ def log_config(client, run_id: str, cfg: Config) -> None:
 def final_artifacts(state: dict, checkpoint_dir: Path, out_dir: Path, with_model: bool) -> dict[str, Path]:
     """The run's final artifacts for the checkpoint `state` in `checkpoint_dir`, written under `out_dir`: the model
     package (when `with_model`) and the parse-tree dictionary the trainer's final evaluation wrote beside it."""
-    from rem.checkpoint import PARSE_TREES_FILE
+    from rem.training.checkpoint import PARSE_TREES_FILE
 
     out_dir.mkdir(parents=True, exist_ok=True)
     files = {}
@@ -79,8 +79,8 @@ def final_artifacts(state: dict, checkpoint_dir: Path, out_dir: Path, with_model
 
 def log_final(client, run_id: str, cfg: Config, checkpoint_file: Path) -> dict[str, float]:
     """Log the final artifacts and the sizes (`checkpoint/size_bytes`, `model/size_bytes`) to the run."""
-    from rem import tracking
-    from rem.safe_load import load_plain
+    from rem.tracking import runs as tracking
+    from rem.io import load_plain
 
     state = load_plain(checkpoint_file)
     sizes = {"checkpoint/size_bytes": float(checkpoint_file.stat().st_size)}

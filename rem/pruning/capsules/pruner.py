@@ -11,8 +11,8 @@ from torch import nn
 from rem.device import HOST
 from rem.evaluate import batches_of, evaluate, model_device
 from rem.pruning import schedule_sparsity, sparsity_report
-from rem.structured.criteria import CRITERIA, capsule_report, coupling_mass_scores, sensitivity_add_, weight_norm_scores
-from rem.structured.layout import capsule_layout, prune_capsules, retarget_optimizer
+from rem.pruning.capsules.criteria import CRITERIA, capsule_report, coupling_mass_scores, sensitivity_add_, weight_norm_scores
+from rem.pruning.capsules.layout import capsule_layout, prune_capsules, retarget_optimizer
 
 RULES = ("fraction", "rem")
 

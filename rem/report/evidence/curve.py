@@ -9,10 +9,10 @@ from __future__ import annotations
 
 import pandas as pd
 
-from rem.report.evidence import METRICS, Spread, direction, finished, spread
+from rem.report.evidence.tables import METRICS, Spread, direction, finished, spread
 from rem.report.render import Table
 from rem.report.tables import variant_order
-from rem.sparsity_curve import curves_from_results
+from rem.analysis.sparsity_curve import curves_from_results
 
 # curve column -> (label, scale, digits): the final table's, in the curve's order
 COLUMNS = {c: METRICS[c] for c in ("test/acc", "entropy/mean", "parse_trees/total", "routing/coupling_entropy",

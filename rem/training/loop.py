@@ -21,28 +21,28 @@ from typing import Callable
 import numpy as np
 import torch
 
-from rem.checkpoint import (carry_first_epoch, load_checkpoint, save_checkpoint, save_first_epoch, save_history,
+from rem.training.checkpoint import (carry_first_epoch, load_checkpoint, save_checkpoint, save_first_epoch, save_history,
                             save_parse_trees)
 from rem.config import Config
 from rem.data import prepare_data
 from rem.device import (HOST, autocast, check_precision, configure_determinism, prepare_backend, resolve_device,
                         splits_to, to_device)
-from rem.final_evaluation import final_evaluation
+from rem.training.final_evaluation import final_evaluation
 from rem.losses import batch_losses, classification_loss, reconstruction_loss
 from rem.models import count_parameters, has_routing
 from rem.models.counts import count_flops
-from rem.robustness.evaluation import trial_robustness
-from rem.sparsity_curve import trial_curve
-from rem.step_losses import NonFiniteLossError, StepLosses
-from rem.training_run import TrainingRun
+from rem.analysis.robustness.evaluation import trial_robustness
+from rem.analysis.sparsity_curve import trial_curve
+from rem.training.step_losses import NonFiniteLossError, StepLosses
+from rem.training.run import TrainingRun
 
-log = logging.getLogger("rem.train")
+log = logging.getLogger("rem.training.loop")
 
 EpochCallback = Callable[[dict, Path], None]
 
 
 __all__ = ["NonFiniteLossError", "train", "train_one_epoch", "train_step"]
-# Steps between the host's looks at the running loss (each look waits for the device; see rem.step_losses).
+# Steps between the host's looks at the running loss (each look waits for the device; see rem.training.step_losses).
 CHECK_EVERY_STEPS = 25
 
 

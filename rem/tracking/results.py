@@ -1,6 +1,6 @@
 """The sweep's results table rebuilt from MLflow, the record of a sweep that ran elsewhere (a cluster).
 
-The table of `rem.results`, plus each row's run_id: the trial's resolved config comes from its `config.yaml`
+The table of `rem.results.table`, plus each row's run_id: the trial's resolved config comes from its `config.yaml`
 artifact (so values keep their types), every metric's value at each epoch from MLflow's metric history (step =
 epoch). `history=False` reads
 only each run's latest values (one row per trial, at its last epoch), which is all a Pareto front needs.
@@ -15,10 +15,10 @@ from pathlib import Path
 import pandas as pd
 import yaml
 
-from rem import tracking
+from rem.tracking import runs as tracking
 from rem.config import Config, from_dict
-from rem.model_store import CONFIG_ARTIFACT
-from rem.results import ordered, trial_rows
+from rem.tracking.model_store import CONFIG_ARTIFACT
+from rem.results.table import ordered, trial_rows
 
 
 class SweepNotFoundError(LookupError):

@@ -1,0 +1,3 @@
+"""Everything MLflow: a trial's runs and tags (`runs`), what a trial logs (`trial_log`), the results table read back
+from MLflow (`results`), the model store (`model_store`), the Pareto query (`pareto`) and the runs view (`ui`).
+MLflow itself is imported inside the functions that need it, so the library imports without it."""
