@@ -15,18 +15,17 @@ import pandas as pd
 
 from pipeline.publication import Publication
 from rem.io import atomic_write_text
+from rem.report.claims import claims_page, render_tables
+from rem.report.figures.build import robustness_figures
 
 
 def render(out: Path, results: pd.DataFrame, run: dict) -> list[Path]:
     """Tables, robustness curves (one figure per dataset, every arm) and the page, from the results table alone."""
-    from rem.report.claims import render_page, render_tables
-    from rem.report.figures.build import robustness_figures
-
     written = [atomic_write_text(out / "tables" / name, text) for name, text in render_tables(results).items()]
     written += [figure.path for figure in robustness_figures(results, out / "figures")]
     figures = sorted(p.name for p in (out / "figures").glob("*.png"))
     notes = (out / "notes.md").read_text() if (out / "notes.md").is_file() else ""
-    written.append(atomic_write_text(out / "README.md", render_page(results, run, figures, notes)))
+    written.append(atomic_write_text(out / "README.md", claims_page(results, run, figures, notes)))
     return written
 
 

@@ -16,6 +16,10 @@ import pandas as pd
 
 from pipeline.publication import Publication
 from rem.io import atomic_write_text
+from rem.report.evidence.curve import trial_curves
+from rem.report.evidence.figures import epochs_figure
+from rem.report.evidence.page import evidence_page, render_tables
+from rem.report.figures.curve import curve_figure
 
 
 def copy_coupling_figures(cfg, out: Path, results: pd.DataFrame) -> None:
@@ -29,11 +33,6 @@ def copy_coupling_figures(cfg, out: Path, results: pd.DataFrame) -> None:
 
 def render(out: Path, results: pd.DataFrame, run: dict) -> list[Path]:
     """Tables, per-epoch curves and the page, from the results table alone."""
-    from rem.report.evidence.curve import trial_curves
-    from rem.report.evidence.page import render_page, render_tables
-    from rem.report.figures.curve import curve_figure
-    from rem.report.evidence.figures import epochs_figure
-
     written = [atomic_write_text(out / "tables" / name, text) for name, text in render_tables(results).items()]
     curves = trial_curves(results)
     for model in sorted(results["model.name"].astype(str).unique()):
@@ -44,7 +43,7 @@ def render(out: Path, results: pd.DataFrame, run: dict) -> list[Path]:
                                         f"magnitude without retraining ({int(mine['n_images'].max())} test images)"))
     figures = sorted(p.name for p in (out / "figures").glob("*.png"))
     notes = (out / "notes.md").read_text() if (out / "notes.md").is_file() else ""
-    written.append(atomic_write_text(out / "README.md", render_page(results, run, figures, notes)))
+    written.append(atomic_write_text(out / "README.md", evidence_page(results, run, figures, notes)))
     return written
 
 

@@ -19,9 +19,10 @@ from typing import Callable
 
 import pandas as pd
 
-from rem.io import atomic_write, atomic_write_text
 from rem.cli import run_with_params
 from rem.config import add_params_arguments
+from rem.io import atomic_write, atomic_write_text
+from rem.tracking import runs as tracking
 
 # Columns that describe the machine, not the experiment (a Ray node id); anything holding a home or scratch
 # path is dropped too, so the committed Parquet is the same wherever it was made.
@@ -50,8 +51,6 @@ def sweep_record(cfg, results: pd.DataFrame) -> dict[str, str]:
     """The commit the sweep ran (its MLflow parent run's tag: the code may have moved on since, by report-only
     changes) and its start, end and wall time; empty if the store is elsewhere."""
     from mlflow.tracking import MlflowClient
-
-    from rem.tracking import runs as tracking
 
     uri = tracking.tracking_uri(cfg.sweep.tracking_uri, Path.cwd())
     sid = str(results["sweep_id"].iloc[0])

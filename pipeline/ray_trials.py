@@ -7,6 +7,8 @@ import re
 from pathlib import Path
 
 from rem.config import Config
+from rem.io import resolve_path
+from rem.results.grid import label_parts
 
 # The trial's grid point lives under this key of the Ray config: one grid_search over the expanded points
 # (rem.results.grid), so sub-grids and linked axes (a pruning method with its target) need nothing from Ray.
@@ -15,14 +17,12 @@ POINT = "point"
 
 def storage_uri(cfg: Config, repo_root: Path) -> str:
     """Ray wants an absolute path or a URI (s3://, gs://, an NFS mount shared by every node)."""
-    from rem.io import resolve_path
-
     value = cfg.sweep.storage_path
     return value if "://" in value else str(resolve_path(value, repo_root).resolve())
 
 
 def trial_name(trial) -> str:
-    """Ray names a trial (status table, its folder) by its grid values, e.g. `capsnet-150-rem-42`."""
-    point = trial.config.get(POINT, {})
-    name = "-".join(re.sub(r"[^A-Za-z0-9._]+", "_", str(v)) for v in point.values())
-    return name[:80] or trial.trial_id
+    """Ray's name for a trial (its status table, its folder): the parts of its MLflow run name (`grid.label_parts`),
+    made safe for a folder, e.g. `capsnet-fashion-mnist-rem-target_sparsity_0.5-s42`; the trial id when nothing varies."""
+    parts = label_parts(trial.config.get(POINT, {}))
+    return "-".join(re.sub(r"[^A-Za-z0-9._]+", "_", part) for part in parts)[:80] or trial.trial_id

@@ -30,7 +30,13 @@ from rem.report.page import render_page
 from rem.report.reference import load_published
 from rem.report.render import Table, to_latex, to_markdown
 from rem.report.robustness import protocol_accuracy, robustness_points, robustness_table
+from rem.results.frames import trial_points, training_points
+from rem.results.grid import trial_key
 from rem.results.table import sweeps_in
+from rem.tracking import runs as tracking
+from rem.training.checkpoint import final_checkpoint
+
+from pipeline.ray_trials import POINT, storage_uri
 
 log = logging.getLogger("pipeline.report")
 
@@ -70,8 +76,6 @@ def write_tables(groups, tables_dir: Path) -> list[Path]:
 def write_plot_data(results: pd.DataFrame, plots_dir: Path) -> list[Path]:
     """The data of dvc.yaml's plots as CSV (`dvc plots show` draws them; the PNGs are drawn from the same): each
     arm's mean and spread per epoch, every trial's final point, every trial's epochs."""
-    from rem.report.figures.sweep_plots import trial_points, training_points
-
     epochs, trials = training_points(results), trial_points(results)
     frames = {"arms.csv": arm_curves(epochs), "trials.csv": trials.assign(arm=arm_label(trials)), "training.csv": epochs}
     return [atomic_write(plots_dir / name, lambda tmp, frame=frame: frame.to_csv(tmp, index=False))
@@ -80,40 +84,25 @@ def write_plot_data(results: pd.DataFrame, plots_dir: Path) -> list[Path]:
 
 def locate_checkpoints(cfg: Config, repo_root: Path, sweep_ids: list[str]) -> tuple[dict[str, Path], list[str]]:
     """trial_key -> the folder of its newest checkpoint, from the sweep's Ray storage (local storage only)."""
-    from rem.results.grid import trial_key
-    from rem.training.checkpoint import CHECKPOINT_FILE
-
-    from pipeline.ray_trials import POINT, storage_uri
-
     storage = storage_uri(cfg, repo_root)
     if "://" in storage:
         return {}, [f"checkpoints live in {storage}; the report reads local storage only, routing figures skipped."]
     found: dict[str, tuple[float, Path]] = {}
     for sid in sweep_ids:
         for params_file in Path(storage, sid).glob("*/params.json"):
-            trial_dir = params_file.parent
-            candidates = sorted(trial_dir.glob("checkpoint_*"), key=lambda p: p.name) + [trial_dir / "checkpoint"]
-            persisted = [c for c in candidates if (c / CHECKPOINT_FILE).exists()]
-            if not persisted:
+            newest = final_checkpoint(params_file.parent)
+            if newest is None:
                 continue
             key = trial_key(json.loads(params_file.read_text())[POINT])
             mtime = params_file.stat().st_mtime
             if key not in found or mtime > found[key][0]:  # a rerun sweep folder: its newest trial
-                found[key] = (mtime, _newest(persisted))
+                found[key] = (mtime, newest)
     return {k: v for k, (_, v) in found.items()}, []
-
-
-def _newest(folders: list[Path]) -> Path:
-    """Ray's highest-numbered persisted checkpoint, else the trial's working checkpoint folder."""
-    numbered = [f for f in folders if f.name.startswith("checkpoint_")]
-    return numbered[-1] if numbered else folders[0]
 
 
 def log_to_mlflow(cfg: Config, repo_root: Path, sweep_ids: list[str], out_dir: Path) -> str | None:
     """Best effort: the report's files as artifacts of each sweep's parent run; returns a warning or None."""
     from mlflow.tracking import MlflowClient
-
-    from rem.tracking import runs as tracking
 
     uri = tracking.tracking_uri(cfg.sweep.tracking_uri, repo_root)
     if uri.startswith("sqlite:///") and not Path(uri.removeprefix("sqlite:///")).exists():
@@ -142,7 +131,7 @@ def log_to_mlflow(cfg: Config, repo_root: Path, sweep_ids: list[str], out_dir: P
 def build_reports(results: pd.DataFrame, out_dir: Path, cfg: Config | None = None,
                   repo_root: Path | None = None) -> list[Path]:
     """Every report file under `out_dir`; figures need `cfg` (checkpoint figures also the trials' storage)."""
-    from rem.report.figures.build import build_figures, sweep_figures
+    from rem.report.figures.build import build_figures, sweep_figures  # imports matplotlib: deferred with it
 
     out_dir = Path(out_dir)
     rows, groups, not_run = all_tables(results)

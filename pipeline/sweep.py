@@ -22,8 +22,9 @@ from rem.results import grid
 from rem.tracking import runs as tracking
 from rem.cli import run_with_params
 from rem.config import Config, add_params_arguments
-from rem.data import DataSourceError
+from rem.data import DataSourceError, fetch_datasets
 from rem.results.table import failed_trials, ordered, summary, sweep_id, trial_rows, write_results
+from rem.training.checkpoint import load_history
 
 from pipeline.ray_trials import POINT, storage_uri, trial_name
 
@@ -38,7 +39,7 @@ def init_ray() -> None:
     # The classic status table honours the compact column choice below; the new output engine prints
     # every reported metric (dozens of per-class columns) after each epoch.
     os.environ.setdefault("RAY_AIR_NEW_OUTPUT", "0")
-    from pipeline.trial import worker_env
+    from pipeline.trial import worker_env  # imports Ray Tune and MLflow: deferred with them, after the settings above
 
     address = os.environ.get("RAY_ADDRESS")
     # On a cluster the job's own runtime_env (working_dir, env_vars from `ray job submit`) must stay in force:
@@ -76,7 +77,7 @@ def build_tuner(cfg: Config, context: dict, storage: str, points: list[dict], na
     """One Ray Tune experiment over `points`, named `name` under `storage` (restored if it exists)."""
     from ray import tune
 
-    from pipeline.trial import run_trial
+    from pipeline.trial import run_trial  # with Ray, as in init_ray
 
     trainable = tune.with_resources(tune.with_parameters(run_trial, base=cfg.to_dict(), context=context), resources(cfg))
     path = f"{storage.rstrip('/')}/{name}"
@@ -115,13 +116,10 @@ RAY_FIELDS = {"timestamp", "checkpoint_dir_name", "done", "training_iteration", 
 def trial_history(result) -> pd.DataFrame | None:
     """Every epoch of a trial, from its latest checkpoint's history (Ray's own progress log restarts with
     each attempt, so after a retry it lacks the epochs before the checkpoint); Ray's log if there is none."""
-    from rem.training.checkpoint import HISTORY_FILE
-
     checkpoint = result.checkpoint
     if checkpoint is not None:
         try:
-            with checkpoint.filesystem.open_input_stream(f"{checkpoint.path}/{HISTORY_FILE}") as stream:
-                history = json.loads(stream.read())
+            history = load_history(checkpoint.path, checkpoint.filesystem)
             node = result.metrics.get("node_id") if result.metrics else None
             return pd.DataFrame([{**row, "node_id": node} for row in history])
         except (OSError, ValueError):
@@ -215,8 +213,6 @@ def run_phases(cfg: Config, context: dict, storage: str) -> pd.DataFrame:
 
 def ensure_data(cfg: Config, repo_root: Path) -> None:
     """Every dataset the grid uses is present and verified before a trial starts (fails with the sources tried)."""
-    from rem.data import fetch_datasets
-
     for _ in fetch_datasets(cfg, sorted(grid.values_of(cfg.sweep.grid, "data.dataset", cfg.data.dataset)), repo_root):
         pass
 

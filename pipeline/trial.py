@@ -11,7 +11,6 @@ explicit run ids, never a process-global active run.
 
 from __future__ import annotations
 
-import json
 import logging
 import os
 import platform
@@ -32,7 +31,7 @@ from rem.data import get_dataset
 from rem.data.sources import recorded_checksums
 from rem.device import (CUBLAS_WORKSPACE, cap_memory, configure_determinism, describe, numerics, release_memory,
                         resolve_device)
-from rem.training.checkpoint import CHECKPOINT_FILE, HISTORY_FILE, saved_epoch
+from rem.training.checkpoint import checkpoint_file, final_checkpoint, saved_epoch
 from rem.data import fetch_dataset
 from rem.training.loop import NonFiniteLossError, train
 from rem.tracking.trial_log import axis_params, best_metrics, log_config, log_final, run_name
@@ -115,11 +114,10 @@ def run_trial(config: dict[str, Any], *, base: dict[str, Any], context: dict[str
 
     logged = {int(m.step) for m in client.get_metric_history(run_id, "epoch")}
 
-    def report(metrics: dict, checkpoint_dir: Path) -> None:
+    def report(metrics: dict, checkpoint_dir: Path, history: list[dict]) -> None:
         epoch = int(metrics["epoch"])
         # An attempt killed between this log and its checkpoint reruns the epoch: log each epoch once.
-        if epoch not in logged:
-            history = json.loads((checkpoint_dir / HISTORY_FILE).read_text())  # every epoch, also before a restart
+        if epoch not in logged:  # `history`: every epoch, also those before a restart
             tracking.log_metrics(client, run_id, {**metrics, **best_metrics(history)}, step=epoch)
             logged.add(epoch)
         # Ray copies a reported checkpoint to its storage: only an epoch that wrote one (train.checkpoint_every)
@@ -132,12 +130,13 @@ def run_trial(config: dict[str, Any], *, base: dict[str, Any], context: dict[str
     try:
         take_device(client, run_id, cfg)
         with (checkpoint.as_directory() if checkpoint else nullcontext(None)) as resume_dir:
-            train(cfg, workdir=workdir, repo_root=Path(context["repo_root"]),
-                  resume_from=Path(resume_dir) if resume_dir else None, on_epoch=report)
+            resume_from = Path(resume_dir) if resume_dir else None
+            train(cfg, workdir=workdir, repo_root=Path(context["repo_root"]), resume_from=resume_from, on_epoch=report)
             # A trial restored after its last epoch trains nothing here: its state is the restored checkpoint.
-            final = workdir / "checkpoint" / CHECKPOINT_FILE
-            final = final if final.exists() else Path(resume_dir) / CHECKPOINT_FILE
-            log_final(client, run_id, cfg, final)
+            final = final_checkpoint(workdir, resumed_from=resume_from)
+            if final is None:
+                raise FileNotFoundError(f"{key}: no checkpoint in {workdir} after training")
+            log_final(client, run_id, cfg, checkpoint_file(final))
     except BaseException as err:
         reason = f"{type(err).__name__}: {err}"
         status = "KILLED" if isinstance(err, KeyboardInterrupt) else "FAILED"

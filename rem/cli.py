@@ -16,7 +16,24 @@ import sys
 from collections.abc import Callable
 from pathlib import Path
 
-from rem.config import Config, add_params_arguments
+import pandas as pd
+
+from rem.analysis.robustness.evaluation import publish_robustness, robustness_for_package
+from rem.analysis.robustness.families import RobustnessError, check_family_names
+from rem.analysis.sparsity_curve import CurveError, curve_for_package, load_source, publish_curve
+from rem.config import Config, ConfigError, add_params_arguments, load_from_args
+from rem.data import DataSourceError
+from rem.data.registry import get_dataset, is_known_dataset, list_datasets
+from rem.device import DeviceUnavailableError
+from rem.io import UnsafeFileError
+from rem.models import list_models
+from rem.models.counts import counts_table, model_counts
+from rem.tracking.model_store import ModelNotFoundError, ModelShapeError
+from rem.tracking.pareto import front_from_mlflow
+from rem.tracking.results import SweepNotFoundError
+from rem.tracking.runs import TrackingUnavailableError, tracking_uri
+from rem.tracking.ui import serve
+from rem.training.loop import train
 
 
 class CommandError(Exception):
@@ -27,8 +44,6 @@ def run_with_params(command: Callable[[Config, argparse.Namespace], int], args: 
                     errors: tuple[type[Exception], ...] = ()) -> int:
     """`command(cfg, args)` on the params `add_params_arguments` reads (--params, -S). A bad param, a
     `CommandError` or one of `errors` is one `error: ...` line on stderr and exit status 2, not a traceback."""
-    from rem.config import ConfigError, load_from_args
-
     try:
         return command(load_from_args(args), args)
     except (ConfigError, CommandError, *errors) as err:
@@ -37,27 +52,17 @@ def run_with_params(command: Callable[[Config, argparse.Namespace], int], args: 
 
 
 def _train(cfg: Config, args: argparse.Namespace) -> int:
-    from rem.training.loop import train
-
     metrics = train(cfg, workdir=Path(args.workdir), repo_root=Path.cwd())
     print({k: round(v, 4) if isinstance(v, float) else v for k, v in metrics.items() if "/class_" not in k})
     return 0
 
 
 def train_command(args: argparse.Namespace) -> int:
-    from rem.data import DataSourceError
-    from rem.device import DeviceUnavailableError
-
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s: %(message)s")
     return run_with_params(_train, args, (DataSourceError, DeviceUnavailableError))
 
 
 def _pareto(cfg: Config, args: argparse.Namespace) -> int:
-    import pandas as pd
-
-    from rem.results.pareto import front_from_mlflow
-    from rem.tracking.runs import tracking_uri
-
     uri = args.tracking_uri or tracking_uri(cfg.sweep.tracking_uri, Path.cwd())
     table = front_from_mlflow(uri, args.experiment or cfg.sweep.name, None if args.sweep == "all" else args.sweep)
     Path(args.csv).parent.mkdir(parents=True, exist_ok=True)
@@ -69,22 +74,14 @@ def _pareto(cfg: Config, args: argparse.Namespace) -> int:
 
 
 def pareto_command(args: argparse.Namespace) -> int:
-    from rem.tracking.results import SweepNotFoundError
-    from rem.tracking.runs import TrackingUnavailableError
-
     return run_with_params(_pareto, args, (SweepNotFoundError, TrackingUnavailableError))
 
 
 def ui_command(args: argparse.Namespace) -> int:
-    from rem.tracking.ui import serve
-    from rem.tracking.runs import tracking_uri
-
     return serve(tracking_uri("", Path.cwd()), args.port, open_browser=args.open)
 
 
 def _sparsity_curve(cfg: Config, args: argparse.Namespace) -> int:
-    from rem.analysis.sparsity_curve import curve_for_package, load_source, publish_curve
-
     package, source, run_id = load_source(args.source, args.tracking_uri or None)
     frame = curve_for_package(package, source, Path.cwd(), test_images=args.images, sparsities=args.sparsities)
     written = publish_curve(frame, Path(args.out), source, run_id, args.tracking_uri or None)
@@ -95,26 +92,16 @@ def _sparsity_curve(cfg: Config, args: argparse.Namespace) -> int:
     return 0
 
 
-def model_source_errors() -> tuple[type[Exception], ...]:
-    """What reading a trained model (`rem.sparsity_curve.load_source`) and its test split may raise: one line each."""
-    from rem.data import DataSourceError
-    from rem.tracking.model_store import ModelNotFoundError, ModelShapeError
-    from rem.io import UnsafeFileError
-    from rem.analysis.sparsity_curve import CurveError
-
-    return CurveError, ModelNotFoundError, ModelShapeError, UnsafeFileError, DataSourceError
+# What reading a trained model (`load_source`) and its test split may raise: one line each.
+MODEL_SOURCE_ERRORS = (CurveError, ModelNotFoundError, ModelShapeError, UnsafeFileError, DataSourceError)
 
 
 def sparsity_curve_command(args: argparse.Namespace) -> int:
     logging.basicConfig(level=logging.WARNING)
-    return run_with_params(_sparsity_curve, args, model_source_errors())
+    return run_with_params(_sparsity_curve, args, MODEL_SOURCE_ERRORS)
 
 
 def _robustness(cfg: Config, args: argparse.Namespace) -> int:
-    from rem.analysis.robustness.evaluation import publish_robustness, robustness_for_package
-    from rem.analysis.robustness.families import check_family_names
-    from rem.analysis.sparsity_curve import load_source
-
     check_family_names(args.families or [], "--families")  # a bad name fails before anything is loaded
     package, source, run_id = load_source(args.source, args.tracking_uri or None)
     frame = robustness_for_package(package, source, Path.cwd(), test_images=args.images, families=args.families)
@@ -126,17 +113,11 @@ def _robustness(cfg: Config, args: argparse.Namespace) -> int:
 
 
 def robustness_command(args: argparse.Namespace) -> int:
-    from rem.analysis.robustness.families import RobustnessError
-
     logging.basicConfig(level=logging.WARNING)
-    return run_with_params(_robustness, args, (RobustnessError, *model_source_errors()))
+    return run_with_params(_robustness, args, (RobustnessError, *MODEL_SOURCE_ERRORS))
 
 
 def models_command(args: argparse.Namespace) -> int:
-    from rem.data.registry import get_dataset, is_known_dataset, list_datasets
-    from rem.models import list_models
-    from rem.models.counts import counts_table, model_counts
-
     spec = get_dataset(args.dataset) if is_known_dataset(args.dataset) else None
     if spec is None or min(spec.in_shape) < 1:  # an image folder's shape is known only once its images are read
         print(f"error: models: --dataset must be one of {', '.join(list_datasets())}; got {args.dataset!r}",

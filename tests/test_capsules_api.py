@@ -25,11 +25,21 @@ def test_squash_shrinks_length_below_one_and_keeps_direction():
 
 
 def test_squash_is_finite_with_finite_gradient_at_zero():
+    # v = g(r) s with g(r) = r / (1 + r^2): its Jacobian g I + g'(r) s s^T / r vanishes at s = 0, and the epsilon
+    # inside the square root keeps autograd's value there exactly 0 instead of 0/0.
     s = torch.zeros(4, 8, requires_grad=True)
     v = squash(s)
     v.sum().backward()
     assert torch.equal(v, torch.zeros_like(v))
-    assert torch.isfinite(s.grad).all()
+    assert torch.equal(s.grad, torch.zeros_like(s))
+
+
+def test_squash_jacobian_is_the_analytic_one():
+    s = torch.tensor([3.0, 4.0, 0.0])
+    r = 5.0
+    g, dg = r / (1 + r**2), (1 - r**2) / (1 + r**2) ** 2  # g(r) = r / (1 + r^2) and its derivative
+    expected = g * torch.eye(3) + dg * torch.outer(s, s) / r
+    assert torch.allclose(torch.autograd.functional.jacobian(squash, s), expected, atol=1e-6)
 
 
 def test_dynamic_routing_couplings_sum_to_one_over_parents():

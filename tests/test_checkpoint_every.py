@@ -4,11 +4,9 @@ since the last one and ends where the uninterrupted trial ends."""
 
 from __future__ import annotations
 
-import json
-
 import pytest
 
-from rem.training.checkpoint import HISTORY_FILE, saved_epoch
+from rem.training.checkpoint import load_history, saved_epoch
 from rem.training.loop import train
 from tests.test_train import tiny_cfg
 
@@ -21,21 +19,22 @@ def test_checkpoints_every_n_epochs_and_the_last_and_a_kill_between_them_resumes
     cfg = tiny_cfg(synthetic_raw, epochs=4, checkpoint_every=2)
     seen = []
 
-    def record(metrics, directory):
-        history = json.loads((directory / HISTORY_FILE).read_text())
-        seen.append((int(metrics["epoch"]), saved_epoch(directory), len(history)))
+    def record(metrics, directory, history):
+        on_disk = [row["epoch"] for row in load_history(directory)]
+        assert on_disk == [row["epoch"] for row in history]  # the history handed over is the one just written
+        seen.append((int(metrics["epoch"]), saved_epoch(directory), len(on_disk)))
 
     straight = train(cfg, workdir=tmp_path / "a", on_epoch=record)
     assert seen == [(1, None, 1), (2, 2, 2), (3, 2, 3), (4, 4, 4)]  # (epoch, newest checkpoint, epochs in history)
 
-    def killed_after_epoch_3(metrics, directory):
+    def killed_after_epoch_3(metrics, directory, history):
         if metrics["epoch"] == 3:
             raise Killed
 
     with pytest.raises(Killed):
         train(cfg, workdir=tmp_path / "b", on_epoch=killed_after_epoch_3)
     ran = []
-    resumed = train(cfg, workdir=tmp_path / "b", on_epoch=lambda m, d: ran.append(int(m["epoch"])))
+    resumed = train(cfg, workdir=tmp_path / "b", on_epoch=lambda m, *_: ran.append(int(m["epoch"])))
     assert ran == [3, 4]  # epoch 3 had no checkpoint: it runs again, from epoch 2's
     for key in ("train/loss", "val/loss", "test/loss", "test/acc", "entropy/mean"):
         assert resumed[key] == straight[key]

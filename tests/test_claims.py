@@ -11,7 +11,7 @@ import pytest
 
 from rem.results import grid
 from rem.config import load
-from rem.report.claims import render_page, render_tables
+from rem.report.claims import claims_page, render_tables
 from tests.conftest import REPO
 
 CLAIMS = REPO / "reports" / "claims"
@@ -28,7 +28,7 @@ def test_every_committed_table_and_the_page_are_rendered_from_the_parquet_alone(
     run = json.loads((CLAIMS / "run.json").read_text())
     figures = sorted(p.name for p in (CLAIMS / "figures").glob("*.png"))
     notes = (CLAIMS / "notes.md").read_text() if (CLAIMS / "notes.md").is_file() else ""
-    page = render_page(committed, run, figures, notes)
+    page = claims_page(committed, run, figures, notes)
     assert (CLAIMS / "README.md").read_text() == page
     assert figures and all(f"(figures/{name})" in page for name in figures)
 

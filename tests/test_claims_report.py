@@ -13,6 +13,7 @@ from rem.report import tables
 from rem.report.ablations import ablation_table
 from rem.report.claims import render_tables, routing_rows, verdict_table
 from rem.report.robustness import protocol_accuracy, robustness_points, robustness_table
+from rem.results import variants
 from rem.report.render import to_markdown
 from tests.conftest import REPO
 from tests.test_report import final_row
@@ -46,13 +47,13 @@ def claims_results() -> pd.DataFrame:
 
 def test_ablations_and_baselines_get_their_own_variant_labels():
     row = {"prune.method": "none", "final/quantized": 1.0, "model.name": "capsnet"}
-    assert tables.variant_of(pd.Series(row)) == "+Q"
-    assert tables.variant_of(pd.Series({**row, "model.routing_iterations": 1})) == "+Q (1 iteration)"
-    assert tables.variant_of(pd.Series({**row, "model.routing_iterations": 5, "model.decoder": True})) == \
+    assert variants.variant_of(pd.Series(row)) == "+Q"
+    assert variants.variant_of(pd.Series({**row, "model.routing_iterations": 1})) == "+Q (1 iteration)"
+    assert variants.variant_of(pd.Series({**row, "model.routing_iterations": 5, "model.decoder": True})) == \
         "+Q (5 iterations, decoder)"
-    assert tables.variant_of(pd.Series({**row, "model.name": "cnn_matched"})) == "plain"  # +Q means nothing there
+    assert variants.variant_of(pd.Series({**row, "model.name": "cnn_matched"})) == "plain"  # +Q means nothing there
     order = sorted(["+Q (5 iterations)", "+REM", "+Q (1 iteration)", "+Q", "+Q (decoder)", "+IMP 50%"],
-                   key=tables.variant_order)
+                   key=variants.variant_order)
     assert order == ["+Q", "+Q (decoder)", "+Q (1 iteration)", "+Q (5 iterations)", "+REM", "+IMP 50%"]
 
 

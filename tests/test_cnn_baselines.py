@@ -120,7 +120,7 @@ def cnn_trial(synthetic_raw, tmp_path_factory):
     cfg = tiny_cfg(synthetic_raw, epochs=2, batch_size=32).with_overrides(
         {"model.name": "cnn_matched", "model.options": {"primary_types": 4}, "eval.sparsity_curve": True})
     epochs = []
-    metrics = train(cfg, workdir=work, on_epoch=lambda m, _: epochs.append(m))
+    metrics = train(cfg, workdir=work, on_epoch=lambda m, *_: epochs.append(m))
     return epochs, metrics, work / "checkpoint"
 
 

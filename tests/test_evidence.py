@@ -12,7 +12,7 @@ import pytest
 from rem.results import grid
 from rem.config import load
 from rem.report.evidence.tables import Spread, direction
-from rem.report.evidence.page import render_page, render_tables
+from rem.report.evidence.page import evidence_page, render_tables
 from tests.conftest import REPO
 
 EVIDENCE = REPO / "reports" / "evidence"
@@ -28,7 +28,7 @@ def test_every_committed_table_and_the_page_are_rendered_from_the_parquet_alone(
         assert (EVIDENCE / "tables" / name).read_text() == text, name
     run = json.loads((EVIDENCE / "run.json").read_text())
     figures = sorted(p.name for p in (EVIDENCE / "figures").glob("*.png"))
-    page = render_page(committed, run, figures, (EVIDENCE / "notes.md").read_text())
+    page = evidence_page(committed, run, figures, (EVIDENCE / "notes.md").read_text())
     assert (EVIDENCE / "README.md").read_text() == page
     for name in figures:  # every figure the page shows is committed beside it
         assert f"(figures/{name})" in page

@@ -11,9 +11,10 @@ from pathlib import Path
 
 import pytest
 
-from rem.data import ChecksumError, DataSourceError, fetch, get_dataset, load_splits
+from rem.data import ChecksumError, DataSourceError, fetch, get_dataset, load_splits, mirror_folders
 from rem.config import DataConfig
-from rem.data.verify import md5_of
+from rem.data import synthetic
+from rem.data.verify import install_verified, md5_of
 from tests.conftest import SYNTHETIC
 
 
@@ -21,7 +22,7 @@ from tests.conftest import SYNTHETIC
 def test_fetch_from_mirror_verifies_uncompressed_payload(fashion_raw, tmp_path):
     spec = get_dataset("fashion-mnist")
     origins = fetch(spec, tmp_path / "fm", mirrors=[fashion_raw], download_ok=False)
-    assert set(origins) == {f.name for f in spec.files}
+    assert origins == {f.name: str(fashion_raw / "fashion-mnist" / f.name) for f in spec.files}  # each from the mirror
     for remote in spec.files:
         assert md5_of(tmp_path / "fm" / remote.name) == remote.md5
     # Second call: nothing to do.
@@ -72,7 +73,6 @@ def test_truncated_archive_is_rejected(synthetic_raw, tmp_path):
     data = gzip.compress((synthetic_raw / SYNTHETIC / remote.name).read_bytes(), compresslevel=1)
     (bad / remote.archive).write_bytes(data[: len(data) // 2])
     with pytest.raises(ChecksumError, match="truncated"):
-        from rem.data.verify import install_verified
         install_verified(bad / remote.archive, tmp_path / remote.name, remote)
     assert not (tmp_path / remote.name).exists()
 
@@ -97,8 +97,9 @@ def test_mirror_without_mnist_training_images_reports_it(mnist_raw, tmp_path):
     spec = get_dataset("mnist")
     with pytest.raises(DataSourceError, match="mnist/train-images-idx3-ubyte: no verified source"):
         fetch(spec, tmp_path / "raw", mirrors=[mirror], download_ok=False)
-    # Files are fetched in the registry's order and the first missing one stops the fetch: nothing was installed.
-    assert [f.name for f in spec.files][:1] == ["train-images-idx3-ubyte"] and list((tmp_path / "raw").iterdir()) == []
+    # Files are fetched in the registry's order and the first missing one (the training images) stops the fetch.
+    assert spec.files[0].name == "train-images-idx3-ubyte"
+    assert [p for p in (tmp_path / "raw").rglob("*") if p.is_file()] == []
     # The test files that are there are verified against MNIST's real checksums and installed.
     fetch(replace(spec, files=spec.files[2:]), tmp_path / "raw", mirrors=[mirror], download_ok=False)
     for remote in spec.files[2:]:
@@ -106,8 +107,6 @@ def test_mirror_without_mnist_training_images_reports_it(mnist_raw, tmp_path):
 
 
 def test_env_mirror_takes_precedence(monkeypatch, tmp_path):
-    from rem.data import mirror_folders
-
     monkeypatch.setenv("REM_DATA_MIRROR", str(tmp_path / "a"))
     assert mirror_folders("../shared/data", Path("/repo")) == [tmp_path / "a", Path("/repo/../shared/data")]
 
@@ -121,8 +120,6 @@ def test_generated_dataset_is_written_then_verified_like_a_download(tmp_path, mo
     assert (len(splits.train), len(splits.val), len(splits.test)) == (9500, 500, 2000)
     assert splits.test.labels.bincount().tolist() == [200] * 10
     assert set(fetch(spec, tmp_path / "raw").values()) == {"already present"}
-
-    from rem.data import synthetic
 
     real_write = synthetic.write
     monkeypatch.setattr(synthetic, "write", lambda name, path: real_write(name, path) or path.write_bytes(

@@ -1,8 +1,14 @@
 """The layout rules a reviewer holds the code to, checked on the source tree itself.
 
-Short functions keep each piece readable on one screen (a file's length is a question of cohesion, not a rule:
-no line cap on files); the library (`rem`) must stay usable on its
-own, without the pipeline, Ray or MLflow (a user who only wants the models and REM's pruning installs neither).
+- Short functions keep each piece readable on one screen (a file's length is a question of cohesion, not a rule:
+  no line cap on files).
+- The library (`rem`) stays usable on its own, without the pipeline, Ray or MLflow (a user who only wants the models
+  and REM's pruning installs neither).
+- `rem/`'s top level holds the science and little else: at most ten files; the jobs live in packages.
+- No import circles: the modules of `rem` and `pipeline`, with an edge for every module-level import (the
+  `__init__` of each package it passes through included, `if TYPE_CHECKING:` imports left out), form no cycle.
+- An import of `rem` or `pipeline` inside a function is there only to defer a heavy third-party import (matplotlib,
+  MLflow, Ray): each one is listed below with the reason, and there are at most eight.
 """
 
 from __future__ import annotations
@@ -10,6 +16,7 @@ from __future__ import annotations
 import ast
 import subprocess
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -64,3 +71,127 @@ def test_every_library_module_imports_without_ray_or_mlflow():
     )
     done = subprocess.run([sys.executable, "-c", script], cwd=ROOT, capture_output=True, text=True, timeout=300)
     assert done.returncode == 0 and done.stdout.strip() == "ok", done.stderr.strip().splitlines()[-1:]
+
+
+MAX_TOP_LEVEL_FILES = 10
+
+
+def test_the_library_top_level_holds_at_most_ten_files():
+    top = sorted(p.name for p in (ROOT / "rem").glob("*.py"))
+    assert len(top) <= MAX_TOP_LEVEL_FILES, f"rem/ holds {len(top)} files (at most {MAX_TOP_LEVEL_FILES}): {top}"
+
+
+def module_name(path: Path) -> str:
+    parts = path.relative_to(ROOT).with_suffix("").parts
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+MODULES = {module_name(p): p for p in sources("rem", "pipeline")}
+
+
+def project_imports(tree: ast.AST) -> Iterator[tuple[ast.AST, list[str]]]:
+    """Each import statement of the project's own modules, with the modules it names (`from pkg import sub`
+    names the submodule)."""
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            names = [alias.name for alias in node.names]
+        elif isinstance(node, ast.ImportFrom) and node.module and not node.level:
+            names = [f"{node.module}.{a.name}" if f"{node.module}.{a.name}" in MODULES else node.module
+                     for a in node.names]
+        else:
+            continue
+        if names := [name for name in names if name in MODULES]:
+            yield node, names
+
+
+def nodes_under(nodes) -> set[int]:
+    return {id(inner) for node in nodes for inner in ast.walk(node)}
+
+
+def function_and_typing_nodes(tree: ast.AST) -> tuple[set[int], set[int]]:
+    functions = [n for n in ast.walk(tree) if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))]
+    typing_blocks = [b for n in ast.walk(tree) if isinstance(n, ast.If) and "TYPE_CHECKING" in ast.unparse(n.test)
+                     for b in n.body]
+    return nodes_under(functions), nodes_under(typing_blocks)
+
+
+def with_packages(name: str, importer: str) -> set[str]:
+    """`name` and the packages Python runs on the way to it, but not the importer's own packages."""
+    parts = name.split(".")
+    own = {".".join(importer.split(".")[:i]) for i in range(1, importer.count(".") + 2)}
+    return {".".join(parts[:i]) for i in range(1, len(parts) + 1)} - own - {importer}
+
+
+def import_graph() -> tuple[dict[str, set[str]], list[str]]:
+    """Module -> the project modules it imports at module level; and every in-function import as 'file:line name'."""
+    graph, deferred = {}, []
+    for name, path in MODULES.items():
+        tree = ast.parse(path.read_text(), filename=str(path))
+        in_functions, typing_only = function_and_typing_nodes(tree)
+        graph[name] = set()
+        for node, targets in project_imports(tree):
+            if id(node) in in_functions:
+                deferred += [f"{path.relative_to(ROOT)}:{node.lineno} {target}" for target in targets]
+            elif id(node) not in typing_only:
+                graph[name] |= {m for target in targets for m in with_packages(target, name) if m in MODULES}
+    return graph, deferred
+
+
+def cycles(graph: dict[str, set[str]]) -> list[list[str]]:
+    """The strongly connected components of more than one module (Tarjan's algorithm, iteratively)."""
+    index, low, stack, on_stack, found = {}, {}, [], set(), []
+    for start in sorted(graph):
+        if start in index:
+            continue
+        work = [(start, iter(sorted(graph[start])))]
+        index[start] = low[start] = len(index)
+        stack.append(start)
+        on_stack.add(start)
+        while work:
+            node, children = work[-1]
+            child = next(children, None)
+            if child is None:
+                work.pop()
+                if work:
+                    low[work[-1][0]] = min(low[work[-1][0]], low[node])
+                if low[node] == index[node]:
+                    component = []
+                    while True:
+                        member = stack.pop()
+                        on_stack.discard(member)
+                        component.append(member)
+                        if member == node:
+                            break
+                    if len(component) > 1:
+                        found.append(sorted(component))
+            elif child not in index:
+                index[child] = low[child] = len(index)
+                stack.append(child)
+                on_stack.add(child)
+                work.append((child, iter(sorted(graph.get(child, ())))))
+            elif child in on_stack:
+                low[node] = min(low[node], index[child])
+    return found
+
+
+def test_no_module_import_circles():
+    found = cycles(import_graph()[0])
+    assert not found, "import circles:\n" + "\n".join(" <-> ".join(c) for c in found)
+
+
+def test_the_circle_finder_finds_a_circle():
+    assert cycles({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}) == [["a", "b", "c"]]
+    assert cycles({"a": {"b"}, "b": set()}) == []
+
+
+# Each import of rem/pipeline inside a function, and the heavy third-party import it defers.
+DEFERRED_IMPORTS = {
+}
+MAX_DEFERRED_IMPORTS = 8
+
+
+def test_imports_inside_functions_only_defer_heavy_imports():
+    deferred = [line.split(":")[0] + " " + line.split(" ")[1] for line in import_graph()[1]]
+    unlisted = sorted(set(deferred) - set(DEFERRED_IMPORTS))
+    assert not unlisted, "imports of rem/pipeline inside functions (move them to the top):\n" + "\n".join(unlisted)
+    assert len(deferred) <= MAX_DEFERRED_IMPORTS, deferred

@@ -177,10 +177,10 @@ def test_patience_stops_the_run_and_a_resume_does_not_train_past_it(synthetic_ra
     """lr 0: the validation loss never improves after epoch 1, so patience 1 stops after epoch 2 of 5."""
     cfg = tiny_cfg(synthetic_raw, epochs=5, patience=1, lr=0.0)
     seen = []
-    last = train(cfg, workdir=tmp_path, on_epoch=lambda m, d: seen.append(m["epoch"]))
+    last = train(cfg, workdir=tmp_path, on_epoch=lambda m, *_: seen.append(m["epoch"]))
     assert seen == [1, 2] and last["stopped_early"] == 1.0 and last["epochs_without_improvement"] == 1
     assert last["final/checkpoint_epoch"] == 1  # +Q reads the best-validation-loss epoch
-    again = train(cfg, workdir=tmp_path, on_epoch=lambda m, d: seen.append(m["epoch"]))
+    again = train(cfg, workdir=tmp_path, on_epoch=lambda m, *_: seen.append(m["epoch"]))
     assert seen == [1, 2] and again["epoch"] == 2
 
 

@@ -13,7 +13,7 @@ import torch
 
 from rem.results import grid
 from rem.evaluate import batches_of, evaluate
-from rem.report.tables import variant_of
+from rem.results.variants import variant_of
 from rem.training.loop import set_up, train
 from tests.test_train import tiny_cfg
 
@@ -47,7 +47,7 @@ def test_search_precision_train_follows_the_training_precision(synthetic_raw):
 def test_best_epoch_reads_the_plain_forward_and_keeps_the_quantized_one_beside_it(synthetic_raw, tmp_path):
     cfg = tiny_cfg(synthetic_raw, epochs=2).with_overrides({"eval.quantized_forward": True})
     seen = []
-    train(cfg, workdir=tmp_path, on_epoch=lambda m, d: seen.append(dict(m)))
+    train(cfg, workdir=tmp_path, on_epoch=lambda m, *_: seen.append(dict(m)))
     state = torch.load(tmp_path / "checkpoint" / "state.pt", weights_only=True)
     run = set_up(cfg, Path.cwd())
     run.model.load_state_dict(state["model"])

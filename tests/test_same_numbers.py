@@ -47,7 +47,7 @@ def test_a_short_trial_repeats_the_recorded_numbers_exactly(fashion_raw, tmp_pat
     cfg = tiny_cfg(fashion_raw, epochs=2).with_overrides({"data.dataset": "fashion-mnist", "data.augment": True,
                                                            **ARMS[arm]})
     seen = []
-    train(cfg, workdir=tmp_path, on_epoch=lambda m, _: seen.append(timeless(m)))
+    train(cfg, workdir=tmp_path, on_epoch=lambda m, *_: seen.append(timeless(m)))
     assert [{k: m[k] for k in recorded if k in m} for m, recorded in zip(seen, RECORDED[arm])] == RECORDED[arm]
     assert all(set(m) - set(recorded) <= {k for k in m if k.startswith(ADDED_SINCE)}
                for m, recorded in zip(seen, RECORDED[arm])) and len(seen) == len(RECORDED[arm])

@@ -149,7 +149,7 @@ def capsules_cfg(raw_root, epochs, **prune):
 def test_capsules_trial_shrinks_the_model_and_resumes_exactly(synthetic_raw, tmp_path):
     straight = []
     train(capsules_cfg(synthetic_raw, 3, capsule_criterion="sensitivity"), workdir=tmp_path / "a",
-          on_epoch=lambda m, d: straight.append(m))
+          on_epoch=lambda m, *_: straight.append(m))
     assert [m["capsules/types"] for m in straight] == [6, 4, 4]  # 8 types, half removed over epochs 1-2
     assert straight[0]["params"] == capsnet_params(32, 6) and straight[-1]["params"] == capsnet_params(32, 4)
     assert straight[0]["capsules/flops"] > straight[-1]["capsules/flops"]
@@ -159,7 +159,7 @@ def test_capsules_trial_shrinks_the_model_and_resumes_exactly(synthetic_raw, tmp
     assert state["pruner"]["build_args"] == {"primary_types": 6}
     resumed = []
     train(capsules_cfg(synthetic_raw, 3, capsule_criterion="sensitivity"), workdir=tmp_path / "b",
-          on_epoch=lambda m, d: resumed.append(m))
+          on_epoch=lambda m, *_: resumed.append(m))
     assert [m["epoch"] for m in resumed] == [2, 3]
     for key in ("train/loss", "test/loss", "test/acc", "entropy/mean", "params"):
         assert resumed[-1][key] == pytest.approx(straight[-1][key], rel=1e-5, abs=1e-7)

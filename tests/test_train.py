@@ -26,7 +26,7 @@ def tiny_cfg(raw_root, **train):
 
 def test_one_epoch_records_every_metric_and_a_checkpoint(synthetic_raw, tmp_path):
     seen = []
-    metrics = train(tiny_cfg(synthetic_raw), workdir=tmp_path, on_epoch=lambda m, d: seen.append((m, d)))
+    metrics = train(tiny_cfg(synthetic_raw), workdir=tmp_path, on_epoch=lambda m, d, h: seen.append((m, d)))
     assert len(seen) == 1 and (seen[0][1] / CHECKPOINT_FILE).exists()
     for key in ("train/loss", "val/loss", "test/loss", "train/acc", "val/acc", "test/acc",
                 "entropy/mean", "entropy/std", "parse_trees/total", "params"):
@@ -41,8 +41,9 @@ def test_resume_continues_exactly_where_it_stopped(synthetic_raw, tmp_path):
     straight = train(tiny_cfg(synthetic_raw, epochs=2), workdir=tmp_path / "a")
     train(tiny_cfg(synthetic_raw, epochs=1), workdir=tmp_path / "b")
     epochs = []
-    resumed = train(tiny_cfg(synthetic_raw, epochs=2), workdir=tmp_path / "b", on_epoch=lambda m, d: epochs.append(m["epoch"]))
-    assert epochs == [2]  # only the missing epoch ran
+    resumed = train(tiny_cfg(synthetic_raw, epochs=2), workdir=tmp_path / "b",
+                    on_epoch=lambda m, d, h: epochs.append((m["epoch"], [row["epoch"] for row in h])))
+    assert epochs == [(2, [1, 2])]  # only the missing epoch ran; the history it is handed has the restored one too
     for key in ("train/loss", "test/loss", "test/acc", "entropy/mean"):
         assert resumed[key] == pytest.approx(straight[key], rel=1e-5, abs=1e-7)
 
@@ -69,7 +70,7 @@ def test_final_evaluation_uses_best_checkpoint_with_quantized_forward(synthetic_
 def test_rem_pruning_grows_sparsity_and_evaluates_the_last_epoch(synthetic_raw, tmp_path):
     cfg = tiny_cfg(synthetic_raw, epochs=2).with_overrides({"prune.method": "rem", "prune.search_tolerance_pp": 1.0})
     seen = []
-    metrics = train(cfg, workdir=tmp_path, on_epoch=lambda m, d: seen.append(m))
+    metrics = train(cfg, workdir=tmp_path, on_epoch=lambda m, *_: seen.append(m))
     assert all(m["prune/val_loss"] <= m["prune/base_val_loss"] + 1e-12 for m in seen)  # never raises val loss
     assert metrics["sparsity"] > 0 and metrics["prune/evaluations"] >= 2
     assert metrics["final/best_checkpoint"] == 0.0 and metrics["final/checkpoint_epoch"] == 2

@@ -14,7 +14,7 @@ from mlflow.tracking import MlflowClient
 
 from rem.results.grid import trial_key
 from rem.tracking.model_store import load_parse_trees, model_package
-from rem.io import load_plain
+from rem.training.checkpoint import final_checkpoint, load_checkpoint
 from tests.conftest import REPO
 from tests.sweep_helpers import (SMALL_CAPSNET, assert_same_table, load_in_new_process, local_uri, results, run_sweep,
                                  sweep_env, sweep_runs, write_params)
@@ -26,7 +26,7 @@ def checkpoint_state(folder, trial_key_part: str) -> dict:
     for params in sorted((folder / "ray").glob("*/*/params.json")):
         point = json.loads(params.read_text())["point"]  # Ray's config: the trial's grid point (pipeline.sweep)
         if trial_key_part in trial_key(point):
-            return load_plain(sorted(params.parent.glob("checkpoint_*"))[-1] / "state.pt")
+            return load_checkpoint(final_checkpoint(params.parent))
     raise AssertionError(f"no checkpoint for {trial_key_part}")
 
 

@@ -62,7 +62,7 @@ def one_trial(sizes, device: str, data: dict, model: str, precision: str, work: 
         torch.cuda.reset_peak_memory_stats()
     seen = []
     with counted_epochs() as epochs, timed_checkpoints() as saves:
-        train(cfg, workdir=work, on_epoch=lambda m, _: seen.append((m, sum(saves))))  # saved so far, seconds
+        train(cfg, workdir=work, on_epoch=lambda m, *_: seen.append((m, sum(saves))))  # saved so far, seconds
     spent = [0.0] + [total for _, total in seen]
     rows = [epoch_row(m, {"per_step": waits_per_step([e])}, spent[i + 1] - spent[i])
             for i, ((m, _), e) in enumerate(zip(seen, epochs))]

@@ -32,7 +32,7 @@ def train_point(cfg, point: dict, work: Path, sizes) -> pd.DataFrame:
     if sizes.evidence_epochs:
         trial = trial.with_overrides({"train.epochs": sizes.evidence_epochs})
     rows = []
-    train(trial, workdir=work, on_epoch=lambda m, _: rows.append(dict(m)))
+    train(trial, workdir=work, on_epoch=lambda m, *_: rows.append(dict(m)))
     return pd.DataFrame(rows)
 
 

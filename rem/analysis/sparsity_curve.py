@@ -31,14 +31,14 @@ from rem.config import Config, from_dict
 from rem.data import BatchTransform, prepare_data
 from rem.data.splits import Split
 from rem.device import HOST, to_device
-from rem.training.final_evaluation import final_model_on_test
+from rem.tracking import runs as tracking
 from rem.tracking.model_store import PACKAGE_FORMAT, load_package, model_from_package, model_package
 from rem.models import has_routing
 from rem.pruning.imp import magnitude_prune_to
 from rem.pruning.masks import Masks, sparsity_report
 from rem.pruning.parameters import is_class_capsule_matrix, is_primary_conv, prunable_parameters
-from rem.io import load_plain
-from rem.training.run import evaluate_split
+from rem.io import atomic_write, load_plain
+from rem.training.run import evaluate_split, final_model_on_test
 
 SPARSITIES = (0.0, 0.2, 0.4, 0.6, 0.8, 0.9, 0.95, 0.98)
 METRICS = ("test/acc", "test/loss", "entropy/mean", "entropy/std", "parse_trees/total", "routing/coupling_entropy",
@@ -239,16 +239,12 @@ def publish_table(frame: pd.DataFrame, out: Path, name: str, figure: Callable[[P
     """`frame` as `<out>/<name>.parquet` and `.csv` and the figure `figure(path)` draws at `<out>/<name>.png`; with
     `run_id`, the same logged to that MLflow run (the files as artifacts under `<name>/`, `metrics` at the step of
     the frame's `epoch`)."""
-    from rem.io import atomic_write
-
     out.mkdir(parents=True, exist_ok=True)
     written = [atomic_write(out / f"{name}.parquet", lambda tmp: frame.to_parquet(tmp, index=False)),
                atomic_write(out / f"{name}.csv", lambda tmp: frame.to_csv(tmp, index=False))]
     written.append(figure(out / f"{name}.png"))
     if run_id is not None:
         from mlflow.tracking import MlflowClient
-
-        from rem.tracking import runs as tracking
 
         client = MlflowClient(tracking_uri or tracking.tracking_uri("", Path.cwd()))
         tracking.log_metrics(client, run_id, metrics, step=int(frame["epoch"].iloc[0]))

@@ -7,11 +7,9 @@ unknown or ill-typed key raises ConfigError naming the key and what is allowed, 
 """
 
 from rem.config.loading import add_params_arguments, deep_merge, load, load_from_args, parse_override, resolve
-from rem.config.sections import (
-    SECTION_CLASSES, TRIAL_SECTIONS, Config, ConfigError, DataConfig, EvalConfig, FetchConfig, ModelConfig,
-    ReportConfig, SweepConfig, TrainConfig, flatten, set_dotted,
-)
-from rem.config.validation import RENAMED, from_dict
+from rem.config.root import RENAMED, SECTION_CLASSES, TRIAL_SECTIONS, Config, flatten, from_dict, set_dotted
+from rem.config.sections import (ConfigError, DataConfig, EvalConfig, FetchConfig, ModelConfig, ReportConfig,
+                                 SweepConfig, TrainConfig)
 from rem.pruning import PruneConfig
 
 __all__ = [

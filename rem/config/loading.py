@@ -8,8 +8,8 @@ from typing import Any
 
 import yaml
 
-from rem.config.sections import Config, ConfigError, set_dotted
-from rem.config.validation import from_dict
+from rem.config.root import Config, from_dict, set_dotted
+from rem.config.sections import ConfigError
 
 
 def deep_merge(base: dict[str, Any], extra: dict[str, Any]) -> dict[str, Any]:

@@ -1,14 +1,10 @@
-"""The sections of params.yaml, one frozen dataclass each, and `Config`, the whole validated configuration."""
+"""The sections of params.yaml, one frozen dataclass each (`rem.config.root.Config` holds them all)."""
 
 from __future__ import annotations
 
-import dataclasses
-import hashlib
-import json
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import Literal
 
-from rem.pruning import PruneConfig  # the pruning library's own config is the `prune` section
 from rem.analysis.robustness.families import DEFAULT_FAMILIES
 
 
@@ -160,74 +156,3 @@ class ReportConfig:
     graph_capsules: int = 16  # input capsules drawn in a parse-tree graph (all of them would be unreadable)
     checkpoint_figures: bool = True  # false: only the results-table figures (no checkpoints or data needed)
     log_to_mlflow: bool = True  # figures and tables as artifacts of the sweep's parent run, when reachable
-
-
-@dataclass(frozen=True)
-class Config:
-    data: DataConfig = field(default_factory=DataConfig)
-    model: ModelConfig = field(default_factory=ModelConfig)
-    train: TrainConfig = field(default_factory=TrainConfig)
-    eval: EvalConfig = field(default_factory=EvalConfig)
-    sweep: SweepConfig = field(default_factory=SweepConfig)
-    report: ReportConfig = field(default_factory=ReportConfig)
-    prune: PruneConfig = field(default_factory=PruneConfig)
-    fetch: FetchConfig = field(default_factory=FetchConfig)
-    profile: str = "quick"
-
-    def to_dict(self) -> dict[str, Any]:
-        return dataclasses.asdict(self)
-
-    def flat(self) -> dict[str, Any]:
-        """Dotted keys -> values, the form MLflow params and results-table columns use."""
-        return flatten(self.to_dict())
-
-    def digest(self) -> str:
-        """Short stable hash of what decides trial results: data, model, train, eval and the grid.
-
-        Names the sweep (Ray experiment folder, MLflow parent run): an unchanged digest resumes the
-        same sweep; report or resource settings do not start a new one.
-        """
-        tree = {k: v for k, v in self.to_dict().items() if k in TRIAL_SECTIONS}
-        tree["train"].pop("device")  # where a trial runs, not what it computes: a sweep resumes on another device
-        tree["train"].pop("checkpoint_every")  # how often its state is saved, not what it computes
-        tree["grid"] = self.sweep.grid
-        return hashlib.sha256(json.dumps(tree, sort_keys=True).encode()).hexdigest()[:10]
-
-    def with_overrides(self, overrides: dict[str, Any], source: str = "override") -> "Config":
-        merged = self.to_dict()
-        for key, value in overrides.items():
-            set_dotted(merged, key, value, source)
-        from rem.config.validation import from_dict  # here: validation builds Configs from these sections
-
-        # A trial's grid point leaves the grid as it was (already validated): no need to re-check every point.
-        return from_dict(merged, source, check_grid=any(k.startswith("sweep.") for k in overrides))
-
-
-SECTION_CLASSES = {  # params.yaml section -> its dataclass
-    "data": DataConfig, "model": ModelConfig, "train": TrainConfig,
-    "eval": EvalConfig, "sweep": SweepConfig, "report": ReportConfig, "fetch": FetchConfig, "prune": PruneConfig,
-}
-TRIAL_SECTIONS = ("data", "model", "train", "eval", "prune")  # the sections that decide a trial's result
-
-
-def flatten(tree: dict[str, Any], prefix: str = "") -> dict[str, Any]:
-    """Nested sections -> dotted keys; the grid, model options and per-model levels stay whole values."""
-    out: dict[str, Any] = {}
-    for key, value in tree.items():
-        name = f"{prefix}{key}"
-        if isinstance(value, dict) and value and not name.endswith(("grid", "options", "levels_per_model")):
-            out.update(flatten(value, name + "."))
-        else:
-            out[name] = value
-    return out
-
-
-def set_dotted(tree: dict[str, Any], key: str, value: Any, source: str = "override") -> None:
-    """Set `section.name` in a config tree; an unknown section fails naming the known ones."""
-    section, _, leaf = key.partition(".")
-    if section not in SECTION_CLASSES or not leaf:
-        raise ConfigError(f"{source}: unknown key {key!r}; keys look like <section>.<name>, sections: "
-                          f"{', '.join(SECTION_CLASSES)}")
-    tree.setdefault(section, {})[leaf] = value
-
-

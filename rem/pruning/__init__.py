@@ -2,7 +2,8 @@
 pruning (IMP), SNIP, and sparsity measured from the weights.
 
 `prune.method` picks one: "none", "rem", "imp", "snip", or "capsules" (whole primary-capsule types removed and
-the model rebuilt; rem.pruning.capsules.CapsulePruner takes the Pruner's place). A training loop drives a `Pruner`::
+the model rebuilt; rem.pruning.capsules.CapsulePruner takes the Pruner's place, both `TrialPruner`s, and
+`rem.pruning.for_trial.trial_pruner` picks one). A training loop drives a `Pruner`::
 
     pruner = Pruner(model, PruneConfig(method="rem"))
     pruner.at_start(model, batch_loss_fn)                    # SNIP prunes here
@@ -23,13 +24,13 @@ from rem.pruning.masks import Masks, sparsity_report
 from rem.pruning.parameters import (is_class_capsule_matrix, is_primary_conv, prunable_parameters,
                                     shrinkable_parameters)
 from rem.pruning.probe import ThresholdProbe
-from rem.pruning.pruner import Pruner
+from rem.pruning.pruner import Pruner, TrialPruner
 from rem.pruning.search import Bisection, SortedSearch, ThresholdResult, threshold_search
 from rem.pruning.snip import snip_prune
 
 __all__ = [
     "METHODS", "SCHEDULES", "SCOPES", "SEARCHES", "Bisection", "Masks", "PruneConfig", "Pruner", "SortedSearch",
-    "ThresholdProbe", "ThresholdResult", "is_class_capsule_matrix", "is_primary_conv", "lobster_shrink_",
+    "ThresholdProbe", "ThresholdResult", "TrialPruner", "is_class_capsule_matrix", "is_primary_conv", "lobster_shrink_",
     "magnitude_prune_to", "prunable_parameters",
     "schedule_sparsity", "shrinkable_parameters", "snip_prune", "sparsity_report", "threshold_search",
 ]

@@ -9,9 +9,13 @@ SEARCHES = ("bisection", "sorted", "none")  # none: LOBSTER shrinks, nothing is 
 SEARCH_PRECISIONS = ("fp32", "train")
 SCHEDULES = ("cubic", "linear")
 SCOPES = ("global", "layer")
+# Capsule pruning's options (rem.pruning.capsules reads them from here: this module is below it, so the config
+# validates them without importing the models the capsule pruner rebuilds).
+CRITERIA = ("weight_norm", "coupling_mass", "sensitivity")  # how the types are ranked (capsules.criteria)
+RULES = ("fraction", "rem")  # how many of them a pruning step removes (capsules.pruner)
 
 _CHOICES = {"method": METHODS, "threshold_search": SEARCHES, "schedule": SCHEDULES, "scope": SCOPES,
-            "search_precision": SEARCH_PRECISIONS}
+            "search_precision": SEARCH_PRECISIONS, "capsule_criterion": CRITERIA, "capsule_rule": RULES}
 # field -> (what it must be, the check)
 _RANGES = {
     "lambda0": (">= 0", lambda v: v >= 0),
@@ -24,6 +28,7 @@ _RANGES = {
     "target_sparsity": ("in [0, 1)", lambda v: 0 <= v < 1),
     "schedule_epochs": ("None or >= 1", lambda v: v is None or v >= 1),
     "snip_batches": (">= 1", lambda v: v >= 1),
+    "capsule_fraction": ("in [0, 1)", lambda v: 0 <= v < 1),
 }
 
 
@@ -80,9 +85,9 @@ class PruneConfig:
         for name, (allowed, ok) in _RANGES.items():
             if not ok(getattr(self, name)):
                 raise ValueError(f"PruneConfig.{name}={getattr(self, name)!r} must be {allowed}")
-        from rem.pruning.capsules import validate_capsule_options  # here: rem.pruning.capsules imports the models
-
-        validate_capsule_options(self)
+        if self.method == "capsules" and self.capsule_fraction <= 0:
+            raise ValueError(f"PruneConfig.capsule_fraction={self.capsule_fraction!r} must be in (0, 1) for "
+                             f"method='capsules'")
         if not all(isinstance(n, str) and n for n in self.threshold_tensors):
             raise ValueError(f"PruneConfig.threshold_tensors={self.threshold_tensors!r} must be a list of parameter names")
         if self.target_from is not None:

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import asdict
-from typing import Callable
+from typing import Callable, Protocol
 
 import torch
 from torch import nn
@@ -17,9 +17,31 @@ from rem.pruning.search import threshold_search
 from rem.pruning.snip import snip_prune
 
 
+class TrialPruner(Protocol):
+    """What a trial's training run drives, whatever `prune.method` is: `Pruner` for the methods that mask weights,
+    `rem.pruning.capsules.CapsulePruner` for the one that rebuilds the model (the call order is in rem.pruning's
+    docstring). The run asks the pruner instead of asking which method it is."""
+
+    rebuilds_model: bool  # True: `adopt` / `restore_structure` may hand back another (smaller) model
+
+    @property
+    def searches_threshold(self) -> bool: ...  # `end_of_epoch` wants the validation passes of a search
+
+    def at_start(self, model: nn.Module, batch_loss_fn=None) -> dict: ...
+    def before_optimizer_step(self, model: nn.Module, epoch: int) -> None: ...
+    def after_optimizer_step(self, model: nn.Module, optimizer=None) -> None: ...
+    def end_of_epoch(self, model: nn.Module, epoch: int, total_epochs: int, val=None) -> dict: ...
+    def adopt(self, model: nn.Module, optimizer: torch.optim.Optimizer) -> nn.Module: ...
+    def restore_structure(self, state: dict, model: nn.Module, optimizer: torch.optim.Optimizer) -> nn.Module: ...
+    def state_dict(self) -> dict: ...
+    def load_state_dict(self, state: dict, model: nn.Module | None = None) -> None: ...
+
+
 class Pruner:
-    """Masks, LOBSTER and the per-method epoch step behind four hooks (the call order is in rem.pruning's
-    docstring); `state_dict` holds the masks and the per-epoch history for a resumed run."""
+    """Masks, LOBSTER and the per-method epoch step behind the `TrialPruner` hooks; `state_dict` holds the masks
+    and the per-epoch history for a resumed run."""
+
+    rebuilds_model = False  # masks keep every tensor's shape: the trainer's model stays the one it built
 
     def __init__(self, model: nn.Module, cfg: PruneConfig | None = None):
         self.cfg = (cfg or PruneConfig()).validate()
@@ -31,6 +53,11 @@ class Pruner:
         self._shrinkable = list(shrinkable_parameters(model).values())
         self._masks_active = False  # per-step mask work is skipped until something is pruned
         self.history: list[dict] = []
+
+    @property
+    def searches_threshold(self) -> bool:
+        """REM's end of epoch searches a threshold on validation passes (not with `threshold_search: none`)."""
+        return self.cfg.method == "rem" and self.cfg.threshold_search != "none"
 
     def lam(self, epoch: int) -> float:
         """LOBSTER's lambda in 0-based `epoch` (lambda0 in epoch 0, as REM's 1e-4 * 0.99**(e+1) after epoch e)."""
@@ -101,6 +128,14 @@ class Pruner:
         magnitude_prune_to(model, pruned, sparsity, self.cfg.scope)
         self.masks.update(pruned)
         return {"prune/scheduled_sparsity": 100.0 * sparsity}
+
+    def adopt(self, model: nn.Module, optimizer: torch.optim.Optimizer) -> nn.Module:
+        """The model to train after `end_of_epoch`: the same one (pruned in place), the optimizer untouched."""
+        return model
+
+    def restore_structure(self, state: dict, model: nn.Module, optimizer: torch.optim.Optimizer) -> nn.Module:
+        """The model a checkpoint's weights load into: the one built from the config (no pruning changes shapes)."""
+        return model
 
     def state_dict(self) -> dict:
         return {"config": asdict(self.cfg), "masks": self.masks.state_dict(), "history": list(self.history)}

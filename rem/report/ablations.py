@@ -14,6 +14,7 @@ import numpy as np
 
 from rem.report.render import Table
 from rem.report.tables import NOT_APPLICABLE, Row, pm
+from rem.results.frames import final_value
 
 HEADER = ["Model", "Variant", "Iterations", "Decoder", "Seeds", "Test accuracy (%)", "Entropy (bits)",
           "Coupling entropy (bits)", "GFLOPs per image", "Time per step (ms)", "Parameters"]
@@ -32,11 +33,7 @@ def ablation_rows(rows: list[Row], dataset: str) -> list[Row]:
 
 def _final(row: Row, column: str) -> float:
     """Median over seeds of the final evaluation's `column` (the last epoch's where a trial has no final value)."""
-    frame = row.finals
-    for name in (f"final/{column}", column):
-        if frame is not None and name in frame and frame[name].notna().any():
-            return float(frame[name].median())
-    return math.nan
+    return math.nan if row.finals is None else float(final_value(row.finals, column).median())
 
 
 def gflops(row: Row) -> float:

@@ -14,11 +14,13 @@ import math
 import pandas as pd
 
 from rem.report.ablations import ablation_table, gflops, step_ms
-from rem.report.evidence.tables import Spread, direction, finished
 from rem.report.evidence.page import run_lines
+from rem.report.evidence.tables import Spread, direction
 from rem.report.render import Table, to_markdown
 from rem.report.robustness import HEADLINE, arm_spread, drop, robustness_points, robustness_table
-from rem.report.tables import aggregate, routed
+from rem.report.tables import aggregate
+from rem.results.frames import finished_trials
+from rem.results.variants import routed
 
 ACCURACY_RESOLUTION = 0.01  # points: the tables print accuracy to 2 decimals
 VERDICT = {-1: "holds", 0: "not resolved (within the seed spread)", 1: "does not hold"}
@@ -145,13 +147,11 @@ def render_tables(results: pd.DataFrame) -> dict[str, str]:
     return out
 
 
-
-def render_page(results: pd.DataFrame, run: dict, figures: list[str], notes: str = "") -> str:
+def claims_page(results: pd.DataFrame, run: dict, figures: list[str], notes: str = "") -> str:
     """The page as Markdown: `run` says how the run was made, `figures` are file names under figures/, `notes` is
     the hand-written reading of the numbers (reports/claims/notes.md), linked rather than generated."""
-
     tables = render_tables(results)
-    done = finished(results)
+    done = finished_trials(results)
     arms = ", ".join(f"{m} {v}" for m, v in sorted({(str(m), str(v)) for m, v in zip(done["model.name"], done["variant"])}))
     parts = ["# Claims: do capsule networks keep their promises here, and does REM keep them?", "",
              f"{done['trial_key'].nunique()} finished trials ({arms}); every number below is computed from "

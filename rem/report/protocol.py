@@ -16,25 +16,21 @@ import numpy as np
 
 from rem.report.reference import Published
 from rem.report.render import Table
-from rem.report.tables import MISSING, Row, Sources, footnote, pm, published_for, variant_order
+from rem.report.tables import MISSING, Row, Sources, footnote, pm, published_for
+from rem.results.frames import final_value
+from rem.results.variants import variant_order
 
 PRUNING_METHODS = ("+REM", "+IMP", "+SNIP")
 
 
-def seed_stats(row: Row, column: str) -> tuple[float, float]:
-    """Mean and population std over the row's seeds of a final-row column (NaN when not recorded)."""
-    if row.finals is None or column not in row.finals.columns:
+def final_stats(row: Row, column: str) -> tuple[float, float]:
+    """Mean and population std over the row's seeds of each trial's final value of `column` (the final evaluation's,
+    same checkpoint as the headline accuracy, else the last epoch's); NaN when not recorded."""
+    if row.finals is None:
         return math.nan, math.nan
-    values = row.finals[column].to_numpy(dtype=np.float64)
+    values = final_value(row.finals, column).to_numpy(dtype=np.float64)
     values = values[~np.isnan(values)]
     return (float(values.mean()), float(values.std())) if values.size else (math.nan, math.nan)
-
-
-def final_stats(row: Row, column: str) -> tuple[float, float]:
-    """`seed_stats` of the final evaluation's column (same checkpoint as the headline accuracy), else the last
-    epoch's (results from before the final evaluation recorded it)."""
-    final = seed_stats(row, f"final/{column}")
-    return final if not math.isnan(final[0]) else seed_stats(row, column)
 
 
 def _rows_for(rows: list[Row], dataset: str, variants: tuple[str, ...]) -> list[Row]:

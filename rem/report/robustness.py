@@ -10,10 +10,12 @@ from __future__ import annotations
 
 import pandas as pd
 
+from rem.analysis.robustness.evaluation import robust_from_results
 from rem.report.evidence.tables import Spread, spread
 from rem.report.render import Table
-from rem.report.tables import MISSING, NOT_APPLICABLE, final_rows, label_trials, pm, routed, variant_order
-from rem.analysis.robustness.evaluation import robust_from_results
+from rem.report.tables import MISSING, NOT_APPLICABLE, pm
+from rem.results.frames import last_rows
+from rem.results.variants import routed, variant_order
 
 KEEP = ("trial_key", "data.dataset", "model.name", "variant", "train.seed")
 # (family, strengths averaged per trial, column label): the headline columns, each shown when the sweep ran it
@@ -31,7 +33,7 @@ IDENTITY_POINTS = (("rotation", 0.0), ("scale", 1.0), ("shear", 0.0), ("translat
 def robustness_points(results: pd.DataFrame) -> pd.DataFrame:
     """Every finished trial's recorded robustness points in long form (KEEP columns, family, strength, metrics);
     empty when no trial recorded any."""
-    return robust_from_results(label_trials(final_rows(results)), keep=KEEP)
+    return robust_from_results(last_rows(results), keep=KEEP)
 
 
 def per_trial(points: pd.DataFrame, family: str, strengths, metric: str) -> pd.Series:
@@ -73,7 +75,7 @@ def cell(model: str, value: Spread, digits: int, routing_metric: bool) -> str:
     return value.text(digits)
 
 
-# Datasets whose test sets are real geometric change (`tables.dataset_label` names): shown beside the generated
+# Datasets whose test sets are real geometric change (`rem.results.variants.dataset_label` names): shown beside the generated
 # transforms when the sweep trained the same model and variant on them.
 PROTOCOL_DATASETS = {"affnist": "affNIST test set", "smallnorb (azimuth)": "smallNORB novel azimuths",
                      "smallnorb (elevation)": "smallNORB novel elevations"}

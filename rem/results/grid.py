@@ -15,11 +15,16 @@ products, in order), so an experiment can pair cheap and costly arms without run
 An axis is a dotted key (`train.seed`) whose values are set one at a time, or a section name (`prune`,
 `model`, ...) whose values are mappings of that section's keys set together: a pruning method and its
 target sparsity are one choice, not two axes. A point that two sub-grids both produce runs once.
+
+A point has one identity, `trial_key` (the results table's `trial_key`, the MLflow tag runs are found by, what
+matched controls are looked up by), and one name people read, `trial_label` (MLflow's run name; Ray's trial name
+is its parts made safe for a folder).
 """
 
 from __future__ import annotations
 
 import itertools
+import json
 from typing import Any
 
 Point = dict[str, Any]
@@ -83,8 +88,34 @@ def axes(grid: Any) -> list[str]:
 
 
 def trial_key(point: Point) -> str:
-    """A readable, stable name for a point, e.g. `model.name=capsnet,prune.method=rem,train.seed=42`."""
+    """The point's identity, stable however the grid lists its axes, e.g.
+    `model.name=capsnet,prune.method=rem,train.seed=42`."""
     return ",".join(f"{k}={point[k]}" for k in sorted(point))
+
+
+# Label order: what a reader scans for first; any other axis follows, the seed comes last.
+LABEL_ORDER = ("model.name", "data.dataset", "prune.method")
+SEED = "train.seed"
+
+
+def value_text(value: Any) -> str:
+    """A point's value as text: a mapping or list as sorted JSON (the same whatever order it was written in)."""
+    return json.dumps(value, sort_keys=True) if isinstance(value, (dict, list)) else str(value)
+
+
+def label_parts(point: Point) -> list[str]:
+    """The point's values in reading order, e.g. ["capsnet", "fashion-mnist", "rem", "target_sparsity=0.5", "s42"]:
+    the axes of LABEL_ORDER by value alone, any other as `<last key part>=<value>`, the seed as `s<seed>`."""
+    parts = [value_text(point[k]) for k in LABEL_ORDER if k in point]
+    parts += [f"{k.rsplit('.', 1)[-1]}={value_text(point[k])}" for k in sorted(point) if k not in LABEL_ORDER and k != SEED]
+    if SEED in point:
+        parts.append(f"s{point[SEED]}")
+    return parts
+
+
+def trial_label(point: Point) -> str:
+    """The point's name for people, e.g. `capsnet·fashion-mnist·rem·s42` (`base` when nothing varies)."""
+    return "·".join(label_parts(point)) or "base"
 
 
 def values_of(grid: Any, key: str, default: Any) -> list:

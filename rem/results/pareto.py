@@ -1,8 +1,8 @@
 """The sweep's trade-off front: trials no other trial of the same dataset and architecture beats on test
 accuracy (higher), mean routing entropy (lower) and sparsity (higher).
 
-`front(points)` is the one definition: `rem pareto` applies it to the trials read from MLflow, the report's
-Pareto figure to the trials of the results table (`rem.report.figures.sweep_plots.trial_points` gives both).
+`front(points)` is the one definition: `rem pareto` (`rem.tracking.pareto`) applies it to the trials read from
+MLflow, the report's Pareto figure to the trials of the results table (`rem.results.frames.trial_points` gives both).
 """
 
 from __future__ import annotations
@@ -37,18 +37,3 @@ def front(points: pd.DataFrame, objectives: dict[str, bool] = OBJECTIVES) -> pd.
         return points.iloc[0:0]
     return pd.concat(kept).sort_values([*GROUPS, "test_acc"], ascending=[True, True, False], ignore_index=True)
 
-
-TABLE_COLUMNS = ["dataset", "model", "variant", "seed", "test_acc", "entropy", "sparsity", "run_id", "trial_key"]
-
-
-def front_from_mlflow(uri: str, experiment: str, sweep: str | None) -> pd.DataFrame:
-    """The front of the finished trials MLflow holds (one sweep, or every sweep of the experiment), with run ids."""
-    from rem.report.figures.sweep_plots import trial_points
-    from rem.tracking.results import results_from_mlflow
-
-    table = results_from_mlflow(uri, experiment, sweep, history=False)
-    if sweep is None:  # trials of several sweeps: a grid point's key repeats in each
-        table["trial_key"] = table["sweep_id"] + "/" + table["trial_key"]
-    points = trial_points(table)
-    points["run_id"] = points["trial_key"].map(dict(zip(table["trial_key"], table["run_id"])))
-    return front(points)[TABLE_COLUMNS]

@@ -20,8 +20,12 @@ from pathlib import Path
 
 import torch
 
-from rem.io import atomic_write
-from rem.io import UnsafeFileError, load_plain
+from rem.io import UnsafeFileError, atomic_write, load_plain
+from rem.models import create_model
+from rem.models.from_config import model_options
+from rem.pruning.capsules import build_args_from_weights
+from rem.tracking.runs import tracking_uri as default_uri
+from rem.training.checkpoint import final_model, saved_config
 
 PACKAGE_FORMAT = "rem-model/1"
 MODEL_ARTIFACT = "model/model.pt"
@@ -37,40 +41,24 @@ class ModelShapeError(ValueError):
     """A package's weights do not fit the model its build arguments describe (the message names the first misfit)."""
 
 
-def final_weights(state: dict) -> tuple[dict, int]:
-    """The weights the trial's final evaluation used (and their epoch), from its last checkpoint."""
-    last = int(state["epoch"])
-    epoch = int(state["history"][-1].get("final/checkpoint_epoch", last)) if state["history"] else last
-    if epoch != last and state["best"].get("model") is not None and int(state["best"]["epoch"]) == epoch:
-        return state["best"]["model"], epoch
-    return state["model"], last
-
-
 def model_package(state: dict, in_shape=None, num_classes: int | None = None) -> dict:
-    """The package of a checkpoint `state` (as `rem.checkpoint.save_checkpoint` writes it); the input shape and class
+    """The package of a trial's last checkpoint `state` (`rem.training.checkpoint`); the input shape and class
     count default to the ones the checkpoint records. A capsule-pruned model is packaged at its saved size."""
-    from rem.config import from_dict
-    from rem.pruning.capsules import build_args_from_weights
-    from rem.models.from_config import model_options
-
-    cfg = from_dict(state["config"], "checkpoint config", check_grid=False)  # a trial's config: its grid is the sweep's
-    weights, epoch = final_weights(state)
-    shape = state.get("data_shape", {})
-    in_shape = shape["in_shape"] if in_shape is None else in_shape
-    num_classes = shape["num_classes"] if num_classes is None else num_classes
-    options = model_options(cfg, **build_args_from_weights(weights))
+    cfg = saved_config(state, "checkpoint config")
+    final = final_model(state)
+    in_shape = final.in_shape if in_shape is None else in_shape
+    num_classes = final.num_classes if num_classes is None else num_classes
+    options = model_options(cfg, **build_args_from_weights(final.weights))
     return {
         "format": PACKAGE_FORMAT, "model_name": cfg.model.name,
         "build_args": {"in_shape": [int(z) for z in in_shape], "num_classes": int(num_classes), **options},
-        "state_dict": {k: v.detach().cpu() for k, v in weights.items()},
-        "masks": dict(state["pruner"].get("masks", {})), "epoch": epoch, "config": state["config"],
+        "state_dict": {k: v.detach().cpu() for k, v in final.weights.items()},
+        "masks": final.masks, "epoch": final.epoch, "config": final.config,
     }
 
 
 def model_from_package(package: dict, source: str = "package") -> torch.nn.Module:
     """The model a package describes, with its weights, in eval mode, on the CPU."""
-    from rem.models import create_model
-
     if not isinstance(package, dict) or package.get("format") != PACKAGE_FORMAT:
         found = package.get("format") if isinstance(package, dict) else type(package).__name__
         raise UnsafeFileError(f"{source}: not a {PACKAGE_FORMAT} model package (format {found!r})")
@@ -89,8 +77,6 @@ def model_from_package(package: dict, source: str = "package") -> torch.nn.Modul
 
 
 def _tracking_uri(tracking_uri: str | None) -> str:
-    from rem.tracking.runs import tracking_uri as default_uri
-
     return tracking_uri or default_uri("", Path.cwd())
 
 

@@ -18,6 +18,8 @@ import urllib.request
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from rem.device import describe_visible
+
 if TYPE_CHECKING:  # MLflow is imported where a run is written, so `rem` imports without it
     from mlflow.tracking import MlflowClient
 
@@ -96,8 +98,6 @@ def environment_tags() -> dict[str, str]:
     except (OSError, subprocess.SubprocessError):
         pass
     try:  # what this process could use; a trial overwrites it with the device it trains on
-        from rem.device import describe_visible
-
         tags["rem.device"] = describe_visible()
     except Exception:  # device probing must never stop a run
         tags["rem.device"] = "unknown"

@@ -4,7 +4,6 @@ the end the resolved config, the final model and the final parse-tree dictionary
 
 from __future__ import annotations
 
-import json
 import math
 import tempfile
 from pathlib import Path
@@ -13,31 +12,25 @@ from typing import Any
 import yaml
 
 from rem.config import Config
-from rem.tracking.runs import AXIS_PREFIX
+from rem.io import load_plain
+from rem.results.grid import trial_label, value_text
+from rem.tracking import runs as tracking
 from rem.tracking.model_store import CONFIG_ARTIFACT, MODEL_ARTIFACT, PARSE_TREES_ARTIFACT, model_package, save_package
+from rem.tracking.runs import AXIS_PREFIX
+from rem.training.checkpoint import PARSE_TREES_FILE
 
 # Metrics only the MLflow run has (the results table has each epoch's own): best-so-far and artifact sizes.
 RUN_ONLY_METRICS = ("best/", "checkpoint/", "model/")
-# Run-name order: what a reader scans for first; any other axis follows, the seed comes last.
-NAME_ORDER = ("model.name", "data.dataset", "prune.method")
 
 
 def axis_params(point: dict[str, Any]) -> dict[str, str]:
     """The grid point as `axis.<key>` params: only what varies across the sweep, easy to find and filter on."""
-    return {f"{AXIS_PREFIX}{k}": _text(v) for k, v in sorted(point.items())}
-
-
-def _text(value: Any) -> str:
-    return json.dumps(value, sort_keys=True) if isinstance(value, (dict, list)) else str(value)
+    return {f"{AXIS_PREFIX}{k}": value_text(v) for k, v in sorted(point.items())}
 
 
 def run_name(point: dict[str, Any]) -> str:
-    """The axes' values, e.g. `capsnet·fashion-mnist·rem·s42` (other axes as `key=value`)."""
-    parts = [_text(point[k]) for k in NAME_ORDER if k in point]
-    parts += [f"{k.rsplit('.', 1)[-1]}={_text(point[k])}" for k in sorted(point) if k not in NAME_ORDER and k != "train.seed"]
-    if "train.seed" in point:
-        parts.append(f"s{point['train.seed']}")
-    return "·".join(parts) or "base"
+    """The trial's run name: its grid point's label (`rem.results.grid.trial_label`), e.g. `capsnet·fashion-mnist·rem·s42`."""
+    return trial_label(point)
 
 
 def best_metrics(history: list[dict]) -> dict[str, float]:
@@ -65,8 +58,6 @@ def log_config(client, run_id: str, cfg: Config) -> None:
 def final_artifacts(state: dict, checkpoint_dir: Path, out_dir: Path, with_model: bool) -> dict[str, Path]:
     """The run's final artifacts for the checkpoint `state` in `checkpoint_dir`, written under `out_dir`: the model
     package (when `with_model`) and the parse-tree dictionary the trainer's final evaluation wrote beside it."""
-    from rem.training.checkpoint import PARSE_TREES_FILE
-
     out_dir.mkdir(parents=True, exist_ok=True)
     files = {}
     if with_model:
@@ -79,9 +70,6 @@ def final_artifacts(state: dict, checkpoint_dir: Path, out_dir: Path, with_model
 
 def log_final(client, run_id: str, cfg: Config, checkpoint_file: Path) -> dict[str, float]:
     """Log the final artifacts and the sizes (`checkpoint/size_bytes`, `model/size_bytes`) to the run."""
-    from rem.tracking import runs as tracking
-    from rem.io import load_plain
-
     state = load_plain(checkpoint_file)
     sizes = {"checkpoint/size_bytes": float(checkpoint_file.stat().st_size)}
     with tempfile.TemporaryDirectory(prefix="rem-artifacts-") as tmp:

@@ -4,8 +4,8 @@ The CLI, the Ray Tune trainable and the tests all call this one function. A tria
 epoch granularity: each epoch's permutation and augmentation come from a generator seeded by
 (seed, epoch), so a resumed trial sees exactly the batches the uninterrupted one would have seen.
 
-Each epoch: `train_one_epoch`, the pruner's end of epoch, `evaluate_epoch`, `finish` (the last epoch's final
-evaluation) and `record_epoch` (history and checkpoint); `rem.training_run.TrainingRun` holds what they share.
+Each epoch: `train_one_epoch`, the pruner's end of epoch, `evaluate_epoch`, `end_trial` (the last epoch's final
+evaluation) and `record_epoch` (history and checkpoint); `rem.training.run.TrainingRun` holds what they share.
 """
 
 from __future__ import annotations
@@ -21,13 +21,12 @@ from typing import Callable
 import numpy as np
 import torch
 
-from rem.training.checkpoint import (carry_first_epoch, load_checkpoint, save_checkpoint, save_first_epoch, save_history,
-                            save_parse_trees)
+from rem.training.checkpoint import (carry_first_epoch, load_checkpoint, restore_run, run_state, save_checkpoint,
+                                     save_first_epoch, save_history, save_parse_trees, trial_checkpoint_dir)
 from rem.config import Config
 from rem.data import prepare_data
 from rem.device import (HOST, autocast, check_precision, configure_determinism, prepare_backend, resolve_device,
                         splits_to, to_device)
-from rem.training.final_evaluation import final_evaluation
 from rem.losses import batch_losses, classification_loss, reconstruction_loss
 from rem.models import count_parameters, has_routing
 from rem.models.counts import count_flops
@@ -38,7 +37,8 @@ from rem.training.run import TrainingRun
 
 log = logging.getLogger("rem.training.loop")
 
-EpochCallback = Callable[[dict, Path], None]
+# (the epoch's metrics, the checkpoint folder, the run's history: every epoch so far, a resumed run's earlier ones too)
+EpochCallback = Callable[[dict, Path, list[dict]], None]
 
 
 __all__ = ["NonFiniteLossError", "train", "train_one_epoch", "train_step"]
@@ -154,10 +154,11 @@ def evaluate_epoch(run: TrainingRun, epoch: int, metrics: dict) -> tuple[int, li
     return stale, final_keys
 
 
-def finish(run: TrainingRun, epoch: int, metrics: dict, final_keys: list, checkpoint_dir: Path) -> None:
-    """The last epoch's final evaluation into `metrics`, its parse-tree dictionary beside the checkpoint."""
+def end_trial(run: TrainingRun, epoch: int, metrics: dict, final_keys: list, checkpoint_dir: Path) -> None:
+    """The last epoch's final evaluation (with the mechanism curve and robustness the config asks for) into
+    `metrics`, its parse-tree dictionary beside the checkpoint."""
     metrics["stopped_early"] = float(epoch + 1 < run.cfg.train.epochs)
-    metrics.update(final_evaluation(run.cfg, run.model, run.best, metrics, run.split_metrics, run.splits, final_keys))
+    metrics.update(run.final_evaluation(metrics, final_keys))
     # The curve is about routing (entropy, parse trees): none for a CNN baseline, whose method "none" is still in the
     # default curve_methods, so it is skipped there rather than refused.
     curve = run.cfg.eval.sparsity_curve and run.cfg.prune.method in run.cfg.eval.curve_methods
@@ -180,7 +181,7 @@ def record_epoch(run: TrainingRun, epoch: int, metrics: dict, checkpoint_dir: Pa
     if epoch == 0:
         save_first_epoch(checkpoint_dir, run.model)
     if last or (epoch + 1) % run.cfg.train.checkpoint_every == 0:
-        save_checkpoint(checkpoint_dir, run.checkpoint_state(epoch))
+        save_checkpoint(checkpoint_dir, run_state(run, epoch))
     else:
         save_history(checkpoint_dir, run.history)
     log.info("epoch %d done: train acc %.4f, val acc %.4f, test acc %.4f, entropy %.3f bits (%.0f s)",
@@ -198,15 +199,16 @@ def train(
 ) -> dict:
     """Train one configuration; returns the last epoch's metrics.
 
-    `workdir/checkpoint` receives the state after every epoch; `resume_from` (a folder holding a
-    checkpoint, by default that same one) continues an interrupted trial. `on_epoch(metrics, checkpoint_dir)`
-    is called after each epoch's checkpoint is on disk (Ray Tune reports from there).
+    The trial's checkpoint folder under `workdir` (`rem.training.checkpoint`) receives the state after every
+    epoch; `resume_from` (a folder holding a checkpoint, by default that same one) continues an interrupted trial.
+    `on_epoch(metrics, checkpoint_dir, history)` is called after each epoch's checkpoint is on disk (Ray Tune
+    reports from there); `history` is the run's own list (read it, do not change it).
     """
-    checkpoint_dir = Path(workdir) / "checkpoint"
+    checkpoint_dir = trial_checkpoint_dir(workdir)
     run = set_up(cfg, Path(repo_root or Path.cwd()))
     saved = load_checkpoint(resume_from if resume_from is not None else checkpoint_dir)
     if saved is not None:
-        run.restore(saved)
+        restore_run(run, saved)
         carry_first_epoch(resume_from, checkpoint_dir)
         if run.history and run.history[-1].get("stopped_early"):  # patience ended it: a longer cap changes nothing
             return run.history[-1]
@@ -230,10 +232,10 @@ def train(
         })
         stopping = final_keys is not None
         if stopping:
-            finish(run, epoch, metrics, final_keys, checkpoint_dir)
+            end_trial(run, epoch, metrics, final_keys, checkpoint_dir)
         record_epoch(run, epoch, metrics, checkpoint_dir, stopping)
         if on_epoch is not None:
-            on_epoch(metrics, checkpoint_dir)
+            on_epoch(metrics, checkpoint_dir, run.history)
         if stopping:
             if epoch + 1 < cfg.train.epochs:
                 log.info("stopping after epoch %d: no better validation loss for %d epochs (patience)", epoch + 1, stale)

@@ -1,5 +1,6 @@
 """One trial in training: the model and what trains it (forward, optimizer, schedule, pruner), the records a
-checkpoint restores (history, best weights, the next epoch), and how one split of it is evaluated.
+checkpoint restores (history, best weights, the next epoch), how one split of it is evaluated, and its final
+evaluation: the numbers the paper's tables use, with how they were obtained.
 
 `TrainingRun.create` builds the parts in a fixed order after the trial's seed, so every run of a config (on any
 device, fresh or resumed) starts from the same initial weights.
@@ -7,6 +8,7 @@ device, fresh or resumed) starts from the same initial weights.
 
 from __future__ import annotations
 
+import copy
 import math
 from dataclasses import dataclass, field
 
@@ -16,9 +18,12 @@ from rem.models.from_config import build_model
 from rem.config import Config
 from rem.data import BatchTransform, Splits
 from rem.evaluate import batches_of, evaluate, per_class_metrics
-from rem.pruning import Pruner
-from rem.pruning.capsules import CapsulePruner
+from rem.pruning import TrialPruner
+from rem.pruning.for_trial import trial_pruner
 from rem.training.validation_loss import ValidationLoss
+
+# Metric families an epoch's test pass records that the final evaluation reports again under `final/`.
+FINAL_FAMILIES = ("test/", "val/", "entropy/", "parse_trees/", "images/", "extra/", "routing/")
 
 
 def no_best() -> dict:
@@ -46,6 +51,41 @@ def compiled(cfg: Config, model: torch.nn.Module) -> torch.nn.Module:
     return torch.compile(model) if cfg.train.compile else model
 
 
+def final_weights_choice(cfg: Config) -> str:
+    """"best" or "last": `eval.final_checkpoint`, whose "auto" is the best-validation-loss epoch for an unpruned run
+    (as REM evaluates "+Q") and the last epoch for a pruned one (as REM evaluates "+REM")."""
+    if cfg.eval.final_checkpoint != "auto":
+        return cfg.eval.final_checkpoint
+    return "best" if cfg.prune.method == "none" else "last"
+
+
+def final_net(model, best: dict, epoch: int, last_epoch: int):
+    """The model with the final evaluation's weights: itself for the last epoch, a copy holding the best ones."""
+    if epoch == last_epoch:
+        return model
+    net = copy.deepcopy(model)
+    net.load_state_dict(best["model"])
+    return net
+
+
+def final_model_on_test(run: TrainingRun, metrics: dict, images: int):
+    """(the trial's final model, the first `images` test images): what the re-evaluations of a trial's final
+    model -- its mechanism curve, its robustness -- start from."""
+    net = final_net(run.model, run.best, int(metrics["final/checkpoint_epoch"]), int(metrics["epoch"]))
+    return net, run.splits.test.head(images)
+
+
+def epoch_as_final(last_metrics: dict, quantized_forward: bool) -> dict:
+    """The `final/` metrics of a trial whose last epoch already evaluated the test split with the final weights and
+    forward: its test metrics, and its validation metrics in that forward (`val_q/` when the epoch's forward is +Q;
+    `val/` is then the plain forward the best-epoch choice reads)."""
+    val = "val_q/" if quantized_forward else "val/"
+    final = {f"final/{k}": v for k, v in last_metrics.items()
+             if k.startswith(FINAL_FAMILIES) and not k.startswith("val/")}
+    final.update({f"final/val/{k[len(val):]}": v for k, v in last_metrics.items() if k.startswith(val)})
+    return final
+
+
 @dataclass
 class TrainingRun:
     cfg: Config
@@ -56,7 +96,7 @@ class TrainingRun:
     forward: torch.nn.Module  # what steps and evaluations call: `compiled(cfg, model)`
     optimizer: torch.optim.Optimizer
     scheduler: torch.optim.lr_scheduler.LRScheduler
-    pruner: Pruner | CapsulePruner
+    pruner: TrialPruner
     # One dict, updated in place each epoch, so the search's ValidationLoss sees the hard margin once it applies
     loss_kwargs: dict
     search_val: ValidationLoss | None = None  # REM's end-of-epoch threshold search: its validation passes
@@ -72,41 +112,29 @@ class TrainingRun:
         scheduler = torch.optim.lr_scheduler.ExponentialLR(optimizer, gamma=cfg.train.lr_decay)
         transform = BatchTransform.from_config(spec, cfg.data)
         forward = compiled(cfg, model)
-        if cfg.prune.method == "capsules":  # structured: rebuilds the model smaller (see `adopt_pruned`)
-            pruner = CapsulePruner(model, cfg.prune, lambda **extra: build_model(cfg, spec, **extra).to(device),
-                                   spec.in_shape, cfg.train.precision)
-        else:
-            pruner = Pruner(model, cfg.prune)
+        pruner = trial_pruner(model, cfg.prune, lambda **extra: build_model(cfg, spec, **extra).to(device),
+                              spec.in_shape, cfg.train.precision)
         run = cls(cfg, splits, device, transform, model, forward, optimizer, scheduler, pruner, cfg.train.margin(0))
-        if cfg.prune.method in ("rem", "capsules") and cfg.prune.threshold_search != "none":
+        if pruner.searches_threshold:
             run.search_val = ValidationLoss(  # each search starts with a complete validation pass
                 splits.val.images, splits.val.labels, transform, batch_size=cfg.train.eval_batch_size,
                 num_classes=spec.num_classes, precision=search_precision(cfg), loss_kwargs=run.loss_kwargs,
                 order_by_loss=cfg.prune.order_by_loss,
-                compiled=forward if cfg.train.compile and cfg.prune.method == "rem" else None)
+                # the compiled forward would go stale once the pruner rebuilds the model
+                compiled=forward if cfg.train.compile and not pruner.rebuilds_model else None)
         return run
 
-    def restore(self, state: dict) -> None:
-        """Continue from a checkpoint `state`: weights, optimizer, schedule, pruner and the records."""
-        if self.cfg.prune.method == "capsules":  # saved at its pruned size: rebuilt at that size before loading
-            self.model = self.pruner.restore_structure(state["pruner"], self.model, self.optimizer)
-            self.forward = compiled(self.cfg, self.model)
-        self.model.load_state_dict(state["model"])
-        self.optimizer.load_state_dict(state["optimizer"])
-        self.scheduler.load_state_dict(state["scheduler"])
-        self.pruner.load_state_dict(state["pruner"], self.model)
-        self.start_epoch, self.history, self.best = state["epoch"], state["history"], state["best"]
+    def use_model(self, model: torch.nn.Module) -> None:
+        """Train `model` from now on (the pruner's rebuilt one), with its own forward; the same model: nothing."""
+        if model is not self.model:
+            self.model, self.forward = model, compiled(self.cfg, model)
 
     def adopt_pruned(self) -> None:
-        """Capsule pruning hands over a rebuilt, smaller model after a pruning step: train that one from now on."""
-        if self.cfg.prune.method != "capsules":
-            return
+        """After the pruner's end of epoch: train the model it hands over (capsule pruning's rebuilt, smaller one)."""
         rebuilt = self.pruner.adopt(self.model, self.optimizer)
-        if rebuilt is self.model:
-            return
-        self.model = rebuilt
-        self.forward = compiled(self.cfg, rebuilt)
-        self.best = no_best()  # earlier weights no longer fit its shapes
+        if rebuilt is not self.model:
+            self.use_model(rebuilt)
+            self.best = no_best()  # earlier weights no longer fit its shapes
 
     def record_best(self, epoch: int, val_loss: float) -> int:
         """Keep the weights if `val_loss` is the lowest yet; returns the epochs since the best one."""
@@ -138,13 +166,25 @@ class TrainingRun:
             out.update(per_class_metrics(res["per_class"], named))
         return out
 
-    def checkpoint_state(self, epoch: int) -> dict:
-        """What `save_checkpoint` writes after the 0-based `epoch`: everything `restore` reads, plus the config and
-        data shape the model package and the report rebuild the model from."""
-        spec = self.splits.spec
-        return {
-            "model": self.model.state_dict(), "optimizer": self.optimizer.state_dict(),
-            "scheduler": self.scheduler.state_dict(), "pruner": self.pruner.state_dict(), "best": self.best,
-            "epoch": epoch + 1, "history": self.history, "config": self.cfg.to_dict(),
-            "data_shape": {"in_shape": list(spec.in_shape), "num_classes": spec.num_classes},
-        }
+    def final_evaluation(self, last_metrics: dict, keys: list | None = None) -> dict:
+        """The `final/...` metrics of this trial, stopping after the epoch `last_metrics` describes.
+
+        Which weights: `final_weights_choice`. Which forward: +Q when `eval.final_quantized`. Recorded as
+        `final/checkpoint_epoch`, `final/best_checkpoint` (0 when the best weights were asked for but none were
+        kept, so the last epoch's were used) and `final/quantized`. Extra splits (affNIST's MNIST 40x40 validation
+        split, smallNORB's familiar views) are read from the same weights and forward. `keys`: as `split_metrics`.
+        """
+        cfg, best, last_epoch = self.cfg, self.best, int(last_metrics["epoch"])
+        use_best = final_weights_choice(cfg) == "best" and best["model"] is not None
+        epoch = best["epoch"] if use_best else last_epoch
+        info = {"final/checkpoint_epoch": epoch, "final/best_checkpoint": float(use_best),
+                "final/quantized": float(cfg.eval.final_quantized)}
+        same_as_epoch = epoch == last_metrics["epoch"] and cfg.eval.final_quantized == cfg.eval.quantized_forward
+        if same_as_epoch and cfg.eval.split == "test":  # this epoch's test metrics are already the final ones
+            return {**info, **epoch_as_final(last_metrics, cfg.eval.quantized_forward)}
+        net = final_net(self.model, best, epoch, last_epoch)
+        out = {**info, **self.split_metrics(self.splits.test, "final/test", True, quantized=cfg.eval.final_quantized,
+                                            net=net, keys=keys)}
+        for name, split in [("val", self.splits.val), *((f"extra/{k}", v) for k, v in self.splits.extra.items())]:
+            out.update(self.split_metrics(split, f"final/{name}", False, quantized=cfg.eval.final_quantized, net=net))
+        return out

@@ -20,11 +20,10 @@ import torch
 from rem.config import Config
 from rem.data.splits import Split
 from rem.device import HOST
-from rem.training.final_evaluation import final_model_on_test
 from rem.analysis.robustness.families import IDENTITY, check_families, check_family_names, select_families
 from rem.analysis.robustness.transforms import transform_images
 from rem.analysis.sparsity_curve import long_form, package_evaluation, publish_table
-from rem.training.run import evaluate_split
+from rem.training.run import evaluate_split, final_model_on_test
 
 ROUTING_METRICS = ("entropy/mean", "entropy/std", "parse_trees/total", "routing/coupling_entropy")
 LABELS = ("family", "strength", "model.name", "epoch")  # the columns of a frame that are not metrics

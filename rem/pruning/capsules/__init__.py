@@ -17,16 +17,15 @@ inputs, zero ones included, so there the rebuilt model is a (fine-tuned) approxi
 useful each type is, and what a model costs; `pruner`: `CapsulePruner`, the schedule and rule the trainer drives.
 """
 
-from rem.pruning.capsules.criteria import (CRITERIA, capsule_report, coupling_mass_scores, flops_per_image,
-                                     sensitivity_add_, weight_norm_scores)
+from rem.pruning.capsules.criteria import (capsule_report, coupling_mass_scores, flops_per_image, sensitivity_add_,
+                                           weight_norm_scores)
 from rem.pruning.capsules.layout import (CapsuleLayout, Entry, build_args_from_weights, capsule_layout, mask_capsules,
                                    prune_capsules, retarget_optimizer, type_slices)
-from rem.pruning.capsules.pruner import (RULES, CapsulePruner, largest_harmless_removal, types_to_remove,
-                                   validate_capsule_options)
+from rem.pruning.capsules.pruner import CapsulePruner, largest_harmless_removal, types_to_remove
+from rem.pruning.config import CRITERIA, RULES  # validated with the rest of the prune section
 
 __all__ = [
     "CRITERIA", "RULES", "CapsuleLayout", "CapsulePruner", "Entry", "build_args_from_weights", "capsule_layout",
     "capsule_report", "coupling_mass_scores", "flops_per_image", "largest_harmless_removal", "mask_capsules",
-    "prune_capsules", "retarget_optimizer", "sensitivity_add_", "type_slices", "types_to_remove",
-    "validate_capsule_options", "weight_norm_scores",
+    "prune_capsules", "retarget_optimizer", "sensitivity_add_", "type_slices", "types_to_remove", "weight_norm_scores",
 ]

@@ -21,8 +21,6 @@ from rem.models.registry import count_parameters
 from rem.pruning import sparsity_report
 from rem.pruning.capsules.layout import capsule_layout
 
-CRITERIA = ("weight_norm", "coupling_mass", "sensitivity")
-
 
 def weight_norm_scores(model: nn.Module) -> torch.Tensor:
     layout = capsule_layout(model)

@@ -11,10 +11,8 @@ from torch import nn
 from rem.device import HOST
 from rem.evaluate import batches_of, evaluate, model_device
 from rem.pruning import schedule_sparsity, sparsity_report
-from rem.pruning.capsules.criteria import CRITERIA, capsule_report, coupling_mass_scores, sensitivity_add_, weight_norm_scores
+from rem.pruning.capsules.criteria import capsule_report, coupling_mass_scores, sensitivity_add_, weight_norm_scores
 from rem.pruning.capsules.layout import capsule_layout, prune_capsules, retarget_optimizer
-
-RULES = ("fraction", "rem")
 
 
 def types_to_remove(fraction: float, types: int, step: int, steps: int, schedule: str) -> int:
@@ -56,6 +54,8 @@ class CapsulePruner:
     prune.schedule (cubic/linear). With capsule_rule "rem" a step removes only as many of those as keep the
     validation loss <= base * (1 + twt)."""
 
+    rebuilds_model = True  # see `adopt` and `restore_structure`
+
     def __init__(self, model: nn.Module, cfg, build: Callable[..., nn.Module], in_shape: tuple[int, int, int],
                  precision: str = "fp32"):
         self.cfg, self.build, self.in_shape, self.precision = cfg, build, tuple(in_shape), precision
@@ -69,7 +69,13 @@ class CapsulePruner:
         self.history: list[dict] = []
         self._pending: tuple[nn.Module, dict] | None = None
 
-    # --- the Pruner interface
+    # --- the Pruner interface (rem.pruning.pruner.TrialPruner)
+    @property
+    def searches_threshold(self) -> bool:
+        """Validation passes at each end of epoch (the coupling-mass criterion and the "rem" rule read them),
+        unless `threshold_search: none` turns them off."""
+        return self.cfg.threshold_search != "none"
+
     def at_start(self, model: nn.Module, batch_loss_fn=None) -> dict:
         return capsule_report(model, self.in_shape, self.original_types, self.original_prunable)
 
@@ -144,14 +150,3 @@ class CapsulePruner:
         retarget_optimizer(optimizer, model, new)
         return new
 
-
-def validate_capsule_options(cfg) -> None:
-    """PruneConfig's checks of the capsule options (called from PruneConfig.validate)."""
-    if cfg.capsule_criterion not in CRITERIA:
-        raise ValueError(f"PruneConfig.capsule_criterion={cfg.capsule_criterion!r} is not one of {list(CRITERIA)}")
-    if cfg.capsule_rule not in RULES:
-        raise ValueError(f"PruneConfig.capsule_rule={cfg.capsule_rule!r} is not one of {list(RULES)}")
-    if not 0 <= cfg.capsule_fraction < 1:
-        raise ValueError(f"PruneConfig.capsule_fraction={cfg.capsule_fraction!r} must be in [0, 1)")
-    if cfg.method == "capsules" and cfg.capsule_fraction <= 0:
-        raise ValueError(f"PruneConfig.capsule_fraction={cfg.capsule_fraction!r} must be in (0, 1) for method='capsules'")

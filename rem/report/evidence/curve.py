@@ -9,10 +9,11 @@ from __future__ import annotations
 
 import pandas as pd
 
-from rem.report.evidence.tables import METRICS, Spread, direction, finished, spread
-from rem.report.render import Table
-from rem.report.tables import variant_order
 from rem.analysis.sparsity_curve import curves_from_results
+from rem.report.evidence.tables import METRICS, Spread, direction, spread
+from rem.report.render import Table
+from rem.results.frames import last_rows
+from rem.results.variants import variant_order
 
 # curve column -> (label, scale, digits): the final table's, in the curve's order
 COLUMNS = {c: METRICS[c] for c in ("test/acc", "entropy/mean", "parse_trees/total", "routing/coupling_entropy",
@@ -23,8 +24,7 @@ ENTROPY_RESOLUTION = 1e-3  # the tables print entropy to 3 decimals: smaller dif
 
 def trial_curves(results: pd.DataFrame) -> pd.DataFrame:
     """Every finished trial's recorded curve in long form (trial, model, variant, seed, scope, target, metrics)."""
-    done = finished(results)
-    return curves_from_results(done.groupby("trial_key").tail(1))
+    return curves_from_results(last_rows(results))
 
 
 def point_spreads(curves: pd.DataFrame, model: str, variant: str, scope: str) -> dict[float, dict[str, Spread]]:

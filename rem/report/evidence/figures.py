@@ -8,14 +8,15 @@ import numpy as np
 import pandas as pd
 from matplotlib.ticker import MaxNLocator
 
-from rem.report.evidence.tables import METRICS, arm_rows, arms, finished, spread
+from rem.report.evidence.tables import METRICS, arm_rows, arms, spread
 from rem.report.figures.style import colours, plt, save
+from rem.results.frames import finished_trials
 
 PANELS = ("test/acc", "entropy/mean", "parse_trees/total", "sparsity", "routing/coupling_entropy", "routing/dead_capsules")
 
 
 def epochs_figure(results: pd.DataFrame, model: str, path: Path) -> Path:
-    done = finished(results)
+    done = finished_trials(results)
     variants = [v for m, v in arms(done) if m == model]
     palette = colours(variants)
     fig, axes = plt.subplots(2, 3, figsize=(13, 7), constrained_layout=True)

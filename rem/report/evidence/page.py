@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import pandas as pd
 
-from rem.report.evidence.tables import (cost_table, epoch_table, final_spreads, final_table, finished, first_epoch_table,
-                                 verdict_tables)
 from rem.report.evidence.curve import curve_tables
+from rem.report.evidence.tables import cost_table, epoch_table, final_spreads, final_table, first_epoch_table, verdict_tables
 from rem.report.render import to_markdown
+from rem.results.frames import finished_trials
 
 # Per architecture: its curves over epochs (from the Parquet), then the report stage's coupling histograms
 # (first vs last epoch, +Q vs +REM; drawn from checkpoints, so copied, not regenerated).
@@ -16,7 +16,7 @@ FIGURES = ("epochs_{model}.png", "curve_{model}.png", "couplings_{model}.png")
 
 def render_tables(results: pd.DataFrame) -> dict[str, str]:
     """Every evidence table as Markdown, by file name; the page embeds the same strings."""
-    done = finished(results)
+    done = finished_trials(results)
     spreads = final_spreads(results)  # the final table and the verdicts read the same numbers
     curves = curve_tables(results)
     verdicts = verdict_tables(spreads) + [tables[0] for tables in curves.values()]  # with the curves' onsets
@@ -37,11 +37,11 @@ def run_lines(run: dict) -> list[str]:
     return [f"- **{label}:** {run[key]}" for key, label in keys if run.get(key)]
 
 
-def render_page(results: pd.DataFrame, run: dict, figures: list[str], notes: str = "") -> str:
+def evidence_page(results: pd.DataFrame, run: dict, figures: list[str], notes: str = "") -> str:
     """The page as Markdown: `run` describes how the run was made, `figures` are file names under figures/, `notes`
     is the hand-written reading of the numbers (reports/evidence/notes.md), linked rather than generated."""
     tables = render_tables(results)
-    done = finished(results)
+    done = finished_trials(results)
     trials = done["trial_key"].nunique()
     epochs = ", ".join(f"{m} {int(e)}" for m, e in done.groupby("model.name")["epoch"].max().items())
     parts = [

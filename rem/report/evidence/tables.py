@@ -13,8 +13,9 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-from rem.report.tables import label_trials, variant_order
-from rem.report.render import Table, to_markdown
+from rem.report.render import Table
+from rem.results.frames import final_value, finished_trials, last_rows
+from rem.results.variants import variant_order
 
 # results column -> (label, scale, digits). Per-epoch values; a trial's last row also has `final/<column>`.
 METRICS = {
@@ -58,11 +59,6 @@ def spread(values, scale: float = 1.0) -> Spread:
     return Spread(float(v.mean()), float(v.std()), len(v)) if len(v) else Spread(math.nan, math.nan, 0)
 
 
-def finished(results: pd.DataFrame) -> pd.DataFrame:
-    done = label_trials(results)
-    return done[done["status"] == "FINISHED"].sort_values(["trial_key", "epoch"])
-
-
 def arms(frame: pd.DataFrame) -> list[tuple[str, str]]:
     """(model, variant) pairs in table order: models by name, variants +Q, +REM, then the controls."""
     pairs = {(str(m), str(v)) for m, v in zip(frame["model.name"], frame["variant"])}
@@ -73,23 +69,15 @@ def arm_rows(frame: pd.DataFrame, model: str, variant: str) -> pd.DataFrame:
     return frame[(frame["model.name"].astype(str) == model) & (frame["variant"] == variant)]
 
 
-def final_value(last: pd.DataFrame, column: str) -> pd.Series:
-    """The final evaluation's value where a trial has one (same checkpoint as its headline), else its last epoch's."""
-    epoch = last[column] if column in last else pd.Series(np.nan, index=last.index)
-    final = last.get(f"final/{column}")
-    return epoch if final is None else final.where(final.notna(), epoch)
-
-
 def final_spreads(results: pd.DataFrame) -> dict[tuple[str, str], dict[str, Spread]]:
     """Per (model, variant): each metric's final value over seeds."""
-    done = finished(results)
-    last = done.groupby("trial_key").tail(1)
+    last = last_rows(results)
     return {(m, v): {c: spread(final_value(arm_rows(last, m, v), c), scale) for c, (_, scale, _) in METRICS.items()}
             for m, v in arms(last)}
 
 
 def final_table(results: pd.DataFrame, spreads: dict) -> Table:
-    seeds = finished(results).groupby(["model.name", "variant"])["train.seed"].nunique()
+    seeds = finished_trials(results).groupby(["model.name", "variant"])["train.seed"].nunique()
     rows = [[m, v, str(int(seeds[(m, v)])), *(s[c].text(METRICS[c][2]) for c in METRICS)] for (m, v), s in spreads.items()]
     return Table("Final evaluation, per architecture and variant", ["Model", "Variant", "Seeds",
                  *(label for label, _, _ in METRICS.values())], rows,
@@ -98,7 +86,7 @@ def final_table(results: pd.DataFrame, spreads: dict) -> Table:
 
 
 def epoch_table(results: pd.DataFrame, model: str) -> Table:
-    done = finished(results)
+    done = finished_trials(results)
     rows = []
     for m, variant in (a for a in arms(done) if a[0] == model):
         for epoch, group in arm_rows(done, m, variant).groupby("epoch"):
@@ -111,7 +99,7 @@ def epoch_table(results: pd.DataFrame, model: str) -> Table:
 
 def first_epoch_table(results: pd.DataFrame) -> Table:
     """How far one epoch of REM's recipe gets: the unpruned arm's first epoch, per seed and over seeds."""
-    done = finished(results)
+    done = finished_trials(results)
     first = done[(done["epoch"] == 1) & (done["variant"] == "+Q")]
     rows = []
     for model, group in first.groupby("model.name"):
@@ -229,7 +217,7 @@ def verdict_tables(spreads: dict) -> list[Table]:
 def cost_table(results: pd.DataFrame, min_epochs: int = 201, seeds: int = 5) -> Table:
     """What each arm's epoch cost here, the threshold search's share of it, and what REM's full protocol (all
     training images per epoch, patience 200: at least 201 epochs, 5 seeds) would take at this speed."""
-    done = finished(results)
+    done = finished_trials(results)
     rows = []
     q_epoch = {m: float(arm_rows(done, m, v)["time/epoch_s"].mean()) for m, v in arms(done) if v == "+Q"}
     for model, variant in arms(done):

@@ -10,14 +10,15 @@ from pathlib import Path
 
 import pandas as pd
 
+from rem.analysis.sparsity_curve import curves_from_results
 from rem.config import Config
 from rem.models import has_routing, list_models
-from rem.report.figures import couplings, curve, graphs, overlap, parallel, robustness, saliency, sweep_plots
 from rem.report.dvc_outputs import file_slug
+from rem.report.figures import couplings, curve, graphs, overlap, parallel, robustness, saliency, sweep_plots
 from rem.report.figures.internals import CheckpointMissingError, load_trial, snapshot
 from rem.report.robustness import robustness_points
-from rem.report.tables import final_rows, label_trials, variant_order
-from rem.analysis.sparsity_curve import curves_from_results
+from rem.results.frames import last_rows, trial_points, training_points
+from rem.results.variants import variant_order
 
 log = logging.getLogger("rem.report.figures")
 
@@ -31,14 +32,12 @@ class Figure:
 
 def representatives(results: pd.DataFrame) -> pd.DataFrame:
     """One finished trial per (dataset, model, variant): the smallest seed's."""
-    done = label_trials(results)
-    done = done[done["status"] == "FINISHED"].sort_values("epoch").groupby("trial_key").tail(1)
-    done = done.sort_values(["data.dataset", "model.name", "train.seed"])
+    done = last_rows(results).sort_values(["data.dataset", "model.name", "train.seed"])
     return done.groupby(["data.dataset", "model.name", "variant"], sort=True).head(1)
 
 
 def sweep_figures(results: pd.DataFrame, out_dir: Path) -> list[Figure]:
-    trials, epochs = sweep_plots.trial_points(results), sweep_plots.training_points(results)
+    trials, epochs = trial_points(results), training_points(results)
     figures = []
     for dataset in sorted(set(trials["dataset"])):
         figures.append(Figure("Accuracy and entropy vs sparsity", sweep_plots.pareto_figure(
@@ -58,7 +57,7 @@ def sweep_figures(results: pd.DataFrame, out_dir: Path) -> list[Figure]:
 def curve_figures(results: pd.DataFrame, out_dir: Path) -> list[Figure]:
     """Per dataset and model, the mechanism curves its trials recorded (`eval.sparsity_curve`), mean ± seed spread
     per variant; nothing when no trial recorded one."""
-    curves = curves_from_results(label_trials(final_rows(results)), keep=("trial_key", "data.dataset", "model.name", "variant", "train.seed"))
+    curves = curves_from_results(last_rows(results), keep=("trial_key", "data.dataset", "model.name", "variant", "train.seed"))
     figures = []
     if curves.empty:
         return figures

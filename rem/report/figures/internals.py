@@ -1,9 +1,9 @@
 """What the checkpoint figures look at: a trained model's routing on a few real test images.
 
-`load_trial_model` rebuilds a trial's model from its checkpoint (the config saved inside it) with the
-last or the first epoch's weights; `figure_images` loads the first N test images of that config's dataset
-through the evaluation transform; `snapshot` runs the forward the paper's tables use (+Q when the trial's
-final evaluation was quantized) and keeps couplings, predictions and, for models whose class layer routes
+`load_trial` rebuilds a trial's model from its checkpoint (the config saved inside it, read through
+`rem.training.checkpoint`) with the last or the first epoch's weights, and loads the first N test images of that
+config's dataset through the evaluation transform; `snapshot` runs the forward the paper's tables use (+Q when the
+trial's final evaluation was quantized) and keeps couplings, predictions and, for models whose class layer routes
 from spatial primary capsules, those capsules with their grid.
 """
 
@@ -15,14 +15,13 @@ from pathlib import Path
 import torch
 
 from rem.capsules import SabourStem
-from rem.config import Config, from_dict
-from rem.data import BatchTransform
+from rem.config import Config
+from rem.data import BatchTransform, prepare_data
 from rem.device import resolve_device
-from rem.pruning.capsules import build_args_from_weights
-from rem.io import load_plain
 from rem.models.from_config import build_model
-from rem.training.checkpoint import CHECKPOINT_FILE, FIRST_EPOCH_FILE
-from rem.data import prepare_data
+from rem.pruning.capsules import build_args_from_weights
+from rem.training.checkpoint import (CHECKPOINT_FILE, FIRST_EPOCH_FILE, checkpoint_file, load_checkpoint,
+                                     load_first_epoch, saved_config, saved_weights)
 
 # Where the data comes from is the report machine's business, not the trial's (it may have run elsewhere).
 DATA_SOURCE_KEYS = ("root", "mirror", "system_root", "download", "prepared")
@@ -62,23 +61,20 @@ class RoutingSnapshot:
 
 def load_trial(checkpoint_dir: Path, report_cfg: Config, repo_root: Path, count: int,
                which: str = "last") -> tuple[TrialModel, FigureImages]:
-    """The model of the checkpoint in `checkpoint_dir` with the `last` (state.pt) or `first` epoch's weights,
+    """The model of the checkpoint in `checkpoint_dir` with the `last` (its state's) or `first` epoch's weights,
     and the first `count` test images of its dataset (data sources from `report_cfg`), on the report machine's
     device (`report_cfg.train.device`; the checkpoint may come from a GPU trial and load on a CPU)."""
     checkpoint_dir = Path(checkpoint_dir)
-    state_file = checkpoint_dir / CHECKPOINT_FILE
-    if not state_file.exists():
+    state = load_checkpoint(checkpoint_dir)
+    if state is None:
         raise CheckpointMissingError(f"no {CHECKPOINT_FILE} in {checkpoint_dir}")
-    state = load_plain(state_file)
-    weights, epoch = state["model"], int(state["epoch"])
-    if which == "first":
-        first_file = checkpoint_dir / FIRST_EPOCH_FILE
-        if not first_file.exists():
-            raise CheckpointMissingError(f"no {FIRST_EPOCH_FILE} in {checkpoint_dir} (trained before it was kept)")
-        first = load_plain(first_file)
-        weights, epoch = first["model"], int(first["epoch"])
+    saved = load_first_epoch(checkpoint_dir) if which == "first" else state
+    if saved is None:
+        raise CheckpointMissingError(f"no {FIRST_EPOCH_FILE} in {checkpoint_dir} (trained before it was kept)")
+    weights, epoch = saved_weights(saved)
     overrides = {f"data.{k}": getattr(report_cfg.data, k) for k in DATA_SOURCE_KEYS}
-    cfg = from_dict(state["config"], f"{state_file} config", check_grid=False).with_overrides(overrides, "report data sources")
+    source = f"{checkpoint_file(checkpoint_dir)} config"
+    cfg = saved_config(state, source).with_overrides(overrides, "report data sources")
     splits = _splits(cfg, repo_root, count)
     device = resolve_device(report_cfg.train.device)
     model = build_model(cfg, splits.spec, **build_args_from_weights(weights)).to(device)  # capsule-pruned: its saved size

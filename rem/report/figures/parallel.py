@@ -8,18 +8,18 @@ from pathlib import Path
 
 import numpy as np
 import pandas as pd
+from matplotlib.lines import Line2D
 
 from rem.config import Config
 from rem.report.figures.style import colours, message_panel, plt, save
-from rem.report.figures.sweep_plots import trial_points
-from rem.report.tables import final_rows
+from rem.results.frames import last_rows, trial_points
 
 OUTCOMES = {"test_acc": "test acc (%)", "entropy": "entropy (bits)", "sparsity": "sparsity (%)"}
 
 
 def sweep_axes(results: pd.DataFrame) -> list[str]:
     """Config columns whose value differs between the trials (the grid's axes, whatever the grid was)."""
-    finals = final_rows(results)
+    finals = last_rows(results)
     config = [c for c in Config().flat() if c in finals.columns and not c.startswith(("sweep.", "report."))]
     return [c for c in config if finals[c].astype(str).nunique() > 1]
 
@@ -28,7 +28,7 @@ def parallel_table(results: pd.DataFrame) -> pd.DataFrame:
     """One row per finished trial: its axes' values, model, and outcomes."""
     axes = sweep_axes(results)
     points = trial_points(results)
-    finals = final_rows(results).set_index("trial_key")
+    finals = last_rows(results).set_index("trial_key")
     table = points[["trial_key", "model", *OUTCOMES]].copy()
     for axis in axes:
         table[axis] = finals.loc[table["trial_key"], axis].to_numpy()
@@ -68,8 +68,6 @@ def parallel_figure(results: pd.DataFrame, path: Path) -> Path:
     ax.set_xticks(range(len(columns)), [OUTCOMES.get(c, c) for c in columns], rotation=20, ha="right", fontsize=8)
     ax.set_yticks([])
     ax.set_xlim(-0.2, len(columns) - 0.6)
-    from matplotlib.lines import Line2D
-
     ax.legend(handles=[Line2D([], [], color=palette[m], label=m) for m in sorted(palette)], fontsize=8,
               loc="upper left", bbox_to_anchor=(1.0, 1.0))
     ax.set_title(f"{len(table)} trials: the sweep's axes against accuracy, entropy and sparsity (final evaluation)")

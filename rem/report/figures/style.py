@@ -7,6 +7,7 @@ from pathlib import Path
 import matplotlib
 
 from rem.io import atomic_write
+from rem.results.variants import variant_order
 
 matplotlib.use("Agg")  # headless: CI, Ray workers and DVC stages have no display
 
@@ -30,8 +31,6 @@ TARGET_MARKERS = ["s", "^", "D", "v", "P", "X", "p", "h", "<", ">"]
 
 def markers(variants) -> dict[str, str]:
     """A distinct marker per variant present: circles for the unpruned, a star for +REM, the rest in order."""
-    from rem.report.tables import variant_order
-
     out, spare = {}, iter(TARGET_MARKERS * 3)
     for variant in sorted(set(variants), key=variant_order):
         out[variant] = VARIANT_MARKERS.get(variant) or next(spare)

@@ -1,6 +1,7 @@
 """Figures from the results table alone: where each trial lands (accuracy and entropy vs sparsity, one row per
 architecture, Pareto fronts marked and their members named) and how each arm got there (accuracy, entropy and
-sparsity per epoch, mean ± std over seeds)."""
+sparsity per epoch, mean ± std over seeds). Both draw the points of `rem.results.frames` (`trial_points`,
+`training_points`)."""
 
 from __future__ import annotations
 
@@ -8,47 +9,12 @@ from pathlib import Path
 
 import numpy as np
 import pandas as pd
+from matplotlib.lines import Line2D
 
-from rem.results import pareto
 from rem.report.dvc_outputs import arm_curves
 from rem.report.figures.style import colours, markers, message_panel, plt, save
-from rem.report.tables import label_trials, variant_order
-
-POINT_COLUMNS = ["trial_key", "dataset", "model", "variant", "seed", "epoch", "sparsity", "test_acc", "entropy"]
-
-
-def _final_or_epoch(frame: pd.DataFrame, name: str) -> pd.Series:
-    """The final evaluation's value where the row has one, else the epoch's own."""
-    epoch = frame[name] if name in frame.columns else pd.Series(np.nan, index=frame.index)
-    final = frame.get(f"final/{name}")
-    return epoch if final is None else final.where(final.notna(), epoch)
-
-
-def training_points(results: pd.DataFrame) -> pd.DataFrame:
-    """One row per finished trial x epoch: sparsity (%), test accuracy (%), mean entropy (bits)."""
-    done = label_trials(results)
-    done = done[done["status"] == "FINISHED"].sort_values(["trial_key", "epoch"])
-    if done.empty:
-        return pd.DataFrame(columns=POINT_COLUMNS)
-    return pd.DataFrame({
-        "trial_key": done["trial_key"], "dataset": done["data.dataset"].astype(str),
-        "model": done["model.name"].astype(str), "variant": done["variant"], "seed": done["train.seed"],
-        "epoch": done["epoch"].astype(int),
-        "sparsity": done["sparsity"] if "sparsity" in done.columns else 0.0,
-        "test_acc": 100 * done["test/acc"], "entropy": done.get("entropy/mean", np.nan),
-    }).reset_index(drop=True)
-
-
-def trial_points(results: pd.DataFrame) -> pd.DataFrame:
-    """One row per finished trial: its final evaluation (accuracy, entropy) at its last epoch's sparsity."""
-    done = label_trials(results)
-    done = done[done["status"] == "FINISHED"].sort_values("epoch").groupby("trial_key").tail(1)
-    points = training_points(done)
-    if not points.empty:
-        ordered = done.set_index("trial_key").loc[points["trial_key"]]
-        points["test_acc"] = 100 * _final_or_epoch(ordered, "test/acc").to_numpy()
-        points["entropy"] = _final_or_epoch(ordered, "entropy/mean").to_numpy()
-    return points.sort_values("trial_key").reset_index(drop=True)
+from rem.results import pareto
+from rem.results.variants import variant_order
 
 
 def pareto_mask(x: np.ndarray, y: np.ndarray, maximize_y: bool) -> np.ndarray:
@@ -91,8 +57,6 @@ def _facet(ax, points: pd.DataFrame, column: str, maximize: bool, palette: dict,
 
 
 def _variant_legend(fig, palette: dict, shapes: dict) -> None:
-    from matplotlib.lines import Line2D
-
     handles = [Line2D([], [], color=palette[v], marker=shapes[v], markeredgecolor="black", linestyle="", markersize=8,
                       label=v) for v in palette]
     handles += [Line2D([], [], color="black", linestyle="--", label="front: sparsity vs that panel's objective"),

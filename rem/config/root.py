@@ -1,17 +1,95 @@
-"""Validation of a config tree: every key checked against its section's dataclass, then the checks across keys
-(known models and datasets, ranges, every sweep grid point). Errors are ConfigError naming the key."""
+"""`Config`, the whole validated configuration, and how a config tree becomes one (`from_dict`): every key checked
+against its section's dataclass, then the checks across keys (known models and datasets, ranges, every sweep grid
+point). Errors are ConfigError naming the key. The root and its validation share this module because each needs
+the other: a Config re-derived with overrides (`with_overrides`) is validated again."""
 
 from __future__ import annotations
 
 import copy
 import dataclasses
+import hashlib
+import json
 import types
 import typing
+from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from rem.results import grid
-from rem.config.sections import SECTION_CLASSES, Config, ConfigError, ModelConfig, set_dotted
+from rem.config.sections import (ConfigError, DataConfig, EvalConfig, FetchConfig, ModelConfig, ReportConfig,
+                                 SweepConfig, TrainConfig)
+from rem.data.registry import is_known_dataset, list_datasets
+from rem.device import check_setting as check_device_setting
+from rem.models import has_routing, list_models
+from rem.pruning import PruneConfig  # the pruning library's own config is the `prune` section
 from rem.analysis.robustness.families import RobustnessError, check_families
+
+
+@dataclass(frozen=True)
+class Config:
+    data: DataConfig = field(default_factory=DataConfig)
+    model: ModelConfig = field(default_factory=ModelConfig)
+    train: TrainConfig = field(default_factory=TrainConfig)
+    eval: EvalConfig = field(default_factory=EvalConfig)
+    sweep: SweepConfig = field(default_factory=SweepConfig)
+    report: ReportConfig = field(default_factory=ReportConfig)
+    prune: PruneConfig = field(default_factory=PruneConfig)
+    fetch: FetchConfig = field(default_factory=FetchConfig)
+    profile: str = "quick"
+
+    def to_dict(self) -> dict[str, Any]:
+        return dataclasses.asdict(self)
+
+    def flat(self) -> dict[str, Any]:
+        """Dotted keys -> values, the form MLflow params and results-table columns use."""
+        return flatten(self.to_dict())
+
+    def digest(self) -> str:
+        """Short stable hash of what decides trial results: data, model, train, eval and the grid.
+
+        Names the sweep (Ray experiment folder, MLflow parent run): an unchanged digest resumes the
+        same sweep; report or resource settings do not start a new one.
+        """
+        tree = {k: v for k, v in self.to_dict().items() if k in TRIAL_SECTIONS}
+        tree["train"].pop("device")  # where a trial runs, not what it computes: a sweep resumes on another device
+        tree["train"].pop("checkpoint_every")  # how often its state is saved, not what it computes
+        tree["grid"] = self.sweep.grid
+        return hashlib.sha256(json.dumps(tree, sort_keys=True).encode()).hexdigest()[:10]
+
+    def with_overrides(self, overrides: dict[str, Any], source: str = "override") -> "Config":
+        merged = self.to_dict()
+        for key, value in overrides.items():
+            set_dotted(merged, key, value, source)
+        # A trial's grid point leaves the grid as it was (already validated): no need to re-check every point.
+        return from_dict(merged, source, check_grid=any(k.startswith("sweep.") for k in overrides))
+
+
+SECTION_CLASSES = {  # params.yaml section -> its dataclass
+    "data": DataConfig, "model": ModelConfig, "train": TrainConfig,
+    "eval": EvalConfig, "sweep": SweepConfig, "report": ReportConfig, "fetch": FetchConfig, "prune": PruneConfig,
+}
+TRIAL_SECTIONS = ("data", "model", "train", "eval", "prune")  # the sections that decide a trial's result
+
+
+def flatten(tree: dict[str, Any], prefix: str = "") -> dict[str, Any]:
+    """Nested sections -> dotted keys; the grid, model options and per-model levels stay whole values."""
+    out: dict[str, Any] = {}
+    for key, value in tree.items():
+        name = f"{prefix}{key}"
+        if isinstance(value, dict) and value and not name.endswith(("grid", "options", "levels_per_model")):
+            out.update(flatten(value, name + "."))
+        else:
+            out[name] = value
+    return out
+
+
+def set_dotted(tree: dict[str, Any], key: str, value: Any, source: str = "override") -> None:
+    """Set `section.name` in a config tree; an unknown section fails naming the known ones."""
+    section, _, leaf = key.partition(".")
+    if section not in SECTION_CLASSES or not leaf:
+        raise ConfigError(f"{source}: unknown key {key!r}; keys look like <section>.<name>, sections: "
+                          f"{', '.join(SECTION_CLASSES)}")
+    tree.setdefault(section, {})[leaf] = value
+
 
 # Keys that old params files or checkpoints may still carry: the error says what replaced them.
 RENAMED = {
@@ -108,10 +186,6 @@ def _build_config(tree: dict[str, Any], source: str) -> Config:
 
 
 def _check_semantics(cfg: Config, source: str, check_grid: bool = True) -> None:
-    # Imported here: the registries import torch, which plain config parsing does not need.
-    from rem.device import check_setting as check_device_setting
-    from rem.models import has_routing, list_models
-
     if cfg.model.name not in list_models():
         raise ConfigError(f"{source}: model.name {cfg.model.name!r} is unknown; allowed: {', '.join(list_models())}")
     if not has_routing(cfg.model.name):
@@ -150,8 +224,6 @@ def _check_routing_free(cfg: Config, source: str) -> None:
 
 
 def _check_data(cfg: Config, source: str) -> None:
-    from rem.data.registry import is_known_dataset, list_datasets  # here: the registry imports torch
-
     for dataset in [cfg.data.dataset, *cfg.fetch.datasets]:
         if not is_known_dataset(dataset):
             raise ConfigError(f"{source}: dataset {dataset!r} is unknown; allowed: {', '.join(list_datasets())}, "
@@ -186,8 +258,6 @@ def _check_sizes(cfg: Config, source: str) -> None:
 
 def _check_sweep(cfg: Config, source: str) -> None:
     """Per-model resources, the grid's shape, matched controls, and every grid point as a config of its own."""
-    from rem.models import list_models  # here: the registry imports torch
-
     for model, resources in cfg.sweep.resources_per_model.items():
         if model not in list_models() or not isinstance(resources, dict) or not set(resources) <= {"cpu", "gpu"}:
             raise ConfigError(f"{source}: sweep.resources_per_model.{model} must be a known model mapped to "

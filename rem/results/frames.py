@@ -1,0 +1,71 @@
+"""What every reader of the results table shares -- the report's tables and figures, the evidence and claims pages,
+`rem pareto`: the finished trials labelled with their arm, each one's last row, a metric's final value, and the
+points the figures and the Pareto front are drawn from.
+
+A trial's last row carries its final evaluation (`final/<metric>`: the checkpoint and forward the paper reports,
+e.g. an unpruned trial's best-validation-loss epoch with +Q couplings); a run that predates it has only its epochs'
+own values, so every reader takes the final value where a trial has one and its last epoch's otherwise.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+
+from rem.results.variants import label_trials
+
+FINAL = "final/"
+POINT_COLUMNS = ["trial_key", "dataset", "model", "variant", "seed", "epoch", "sparsity", "test_acc", "entropy"]
+
+
+def finished_trials(results: pd.DataFrame) -> pd.DataFrame:
+    """The rows of the finished trials (a failed or stopped trial is no evidence), labelled with their `variant` and
+    table (`rem.results.variants.label_trials`), by trial and epoch."""
+    return label_trials(results[results["status"] == "FINISHED"]).sort_values(["trial_key", "epoch"])
+
+
+def last_rows(results: pd.DataFrame) -> pd.DataFrame:
+    """Each finished trial's last row, labelled, by trial: the row its final evaluation is on."""
+    return finished_trials(results).groupby("trial_key").tail(1)
+
+
+def final_value(rows: pd.DataFrame, column: str) -> pd.Series:
+    """`column` of each row from the final evaluation where the row has one, else the epoch's own (NaN without
+    either)."""
+    epoch = rows[column] if column in rows.columns else pd.Series(np.nan, index=rows.index)
+    final = rows.get(f"{FINAL}{column}")
+    return epoch if final is None else final.where(final.notna(), epoch)
+
+
+def with_final_values(rows: pd.DataFrame) -> pd.DataFrame:
+    """A copy of `rows` whose every metric with a final evaluation holds `final_value`: what a table aggregating
+    many metrics (per-class entropies, parse trees) reads, so that each comes from the same evaluation."""
+    out = rows.copy()
+    for column in rows.columns:
+        if column.startswith(FINAL):
+            out[column.removeprefix(FINAL)] = final_value(rows, column.removeprefix(FINAL))
+    return out
+
+
+def _points(rows: pd.DataFrame, test_acc: pd.Series, entropy) -> pd.DataFrame:
+    """`rows` (labelled) as plot points: sparsity and accuracy in %, mean entropy in bits."""
+    if rows.empty:
+        return pd.DataFrame(columns=POINT_COLUMNS)
+    return pd.DataFrame({
+        "trial_key": rows["trial_key"], "dataset": rows["data.dataset"].astype(str),
+        "model": rows["model.name"].astype(str), "variant": rows["variant"], "seed": rows["train.seed"],
+        "epoch": rows["epoch"].astype(int), "sparsity": rows["sparsity"] if "sparsity" in rows.columns else 0.0,
+        "test_acc": 100 * test_acc, "entropy": entropy,
+    }).reset_index(drop=True)
+
+
+def training_points(results: pd.DataFrame) -> pd.DataFrame:
+    """One row per finished trial x epoch: that epoch's sparsity (%), test accuracy (%) and mean entropy (bits)."""
+    done = finished_trials(results)
+    return _points(done, done.get("test/acc", np.nan), done.get("entropy/mean", np.nan))
+
+
+def trial_points(results: pd.DataFrame) -> pd.DataFrame:
+    """One row per finished trial, by trial: its final evaluation (accuracy, entropy) at its last epoch's sparsity."""
+    last = last_rows(results)
+    return _points(last, final_value(last, "test/acc"), final_value(last, "entropy/mean"))
