@@ -14,14 +14,14 @@ from pathlib import Path
 
 from benchmarks._common import environment_line, interleaved_medians, markdown_table
 from rem.config import Config
-from rem.tracking.model_store import model_from_package, model_package, save_package
+from rem.io import load_plain
 from rem.models import count_parameters, create_model, list_models
 from rem.pruning import Pruner
-from rem.io import load_plain
+from rem.tracking.model_store import model_from_package, model_package, save_package
 
 
 def checkpoint_like(name: str) -> dict:
-    """What `rem.train.train` checkpoints, for a freshly built model pruned by REM (so it has masks)."""
+    """What `rem.training.loop.train` checkpoints, for a freshly built model pruned by REM (so it has masks)."""
     cfg = Config().with_overrides({"model.name": name, "prune.method": "rem"}, "benchmark")
     model = create_model(name, in_shape=(1, 28, 28), num_classes=10)
     return {"model": model.state_dict(), "pruner": Pruner(model, cfg.prune).state_dict(), "best": {"model": None, "epoch": 0},

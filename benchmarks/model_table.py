@@ -9,7 +9,7 @@ image's inference forward (routing iterations included). Step time: batch 128, f
 backward + Adam step, one warm-up step then the median of `--repeats` (the step of `model_step_times.py`; a CNN
 baseline's margin loss on its softmax costs what its cross-entropy would). `--epoch-accuracy` trains each listed model for one epoch over
 the 54,500 Fashion-MNIST training images with the pipeline's `quick` profile (batch 64, bf16, no augmentation:
-the setting of CapsNet's recorded 85.89 %) via `rem.train.train`, and reports the +Q accuracy on the full
+the setting of CapsNet's recorded 85.89 %) via `rem.training.loop.train`, and reports the +Q accuracy on the full
 10,000-image test set. It costs minutes per model on 2 CPU cores (CapsNet ~20 min: not rerun by default).
 """
 

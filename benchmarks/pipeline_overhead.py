@@ -3,7 +3,7 @@ sweep stage with 1 and with N trials.
 
     REM_DATA_MIRROR=... PYTHONPATH=$PWD python benchmarks/pipeline_overhead.py [--steps 40] [--trials 3] [--repeats 1]
 
-direct:  rem.train.train(cfg) called in this process (torch already imported).
+direct:  rem.training.loop.train(cfg) called in this process (torch already imported).
 sweep 1: pipeline.sweep.run_sweep with a one-trial grid; sweep N: the same trial for N seeds, one at a time
          (max_concurrent 1). Each sweep runs in a fresh python process, as the DVC stage does, timed from its
          start to its exit: imports, a fresh MLflow sqlite store (parent + child runs), a local Ray
@@ -68,8 +68,8 @@ def sweep_timeline(cfg: Config, tmp: Path, started: float, returned: float) -> d
     """Where the sweep's time went, from its MLflow runs' start and end times (ms, this machine's clock)."""
     from mlflow.tracking import MlflowClient
 
-    from rem.tracking import runs as tracking
     from rem.results.table import sweep_id
+    from rem.tracking import runs as tracking
 
     client = MlflowClient(tracking.tracking_uri(cfg.sweep.tracking_uri, tmp))
     experiment = client.get_experiment_by_name(cfg.sweep.name).experiment_id
@@ -158,7 +158,7 @@ def main() -> None:
 
     print(f"\nRuns (median of {args.repeats}; seconds; 'outside' = wall minus the trials' own epochs)\n")
     print(markdown_table(["run", "trials", "wall (s)", "epochs (s)", "outside the epochs (s)"], [
-        ["direct rem.train.train", 1, d["wall"], d["epochs"], d["outside"]],
+        ["direct rem.training.loop.train", 1, d["wall"], d["epochs"], d["outside"]],
         ["pipeline.sweep.run_sweep", 1, one["wall"], one["epochs"], one["outside"]],
         ["pipeline.sweep.run_sweep", n, many["wall"], many["epochs"], many["outside"]],
     ]))

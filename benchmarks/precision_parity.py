@@ -2,7 +2,7 @@
 
     REM_DATA_MIRROR=... PYTHONPATH=$PWD python benchmarks/precision_parity.py [--steps 300] [--batch 64] [--seeds 42]
 
-Both runs go through rem.train.train (the pipeline's own loop) on real Fashion-MNIST with the same seed, so
+Both runs go through rem.training.loop.train (the pipeline's own loop) on real Fashion-MNIST with the same seed, so
 they see the same initial weights and the same batches; only train.precision differs. Default: 300 steps of
 64 (19,200 images, no augmentation, the quick profile's recipe), about 10 minutes on a quiet 2-core CPU.
 Target: |bf16 - fp32| test accuracy within 0.5 points (on the mean over --seeds; one seed pair also carries

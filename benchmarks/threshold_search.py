@@ -32,9 +32,9 @@ import torch
 from rem.config import from_dict
 from rem.data import BatchTransform, get_dataset, prepare_data
 from rem.losses import margin_loss
-from rem.pruning import Masks, PruneConfig, Pruner, threshold_search
 from rem.models.from_config import build_model
-from rem.training.checkpoint import load_checkpoint
+from rem.pruning import Masks, PruneConfig, Pruner, threshold_search
+from rem.training.checkpoint import CHECKPOINT_DIR, CHECKPOINT_FILE, load_checkpoint
 from rem.training.validation_loss import ValidationLoss
 
 REPO = Path(__file__).resolve().parents[1]
@@ -42,7 +42,7 @@ EPOCH_IMAGES = 54_500
 
 
 def newest_checkpoint() -> Path:
-    found = sorted((REPO / "results" / "ray").glob("*/*/checkpoint/state.pt"), key=lambda p: p.stat().st_mtime)
+    found = sorted((REPO / "results" / "ray").glob(f"*/*/{CHECKPOINT_DIR}/{CHECKPOINT_FILE}"), key=lambda p: p.stat().st_mtime)
     if not found:
         raise SystemExit("threshold_search: no checkpoint under results/ray; run `dvc repro` or pass --checkpoint DIR")
     return found[-1].parent
@@ -107,7 +107,7 @@ def main():
     ckpt_dir = args.checkpoint or newest_checkpoint()
     state = load_checkpoint(ckpt_dir)
     state["config"].get("prune", {}).pop("min_step_weights", None)  # older checkpoints: see rem.config.RENAMED
-    cfg = from_dict(state["config"], source=str(ckpt_dir / "state.pt"))
+    cfg = from_dict(state["config"], source=str(ckpt_dir / CHECKPOINT_FILE))
     cfg = cfg.with_overrides({"data.val_subset": args.val})  # quick runs validate on 1,000 of the 5,500
     spec = get_dataset(cfg.data.dataset)
     splits = prepare_data(cfg, REPO)

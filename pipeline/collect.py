@@ -13,11 +13,11 @@ import argparse
 import sys
 from pathlib import Path
 
-from rem.tracking import runs as tracking
 from rem.cli import run_with_params
 from rem.config import Config, add_params_arguments
-from rem.tracking.results import SweepNotFoundError, results_from_mlflow
 from rem.results.table import summary, sweep_id, write_results
+from rem.tracking import runs as tracking
+from rem.tracking.results import SweepNotFoundError, results_from_mlflow
 
 
 def collect(cfg: Config, args: argparse.Namespace) -> int:

@@ -14,10 +14,10 @@ import argparse
 import sys
 from pathlib import Path
 
-from rem.results import grid
 from rem.cli import run_with_params
 from rem.config import Config, add_params_arguments
 from rem.data import DataSourceError, fetch_datasets
+from rem.results import grid
 
 
 def datasets_needed(cfg: Config) -> list[str]:

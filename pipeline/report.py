@@ -19,9 +19,10 @@ from pathlib import Path
 
 import pandas as pd
 
-from rem.io import atomic_write, atomic_write_text
+from pipeline.ray_trials import POINT, storage_uri
 from rem.cli import CommandError, run_with_params
 from rem.config import Config, add_params_arguments
+from rem.io import atomic_write, atomic_write_text
 from rem.report import protocol, tables
 from rem.report.ablations import ablation_table
 from rem.report.capsule_pruning import capsule_table
@@ -30,13 +31,11 @@ from rem.report.page import render_page
 from rem.report.reference import load_published
 from rem.report.render import Table, to_latex, to_markdown
 from rem.report.robustness import protocol_accuracy, robustness_points, robustness_table
-from rem.results.frames import trial_points, training_points
+from rem.results.frames import training_points, trial_points
 from rem.results.grid import trial_key
 from rem.results.table import sweeps_in
 from rem.tracking import runs as tracking
 from rem.training.checkpoint import final_checkpoint
-
-from pipeline.ray_trials import POINT, storage_uri
 
 log = logging.getLogger("pipeline.report")
 

@@ -18,15 +18,14 @@ from pathlib import Path
 
 import pandas as pd
 
-from rem.results import grid
-from rem.tracking import runs as tracking
+from pipeline.ray_trials import POINT, storage_uri, trial_name
 from rem.cli import run_with_params
 from rem.config import Config, add_params_arguments
 from rem.data import DataSourceError, fetch_datasets
+from rem.results import grid
 from rem.results.table import failed_trials, ordered, summary, sweep_id, trial_rows, write_results
+from rem.tracking import runs as tracking
 from rem.training.checkpoint import load_history
-
-from pipeline.ray_trials import POINT, storage_uri, trial_name
 
 log = logging.getLogger("pipeline.sweep")
 
@@ -128,7 +127,7 @@ def trial_history(result) -> pd.DataFrame | None:
 
 
 def point_rows(context: dict, cfg: Config, point: dict, error: str, epochs: pd.DataFrame | None = None) -> pd.DataFrame:
-    """The results rows of the trial at grid `point` (`rem.results.trial_rows`)."""
+    """The results rows of the trial at grid `point` (`rem.results.table.trial_rows`)."""
     ident = {"sweep_id": context["sweep_id"], "trial_key": grid.trial_key(point), "status": "FAILED" if error else "FINISHED",
              "error": error}
     return trial_rows(ident, cfg.with_overrides(point, "sweep.grid"), epochs)

@@ -1,4 +1,4 @@
-"""The Ray Tune trainable: one trial = `rem.train.train` on the base config with the grid point applied.
+"""The Ray Tune trainable: one trial = `rem.training.loop.train` on the base config with the grid point applied.
 
 Everything a trial needs arrives as plain values (absolute paths, the tracking URI), because trials run
 in other processes, other working directories and possibly other machines.
@@ -19,22 +19,21 @@ from contextlib import nullcontext
 from pathlib import Path
 from typing import Any
 
-from mlflow.tracking import MlflowClient
 import ray
-from ray import tune
 import torch
+from mlflow.tracking import MlflowClient
+from ray import tune
 
-from rem.tracking import runs as tracking
 from rem.config import from_dict
-from rem.results.grid import trial_key
-from rem.data import get_dataset
+from rem.data import fetch_dataset, get_dataset
 from rem.data.sources import recorded_checksums
 from rem.device import (CUBLAS_WORKSPACE, cap_memory, configure_determinism, describe, numerics, release_memory,
                         resolve_device)
-from rem.training.checkpoint import checkpoint_file, final_checkpoint, saved_epoch
-from rem.data import fetch_dataset
-from rem.training.loop import NonFiniteLossError, train
+from rem.results.grid import trial_key
+from rem.tracking import runs as tracking
 from rem.tracking.trial_log import axis_params, best_metrics, log_config, log_final, run_name
+from rem.training.checkpoint import checkpoint_file, final_checkpoint, saved_epoch
+from rem.training.loop import NonFiniteLossError, train
 
 
 def trial_logging(level: str) -> None:

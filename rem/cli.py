@@ -20,7 +20,8 @@ import pandas as pd
 
 from rem.analysis.robustness.evaluation import publish_robustness, robustness_for_package
 from rem.analysis.robustness.families import RobustnessError, check_family_names
-from rem.analysis.sparsity_curve import CurveError, curve_for_package, load_source, publish_curve
+from rem.analysis.sources import SourceError, load_source
+from rem.analysis.sparsity_curve import CurveError, curve_for_package, publish_curve
 from rem.config import Config, ConfigError, add_params_arguments, load_from_args
 from rem.data import DataSourceError
 from rem.data.registry import get_dataset, is_known_dataset, list_datasets
@@ -93,7 +94,7 @@ def _sparsity_curve(cfg: Config, args: argparse.Namespace) -> int:
 
 
 # What reading a trained model (`load_source`) and its test split may raise: one line each.
-MODEL_SOURCE_ERRORS = (CurveError, ModelNotFoundError, ModelShapeError, UnsafeFileError, DataSourceError)
+MODEL_SOURCE_ERRORS = (SourceError, CurveError, ModelNotFoundError, ModelShapeError, UnsafeFileError, DataSourceError)
 
 
 def sparsity_curve_command(args: argparse.Namespace) -> int:

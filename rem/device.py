@@ -96,7 +96,7 @@ CUBLAS_WORKSPACE = ":4096:8"
 
 
 def configure_determinism(deterministic: bool) -> None:
-    """Before anything touches CUDA (`rem.train.set_up` calls it first): a deterministic trial needs cuBLAS's
+    """Before anything touches CUDA (`rem.training.loop.set_up` calls it first): a deterministic trial needs cuBLAS's
     workspace fixed by the environment, and that is read once, when the CUDA context is created."""
     if deterministic:
         os.environ.setdefault("CUBLAS_WORKSPACE_CONFIG", CUBLAS_WORKSPACE)

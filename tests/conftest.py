@@ -146,7 +146,7 @@ def official_batch(path: Path) -> dict:
 def derive_lossless200(official: Path, out: Path) -> None:
     """The staged repack, rebuilt: the same 200 test images (chosen by CIFAR file name, sorted by it) from the official
     test batch, pickled as the repack was (protocol 2, bytes keys), with batches.meta in the same form."""
-    wanted = (REPO / "tests" / "data" / "cifar10_lossless200_filenames.txt").read_text().split()
+    wanted = (REPO / "tests" / "recorded" / "cifar10_lossless200_filenames.txt").read_text().split()
     batch = official_batch(official / "test_batch")
     index = {name: i for i, name in enumerate(batch["filenames"])}
     missing = [n for n in wanted if n.encode() not in index]

@@ -73,7 +73,7 @@ class HostWaits(TorchFunctionMode):
 
 @contextmanager
 def counted_epochs():
-    """Counts the waits of every `rem.train.train_one_epoch` run inside the block: yields a list that receives,
+    """Counts the waits of every `rem.training.loop.train_one_epoch` run inside the block: yields a list that receives,
     per epoch, its counts and steps."""
     import rem.training.loop as trainer
 

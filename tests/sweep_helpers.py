@@ -19,7 +19,6 @@ from mlflow.tracking import MlflowClient
 from tests.conftest import REPO, synthetic_data
 
 BIN = Path(sys.executable).parent
-SMALL_CAPSNET = {"conv_channels": 32, "primary_types": 8}  # CapsNet's layout at 1/40 of the FLOPs
 
 
 def write_params(folder: Path, raw_root: Path, *, grid: dict, name: str, epochs: int = 1, train_subset: int = 256,

@@ -23,10 +23,10 @@ from torch.overrides import TorchFunctionMode
 
 from rem.config import ConfigError
 from rem.device import DeviceUnavailableError, autocast, check_setting, describe, resolve_device
-from rem.training.checkpoint import CHECKPOINT_FILE
+from rem.training.checkpoint import CHECKPOINT_FILE, trial_checkpoint_dir
 from rem.training.loop import train
 from tests.conftest import REPO
-from tests.test_train import tiny_cfg
+from tests.tiny_trials import tiny_cfg
 
 needs_cuda = pytest.mark.skipif(not torch.cuda.is_available(), reason="no CUDA device")
 
@@ -199,7 +199,7 @@ def assert_trial_on(device_type: str, casts, compute, workdir: Path):
     enabled = {t for t, on in casts if on}
     assert enabled == {device_type}  # bf16 autocast was entered, and only for the trial's device
     assert {t for t, _ in casts} == {device_type}  # the fp32 islands (routing, squash) too
-    state = torch.load(workdir / "checkpoint" / CHECKPOINT_FILE, map_location="cpu", weights_only=False)
+    state = torch.load(trial_checkpoint_dir(workdir) / CHECKPOINT_FILE, map_location="cpu", weights_only=False)
     assert state["config"]["train"]["device"] in ("auto", "cpu", "cuda")
 
 

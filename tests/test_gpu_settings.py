@@ -13,7 +13,7 @@ import yaml
 from rem.device import CUBLAS_WORKSPACE, cap_memory, configure_determinism, numerics, prepare_backend, release_memory
 from rem.models import create_model
 from tests.conftest import REPO
-from tests.test_train import tiny_cfg
+from tests.tiny_trials import tiny_cfg
 
 CUDA = torch.device("cuda", 0)
 

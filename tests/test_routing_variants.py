@@ -9,12 +9,7 @@ import torch
 
 from rem.capsules import efficient_squash, squash
 from rem.models.deepcaps import ConvCaps3d, squash_scalar_capsules
-from rem.routing import (
-    dynamic_routing,
-    quantize_couplings,
-    scaled_distance_routing,
-    self_attention_routing,
-)
+from rem.routing import dynamic_routing, quantize_couplings, scaled_distance_routing, self_attention_routing
 
 
 def votes_2x2() -> torch.Tensor:

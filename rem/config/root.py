@@ -14,14 +14,14 @@ import typing
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from rem.results import grid
+from rem.analysis.robustness.families import RobustnessError, check_families
 from rem.config.sections import (ConfigError, DataConfig, EvalConfig, FetchConfig, ModelConfig, ReportConfig,
                                  SweepConfig, TrainConfig)
 from rem.data.registry import is_known_dataset, list_datasets
 from rem.device import check_setting as check_device_setting
 from rem.models import has_routing, list_models
 from rem.pruning import PruneConfig  # the pruning library's own config is the `prune` section
-from rem.analysis.robustness.families import RobustnessError, check_families
+from rem.results import grid
 
 
 @dataclass(frozen=True)

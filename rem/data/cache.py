@@ -17,9 +17,9 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
-from rem.io import atomic_write
 from rem.data.registry import DatasetSpec
 from rem.data.verify import stamp_text
+from rem.io import atomic_write
 
 Arrays = dict[str, np.ndarray]
 

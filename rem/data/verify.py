@@ -18,8 +18,8 @@ import zipfile
 import zlib
 from pathlib import Path, PurePosixPath
 
-from rem.io import atomic_write, atomic_write_text
 from rem.data.registry import DatasetSpec, RemoteFile
+from rem.io import atomic_write, atomic_write_text
 
 CHUNK = 1 << 20
 GZIP_MAGIC = b"\x1f\x8b"

@@ -3,7 +3,7 @@ change against a matched CNN, the number of routing iterations, the decoder -- a
 
 Every number comes from the results table alone (the trials' final evaluations and their `robust/...` points), so
 the committed Parquet regenerates the page. A claim "holds" only when the difference exceeds the combined seed
-spread in the claimed direction (`rem.report.evidence.direction`); "no worse" claims hold unless the difference
+spread in the claimed direction (`rem.report.evidence.tables.direction`); "no worse" claims hold unless the difference
 exceeds it the wrong way.
 """
 

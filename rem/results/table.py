@@ -13,8 +13,8 @@ from typing import Any
 
 import pandas as pd
 
-from rem.io import atomic_write
 from rem.config import Config
+from rem.io import atomic_write
 
 IDENTITY = ["sweep_id", "trial_key", "status", "error", "epoch"]
 

@@ -15,10 +15,10 @@ from pathlib import Path
 import pandas as pd
 import yaml
 
-from rem.tracking import runs as tracking
 from rem.config import Config, from_dict
-from rem.tracking.model_store import CONFIG_ARTIFACT
 from rem.results.table import ordered, trial_rows
+from rem.tracking import runs as tracking
+from rem.tracking.model_store import CONFIG_ARTIFACT
 
 
 class SweepNotFoundError(LookupError):

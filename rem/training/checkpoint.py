@@ -99,6 +99,11 @@ def saved_epoch(directory: Path) -> int | None:
     return int(json.loads(path.read_text())["epoch"]) if path.exists() else None
 
 
+def is_trial_state(state) -> bool:
+    """Whether a loaded `.pt` file holds a trial checkpoint's state (what `run_state` writes)."""
+    return isinstance(state, dict) and {"model", "config", "history"} <= set(state)
+
+
 def load_checkpoint(directory: Path | None) -> dict | None:
     """The state in `directory` (weights-only read), None when there is none."""
     if directory is None or not checkpoint_file(directory).exists():

@@ -21,8 +21,8 @@ from typing import Callable
 import numpy as np
 import torch
 
-from rem.training.checkpoint import (carry_first_epoch, load_checkpoint, restore_run, run_state, save_checkpoint,
-                                     save_first_epoch, save_history, save_parse_trees, trial_checkpoint_dir)
+from rem.analysis.robustness.evaluation import trial_robustness
+from rem.analysis.sparsity_curve import trial_curve
 from rem.config import Config
 from rem.data import prepare_data
 from rem.device import (HOST, autocast, check_precision, configure_determinism, prepare_backend, resolve_device,
@@ -30,10 +30,10 @@ from rem.device import (HOST, autocast, check_precision, configure_determinism, 
 from rem.losses import batch_losses, classification_loss, reconstruction_loss
 from rem.models import count_parameters, has_routing
 from rem.models.counts import count_flops
-from rem.analysis.robustness.evaluation import trial_robustness
-from rem.analysis.sparsity_curve import trial_curve
-from rem.training.step_losses import NonFiniteLossError, StepLosses
+from rem.training.checkpoint import (carry_first_epoch, load_checkpoint, restore_run, run_state, save_checkpoint,
+                                     save_first_epoch, save_history, save_parse_trees, trial_checkpoint_dir)
 from rem.training.run import TrainingRun
+from rem.training.step_losses import NonFiniteLossError, StepLosses
 
 log = logging.getLogger("rem.training.loop")
 

@@ -14,10 +14,10 @@ from dataclasses import dataclass, field
 
 import torch
 
-from rem.models.from_config import build_model
 from rem.config import Config
 from rem.data import BatchTransform, Splits
 from rem.evaluate import batches_of, evaluate, per_class_metrics
+from rem.models.from_config import build_model
 from rem.pruning import TrialPruner
 from rem.pruning.for_trial import trial_pruner
 from rem.training.validation_loss import ValidationLoss

@@ -17,12 +17,12 @@ from pathlib import Path
 import pandas as pd
 import torch
 
+from rem.analysis.robustness.families import IDENTITY, check_families, check_family_names, select_families
+from rem.analysis.robustness.transforms import transform_images
+from rem.analysis.sources import long_form, package_evaluation, publish_table
 from rem.config import Config
 from rem.data.splits import Split
 from rem.device import HOST
-from rem.analysis.robustness.families import IDENTITY, check_families, check_family_names, select_families
-from rem.analysis.robustness.transforms import transform_images
-from rem.analysis.sparsity_curve import long_form, package_evaluation, publish_table
 from rem.training.run import evaluate_split, final_model_on_test
 
 ROUTING_METRICS = ("entropy/mean", "entropy/std", "parse_trees/total", "routing/coupling_entropy")
@@ -72,7 +72,7 @@ def robust_metrics(frame: pd.DataFrame) -> dict[str, float]:
 
 
 def trial_robustness(run, metrics: dict) -> dict[str, float]:
-    """The robustness of a trial's final model (`rem.training_run.TrainingRun`, its final `metrics`), on the first
+    """The robustness of a trial's final model (`rem.training.run.TrainingRun`, its final `metrics`), on the first
     `eval.robust_images` test images, as `robust_metrics`."""
     net, test = final_model_on_test(run, metrics, run.cfg.eval.robust_images)
     frame = robustness(net, run.cfg, test, run.transform, run.splits.spec.num_classes, loss_kwargs=run.loss_kwargs)

@@ -15,8 +15,8 @@ import math
 import torch
 import torch.nn.functional as F
 
-from rem.device import HOST
 from rem.analysis.robustness.families import IDENTITY, RobustnessError, check_families
+from rem.device import HOST
 
 CHUNK = 1024  # images warped at once: bounds the float copy and the sampling grid, not the result
 

@@ -48,7 +48,7 @@ class CapsulePruner:
     """`prune.method: capsules` for the trainer: the Pruner's hook points plus `adopt`, which hands the trainer the
     rebuilt (smaller) model after a pruning step.
 
-    `build(**args)` creates the trial's model with extra build args (rem.builder.build_model). The pruning steps are
+    `build(**args)` creates the trial's model with extra build args (rem.models.from_config.build_model). The pruning steps are
     the ends of epochs 1..T (T = prune.schedule_epochs, else the run's epochs minus one so the last epoch
     fine-tunes); after step t, round(s_t * types) of the original types are gone, s_t = capsule_fraction on
     prune.schedule (cubic/linear). With capsule_rule "rem" a step removes only as many of those as keep the

@@ -5,7 +5,8 @@ from __future__ import annotations
 import pandas as pd
 
 from rem.report.evidence.curve import curve_tables
-from rem.report.evidence.tables import cost_table, epoch_table, final_spreads, final_table, first_epoch_table, verdict_tables
+from rem.report.evidence.tables import (cost_table, epoch_table, final_spreads, final_table, first_epoch_table,
+                                        verdict_tables)
 from rem.report.render import to_markdown
 from rem.results.frames import finished_trials
 

@@ -17,7 +17,7 @@ from rem.report.dvc_outputs import file_slug
 from rem.report.figures import couplings, curve, graphs, overlap, parallel, robustness, saliency, sweep_plots
 from rem.report.figures.internals import CheckpointMissingError, load_trial, snapshot
 from rem.report.robustness import robustness_points
-from rem.results.frames import last_rows, trial_points, training_points
+from rem.results.frames import last_rows, training_points, trial_points
 from rem.results.variants import variant_order
 
 log = logging.getLogger("rem.report.figures")

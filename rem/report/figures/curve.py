@@ -19,7 +19,7 @@ SCOPE_TITLES = {"global": "every REM tensor", "class_capsules": "class-capsule m
 
 
 def curve_figure(curves: pd.DataFrame, path: Path, title: str, series: str = "variant") -> Path:
-    """`curves` in `rem.sparsity_curve.curves_from_results`' long form (a `series` column names the lines)."""
+    """`curves` in `rem.analysis.sparsity_curve.curves_from_results`' long form (a `series` column names the lines)."""
     scopes = [s for s in SCOPE_TITLES if s in set(curves["scope"])]
     names = sorted(set(curves[series].astype(str)))
     palette = colours(names)

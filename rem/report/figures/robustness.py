@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pandas as pd
 
-from rem.report.figures.style import colours, message_panel, plt, save
 from rem.analysis.robustness.families import IDENTITY, RANGES
+from rem.report.figures.style import colours, message_panel, plt, save
 
 ROWS = {"test/acc": ("Test acc. (%)", 100.0), "entropy/mean": ("Entropy (bits)", 1.0)}
 

@@ -1,0 +1,130 @@
+"""Sweeps that survive faults: real Ray Tune, real MLflow (sqlite and a real `mlflow server`).
+
+Each test runs `python -m pipeline.sweep` in a subprocess on a few hundred generated images (synthetic-fashion).
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import time
+
+import pytest
+from mlflow.tracking import MlflowClient
+
+from tests.sweep_helpers import (epochs_logged, free_port, local_uri, mlflow_server, results, run_sweep, sweep_cmd,
+                                 sweep_env, sweep_runs, wait_for, write_params)
+from tests.tiny_trials import SMALL_CAPSNET
+
+pytestmark = pytest.mark.slow
+
+
+def child_with_epoch(uri: str, experiment: str, epoch: int, key_part: str = ""):
+    """A child run (optionally whose trial key contains key_part) that has logged `epoch`."""
+    def check():
+        _, children = sweep_runs(uri, experiment)
+        for run in children:
+            if key_part in run.data.tags.get("rem.trial_key", "") and run.data.metrics.get("epoch", 0) >= epoch:
+                return run
+        return None
+    return check
+
+
+def test_killed_trial_worker_resumes_from_its_checkpoint(synthetic_raw, tmp_path):
+    # Full-size CapsNet on 640 images: each epoch takes seconds, so the kill lands mid-epoch.
+    write_params(tmp_path, synthetic_raw, grid={"train.seed": [42]}, name="killworker", epochs=3, train_subset=640)
+    uri = local_uri(tmp_path)
+    driver = subprocess.Popen(sweep_cmd(), cwd=tmp_path, env=sweep_env(), stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    try:
+        run = wait_for(child_with_epoch(uri, "killworker", 1), timeout=300, what="epoch 1 of the trial")
+        pid = int(run.data.tags["rem.pid"])
+        time.sleep(2.0)  # into epoch 2
+        os.kill(pid, signal.SIGKILL)
+        out, _ = driver.communicate(timeout=600)
+    finally:
+        driver.kill()
+    assert driver.returncode == 0, out[-5000:]
+    table = results(tmp_path)
+    assert table["epoch"].tolist() == [1, 2, 3] and set(table["status"]) == {"FINISHED"}
+    _, children = sweep_runs(uri, "killworker")
+    assert len(children) == 1 and children[0].info.status == "FINISHED"
+    assert int(children[0].data.tags["rem.pid"]) != pid  # a second attempt finished the trial
+    assert epochs_logged(uri, children[0].info.run_id) == [1, 2, 3]  # epoch 1 was not trained again
+
+
+def test_killed_driver_then_rerun_finishes_without_rerunning_or_duplicating(synthetic_raw, tmp_path):
+    write_params(tmp_path, synthetic_raw, grid={"train.seed": [42, 43]}, name="killdriver", epochs=2, train_subset=640,
+                 sweep={"max_concurrent": 1})
+    uri = local_uri(tmp_path)
+    driver = subprocess.Popen(sweep_cmd(), cwd=tmp_path, env=sweep_env(), stdout=subprocess.DEVNULL,
+                              stderr=subprocess.DEVNULL, start_new_session=True)
+    try:
+        def first_done_second_running():
+            _, children = sweep_runs(uri, "killdriver")
+            done = [r for r in children if r.info.status == "FINISHED"]
+            running = [r for r in children if r.info.status == "RUNNING" and r.data.metrics.get("epoch", 0) >= 1]
+            return (done[0], running[0]) if done and running else None
+
+        finished, running = wait_for(first_done_second_running, timeout=400, what="one trial done, one in epoch 2")
+        time.sleep(1.0)
+        driver.send_signal(signal.SIGKILL)
+        driver.wait(timeout=30)
+    finally:
+        driver.kill()
+    time.sleep(2.0)
+    try:
+        run_sweep(tmp_path)
+    finally:
+        try:  # the killed driver's local Ray processes, if any outlived it
+            os.killpg(driver.pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+    table = results(tmp_path)
+    assert len(table) == 4 and not table.duplicated(["trial_key", "epoch"]).any()
+    assert sorted(table.groupby("trial_key")["epoch"].max()) == [2, 2] and set(table["status"]) == {"FINISHED"}
+    parents, children = sweep_runs(uri, "killdriver")
+    described = [(r.data.tags.get("rem.trial_key"), r.info.status, r.info.start_time, r.data.tags.get("rem.ray_trial_id"))
+                 for r in children]
+    assert len(parents) == 1 and len(children) == 2, described  # no duplicate runs
+    assert {r.info.status for r in parents + children} == {"FINISHED"}  # no dangling RUNNING run
+    again = {r.info.run_id: r for r in children}
+    assert again[finished.info.run_id].info.end_time == finished.info.end_time  # the finished trial did not rerun
+    for run in children:
+        assert epochs_logged(uri, run.info.run_id) == [1, 2]
+
+
+def test_nan_trial_fails_with_its_reason_and_the_sweep_goes_on(synthetic_raw, tmp_path):
+    write_params(tmp_path, synthetic_raw, grid={"train.lr": [0.001, 1.0e30]}, name="nan", model_options=SMALL_CAPSNET)
+    run_sweep(tmp_path)
+    table = results(tmp_path).set_index("train.lr")
+    assert table.loc[0.001, "status"] == "FINISHED"
+    assert table.loc[1.0e30, "status"] == "FAILED" and "NonFiniteLossError" in table.loc[1.0e30, "error"]
+    parents, children = sweep_runs(local_uri(tmp_path), "nan")
+    by_lr = {r.data.params["train.lr"]: r for r in children}
+    assert by_lr["0.001"].info.status == "FINISHED"
+    assert by_lr["1e+30"].info.status == "FAILED" and "non-finite" in by_lr["1e+30"].data.tags["rem.failure"]
+    assert parents[0].info.status == "FAILED" and parents[0].data.metrics["trials_failed"] == 1
+
+
+def test_unreachable_mlflow_server_fails_fast_before_any_trial(synthetic_raw, tmp_path):
+    write_params(tmp_path, synthetic_raw, grid={"train.seed": [42]}, name="nomlflow", model_options=SMALL_CAPSNET)
+    start = time.monotonic()
+    proc = run_sweep(tmp_path, env=sweep_env(MLFLOW_TRACKING_URI=f"http://127.0.0.1:{free_port()}"), check=False)
+    elapsed = time.monotonic() - start
+    assert proc.returncode == 2 and elapsed < 10, (elapsed, proc.stderr[-2000:])
+    lines = [line for line in proc.stderr.splitlines() if line.startswith("error:")]
+    assert len(lines) == 1 and "unreachable" in lines[0] and "127.0.0.1" in lines[0]
+    assert not (tmp_path / "ray").exists()  # no trial started
+
+
+def test_sweep_against_a_real_mlflow_server(synthetic_raw, tmp_path):
+    with mlflow_server(tmp_path) as uri:
+        write_params(tmp_path, synthetic_raw, grid={"train.seed": [42, 43]}, name="served", model_options=SMALL_CAPSNET)
+        run_sweep(tmp_path, env=sweep_env(MLFLOW_TRACKING_URI=uri))
+        parents, children = sweep_runs(uri, "served")
+        assert len(parents) == 1 and len(children) == 2
+        assert {r.info.status for r in parents + children} == {"FINISHED"}
+        assert all("test/acc" in r.data.metrics for r in children)
+        assert not (tmp_path / "mlflow.db").exists()  # everything went to the server
+        assert MlflowClient(uri).get_metric_history(children[0].info.run_id, "entropy/mean")

@@ -1,0 +1,54 @@
+"""The claims page (reports/claims/) is rendered from its committed Parquet alone, matches it, and is the claims
+profile of these params."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+
+import pandas as pd
+import pytest
+
+from rem.config import load
+from rem.report.claims import claims_page, render_tables
+from rem.results import grid
+from tests.conftest import REPO
+
+CLAIMS = REPO / "reports" / "claims"
+
+
+@pytest.fixture(scope="module")
+def committed() -> pd.DataFrame:
+    return pd.read_parquet(CLAIMS / "sweep.parquet")
+
+
+def test_every_committed_table_and_the_page_are_rendered_from_the_parquet_alone(committed):
+    for name, text in render_tables(committed).items():
+        assert (CLAIMS / "tables" / name).read_text() == text, name
+    run = json.loads((CLAIMS / "run.json").read_text())
+    figures = sorted(p.name for p in (CLAIMS / "figures").glob("*.png"))
+    notes = (CLAIMS / "notes.md").read_text() if (CLAIMS / "notes.md").is_file() else ""
+    page = claims_page(committed, run, figures, notes)
+    assert (CLAIMS / "README.md").read_text() == page
+    assert figures and all(f"(figures/{name})" in page for name in figures)
+
+
+def test_the_committed_run_is_the_claims_profile_of_these_params(committed):
+    cfg = load(REPO / "params.yaml", {"profile": "claims"})
+    last = committed.sort_values("epoch").groupby("trial_key").tail(1)
+    assert set(last["status"]) == {"FINISHED"}
+    assert set(last["trial_key"]) == {grid.trial_key(p) for p in grid.points(cfg.sweep.grid)}
+    assert set(committed["train.max_steps_per_epoch"]) == {cfg.train.max_steps_per_epoch}
+    # every trial recorded its robustness, the CNN's without routing metrics
+    robust = [c for c in last.columns if c.startswith("robust/")]
+    assert last[[c for c in robust if c.endswith("/test/acc")]].notna().all().all()
+    cnn = last[last["model.name"] == "cnn_matched"]
+    assert not cnn.empty and cnn[[c for c in robust if c.endswith("/entropy/mean")]].isna().all().all()
+
+
+def test_nothing_committed_under_claims_names_this_machine_or_holds_weights(committed):
+    files = subprocess.run(["git", "ls-files", "reports/claims"], cwd=REPO, capture_output=True, text=True,
+                           check=True).stdout.split()
+    assert files and not [f for f in files if f.endswith((".pt", ".pth", ".ckpt", ".db"))]
+    text = committed.astype(str).to_csv(index=False)
+    assert not [root for root in ("/work/", "/home/", "/root/", "/tmp/") if root in text]

@@ -1,0 +1,139 @@
+"""The ablation, robustness and claims tables against hand-computed values of small results tables, and the
+variant labels that keep ablations and CNN baselines apart from the paper's +Q / +REM rows."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+import pandas as pd
+
+from rem.report import tables
+from rem.report.ablations import ablation_table
+from rem.report.claims import render_tables, routing_rows, verdict_table
+from rem.report.render import to_markdown
+from rem.report.robustness import protocol_accuracy, robustness_points, robustness_table
+from rem.results import variants
+from tests.conftest import REPO
+from tests.report.test_report import final_row
+
+
+def robust_row(key, model, seed, clean, rotated, affine, *, entropy=None, **extra):
+    """A finished trial whose final evaluation recorded rotation 0/±30 and the affNIST-style set."""
+    row = final_row(key, "fashion-mnist", model, seed, clean, **extra)
+    points = {("rotation", "0"): clean, ("rotation", "-30"): rotated[0], ("rotation", "30"): rotated[1],
+              ("affnist", "1"): affine}
+    for (family, strength), acc in points.items():
+        row[f"robust/{family}/{strength}/test/acc"] = acc
+        row[f"robust/{family}/{strength}/n_images"] = 100.0
+        if entropy is not None:
+            row[f"robust/{family}/{strength}/entropy/mean"] = entropy
+    return row
+
+
+def claims_results() -> pd.DataFrame:
+    rows = [robust_row(f"caps-{s}", "capsnet", s, 0.90, (0.80 + d, 0.82 + d), 0.70 + d, entropy=1.5)
+            for s, d in ((42, 0.0), (43, 0.01))]
+    rows += [robust_row(f"rem-{s}", "capsnet", s, 0.89, (0.79, 0.81), 0.69, entropy=1.2, method="rem", sparsity=30.0)
+             for s in (42, 43)]
+    rows += [robust_row(f"cnn-{s}", "cnn_matched", s, 0.91, (0.60 + d, 0.62 + d), 0.50, entropy=None)
+             for s, d in ((42, 0.0), (43, 0.01))]
+    for row in rows:
+        if row["model.name"] == "cnn_matched":  # a CNN records no parse trees
+            del row["final/entropy/class_0"], row["final/parse_trees/class_0"]
+    return pd.DataFrame(rows)
+
+
+def test_ablations_and_baselines_get_their_own_variant_labels():
+    row = {"prune.method": "none", "final/quantized": 1.0, "model.name": "capsnet"}
+    assert variants.variant_of(pd.Series(row)) == "+Q"
+    assert variants.variant_of(pd.Series({**row, "model.routing_iterations": 1})) == "+Q (1 iteration)"
+    assert variants.variant_of(pd.Series({**row, "model.routing_iterations": 5, "model.decoder": True})) == \
+        "+Q (5 iterations, decoder)"
+    assert variants.variant_of(pd.Series({**row, "model.name": "cnn_matched"})) == "plain"  # +Q means nothing there
+    order = sorted(["+Q (5 iterations)", "+REM", "+Q (1 iteration)", "+Q", "+Q (decoder)", "+IMP 50%"],
+                   key=variants.variant_order)
+    assert order == ["+Q", "+Q (decoder)", "+Q (1 iteration)", "+Q (5 iterations)", "+REM", "+IMP 50%"]
+
+
+def test_a_cnn_row_shows_na_for_routing_metrics_and_no_expected_rem_row():
+    rows = tables.with_expected(tables.aggregate(claims_results()))
+    cnn = [r for r in rows if r.model == "cnn_matched"]
+    assert [r.variant for r in cnn] == ["plain"]  # no "+Q"/"+REM" placeholders for a model without routing
+    markdown = to_markdown(tables.dataset_table("fashion-mnist", rows, []))
+    line = next(l for l in markdown.splitlines() if l.startswith("| cnn_matched"))
+    assert line.split(" | ")[3:5] == ["n/a", "n/a"]  # entropy and parse trees: not applicable, never 0
+
+
+def test_robustness_table_averages_plus_and_minus_per_trial_then_over_seeds():
+    table = robustness_table(robustness_points(claims_results()), "fashion-mnist")
+    assert table.header[3:6] == ["Clean acc. (%)", "Rotation ±30° (%)", "affNIST-style affine (%)"]
+    cells = {(r[0], r[1]): r for r in table.rows}
+    # capsnet +Q: ±30 means per trial 0.81 and 0.82 -> 81.50 ± 0.50
+    assert cells[("capsnet", "+Q")][4] == "81.50 ± 0.50"
+    assert cells[("capsnet", "+Q")][5] == "70.50 ± 0.50"
+    assert cells[("cnn_matched", "plain")][6:] == ["n/a", "n/a"]  # entropy clean / affine
+    assert cells[("capsnet", "+REM")][6] == "1.200 ± 0.000"
+
+
+def test_claims_hold_only_beyond_the_seed_spread():
+    results = claims_results()
+    table = verdict_table(robustness_points(results), tables.aggregate(results))
+    verdicts = {(r[0], r[1].rsplit(": ", 1)[1]): r[3] for r in table.rows}
+    # capsules lose 8.5 ± 0.5 points at ±30°, the CNN 30.0 ± 0.5: holds; REM's drop equals +Q's within the spread
+    assert verdicts[("capsnet +Q vs cnn_matched", "Rotation ±30°")] == "holds"
+    assert verdicts[("capsnet +REM vs +Q", "Rotation ±30°")] == "holds (within the seed spread)"
+
+
+def ablation_results() -> pd.DataFrame:
+    rows = []
+    for iterations, accs, step in ((3, (0.90, 0.92), 0.10), (1, (0.80, 0.81), 0.06), (5, (0.905, 0.915), 0.15)):
+        for seed, acc in zip((42, 43), accs):
+            rows.append(final_row(f"it{iterations}-{seed}", "fashion-mnist", "capsnet", seed, acc,
+                                  **{"model.routing_iterations": iterations, "model.decoder": False,
+                                     "time/step_s": step, "flops": 4e8 + 1e6 * iterations,
+                                     "final/routing/coupling_entropy": 3.0 - iterations / 10}))
+    return pd.DataFrame(rows)
+
+
+def test_ablation_table_and_iteration_claims():
+    rows = tables.aggregate(ablation_results())
+    table = ablation_table(rows, "fashion-mnist")
+    cells = {r[1]: r for r in table.rows}
+    assert list(cells) == ["+Q", "+Q (1 iteration)", "+Q (5 iterations)"]
+    assert cells["+Q (1 iteration)"][2:6] == ["1", "no", "2", "80.50 ± 0.50"]
+    assert cells["+Q (5 iterations)"][7:10] == ["2.5000", "0.4050", "150"]
+    verdicts = {r[0]: r[3] for r in routing_rows(rows)}
+    assert verdicts["capsnet 1 vs 3 iterations"] == "holds"  # 80.5 ± 0.5 vs 91.0 ± 1.0
+    assert verdicts["capsnet 5 vs 3 iterations"] == "holds"  # no gain beyond the spread, more FLOPs
+
+
+def test_claims_tables_render_from_a_results_table_alone():
+    out = render_tables(claims_results())
+    assert set(out) == {"claims.md", "sizes.md", "robustness_fashion-mnist.md"}
+    assert "accuracy lost" in out["claims.md"] and "Rotation ±30°" in out["robustness_fashion-mnist.md"]
+
+
+def test_publishing_other_results_as_claims_fails_with_one_line(tmp_path):
+    pd.DataFrame({"profile": ["quick"], "trial_key": ["a"], "epoch": [1]}).to_parquet(tmp_path / "sweep.parquet")
+    done = subprocess.run([sys.executable, "-m", "pipeline.claims", "--render-only", "--out", str(tmp_path)],
+                          cwd=REPO, capture_output=True, text=True)
+    assert done.returncode == 2
+    assert done.stderr.strip() == (f"error: {tmp_path / 'sweep.parquet'}: results of profile ['quick'], expected "
+                                   "['claims']; run `dvc exp run -S profile=claims && python -m pipeline.claims` first")
+
+
+def test_real_protocols_sit_beside_the_generated_transforms():
+    results = claims_results()
+    affnist = pd.DataFrame([final_row(f"aff-{s}", "affnist", "capsnet", s, acc) for s, acc in ((42, 0.70), (43, 0.80))])
+    rows = tables.aggregate(pd.concat([results, affnist], ignore_index=True))
+    table = robustness_table(robustness_points(results), "fashion-mnist", protocol_accuracy(rows))
+    assert table.header[-1] == "affNIST test set (%)"
+    cells = {(r[0], r[1]): r[-1] for r in table.rows}
+    assert cells[("capsnet", "+Q")] == "75.00 ± 5.00" and cells[("cnn_matched", "plain")] == "not run"
+
+
+def test_the_size_table_sets_the_cnn_beside_the_capsule_model():
+    results = claims_results().assign(flops=[4.0e8] * 4 + [3.9e8] * 2, **{"time/step_s": 0.5})
+    sizes = render_tables(results)["sizes.md"]
+    assert "| cnn_matched | plain | 10 | 0.3900 | 500 |" in sizes and "| capsnet | +Q | 10 | 0.4000 | 500 |" in sizes

@@ -1,0 +1,95 @@
+"""The house refactor (issue 27) moved every module of the training run; it may not change a byte a trial leaves.
+
+For each pruning method (none, rem, imp, snip, capsules), a short trial on synthetic-fashion was run straight (two
+epochs) and resumed (one epoch, then the second from its checkpoint) by the code before the move (commit f60dabf),
+and everything its checkpoint folder held was recorded in tests/data/same_files_f60dabf.json: every tensor of
+`state.pt` and `first_epoch.pt` by its SHA-256 with dtype and shape, every other entry of them and every JSON file
+as is, the parse-tree Parquet as its rows. Timings and the data folder's path are left out.
+Re-record with `python -m tests.training.test_same_files OUT.json` (it imports the training loop from either house).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import sys
+from pathlib import Path
+
+import pandas as pd
+import pytest
+import torch
+
+RECORDED = Path(__file__).parents[1] / "recorded" / "same_files_f60dabf.json"
+ARMS = {
+    "none": {}, "rem": {"prune.method": "rem"},
+    "imp": {"prune.method": "imp", "prune.target_sparsity": 0.5},
+    "snip": {"prune.method": "snip", "prune.target_sparsity": 0.5},
+    "capsules": {"prune.method": "capsules", "prune.capsule_fraction": 0.5, "prune.capsule_criterion": "sensitivity"},
+}
+
+
+def timeless(value, root: str):
+    if isinstance(value, dict):
+        return {k: timeless(v, root) for k, v in value.items() if "time" not in k and "seconds" not in k}
+    if isinstance(value, list):
+        return [timeless(v, root) for v in value]
+    return value.replace(root, "<raw>") if isinstance(value, str) else value
+
+
+def digest(value):
+    if isinstance(value, torch.Tensor):
+        raw = value.detach().cpu().reshape(-1).contiguous().view(torch.uint8).numpy().tobytes()
+        return f"{hashlib.sha256(raw).hexdigest()}:{value.dtype}:{tuple(value.shape)}"
+    if isinstance(value, dict):
+        return {str(k): digest(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [digest(v) for v in value]
+    return value
+
+
+def folder_contents(folder: Path, root: str) -> dict:
+    read = {".pt": lambda p: digest(torch.load(p, weights_only=True)), ".json": lambda p: json.loads(p.read_text()),
+            ".parquet": lambda p: pd.read_parquet(p).astype(str).to_dict("records")}
+    return {str(p.relative_to(folder)): timeless(read[p.suffix](p), root)
+            for p in sorted(folder.rglob("*")) if p.is_file()}
+
+
+def trial_files(train, tiny_cfg, raw: Path, work: Path, arm: str) -> dict:
+    cfg = lambda epochs: tiny_cfg(raw, epochs=epochs).with_overrides({"data.augment": True, **ARMS[arm]})
+    train(cfg(2), workdir=work / "straight")
+    train(cfg(1), workdir=work / "resumed")
+    train(cfg(2), workdir=work / "resumed")
+    return {way: folder_contents(work / way, str(raw)) for way in ("straight", "resumed")}
+
+
+@pytest.mark.parametrize("arm", list(ARMS))
+def test_a_trial_leaves_the_files_the_code_before_the_move_left(synthetic_raw, tmp_path, arm):
+    from rem.training.loop import train
+    from tests.tiny_trials import tiny_cfg
+
+    files = trial_files(train, tiny_cfg, synthetic_raw, tmp_path, arm)
+    recorded = json.loads(RECORDED.read_text())[arm]
+    for way in recorded:
+        assert sorted(files[way]) == sorted(recorded[way]), way
+        for name in recorded[way]:
+            assert files[way][name] == recorded[way][name], f"{way}/{name}"
+
+
+def record(out: str) -> None:
+    sys.path.insert(0, str(Path.cwd()))
+    from rem.data import fetch, get_dataset
+    from tests.tiny_trials import tiny_cfg
+    try:
+        from rem.training.loop import train
+    except ImportError:  # the house before the move
+        from rem.train import train
+    import tempfile
+    with tempfile.TemporaryDirectory() as tmp:
+        raw = Path(tmp) / "raw"
+        fetch(get_dataset("synthetic-fashion"), raw / "synthetic-fashion", download_ok=False)
+        result = {arm: trial_files(train, tiny_cfg, raw, Path(tmp) / arm, arm) for arm in ARMS}
+    Path(out).write_text(json.dumps(result, indent=1, sort_keys=True) + "\n")
+
+
+if __name__ == "__main__":
+    record(sys.argv[1])

@@ -1,0 +1,76 @@
+"""The GPU-minded training loop computes what the loop before it computed, to the last bit, on the CPU.
+
+Issue 25 moved the augmentation's random draws to the start of each epoch, the running loss onto the device, the
+threshold search's sort onto the device, and the routing-health sums too. None of that may change a number: the
+short trials below (augmentation on, every pruning method) were recorded from the code before the change (commit
+e4fecd4) in tests/data/same_numbers_e4fecd4.json and must come out identical, every metric of every epoch but the
+timings. The per-epoch draws are also compared with per-batch draws directly, for every kind of augmentation.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+import torch
+
+from rem.data import get_dataset
+from rem.data.augment import BatchTransform
+from rem.training.loop import train
+from tests.tiny_trials import tiny_cfg
+
+RECORDED = json.loads((Path(__file__).parents[1] / "recorded" / "same_numbers_e4fecd4.json").read_text())
+ARMS = {
+    "capsnet-none": {}, "capsnet-rem": {"prune.method": "rem"},
+    "capsnet-imp": {"prune.method": "imp", "prune.target_sparsity": 0.5},
+    "capsnet-snip": {"prune.method": "snip", "prune.target_sparsity": 0.5},
+    "capsnet-capsules": {"prune.method": "capsules", "prune.capsule_fraction": 0.5,
+                         "prune.capsule_criterion": "sensitivity"},
+    "efficient-rem": {"model.name": "efficient_capsnet", "model.options": {}, "prune.method": "rem"},
+}
+
+
+def timeless(metrics: dict) -> dict:
+    return {k: v for k, v in metrics.items() if "time" not in k and "seconds" not in k}
+
+
+# Metrics added since the numbers were recorded (mean |w| per pruned tensor, FLOPs per image): every recorded one
+# must still match.
+ADDED_SINCE = ("magnitude/", "flops")
+
+
+@pytest.mark.realdata
+@pytest.mark.parametrize("arm", list(ARMS))
+def test_a_short_trial_repeats_the_recorded_numbers_exactly(fashion_raw, tmp_path, arm):
+    # recorded on real Fashion-MNIST with the tiny config of e4fecd4
+    cfg = tiny_cfg(fashion_raw, epochs=2).with_overrides({"data.dataset": "fashion-mnist", "data.augment": True,
+                                                           **ARMS[arm]})
+    seen = []
+    train(cfg, workdir=tmp_path, on_epoch=lambda m, *_: seen.append(timeless(m)))
+    assert [{k: m[k] for k in recorded if k in m} for m, recorded in zip(seen, RECORDED[arm])] == RECORDED[arm]
+    assert all(set(m) - set(recorded) <= {k for k in m if k.startswith(ADDED_SINCE)}
+               for m, recorded in zip(seen, RECORDED[arm])) and len(seen) == len(RECORDED[arm])
+
+
+# One dataset per kind of augmentation (rem.data.augment.BatchTransform), at its stored image size.
+KINDS = {"shift_flip": ("fashion-mnist", 28), "shift": ("mnist", 28), "color_flip": ("cifar10", 24),
+         "color": ("svhn", 24), "place": ("affnist", 28), "crop": ("smallnorb", 48)}
+
+
+@pytest.mark.parametrize("kind", list(KINDS))
+def test_an_epochs_draws_at_once_are_the_per_batch_draws(kind):
+    name, size = KINDS[kind]
+    spec = get_dataset(name)
+    transform = BatchTransform(spec, augment=True)
+    assert transform.kind == kind
+    images = torch.randint(0, 256, (70, spec.in_shape[0], size, size), dtype=torch.uint8,
+                           generator=torch.Generator().manual_seed(1))
+    sizes = [32, 32, 6]  # a short last batch, as an epoch has
+    per_batch, gen = [], torch.Generator().manual_seed(7)
+    for start, b in zip((0, 32, 64), sizes):
+        per_batch.append(transform(images[start:start + b], train=True, gen=gen))
+    draws = transform.draw_epoch(sizes, torch.Generator().manual_seed(7), (size, size), torch.device("cpu"))
+    for (start, b), (x, unit) in zip(zip((0, 32, 64), sizes), per_batch):
+        x2, unit2 = transform.apply(images[start:start + b], {k: v[start:start + b] for k, v in draws.items()})
+        assert torch.equal(x, x2) and torch.equal(unit, unit2)
