@@ -3,7 +3,7 @@
 Most CapsNet implementations compute u_hat = W u as `torch.matmul(W[None], u[:, :, None, :, None])`: the
 (I, J, D, K) weight is broadcast over the batch, so matmul materialises (and, in backward, reduces) one
 copy of W per sample. `rem.capsules.CapsuleVotes` computes the same numbers as one einsum. The test
-tests/test_broadcast_votes.py checks both give the same votes and gradients.
+tests/benchmarks/test_broadcast_votes.py checks both give the same votes and gradients.
 """
 
 from __future__ import annotations

@@ -8,7 +8,7 @@ no Ray, MLflow or DVC. Each part has its own share of the time left, and a part 
 recorded while the others go on; DIR receives summary.json (rewritten after every part), log.txt, the suggested
 sweep resources (gpus_per_trial_<precision>.yaml) and the evidence rows (evidence_gpu.parquet, or .csv).
 
-  a  the CUDA tests: tests/test_device.py and the deviceless-factory guard (tests/test_factory_guard.py) on CUDA
+  a  the CUDA tests: tests/test_device.py and the deviceless-factory guard (tests/training/test_factory_guard.py) on CUDA
   b  one short epoch of every architecture x pruning method on the GPU; exact resume GPU->GPU and CPU->GPU
   c  real CapsNet and Efficient-CapsNet epochs, fp32 and bf16: seconds, images/s, the threshold search's share,
      evaluation and checkpoint seconds, host waits per step, the trial's peak reserved memory

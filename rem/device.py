@@ -109,7 +109,7 @@ def prepare_backend(device: torch.device, deterministic: bool = False, tf32: boo
     warns instead of failing the trial); otherwise cuDNN picks its fastest algorithm once per input shape (a
     trial's batches have fixed shapes). tf32: fp32 convolutions and matmuls on a GPU may run in TF32 (torch's
     default for cuDNN); off, "fp32" computes in fp32."""
-    # The CPU kernels a trial uses are deterministic already (tests/test_same_numbers.py reruns a trial): the switch
+    # The CPU kernels a trial uses are deterministic already (tests/training/test_same_numbers.py reruns a trial): the switch
     # is for the GPU, and left off on the CPU so the CPU's numbers and speed stay as they are.
     torch.use_deterministic_algorithms(deterministic and device.type == "cuda", warn_only=True)
     if device.type != "cuda":

@@ -3,7 +3,7 @@ runs on, and it fails (or silently copies) the first time it meets a GPU tensor.
 guard makes it visible there: during a trial every tensor factory call whose caller is a file under rem/ must name
 its device.
 
-Plain Python (no pytest): tests/test_factory_guard.py runs it on the CPU, benchmarks/gpu_check.py on a GPU.
+Plain Python (no pytest): tests/training/test_factory_guard.py runs it on the CPU, benchmarks/gpu_check.py on a GPU.
 `trial_matrix` is every architecture x pruning method as a short real trial (Fashion-MNIST, a few steps).
 """
 

@@ -9,7 +9,7 @@ idle. `HostWaits` counts, while a training epoch runs:
   host draws   random numbers drawn by the host's generator inside a training step (on a GPU each needs a
                copy to the device; the CPU cannot tell that copy from a no-op, so the draw stands for it)
   copies in    .to() / .copy_() from a host tensor into a GPU tensor (only a GPU has them)
-Plain Python: tests/test_host_waits.py counts on the CPU, benchmarks/gpu_check.py on a GPU.
+Plain Python: tests/training/test_host_waits.py counts on the CPU, benchmarks/gpu_check.py on a GPU.
 """
 
 from __future__ import annotations

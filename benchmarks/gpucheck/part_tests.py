@@ -1,5 +1,5 @@
 """(a) The CUDA tests: tests/test_device.py (its GPU tests run where CUDA is) and the deviceless-factory guard of
-tests/test_factory_guard.py, through pytest; without pytest, the guard's trial matrix directly."""
+tests/training/test_factory_guard.py, through pytest; without pytest, the guard's trial matrix directly."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ from pathlib import Path
 from benchmarks.gpucheck.data import REPO
 from benchmarks.gpucheck.runner import OutOfTime, Part
 
-FILES = ("tests/test_device.py", "tests/test_factory_guard.py")
+FILES = ("tests/test_device.py", "tests/training/test_factory_guard.py")
 
 
 def run(part: Part, sizes, device: str, raw: Path, work: Path) -> None:

@@ -23,7 +23,7 @@ class Sizes:
     evidence_arms: int  # part f: at most this many trials
     evidence_epochs: int  # part f: 0 = the profile's epochs
     first_estimate_s: float  # parts c and f: the time a trial is assumed to take before one was timed
-    pytest_args: tuple[str, ...]  # part a: which tests of tests/test_device.py and tests/test_factory_guard.py
+    pytest_args: tuple[str, ...]  # part a: which tests of tests/test_device.py and tests/training/test_factory_guard.py
 
 
 GPU = Sizes(small_models=False, architectures=("capsnet", "gamma_capsnet", "deepcaps", "efficient_capsnet"),
@@ -33,7 +33,7 @@ GPU = Sizes(small_models=False, architectures=("capsnet", "gamma_capsnet", "deep
             share_counts=(1, 2, 4, 8), share_seconds=6.0, share_precisions=("fp32", "bf16"), first_estimate_s=40.0,
             evidence_subsets={"train_subset": 0, "val_subset": 0, "test_subset": 0}, evidence_arms=99, evidence_epochs=0,
             # the CPU's run of the guard is CI's job: here only the GPU's
-            pytest_args=("--deselect", "tests/test_factory_guard.py::test_every_architecture_and_method_names_its_devices[cpu]"))
+            pytest_args=("--deselect", "tests/training/test_factory_guard.py::test_every_architecture_and_method_names_its_devices[cpu]"))
 CPU = Sizes(small_models=True, architectures=("capsnet",), methods=("none", "rem"),
             search={"prune.search_tolerance_pp": 5.0, "prune.max_evaluations": 3},
             subsets={"train_subset": 32, "val_subset": 32, "test_subset": 32}, batch=16, eval_batch=32,

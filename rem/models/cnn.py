@@ -8,7 +8,7 @@
                  9x9 stride 2 with 32 x 8 channels, 64 x 8 for colour inputs), ReLU, then one fully connected
                  layer with exactly as many weights as CapsNet's class-capsule vote matrices (flatten -> J x 16
                  units: 1152 x 8 -> 160 on MNIST), ReLU, dropout, the class layer. Routing is swapped for a plain
-                 layer at CapsNet's parameters and FLOPs per image (both within 1 %, tests/test_cnn_baselines.py).
+                 layer at CapsNet's parameters and FLOPs per image (both within 1 %, tests/models/test_cnn_baselines.py).
 
 Both return `CapsuleOutput` with `logits` (which makes `rem.losses.classification_loss` use cross-entropy),
 lengths = softmax(logits), so argmax and accuracy read them as a capsule model's, and capsules = those
@@ -89,7 +89,7 @@ def cnn_sabour(*, in_shape: tuple[int, int, int], num_classes: int, **overrides)
 def cnn_matched(*, in_shape: tuple[int, int, int], num_classes: int, primary_types: int | None = None,
                 **overrides) -> CNNBaseline:
     """CapsNet's convolutions (its default for `primary_types`: 64 for colour inputs, 32 otherwise -- see
-    rem.models.capsnet; tests/test_cnn_baselines.py compares the layer shapes) and a layer of its vote-matrix size."""
+    rem.models.capsnet; tests/models/test_cnn_baselines.py compares the layer shapes) and a layer of its vote-matrix size."""
     types = primary_types if primary_types is not None else (64 if in_shape[0] == 3 else 32)
     primary_dim, class_dim = 8, 16  # CapsNet's capsule sizes: the FC layer gets its (I x 8) x (J x 16) vote weights
     return CNNBaseline(in_shape, num_classes, convs=((256, 9, 1, 0), (types * primary_dim, 9, 2, 0)),

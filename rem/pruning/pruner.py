@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 from dataclasses import asdict
 from typing import Callable, Protocol
 
@@ -15,6 +16,8 @@ from rem.pruning.masks import Masks, magnitude_report, sparsity_report
 from rem.pruning.parameters import shrinkable_parameters
 from rem.pruning.search import threshold_search
 from rem.pruning.snip import snip_prune
+
+log = logging.getLogger(__name__)
 
 
 class TrialPruner(Protocol):
@@ -77,7 +80,10 @@ class Pruner:
         self._masks_active = self.masks.any_pruned()
         if self._masks_active:
             self.masks.apply(model)
-        return sparsity_report(model, self.masks)
+        report = sparsity_report(model, self.masks)
+        if self.cfg.method == "snip":
+            log.info("SNIP at initialisation: %.2f %% sparsity", report["sparsity"])
+        return report
 
     def before_optimizer_step(self, model: nn.Module, epoch: int) -> None:
         """After backward: LOBSTER's shrink (REM), then the masked weights' gradients zeroed."""

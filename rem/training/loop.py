@@ -35,7 +35,7 @@ from rem.training.checkpoint import (carry_first_epoch, load_checkpoint, restore
 from rem.training.run import TrainingRun
 from rem.training.step_losses import NonFiniteLossError, StepLosses
 
-log = logging.getLogger("rem.training.loop")
+log = logging.getLogger(__name__)
 
 # (the epoch's metrics, the checkpoint folder, the run's history: every epoch so far, a resumed run's earlier ones too)
 EpochCallback = Callable[[dict, Path, list[dict]], None]
@@ -65,9 +65,7 @@ def set_up(cfg: Config, repo_root: Path) -> TrainingRun:
 def prune_at_start(run: TrainingRun) -> None:
     """A fresh trial's pruning before the first step (SNIP scores the initial weights on training batches)."""
     batches = batch_losses(run.splits.train, run.transform, run.cfg, run.loss_kwargs)
-    start_info = run.pruner.at_start(run.model, batches)
-    if run.cfg.prune.method == "snip":
-        log.info("SNIP at initialisation: %.2f %% sparsity", start_info["sparsity"])
+    run.pruner.at_start(run.model, batches)
 
 
 @dataclass

@@ -141,7 +141,7 @@ def capsules_cfg(raw_root, epochs, **prune):
         "data": {**synthetic_data(raw_root), "train_subset": 256, "val_subset": 128, "test_subset": 128},
         "model": {"options": SMALL_CAPSNET},
         "train": {"epochs": epochs, "batch_size": 64, "eval_batch_size": 128, "precision": "fp32",
-                  "device": "cpu"},  # exact resume is the CPU's; the GPU's capsule pruning: tests/test_factory_guard.py
+                  "device": "cpu"},  # exact resume is the CPU's; the GPU's capsule pruning: tests/training/test_factory_guard.py
         "prune": {"method": "capsules", "capsule_fraction": 0.5, "schedule": "linear", **prune},
         "sweep": {"grid": {"train.seed": [1]}},
     })

@@ -2,7 +2,7 @@
 
 For each pruning method (none, rem, imp, snip, capsules), a short trial on synthetic-fashion was run straight (two
 epochs) and resumed (one epoch, then the second from its checkpoint) by the code before the move (commit f60dabf),
-and everything its checkpoint folder held was recorded in tests/data/same_files_f60dabf.json: every tensor of
+and everything its checkpoint folder held was recorded in tests/recorded/same_files_f60dabf.json: every tensor of
 `state.pt` and `first_epoch.pt` by its SHA-256 with dtype and shape, every other entry of them and every JSON file
 as is, the parse-tree Parquet as its rows. Timings and the data folder's path are left out.
 Re-record with `python -m tests.training.test_same_files OUT.json` (it imports the training loop from either house).

@@ -3,7 +3,7 @@
 Issue 25 moved the augmentation's random draws to the start of each epoch, the running loss onto the device, the
 threshold search's sort onto the device, and the routing-health sums too. None of that may change a number: the
 short trials below (augmentation on, every pruning method) were recorded from the code before the change (commit
-e4fecd4) in tests/data/same_numbers_e4fecd4.json and must come out identical, every metric of every epoch but the
+e4fecd4) in tests/recorded/same_numbers_e4fecd4.json and must come out identical, every metric of every epoch but the
 timings. The per-epoch draws are also compared with per-batch draws directly, for every kind of augmentation.
 """
 
