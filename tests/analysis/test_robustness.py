@@ -22,8 +22,9 @@ from rem.data import BatchTransform, get_dataset
 from rem.data.splits import Split
 from rem.models.from_config import build_model
 from rem.models.registry import CapsuleOutput
-from rem.training.checkpoint import CHECKPOINT_FILE, trial_checkpoint_dir
+from rem.training.checkpoint import trial_checkpoint_dir
 from rem.training.run import evaluate_split
+from tests.analysis.model_runs import run_holding_the_model
 from tests.tiny_trials import tiny_cfg
 
 ROUTING = ("entropy/mean", "entropy/std", "parse_trees/total", "routing/coupling_entropy")
@@ -284,23 +285,16 @@ def test_on_real_data_the_identity_is_the_final_evaluation_and_turning_costs_acc
 def test_the_command_writes_the_table_and_figure_and_logs_to_the_run(trained, tmp_path, capsys):
     from mlflow.tracking import MlflowClient
 
-    from rem.tracking.model_store import MODEL_ARTIFACT, model_package, save_package
-
-    _, checkpoint = trained
-    uri = f"sqlite:///{tmp_path / 'mlflow.db'}"
-    client = MlflowClient(uri)
-    run = client.create_run(client.create_experiment("robust", artifact_location=str(tmp_path / "artifacts")))
-    package = save_package(model_package(torch.load(checkpoint / CHECKPOINT_FILE, weights_only=True)),
-                           tmp_path / "model.pt")
-    client.log_artifact(run.info.run_id, str(package), MODEL_ARTIFACT.rsplit("/", 1)[0])
+    uri, run_id = run_holding_the_model(trained[1], tmp_path, "robust")
     out = tmp_path / "out"
-    code = rem_cli(["robustness", run.info.run_id, "--images", "32", "--families", "scale", "affnist",
+    code = rem_cli(["robustness", run_id, "--images", "32", "--families", "scale", "affnist",
                     "--out", str(out), "--tracking-uri", uri])
     assert code == 0, capsys.readouterr().err
     table = pd.read_parquet(out / "robustness.parquet")
     assert len(table) == 8 and set(table["family"]) == {"scale", "affnist"} and (table["n_images"] == 32).all()
     assert (out / "robustness.png").stat().st_size > 10_000
-    logged = MlflowClient(uri).get_run(run.info.run_id).data.metrics
+    client = MlflowClient(uri)
+    logged = client.get_run(run_id).data.metrics
     assert logged["robust/scale/0.7/test/acc"] == table["test/acc"].iloc[0] and "robust/affnist/1/entropy/mean" in logged
-    assert {a.path for a in client.list_artifacts(run.info.run_id, "robustness")} >= {
+    assert {a.path for a in client.list_artifacts(run_id, "robustness")} >= {
         "robustness/robustness.parquet", "robustness/robustness.csv", "robustness/robustness.png"}

@@ -13,6 +13,7 @@ from rem.cli import main as rem_cli
 from rem.tracking.model_store import MODEL_ARTIFACT, model_package, save_package
 from rem.training.checkpoint import CHECKPOINT_FILE, trial_checkpoint_dir
 from rem.training.loop import train
+from tests.analysis.model_runs import run_holding_the_model
 from tests.tiny_trials import tiny_cfg
 
 SPARSITIES = (0.0, 0.5, 0.9)
@@ -65,23 +66,17 @@ def test_each_row_holds_the_sparsity_it_asked_for(trained):
 def test_command_writes_the_table_and_figure_and_logs_to_the_run(trained, tmp_path, capsys):
     from mlflow.tracking import MlflowClient
 
-    _, checkpoint = trained
-    uri = f"sqlite:///{tmp_path / 'mlflow.db'}"
-    client = MlflowClient(uri)
-    run = client.create_run(client.create_experiment("curve", artifact_location=str(tmp_path / "artifacts")))
-    package = save_package(model_package(torch.load(checkpoint / CHECKPOINT_FILE, weights_only=True)),
-                           tmp_path / "model.pt")
-    client.log_artifact(run.info.run_id, str(package), MODEL_ARTIFACT.rsplit("/", 1)[0])
+    uri, run_id = run_holding_the_model(trained[1], tmp_path, "curve")
     out = tmp_path / "out"
-    code = rem_cli(["sparsity-curve", run.info.run_id, "--images", "32", "--sparsities", "0", "0.8",
+    code = rem_cli(["sparsity-curve", run_id, "--images", "32", "--sparsities", "0", "0.8",
                     "--out", str(out), "--tracking-uri", uri])
     assert code == 0, capsys.readouterr().err
     table = pd.read_parquet(out / "sparsity_curve.parquet")
     assert len(table) == 6 and pd.read_csv(out / "sparsity_curve.csv").shape[0] == 6
     assert (out / "sparsity_curve.png").stat().st_size > 10_000
-    logged = MlflowClient(uri).get_run(run.info.run_id)
+    logged = MlflowClient(uri).get_run(run_id)
     assert "curve/global/80/test/acc" in logged.data.metrics
-    assert {a.path for a in MlflowClient(uri).list_artifacts(run.info.run_id, "sparsity_curve")} >= {
+    assert {a.path for a in MlflowClient(uri).list_artifacts(run_id, "sparsity_curve")} >= {
         "sparsity_curve/sparsity_curve.parquet", "sparsity_curve/sparsity_curve.png"}
 
 
