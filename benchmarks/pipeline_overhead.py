@@ -48,7 +48,7 @@ def trial_config(tmp: Path, steps: int, seeds: list[int]) -> Config:
         "data.root": str(REPO / "data" / "raw"), "data.prepared": str(REPO / "data" / "prepared"),
         "data.train_subset": steps * 128, "data.val_subset": 500, "data.test_subset": 1000,
         "train.epochs": 1, "train.batch_size": 128, "train.max_steps_per_epoch": steps, "train.precision": "bf16",
-        "train.log_every_steps": 0, "eval.quantized_forward": True,
+        "train.progress_every_s": 0, "eval.quantized_forward": True,
         "sweep.name": "overhead", "sweep.grid": {"train.seed": seeds}, "sweep.cpus_per_trial": 2,
         "sweep.max_concurrent": 1, "sweep.storage_path": str(tmp / "ray"), "sweep.results": str(tmp / "sweep.parquet"),
         "sweep.tracking_uri": f"sqlite:///{tmp / 'mlflow.db'}", "sweep.verbose": 0, "sweep.max_failures": 0,

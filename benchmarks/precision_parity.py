@@ -27,7 +27,7 @@ def parity_config(precision: str, steps: int, batch: int, seed: int, test_subset
         "data.dataset": "fashion-mnist", "data.download": False, "data.augment": False,
         "data.train_subset": steps * batch, "data.val_subset": 500, "data.test_subset": test_subset,
         "train.epochs": 1, "train.batch_size": batch, "train.max_steps_per_epoch": steps,
-        "train.precision": precision, "train.seed": seed, "train.log_every_steps": 0,
+        "train.precision": precision, "train.seed": seed, "train.progress_every_s": 0,
         # one plain evaluation of the test set per run: the epoch's, reused as the final one
         "eval.quantized_forward": False, "eval.final_quantized": False, "eval.final_checkpoint": "last",
     }, "precision_parity")

@@ -38,6 +38,9 @@ def init_ray() -> None:
     # The classic status table honours the compact column choice below; the new output engine prints
     # every reported metric (dozens of per-class columns) after each epoch.
     os.environ.setdefault("RAY_AIR_NEW_OUTPUT", "0")
+    # Ray merges log lines of several workers that differ only in numbers ("[repeated 2x across cluster]"): every
+    # trial's progress line (rem.training.progress) would be folded into the first one's.
+    os.environ.setdefault("RAY_DEDUP_LOGS", "0")
     from pipeline.trial import worker_env  # imports Ray Tune and MLflow: deferred with them, after the settings above
 
     address = os.environ.get("RAY_ADDRESS")

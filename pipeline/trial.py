@@ -130,7 +130,8 @@ def run_trial(config: dict[str, Any], *, base: dict[str, Any], context: dict[str
         take_device(client, run_id, cfg)
         with (checkpoint.as_directory() if checkpoint else nullcontext(None)) as resume_dir:
             resume_from = Path(resume_dir) if resume_dir else None
-            train(cfg, workdir=workdir, repo_root=Path(context["repo_root"]), resume_from=resume_from, on_epoch=report)
+            train(cfg, workdir=workdir, repo_root=Path(context["repo_root"]), resume_from=resume_from, on_epoch=report,
+                  label=run_name(point))
             # A trial restored after its last epoch trains nothing here: its state is the restored checkpoint.
             final = final_checkpoint(workdir, resumed_from=resume_from)
             if final is None:

@@ -72,7 +72,7 @@ def trial_config(raw_root: Path, architecture: str, method: str, device: str, sm
                  "train_subset": 64, "val_subset": 32, "test_subset": 32, **(data or {})},
         "model": {"name": architecture, "options": SMALL[architecture] if small else {}},
         "train": {"epochs": 2 if method in ("imp", "capsules") else 1, "batch_size": 32, "eval_batch_size": 32, "precision": "fp32", "device": device,
-                  "log_every_steps": 0, **train},
+                  "progress_every_s": 0, **train},
         "prune": {"method": method, **PRUNE[method]},
     })
 

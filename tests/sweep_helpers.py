@@ -35,7 +35,7 @@ def write_params(folder: Path, raw_root: Path, *, grid: dict, name: str, epochs:
     quick["eval"].update({"sparsity_curve": False, "robustness": False})
     quick["sweep"]["grid"] = grid
     params["data"].update({**synthetic_data(raw_root), "prepared": ""})
-    params["train"].update({"batch_size": 64, "log_every_steps": 0})
+    params["train"].update({"batch_size": 64, "progress_every_s": 0})
     if model_options:
         params["model"]["options"] = model_options
     params["sweep"].update({"name": name, "storage_path": str(folder / "ray"), "max_failures": 2, **(sweep or {})})

@@ -52,7 +52,7 @@ def one_trial(sizes, device: str, data: dict, model: str, precision: str, work: 
 
     cfg = params_config("paper", {**data, **{f"data.{k}": v for k, v in sizes.epoch_subsets.items()},
                                   "model.name": model, "train.precision": precision, "train.epochs": sizes.epochs,
-                                  "train.patience": 0, "train.device": device, "train.log_every_steps": 0,
+                                  "train.patience": 0, "train.device": device, "train.progress_every_s": 0,
                                   "train.batch_size": sizes.batch, "train.eval_batch_size": sizes.eval_batch,
                                   "prune.method": "rem", "model.options": SMALL[model] if sizes.small_models else {},
                                   **sizes.search})

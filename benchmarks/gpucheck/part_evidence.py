@@ -41,7 +41,7 @@ def run(part: Part, sizes, device: str, data: dict, work: Path, out_dir: Path) -
     from rem.results.table import ordered, sweep_id, trial_rows
 
     subsets = {f"data.{k}": v for k, v in sizes.evidence_subsets.items()}
-    cfg = params_config("evidence", {**data, **subsets, "train.device": device, "train.log_every_steps": 0})
+    cfg = params_config("evidence", {**data, **subsets, "train.device": device, "train.progress_every_s": 0})
     arms, matched = capsnet_points(cfg)
     frames, reached, estimate = [], {}, sizes.first_estimate_s
     part.result.update({"arms": len(arms), "trained": []})

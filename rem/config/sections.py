@@ -59,7 +59,9 @@ class TrainConfig:
     lr: float = 1e-3
     lr_decay: float = 0.99  # ExponentialLR per epoch (REM)
     seed: int = 42
-    precision: Literal["fp32", "bf16"] = "bf16"  # bf16 autocast; squash and routing stay fp32
+    # bf16 autocast (squash and routing stay fp32) or fp32; auto: bf16 where the trial's device computes it natively
+    # (rem.device.resolve_precision), else fp32. A trial records what it resolved to (rem.precision, compute/bf16).
+    precision: Literal["auto", "fp32", "bf16"] = "auto"
     compile: bool = False  # torch.compile: faster steps after a one-off compile per mode
     m_pos: float = 0.9
     m_neg: float = 0.1
@@ -71,7 +73,9 @@ class TrainConfig:
     # REM's stopping rule: stop once the validation loss has not strictly improved for this many epochs
     # (REM: 200); `epochs` is then only a cap. 0 = run every epoch.
     patience: int = 0
-    log_every_steps: int = 50  # per-epoch progress lines inside a trial
+    # a progress line (epoch, step of steps, loss, s/step, ETA) at least this often while a trial runs, the first
+    # after its first step (rem.training.progress); 0 = none
+    progress_every_s: float = 20.0
     device: str = "auto"  # auto (the GPU Ray gave the trial, else the CPU) | cpu | cuda | cuda:N (rem.device)
     deterministic: bool = False  # reproducible GPU kernels, cuDNN's autotuner off (rem.device.prepare_backend)
     tf32: bool = False  # fp32 convolutions and matmuls on a GPU may run in TF32 (faster, 10-bit mantissa)

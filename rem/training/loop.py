@@ -25,13 +25,14 @@ from rem.analysis.robustness.evaluation import trial_robustness
 from rem.analysis.sparsity_curve import trial_curve
 from rem.config import Config
 from rem.data import prepare_data
-from rem.device import (HOST, autocast, check_precision, configure_determinism, prepare_backend, resolve_device,
+from rem.device import (HOST, autocast, configure_determinism, prepare_backend, resolve_device, resolve_precision,
                         splits_to, to_device)
 from rem.losses import batch_losses, classification_loss, reconstruction_loss
 from rem.models import count_parameters, has_routing
 from rem.models.counts import count_flops
 from rem.training.checkpoint import (carry_first_epoch, load_checkpoint, restore_run, run_state, save_checkpoint,
                                      save_first_epoch, save_history, save_parse_trees, trial_checkpoint_dir)
+from rem.training.progress import TrialProgress
 from rem.training.run import TrainingRun
 from rem.training.step_losses import NonFiniteLossError, StepLosses
 
@@ -57,7 +58,7 @@ def set_up(cfg: Config, repo_root: Path) -> TrainingRun:
     seed_everything(cfg.train.seed)
     configure_determinism(cfg.train.deterministic)  # before resolve_device, which may start CUDA
     device = resolve_device(cfg.train.device)
-    check_precision(device, cfg.train.precision)
+    resolve_precision(device, cfg.train.precision, warn=True)  # an emulated bf16 says so, once
     prepare_backend(device, cfg.train.deterministic, cfg.train.tf32)
     return TrainingRun.create(cfg, splits_to(prepare_data(cfg, repo_root), device), device)
 
@@ -116,17 +117,16 @@ def train_one_epoch(run: TrainingRun, epoch: int) -> EpochTraining:
     draws = run.transform.draw_epoch(sizes, gen, tuple(run.splits.train.images.shape[-2:]), run.device)
     run.model.train()
     sums = StepLosses(steps, run.device, epoch, CHECK_EVERY_STEPS)
+    run.progress.start_epoch(epoch, steps)
     for step in range(steps):
         idx = order[step * batch_size:(step + 1) * batch_size]
         train_step(run, idx, batch_of(draws, step * batch_size, len(idx)), sums, epoch, step)
-        logging_step = cfg.train.log_every_steps and (step + 1) % cfg.train.log_every_steps == 0
-        if logging_step or sums.due(step):
-            loss, accuracy = sums.read(step + 1)
-            if logging_step:
-                log.info("epoch %d step %d/%d loss %.4f acc %.3f (%.2f s/step)", epoch + 1, step + 1, steps,
-                         loss, accuracy, (time.perf_counter() - start) / (step + 1))
+        if sums.due(step):
+            sums.read(step + 1)  # the non-finite check
+        run.progress.step_done(step, lambda: sums.read(step + 1))
     loss, accuracy = sums.read(steps)
     seconds = time.perf_counter() - start
+    run.progress.phase("evaluation")
     lr = run.optimizer.param_groups[0]["lr"]
     run.scheduler.step()
     return EpochTraining(loss, accuracy, sums.seen, steps, lr, seconds)
@@ -156,16 +156,19 @@ def end_trial(run: TrainingRun, epoch: int, metrics: dict, final_keys: list, che
     """The last epoch's final evaluation (with the mechanism curve and robustness the config asks for) into
     `metrics`, its parse-tree dictionary beside the checkpoint."""
     metrics["stopped_early"] = float(epoch + 1 < run.cfg.train.epochs)
+    run.progress.phase("final evaluation")
     metrics.update(run.final_evaluation(metrics, final_keys))
     # The curve is about routing (entropy, parse trees): none for a CNN baseline, whose method "none" is still in the
     # default curve_methods, so it is skipped there rather than refused.
     curve = run.cfg.eval.sparsity_curve and run.cfg.prune.method in run.cfg.eval.curve_methods
     if curve and has_routing(run.cfg.model.name):
         start = time.perf_counter()
+        run.progress.phase("mechanism curve")
         metrics.update(trial_curve(run, metrics))
         metrics["time/curve_s"] = time.perf_counter() - start
     if run.cfg.eval.robustness:  # CNN baselines too: they are what capsules' robustness is compared against
         start = time.perf_counter()
+        run.progress.phase("robustness")
         metrics.update(trial_robustness(run, metrics))
         metrics["time/robustness_s"] = time.perf_counter() - start
     if final_keys:
@@ -187,6 +190,37 @@ def record_epoch(run: TrainingRun, epoch: int, metrics: dict, checkpoint_dir: Pa
              metrics.get("entropy/mean", float("nan")), metrics["time/epoch_s"])
 
 
+def run_epoch(run: TrainingRun, epoch: int, checkpoint_dir: Path, on_epoch: EpochCallback | None) -> bool:
+    """One epoch: its steps, the pruner's end of epoch, its evaluation (and the final one when it ends the trial),
+    its record and checkpoint, then `on_epoch`. Returns whether the trial stops after it."""
+    cfg, epoch_start = run.cfg, time.perf_counter()
+    trained = train_one_epoch(run, epoch)
+    metrics = {"epoch": epoch + 1, "train/loss": trained.loss, "train/acc": trained.accuracy}
+    # REM prunes after the learning stage and before the epoch is evaluated: metrics describe the pruned net.
+    run.progress.phase("pruning")  # REM's threshold search, IMP's schedule, capsule removal (or nothing)
+    metrics.update(run.pruner.end_of_epoch(run.model, epoch, cfg.train.epochs, run.search_val))
+    run.adopt_pruned()
+    run.progress.phase("evaluation")
+    stale, final_keys = evaluate_epoch(run, epoch, metrics)
+    metrics.update({
+        "lr": trained.lr, "params": count_parameters(run.model), "time/train_s": trained.seconds,
+        "flops": count_flops(run.model, run.splits.spec.in_shape),  # per image, dense: what a step costs
+        "time/step_s": trained.seconds / max(trained.steps, 1), "time/epoch_s": time.perf_counter() - epoch_start,
+        "train/images": trained.images, "epochs_without_improvement": stale,
+        "compute/bf16": float(run.precision == "bf16"),  # what train.precision resolved to on this device
+    })
+    stopping = final_keys is not None
+    if stopping:
+        end_trial(run, epoch, metrics, final_keys, checkpoint_dir)
+    run.progress.phase("checkpoint")
+    record_epoch(run, epoch, metrics, checkpoint_dir, stopping)
+    if on_epoch is not None:
+        on_epoch(metrics, checkpoint_dir, run.history)
+    if stopping and epoch + 1 < cfg.train.epochs:
+        log.info("stopping after epoch %d: no better validation loss for %d epochs (patience)", epoch + 1, stale)
+    return stopping
+
+
 def train(
     cfg: Config,
     *,
@@ -194,13 +228,15 @@ def train(
     repo_root: Path | None = None,
     resume_from: Path | None = None,
     on_epoch: EpochCallback | None = None,
+    label: str | None = None,
 ) -> dict:
     """Train one configuration; returns the last epoch's metrics.
 
     The trial's checkpoint folder under `workdir` (`rem.training.checkpoint`) receives the state after every
     epoch; `resume_from` (a folder holding a checkpoint, by default that same one) continues an interrupted trial.
     `on_epoch(metrics, checkpoint_dir, history)` is called after each epoch's checkpoint is on disk (Ray Tune
-    reports from there); `history` is the run's own list (read it, do not change it).
+    reports from there); `history` is the run's own list (read it, do not change it). While it trains, a progress
+    line (`rem.training.progress`, named by `label`) reaches the log at least every `train.progress_every_s`.
     """
     checkpoint_dir = trial_checkpoint_dir(workdir)
     run = set_up(cfg, Path(repo_root or Path.cwd()))
@@ -214,28 +250,9 @@ def train(
     else:
         prune_at_start(run)
 
-    for epoch in range(run.start_epoch, cfg.train.epochs):
-        epoch_start = time.perf_counter()
-        trained = train_one_epoch(run, epoch)
-        metrics = {"epoch": epoch + 1, "train/loss": trained.loss, "train/acc": trained.accuracy}
-        # REM prunes after the learning stage and before the epoch is evaluated: metrics describe the pruned net.
-        metrics.update(run.pruner.end_of_epoch(run.model, epoch, cfg.train.epochs, run.search_val))
-        run.adopt_pruned()
-        stale, final_keys = evaluate_epoch(run, epoch, metrics)
-        metrics.update({
-            "lr": trained.lr, "params": count_parameters(run.model), "time/train_s": trained.seconds,
-            "flops": count_flops(run.model, run.splits.spec.in_shape),  # per image, dense: what a step costs
-            "time/step_s": trained.seconds / max(trained.steps, 1), "time/epoch_s": time.perf_counter() - epoch_start,
-            "train/images": trained.images, "epochs_without_improvement": stale,
-        })
-        stopping = final_keys is not None
-        if stopping:
-            end_trial(run, epoch, metrics, final_keys, checkpoint_dir)
-        record_epoch(run, epoch, metrics, checkpoint_dir, stopping)
-        if on_epoch is not None:
-            on_epoch(metrics, checkpoint_dir, run.history)
-        if stopping:
-            if epoch + 1 < cfg.train.epochs:
-                log.info("stopping after epoch %d: no better validation loss for %d epochs (patience)", epoch + 1, stale)
-            break
+    label = label or f"{cfg.model.name}·{cfg.data.dataset}·{cfg.prune.method}·s{cfg.train.seed}"
+    with TrialProgress(label, cfg.train.epochs, cfg.train.progress_every_s) as run.progress:
+        for epoch in range(run.start_epoch, cfg.train.epochs):
+            if run_epoch(run, epoch, checkpoint_dir, on_epoch):
+                break
     return run.history[-1] if run.history else {}

@@ -16,10 +16,12 @@ import torch
 
 from rem.config import Config
 from rem.data import BatchTransform, Splits
+from rem.device import resolve_precision
 from rem.evaluate import batches_of, evaluate, per_class_metrics
 from rem.models.from_config import build_model
 from rem.pruning import TrialPruner
 from rem.pruning.for_trial import trial_pruner
+from rem.training.progress import TrialProgress
 from rem.training.validation_loss import ValidationLoss
 
 # Metric families an epoch's test pass records that the final evaluation reports again under `final/`.
@@ -103,6 +105,7 @@ class TrainingRun:
     history: list[dict] = field(default_factory=list)
     best: dict = field(default_factory=no_best)  # weights of the best validation loss so far
     start_epoch: int = 0
+    progress: TrialProgress = field(default_factory=TrialProgress.silent)  # `train` gives it the trial's own
 
     @classmethod
     def create(cls, cfg: Config, splits: Splits, device: torch.device) -> TrainingRun:
@@ -123,6 +126,11 @@ class TrainingRun:
                 # the compiled forward would go stale once the pruner rebuilds the model
                 compiled=forward if cfg.train.compile and not pruner.rebuilds_model else None)
         return run
+
+    @property
+    def precision(self) -> str:
+        """What the trial computes in on its device: `train.precision` with "auto" resolved (fp32 or bf16)."""
+        return resolve_precision(self.device, self.cfg.train.precision)
 
     def use_model(self, model: torch.nn.Module) -> None:
         """Train `model` from now on (the pruner's rebuilt one), with its own forward; the same model: nothing."""

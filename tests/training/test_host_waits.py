@@ -14,7 +14,7 @@ from tests.tiny_trials import tiny_cfg
 
 @pytest.mark.parametrize("method", ["none", "capsules"])  # capsules: its sensitivity sums grow every step
 def test_a_training_step_waits_for_the_device_at_most_once(synthetic_raw, tmp_path, method):
-    cfg = tiny_cfg(synthetic_raw, epochs=2, batch_size=16, log_every_steps=0).with_overrides(
+    cfg = tiny_cfg(synthetic_raw, epochs=2, batch_size=16, progress_every_s=0).with_overrides(
         {"data.augment": True, "prune.method": method, "prune.capsule_fraction": 0.5,
          "prune.capsule_criterion": "sensitivity"})
     with counted_epochs() as epochs:
@@ -26,7 +26,7 @@ def test_a_training_step_waits_for_the_device_at_most_once(synthetic_raw, tmp_pa
 
 
 def test_a_progress_line_costs_one_read(synthetic_raw, tmp_path):
-    cfg = tiny_cfg(synthetic_raw, epochs=1, batch_size=16, log_every_steps=4)
+    cfg = tiny_cfg(synthetic_raw, epochs=1, batch_size=16, progress_every_s=4)
     with counted_epochs() as epochs:
         train(cfg, workdir=tmp_path)
     assert epochs[0]["reads"] == 16 // 4 + 1  # four progress lines and the epoch's total

@@ -1,0 +1,143 @@
+"""A running trial's progress on the console, at least every `train.progress_every_s` seconds, whatever it is doing.
+
+A line per interval, the first one after the trial's first step (so within seconds of its start, not after an
+epoch), e.g.
+
+    capsnet·fashion-mnist·rem·s42 | epoch 1/2 | step 24/40 | loss 0.4123 acc 0.512 | 2.61 s/step | ETA epoch 42 s, trial 3 min 10 s
+    capsnet·fashion-mnist·rem·s42 | epoch 1/2 | threshold search for 35 s | 2.61 s/step | ETA trial 2 min 5 s
+
+Lines come from a daemon thread, so a phase without steps (the threshold search, the test pass, the mechanism
+curve, robustness) or one slow step still prints on time. The thread never touches the device: the training loop
+reads its running loss itself (one wait for the device) when the thread has asked for a fresh value, and the thread
+prints the last value read. Under Ray each line reaches the driver's console prefixed by the worker.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from dataclasses import dataclass
+
+log = logging.getLogger(__name__)
+
+
+def duration(seconds: float) -> str:
+    """"42 s", "3 min 10 s", "1 h 5 min": what a person reads in an ETA."""
+    seconds = max(0, int(round(seconds)))
+    if seconds < 60:
+        return f"{seconds} s"
+    if seconds < 3600:
+        return f"{seconds // 60} min {seconds % 60} s"
+    return f"{seconds // 3600} h {seconds % 3600 // 60} min"
+
+
+@dataclass
+class TrialState:
+    """What the loop tells the reporter; plain fields written by one thread and read by the other."""
+    epoch: int = 0  # 0-based epoch running
+    steps: int = 0  # steps of this epoch
+    step: int = 0  # steps done in this epoch
+    phase: str = "starting"  # "training" or the evaluation running
+    phase_start: float = 0.0
+    epoch_start: float = 0.0
+    train_start: float = 0.0  # the first step of this epoch
+    loss: float | None = None
+    acc: float | None = None
+    other_s: float | None = None  # the last epoch's time outside its training steps (evaluation, search, ...)
+
+
+class TrialProgress:
+    """Progress lines for one trial of `epochs` epochs (`interval_s` <= 0: none, and nothing is started)."""
+
+    def __init__(self, label: str, epochs: int, interval_s: float, clock=time.monotonic):
+        self.label, self.epochs, self.interval_s, self.clock = label, epochs, float(interval_s), clock
+        self.state = TrialState()
+        self.loss_wanted = True  # the next step reads the loss (the first line has one)
+        self.last_line = 0.0
+        self.stepped = False  # a step of this run has been reported
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
+
+    @classmethod
+    def silent(cls) -> TrialProgress:
+        """No lines: a run not started by `train` (tests, the benchmarks' steps)."""
+        return cls("", 1, 0)
+
+    # ------------------------------------------------------------------ the loop's side
+    def __enter__(self) -> TrialProgress:
+        self.last_line = self.clock()  # the first line: after the first step, or one interval in, whichever is first
+        if self.interval_s > 0:
+            self._thread = threading.Thread(target=self._run, name=f"progress {self.label}", daemon=True)
+            self._thread.start()
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self._stop.set()
+        if self._thread is not None:
+            self._thread.join()
+
+    def start_epoch(self, epoch: int, steps: int) -> None:
+        now = self.clock()
+        s = self.state
+        if s.epoch_start and s.train_start:  # the previous epoch's time outside its steps, for the trial's ETA
+            s.other_s = max(0.0, (now - s.epoch_start) - self._train_seconds(s))
+        s.epoch, s.steps, s.step, s.epoch_start, s.train_start = epoch, steps, 0, now, now
+        self.phase("training")
+
+    def step_done(self, step: int, read_loss) -> None:
+        """After step `step` (0-based) of the epoch; `read_loss()` -> (loss, acc) is called only when a line is due
+        to show a fresh loss (it waits for the device)."""
+        self.state.step = step + 1
+        if self.loss_wanted:
+            self.loss_wanted = False
+            self.state.loss, self.state.acc = read_loss()
+            if not self.stepped and self.interval_s > 0:
+                self.stepped = True
+                self.report()  # the first line: the trial is training, and at what speed
+
+    def phase(self, name: str) -> None:
+        self.state.phase, self.state.phase_start = name, self.clock()
+
+    # ------------------------------------------------------------------ the reporter's side
+    def _train_seconds(self, s: TrialState) -> float:
+        return (self.clock() - s.train_start) if s.phase == "training" else (s.phase_start - s.train_start)
+
+    def seconds_per_step(self) -> float | None:
+        s = self.state
+        return self._train_seconds(s) / s.step if s.step else None
+
+    def line(self) -> str:
+        s, now = self.state, self.clock()
+        parts = [self.label, f"epoch {s.epoch + 1}/{self.epochs}"]
+        if s.phase == "training":
+            parts.append(f"step {s.step}/{s.steps}")
+        else:
+            parts.append(f"{s.phase} for {duration(now - s.phase_start)}")
+        if s.loss is not None and s.phase == "training":
+            parts.append(f"loss {s.loss:.4f} acc {s.acc:.3f}")
+        per_step = self.seconds_per_step()
+        if per_step is not None:
+            parts.append(f"{per_step:.2f} s/step")
+            left_now = (s.steps - s.step) * per_step if s.phase == "training" else 0.0
+            later = (self.epochs - s.epoch - 1) * (s.steps * per_step + (s.other_s or 0.0))
+            eta = [f"epoch {duration(left_now)}"] if s.phase == "training" else []
+            # before an epoch has ended, its evaluation time is unknown: the trial's ETA is then a lower bound
+            bound = "" if s.other_s is not None else ">= "
+            eta.append(f"trial {bound}{duration(left_now + later)}")
+            parts.append("ETA " + ", ".join(eta))
+        return " | ".join(parts)
+
+    def report(self) -> None:
+        self.last_line = self.clock()
+        log.info("%s", self.line())
+
+    def _run(self) -> None:
+        # wakes often enough that a line is never late by more than a second, and asks the loop for a fresh loss
+        # half an interval before the line is due
+        while not self._stop.wait(min(1.0, self.interval_s / 4)):
+            since = self.clock() - self.last_line
+            if since >= self.interval_s / 2:
+                self.loss_wanted = True
+            if since >= self.interval_s:
+                self.report()
