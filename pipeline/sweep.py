@@ -31,8 +31,7 @@ log = logging.getLogger("pipeline.sweep")
 
 
 def init_ray() -> None:
-    import ray
-
+    # Ray reads these when it is imported (the log deduplication) or started: set before `import ray`.
     os.environ.setdefault("RAY_AUTH_MODE", "disabled")  # a local, single-user cluster needs no token
     os.environ.setdefault("TUNE_WARN_EXCESSIVE_EXPERIMENT_CHECKPOINT_SYNC_THRESHOLD_S", "0")
     # The classic status table honours the compact column choice below; the new output engine prints
@@ -41,6 +40,8 @@ def init_ray() -> None:
     # Ray merges log lines of several workers that differ only in numbers ("[repeated 2x across cluster]"): every
     # trial's progress line (rem.training.progress) would be folded into the first one's.
     os.environ.setdefault("RAY_DEDUP_LOGS", "0")
+    import ray
+
     from pipeline.trial import worker_env  # imports Ray Tune and MLflow: deferred with them, after the settings above
 
     address = os.environ.get("RAY_ADDRESS")
