@@ -25,7 +25,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from benchmarks._common import REPO, markdown_table
+from benchmarks._common import REPO, environment_line, markdown_table
 
 TARGET_S = 5.0
 
@@ -82,6 +82,7 @@ def measure(repo: Path, args) -> None:
         times = [run(repo, *cmd)[0] for _ in range(args.repeats)]
         rows.append([f"dvc {' '.join(cmd)}", times[0], statistics.median(times),
                      "met" if statistics.median(times) <= TARGET_S else "missed"])
+    print(environment_line())
     print(markdown_table(["command", "first (s)", "median (s)", f"<= {TARGET_S:.0f} s"], rows))
 
 

@@ -14,6 +14,7 @@ import time
 
 import torch
 
+from benchmarks._common import environment_line
 from rem.losses import margin_loss
 from rem.models import count_parameters, create_model, list_models
 
@@ -48,7 +49,7 @@ def main() -> None:
     ap.add_argument("--shapes", default=",".join("x".join(map(str, s)) for s in SHAPES))
     args = ap.parse_args()
     shapes = [tuple(int(v) for v in s.split("x")) for s in args.shapes.split(",")]
-    print(f"torch {torch.__version__}, {torch.get_num_threads()} threads, batch {args.batch}")
+    print(f"{environment_line()}, batch {args.batch}")
     print("| model | input | classes | params | fp32 step (s) | bf16 step (s) |")
     print("|---|---|---|---:|---:|---:|")
     for name in args.models.split(","):

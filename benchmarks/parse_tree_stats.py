@@ -19,6 +19,7 @@ from collections import Counter
 import numpy as np
 import torch
 
+from benchmarks._common import environment_line
 from rem.parse_trees import entropy_bits, parse_tree_stats, quantize
 
 
@@ -87,7 +88,7 @@ def main():
     print(f"couplings {tuple(couplings.shape)}, {int(stats['n_parse_trees'].sum())} distinct keys over "
           f"{int(stats['n_images'].sum())} images; per-class counts and entropies identical; best of "
           f"{args.repeats} runs ({max(1, args.repeats // 2)} for the dictionary)")
-    print()
+    print(environment_line())
     print("| implementation                                        | time (s) | speed-up |")
     print("|-------------------------------------------------------|---------:|---------:|")
     print(f"| dict of '-'-joined string keys (REM's way)            | {t_dict:8.3f} |     1.0x |")

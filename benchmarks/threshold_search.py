@@ -29,6 +29,7 @@ from pathlib import Path
 
 import torch
 
+from benchmarks._common import environment_line
 from rem.config import from_dict
 from rem.data import BatchTransform, get_dataset, prepare_data
 from rem.losses import margin_loss
@@ -144,6 +145,7 @@ def main():
     q_epoch_s = plain[cfg.train.precision] * EPOCH_IMAGES / 128  # a +Q epoch's training
     prunable = sum(mask.numel() for mask in Masks.dense(model).masks.values())
 
+    print(environment_line())
     print("\n| search | val passes (stopped early) | wall (s) | % of a +Q epoch | % of a REM epoch | threshold | sparsity (%) | pruned weights | val loss | unpruned val loss |")
     print("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
     for label, r in rows:

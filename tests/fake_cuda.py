@@ -62,6 +62,11 @@ class HostReads(FakeTensorMode):
                 self.where[(func.__name__, "cuda->cpu")] += 1
         return super().__torch_dispatch__(func, types, args, kwargs)
 
+    def may_turn_const(self, t: torch.Tensor) -> bool:
+        # No constant propagation: a small host tensor (a normalisation constant) would otherwise be computed on for
+        # real, and its real copy to `cuda` needs a driver.
+        return False
+
     def snapshot(self) -> tuple[int, int, int]:
         return self.cuda, self.host, self.copies
 

@@ -3,8 +3,12 @@
 A line per interval, the first one after the trial's first step (so within seconds of its start, not after an
 epoch), e.g.
 
-    capsnet·fashion-mnist·rem·s42 | epoch 1/2 | step 24/40 | loss 0.4123 acc 0.512 | 2.61 s/step | ETA epoch 42 s, trial 3 min 10 s
-    capsnet·fashion-mnist·rem·s42 | epoch 1/2 | threshold search for 35 s | 2.61 s/step | ETA trial 2 min 5 s
+    capsnet·fashion-mnist·rem·s42 | epoch 1/2 | step 24/40 | loss 0.4123 acc 0.512 | 2.61 s/step | ETA epoch's steps 42 s, trial >= 2 min 26 s
+    capsnet·fashion-mnist·rem·s42 | epoch 1/2 | pruning for 35 s | 2.61 s/step | ETA trial >= 1 min 44 s
+
+The trial's ETA counts the steps left and, once an epoch has ended, each epoch's time outside its steps (pruning,
+evaluation) as the last one took; before that it is a lower bound (">="). What only the last epoch does (the
+mechanism curve, robustness) is not in it.
 
 Lines come from a daemon thread, so a phase without steps (the threshold search, the test pass, the mechanism
 curve, robustness) or one slow step still prints on time. The thread never touches the device: the training loop
@@ -42,6 +46,7 @@ class TrialState:
     phase_start: float = 0.0
     epoch_start: float = 0.0
     train_start: float = 0.0  # the first step of this epoch
+    train_end: float = 0.0  # when its steps ended (the first phase after them began)
     loss: float | None = None
     acc: float | None = None
     other_s: float | None = None  # the last epoch's time outside its training steps (evaluation, search, ...)
@@ -97,11 +102,14 @@ class TrialProgress:
                 self.report()  # the first line: the trial is training, and at what speed
 
     def phase(self, name: str) -> None:
-        self.state.phase, self.state.phase_start = name, self.clock()
+        now = self.clock()
+        if self.state.phase == "training" and name != "training":
+            self.state.train_end = now
+        self.state.phase, self.state.phase_start = name, now
 
     # ------------------------------------------------------------------ the reporter's side
     def _train_seconds(self, s: TrialState) -> float:
-        return (self.clock() - s.train_start) if s.phase == "training" else (s.phase_start - s.train_start)
+        return (self.clock() - s.train_start) if s.phase == "training" else (s.train_end - s.train_start)
 
     def seconds_per_step(self) -> float | None:
         s = self.state
@@ -119,12 +127,15 @@ class TrialProgress:
         per_step = self.seconds_per_step()
         if per_step is not None:
             parts.append(f"{per_step:.2f} s/step")
-            left_now = (s.steps - s.step) * per_step if s.phase == "training" else 0.0
-            later = (self.epochs - s.epoch - 1) * (s.steps * per_step + (s.other_s or 0.0))
-            eta = [f"epoch {duration(left_now)}"] if s.phase == "training" else []
-            # before an epoch has ended, its evaluation time is unknown: the trial's ETA is then a lower bound
-            bound = "" if s.other_s is not None else ">= "
-            eta.append(f"trial {bound}{duration(left_now + later)}")
+            other = s.other_s or 0.0  # an epoch's time outside its steps, as the last one took
+            if s.phase == "training":
+                steps_left = (s.steps - s.step) * per_step
+                this_epoch = steps_left + other
+            else:
+                steps_left, this_epoch = 0.0, max(0.0, other - (now - s.train_end))
+            later = (self.epochs - s.epoch - 1) * (s.steps * per_step + other)
+            eta = [f"epoch's steps {duration(steps_left)}"] if s.phase == "training" else []
+            eta.append(f"trial {'>= ' if s.other_s is None else '~'}{duration(this_epoch + later)}")
             parts.append("ETA " + ", ".join(eta))
         return " | ".join(parts)
 
