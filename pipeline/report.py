@@ -26,6 +26,7 @@ from rem.io import atomic_write, atomic_write_text
 from rem.report import protocol, tables
 from rem.report.ablations import ablation_table
 from rem.report.capsule_pruning import capsule_table
+from rem.report.compute import precision_note
 from rem.report.dvc_outputs import arm_curves, arm_label, write_metrics
 from rem.report.page import render_page
 from rem.report.reference import load_published
@@ -151,9 +152,9 @@ def build_reports(results: pd.DataFrame, out_dir: Path, cfg: Config | None = Non
         notes.append("routing figures (histograms, overlap maps, saliency, graphs) off: report.checkpoint_figures is false.")
     page = out_dir / "index.html"
     sections = [(section, t) for _, section, ts in groups for t in ts]
+    scope = " ".join(filter(None, [protocol.not_run_line(not_run), precision_note(results)]))
     atomic_write_text(page, render_page("REM capsule-network report", sections, figures, notes, out_dir,
-                                        [p for p in written if p.parent.name == "tables"],
-                                        protocol.not_run_line(not_run)))
+                                        [p for p in written if p.parent.name == "tables"], scope))
     return written + [f.path for f in figures] + [page]
 
 

@@ -82,6 +82,17 @@ def take_device(client, run_id: str, cfg) -> None:
     cap_memory(device, ray.get_runtime_context().get_assigned_resources().get("GPU", 0.0))
 
 
+def tag_data_and_place(client, run_id: str, cfg, repo_root: Path) -> str:
+    """Tags the run with the exact bytes it trains on (the payload md5 of every dataset file, verified by the fetch)
+    and where this attempt runs (a retry may land on another node: for operators and fault tests); returns the
+    node's id."""
+    checksums = recorded_checksums(get_dataset(cfg.data.dataset), fetch_dataset(cfg, repo_root))
+    node_id = ray.get_runtime_context().get_node_id()
+    where = {"rem.node_id": node_id, "rem.pid": os.getpid(), "rem.host": platform.node()}
+    tracking.set_tags(client, run_id, {**{f"rem.data.md5.{name}": md5 for name, md5 in checksums.items()}, **where})
+    return node_id
+
+
 def run_trial(config: dict[str, Any], *, base: dict[str, Any], context: dict[str, Any]) -> None:
     """Ray's trainable: `config["point"]` is the trial's grid point (flat dotted keys)."""
     fresh_process_state()
@@ -98,13 +109,7 @@ def run_trial(config: dict[str, Any], *, base: dict[str, Any], context: dict[str
         tags={**tags, tracking.PARENT_TAG: context["parent_run_id"], "rem.ray_trial_id": tune.get_context().get_trial_id()},
     )
     log_config(client, run_id, asked)
-    # The exact bytes trained on: the payload md5 of every dataset file, verified by the fetch.
-    raw = fetch_dataset(cfg, Path(context["repo_root"]))
-    checksums = recorded_checksums(get_dataset(cfg.data.dataset), raw)
-    node_id = ray.get_runtime_context().get_node_id()
-    # Where this attempt runs (a retry may land on another node): for operators and fault tests.
-    where = {"rem.node_id": node_id, "rem.pid": os.getpid(), "rem.host": platform.node()}
-    tracking.set_tags(client, run_id, {**{f"rem.data.md5.{name}": md5 for name, md5 in checksums.items()}, **where})
+    node_id = tag_data_and_place(client, run_id, cfg, Path(context["repo_root"]))
     previous = client.get_run(run_id).data.tags.get(tracking.FAILURE_TAG, "")
     if previous.startswith(NonFiniteLossError.__name__):
         # Deterministic failure: a retry from the same checkpoint would diverge the same way.
@@ -130,8 +135,8 @@ def run_trial(config: dict[str, Any], *, base: dict[str, Any], context: dict[str
         take_device(client, run_id, cfg)
         with (checkpoint.as_directory() if checkpoint else nullcontext(None)) as resume_dir:
             resume_from = Path(resume_dir) if resume_dir else None
-            train(cfg, workdir=workdir, repo_root=Path(context["repo_root"]), resume_from=resume_from, on_epoch=report,
-                  label=run_name(point))
+            train(cfg, workdir=workdir, repo_root=Path(context["repo_root"]), resume_from=resume_from,
+                  on_epoch=report, label=run_name(point))
             # A trial restored after its last epoch trains nothing here: its state is the restored checkpoint.
             final = final_checkpoint(workdir, resumed_from=resume_from)
             if final is None:

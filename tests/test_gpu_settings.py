@@ -61,11 +61,11 @@ def test_determinism_fixes_the_cublas_workspace_unless_the_environment_did(monke
 
 def test_mlflow_tags_say_how_a_trial_computes(synthetic_raw):
     cfg = tiny_cfg(synthetic_raw, precision="bf16", deterministic=True, tf32=True)
-    assert numerics(torch.device("cpu"), cfg.train) == {"rem.precision": "bf16", "rem.tf32": "n/a (cpu)",
-                                                         "rem.deterministic": "true"}
+    assert numerics(torch.device("cpu"), cfg.train) == {"rem.precision": "bf16", "rem.precision_setting": "bf16",
+                                                         "rem.tf32": "n/a (cpu)", "rem.deterministic": "true"}
     assert numerics(CUDA, cfg.train)["rem.tf32"] == "on"
-    assert numerics(CUDA, tiny_cfg(synthetic_raw).train) == {"rem.precision": "fp32", "rem.tf32": "off",
-                                                           "rem.deterministic": "false"}
+    assert numerics(CUDA, tiny_cfg(synthetic_raw).train) == {"rem.precision": "fp32", "rem.precision_setting": "fp32",
+                                                           "rem.tf32": "off", "rem.deterministic": "false"}
 
 
 def test_every_profile_chooses_determinism_explicitly():

@@ -20,7 +20,8 @@ figure{margin:1.5em 0}img{max-width:100%;border:1px solid #ddd}figcaption{font-s
 def render_page(title: str, tables: list[tuple[str, Table]], figures: list, notes: list[str], out_dir: Path,
                 downloads: list[Path], scope: str = "") -> str:
     """`tables`: (section, Table); `figures`: objects with section, path, caption; `downloads`: table files;
-    `scope`: one line on what the page leaves out (the protocols the sweep did not run)."""
+    `scope`: a line under the title on what the page leaves out (the protocols the sweep did not run) and how its
+    trials computed (their precision)."""
     out_dir = Path(out_dir)
 
     def link(path: Path) -> str:

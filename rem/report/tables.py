@@ -74,7 +74,8 @@ def _aggregate_group(row: Row, group: pd.DataFrame) -> Row:
     trees = evaluated[tree_cols].to_numpy(dtype=np.float64).sum(axis=1) if tree_cols else np.array([math.nan])
     row.seeds = sorted(int(s) for s in group["train.seed"])
     row.epochs = sorted(int(e) for e in group["epoch"])
-    row.acc_mean, row.acc_std = float(acc.mean()), float(acc.std())
+    # one seed has no spread: its std is missing (shown as the value alone), not 0
+    row.acc_mean, row.acc_std = float(acc.mean()), float(acc.std()) if len(acc) > 1 else math.nan
     img_cols = class_columns(evaluated, "images")
     if ent_cols:
         entropy = evaluated[ent_cols].to_numpy(dtype=np.float64)
@@ -116,7 +117,7 @@ UNPRUNED = ("plain", "+Q")
 HEADER = ["Model", "Variant", "Test accuracy (%)", "Published (%)", "Entropy (bits)", "Parse trees", "Sparsity (%)",
           "Non-zero params", "Parameters"]
 
-RULES = ("Accuracy: mean ± std over seeds. Entropy: mean ± std over classes of the per-class entropy averaged "
+RULES = ("Accuracy: mean ± std over seeds (one seed: its value alone). Entropy: mean ± std over classes of the per-class entropy averaged "
          "over seeds (REM's ±). Parse trees: median over seeds of the total over classes; a tree is an image's "
          "couplings to its predicted class, each rounded to the nearest of the K levels 0, 1/(K-1), ..., 1 (K = 11: "
          "0, 0.1, ..., 1, edges at 0.05, 0.15, ...; near-uniform couplings of 0.1 change their entry only beyond "
@@ -125,9 +126,11 @@ RULES = ("Accuracy: mean ± std over seeds. Entropy: mean ± std over classes of
 
 
 def pm(mean: float, std: float, scale: float = 100.0, digits: int = 2) -> str:
-    """`mean ± std` (both scaled), or the missing marker when there is nothing to show."""
+    """`mean ± std` (both scaled), `mean` alone without a spread (one seed), or the missing marker."""
     if math.isnan(mean):
         return MISSING
+    if math.isnan(std):
+        return f"{scale * mean:.{digits}f}"
     return f"{scale * mean:.{digits}f} ± {scale * std:.{digits}f}"
 
 

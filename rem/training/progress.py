@@ -88,13 +88,14 @@ class TrialProgress:
         if s.epoch_start and s.train_start:  # the previous epoch's time outside its steps, for the trial's ETA
             s.other_s = max(0.0, (now - s.epoch_start) - self._train_seconds(s))
         s.epoch, s.steps, s.step, s.epoch_start, s.train_start = epoch, steps, 0, now, now
+        self.loss_wanted = True  # a line must not show the last epoch's running loss as this one's
         self.phase("training")
 
     def step_done(self, step: int, read_loss) -> None:
         """After step `step` (0-based) of the epoch; `read_loss()` -> (loss, acc) is called only when a line is due
         to show a fresh loss (it waits for the device)."""
         self.state.step = step + 1
-        if self.loss_wanted:
+        if self.loss_wanted and self.interval_s > 0:
             self.loss_wanted = False
             self.state.loss, self.state.acc = read_loss()
             if not self.stepped and self.interval_s > 0:

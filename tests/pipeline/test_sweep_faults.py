@@ -109,10 +109,9 @@ def test_nan_trial_fails_with_its_reason_and_the_sweep_goes_on(synthetic_raw, tm
 
 def test_unreachable_mlflow_server_fails_fast_before_any_trial(synthetic_raw, tmp_path):
     write_params(tmp_path, synthetic_raw, grid={"train.seed": [42]}, name="nomlflow", model_options=SMALL_CAPSNET)
-    start = time.monotonic()
     proc = run_sweep(tmp_path, env=sweep_env(MLFLOW_TRACKING_URI=f"http://127.0.0.1:{free_port()}"), check=False)
-    elapsed = time.monotonic() - start
-    assert proc.returncode == 2 and elapsed < 10, (elapsed, proc.stderr[-2000:])
+    # fast means before Ray starts: no wall-clock bound (a busy CPU would fail it), the absence of Ray's folder below
+    assert proc.returncode == 2, proc.stderr[-2000:]
     lines = [line for line in proc.stderr.splitlines() if line.startswith("error:")]
     assert len(lines) == 1 and "unreachable" in lines[0] and "127.0.0.1" in lines[0]
     assert not (tmp_path / "ray").exists()  # no trial started

@@ -32,7 +32,7 @@ def test_durations_read_as_a_person_reads_them(seconds, text):
 
 def test_a_line_has_epoch_step_loss_speed_and_eta():
     clock = Clock()
-    progress = TrialProgress("capsnet·rem·s42", epochs=2, interval_s=0, clock=clock)
+    progress = TrialProgress("capsnet·rem·s42", epochs=2, interval_s=3600, clock=clock)  # not entered: no thread
     progress.start_epoch(0, steps=40)
     clock.now += 24 * 2.5
     for step in range(24):
@@ -57,8 +57,8 @@ def test_a_line_has_epoch_step_loss_speed_and_eta():
 
 
 def test_the_loss_is_read_only_when_a_line_wants_it():
-    """Reading the running loss waits for the device: once for the first line, then once per line."""
-    progress = TrialProgress("t", epochs=1, interval_s=0, clock=Clock())
+    """Reading the running loss waits for the device: at an epoch's first step, then once per line."""
+    progress = TrialProgress("t", epochs=1, interval_s=3600, clock=Clock())
     progress.start_epoch(0, steps=10)
     reads = []
     for step in range(10):
