@@ -32,6 +32,7 @@ import torch
 from benchmarks._common import environment_line
 from rem.config import from_dict
 from rem.data import BatchTransform, get_dataset, prepare_data
+from rem.device import autocast, resolve_precision
 from rem.losses import margin_loss
 from rem.models.from_config import build_model
 from rem.pruning import Masks, PruneConfig, Pruner, threshold_search
@@ -63,7 +64,7 @@ def compiled_for_eval(model, val, spec, cfg):
     compiled = torch.compile(model)
     model.eval()
     x, _ = BatchTransform.from_config(spec, cfg.data)(val.images[:cfg.train.eval_batch_size], train=False)
-    with torch.inference_mode(), torch.autocast("cpu", dtype=torch.bfloat16, enabled=cfg.train.precision == "bf16"):
+    with torch.inference_mode(), autocast("cpu", cfg.train.precision):  # "auto" resolved for this CPU
         compiled(x.float())
     model.train()
     return compiled
@@ -118,7 +119,7 @@ def main():
     print(f"checkpoint: {ckpt_dir} ({cfg.model.name}, {cfg.data.dataset}, epoch {state['epoch']}, "
           f"precision {cfg.train.precision}, eval batch {cfg.train.eval_batch_size}); validation: {n_val} images")
 
-    train_precision = cfg.train.precision
+    train_precision = resolve_precision("cpu", cfg.train.precision)  # what the checkpoint's trial trained in here
     variants = [("REM's official search (published bisection, fp32)", "bisection", False, "fp32"),
                 (f"sorted, {train_precision} (the search it replaces)", "sorted", True, train_precision)]
     for ordered in ((False, True) if args.ablation else (True,)):

@@ -3,8 +3,9 @@ without a GPU, through the project's own code with every tensor on `cuda`.
 
 Per trial: `TrainingRun.create` on CUDA splits; training steps (`rem.training.loop.train_step`: the batch's
 augmentation, the forward under the trial's autocast, the loss, the pruner's LOBSTER shrink and gradient masks,
-Adam, the masks re-applied); the end-of-epoch pruning that makes masks (IMP's magnitude step; REM's and SNIP's masks
-made the same way, their searches being value-driven loops that fake values cannot steer); the evaluation step
+Adam, the masks re-applied); the pruning that makes masks (IMP's end-of-epoch magnitude step, SNIP's scoring at the
+start; REM's masks by the same magnitude step, its search being a value-driven loop fake values cannot steer),
+then training steps with them; the evaluation step
 (`rem.evaluate.evaluate`, plain and +Q) and the parse-tree keys and routing health of a batch; one threshold-search
 pass (`ValidationLoss`, plain and stopped early); the robustness transforms. FakeTensorMode raises on any
 operation that mixes devices: a tensor made without `device=` fails here. And the host's reads of CUDA values are
@@ -23,7 +24,7 @@ from rem.data.splits import Split, Splits
 from rem.evaluate import ParseTreeKeys, batches_of, evaluate
 from rem.models import has_routing
 from rem.pruning.imp import magnitude_prune_to
-from rem.training.loop import batch_of, train_step
+from rem.training.loop import batch_of, prune_at_start, train_step
 from rem.training.run import TrainingRun
 from rem.training.step_losses import StepLosses
 from tests.factory_guard import ARCHITECTURES, METHODS, SMALL, applies, trial_config
@@ -64,10 +65,13 @@ def train_steps(run: TrainingRun, epoch: int = 0) -> None:
 
 
 def make_masks(run: TrainingRun, method: str) -> None:
-    """The pruner's masks, as its end of epoch leaves them: IMP's own step; REM and SNIP masked the same way."""
+    """The pruner's masks, as the method makes them: IMP's end-of-epoch step, SNIP's scoring at the start (gradients
+    of training batches), REM's by the same magnitude step (its search is a value-driven loop)."""
     if method == "imp":
         run.pruner.end_of_epoch(run.model, 0, 2)
-    elif method in ("rem", "snip"):
+    elif method == "snip":
+        prune_at_start(run)
+    elif method == "rem":
         magnitude_prune_to(run.model, run.pruner.masks, 0.5)
         run.pruner.masks.apply(run.model)
         run.pruner._masks_active = True

@@ -239,19 +239,20 @@ def train(
     line (`rem.training.progress`, named by `label`) reaches the log at least every `train.progress_every_s`.
     """
     checkpoint_dir = trial_checkpoint_dir(workdir)
-    run = set_up(cfg, Path(repo_root or Path.cwd()))
-    saved = load_checkpoint(resume_from if resume_from is not None else checkpoint_dir)
-    if saved is not None:
-        restore_run(run, saved)
-        carry_first_epoch(resume_from, checkpoint_dir)
-        if run.history and run.history[-1].get("stopped_early"):  # patience ended it: a longer cap changes nothing
-            return run.history[-1]
-        log.info("resuming %s from epoch %d", cfg.model.name, run.start_epoch)
-    else:
-        prune_at_start(run)
-
     label = label or f"{cfg.model.name}·{cfg.data.dataset}·{cfg.prune.method}·s{cfg.train.seed}"
-    with TrialProgress(label, cfg.train.epochs, cfg.train.progress_every_s) as run.progress:
+    # from the start: loading the data and SNIP's scoring report as "starting" when they take an interval
+    with TrialProgress(label, cfg.train.epochs, cfg.train.progress_every_s) as progress:
+        run = set_up(cfg, Path(repo_root or Path.cwd()))
+        run.progress = progress
+        saved = load_checkpoint(resume_from if resume_from is not None else checkpoint_dir)
+        if saved is not None:
+            restore_run(run, saved)
+            carry_first_epoch(resume_from, checkpoint_dir)
+            if run.history and run.history[-1].get("stopped_early"):  # patience ended it: a longer cap changes nothing
+                return run.history[-1]
+            log.info("resuming %s from epoch %d", cfg.model.name, run.start_epoch)
+        else:
+            prune_at_start(run)
         for epoch in range(run.start_epoch, cfg.train.epochs):
             if run_epoch(run, epoch, checkpoint_dir, on_epoch):
                 break
