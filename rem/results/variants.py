@@ -15,6 +15,7 @@ import pandas as pd
 from rem.config import ModelConfig
 from rem.models import has_routing, list_models
 from rem.pruning import PruneConfig, is_class_capsule_matrix
+from rem.results.arms import arm_suffixes, split_label
 
 
 def routed(model: str) -> bool:
@@ -92,11 +93,12 @@ def rem_arm_suffix(row) -> str:
 
 def variant_order(variant: str) -> tuple:
     """plain, +Q, +REM, then +CAPS / +IMP / +SNIP by method and target; an ablation right after its variant, by
-    iterations then decoder."""
-    base, _, ablation = variant.partition(" (")
+    iterations then decoder; arms that differ in another config value (`rem.results.arms`) after their name."""
+    name, differences = split_label(variant)
+    base, _, ablation = name.partition(" (")
     if ablation and not base.startswith("LOBSTER"):
-        return (*pruning_order(base), ablation.rstrip(")").zfill(16))
-    return (*pruning_order(variant), "")
+        return (*pruning_order(base), ablation.rstrip(")").zfill(16), differences)
+    return (*pruning_order(name), "", differences)
 
 
 def pruning_order(variant: str) -> tuple:
@@ -111,11 +113,15 @@ def pruning_order(variant: str) -> tuple:
 
 
 def label_trials(results: pd.DataFrame) -> pd.DataFrame:
-    """A copy with each trial's `variant` and its table's name in `data.dataset` (see `dataset_label`)."""
+    """A copy with each trial's `variant` (its paper name, then any other config value that sets its arm apart:
+    `rem.results.arms`) and its table's name in `data.dataset` (see `dataset_label`)."""
     results = results.copy()
     # A trial's variant comes from its last row: only that row carries the final evaluation's columns.
     last = results.sort_values("epoch").groupby("trial_key").tail(1)
-    variants = {row["trial_key"]: variant_of(row) for row in last.to_dict("records")}
+    names = pd.Series([variant_of(row) for row in last.to_dict("records")], index=last.index)
+    # any other config value that differs between trials of one name is part of their arm: never averaged as seeds
+    suffixes = arm_suffixes(last.assign(**{"data.dataset": [dataset_label(r) for r in last.to_dict("records")]}), names)
+    variants = {key: name + suffixes[key] for key, name in zip(last["trial_key"], names)}
     results["variant"] = results["trial_key"].map(variants)
     results["data.dataset"] = [dataset_label(r) for r in results.to_dict("records")]
     return results

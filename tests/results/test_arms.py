@@ -1,0 +1,90 @@
+"""A config value that differs between trials of one paper name sets their arms apart (rem.results.arms): never averaged
+as if it were a seed, in any reader of the results table -- the tables, the figures' points, DVC's metrics and plots,
+`rem pareto`, the claims page. Checked on the committed claims run with one plain CapsNet trial changed, as a sweep
+over an axis the labels do not know would leave it."""
+
+from __future__ import annotations
+
+import json
+
+import pandas as pd
+import pytest
+
+from rem.report.claims import render_tables
+from rem.report.dvc_outputs import arm_curves
+from rem.report.tables import aggregate
+from rem.results.arms import compared_keys, short_keys
+from rem.results.frames import training_points, trial_points
+from rem.results.pareto import front
+from tests.conftest import REPO
+
+CLAIMS = REPO / "reports" / "claims" / "sweep.parquet"
+
+
+@pytest.fixture(scope="module")
+def claims() -> pd.DataFrame:
+    return pd.read_parquet(CLAIMS)
+
+
+def plain_capsnet(results: pd.DataFrame, seed: int) -> pd.Series:
+    return ((results["model.name"] == "capsnet") & (results["prune.method"] == "none")
+            & (results["model.routing_iterations"] == 3) & (~results["model.decoder"].astype(bool))
+            & (results["train.seed"] == seed))
+
+
+def changed(results: pd.DataFrame, column: str, value, seed: int = 43, which=plain_capsnet) -> pd.DataFrame:
+    out = results.copy()
+    out[column] = out[column].astype(object)
+    out.loc[which(out, seed), column] = value
+    return out
+
+
+def rows_of(results: pd.DataFrame, model: str, prefix: str) -> dict[str, list[int]]:
+    return {r.variant: r.seeds for r in aggregate(results)
+            if r.model == model and r.dataset == "fashion-mnist" and r.variant.startswith(prefix) and r.seeds}
+
+
+def test_the_committed_claims_run_keeps_its_labels(claims):
+    assert rows_of(claims, "capsnet", "+Q") == {"+Q": [42, 43], "+Q (1 iteration)": [42, 43],
+                                                "+Q (2 iterations)": [42, 43], "+Q (5 iterations)": [42, 43],
+                                                "+Q (decoder)": [42, 43]}
+
+
+def test_a_learning_rate_axis_makes_two_arms_each_with_its_seeds(claims):
+    results = changed(claims, "train.lr", 1e-4)
+    assert rows_of(results, "capsnet", "+Q ·") == {"+Q · lr=0.001": [42], "+Q · lr=0.0001": [43]}
+    assert "+Q" not in rows_of(results, "capsnet", "+Q")  # no row averages the two
+    # every reader sees the same two arms: the figures' points, DVC's plots, the Pareto front, the claims tables
+    for points in (training_points(results), trial_points(results)):
+        capsnet = points[(points["model"] == "capsnet") & points["variant"].str.startswith("+Q ·")]
+        assert dict(capsnet.groupby("variant")["seed"].agg(lambda s: sorted(set(s)))) == {
+            "+Q · lr=0.001": [42], "+Q · lr=0.0001": [43]}
+    curves = arm_curves(training_points(results))
+    assert {"capsnet +Q · lr=0.001", "capsnet +Q · lr=0.0001"} <= set(curves["arm"])
+    assert set(curves[curves["arm"] == "capsnet +Q · lr=0.0001"]["seeds"]) == {1}
+    best = front(trial_points(results))  # `rem pareto` and the report's front
+    assert not best.empty and not (best["variant"] == "+Q").any()
+    sizes = render_tables(results)["sizes.md"]
+    assert "+Q · lr=0.0001" in sizes and "+Q · lr=0.001" in sizes
+
+
+def test_an_axis_over_a_model_option_makes_two_arms(claims):
+    results = changed(claims, "model.options", json.dumps({"primary_types": 16}))
+    arms = rows_of(results, "capsnet", "+Q ·")
+    assert arms == {'+Q · options={"primary_types": 16}': [43], "+Q · options={}": [42]}
+
+
+def test_an_axis_over_prune_twt_makes_two_arms(claims):
+    def rem_capsnet(results, seed):
+        return (results["model.name"] == "capsnet") & (results["prune.method"] == "rem") & (results["train.seed"] == seed)
+
+    results = changed(claims, "prune.twt", 0.1, which=rem_capsnet)
+    assert rows_of(results, "capsnet", "+REM") == {"+REM · twt=0": [42], "+REM · twt=0.1": [43]}
+
+
+def test_what_names_an_arm_already_and_how_a_trial_runs_are_not_compared():
+    keys = compared_keys(["train.seed", "train.lr", "prune.method", "prune.twt", "train.device", "test/acc", "epoch",
+                          "sweep.name", "model.options", "data.root", "curve/all/0.5/test/acc"])
+    assert keys == ["model.options", "prune.twt", "train.lr"]
+    assert short_keys(["train.lr", "prune.lr", "prune.twt"]) == {"train.lr": "train.lr", "prune.lr": "prune.lr",
+                                                                  "prune.twt": "twt"}
