@@ -22,6 +22,7 @@ import yaml
 from mlflow.tracking import MlflowClient
 
 from rem.data import get_dataset
+from rem.device import resolve_precision
 from rem.training.checkpoint import CHECKPOINT_FILE
 from tests.conftest import REPO, SYNTHETIC
 
@@ -90,6 +91,8 @@ def test_dvc_repro_runs_the_real_pipeline_then_is_a_noop(reproduced):
     assert table["robust/rotation/30/test/acc"].notna().all() and table["robust/affnist/1/n_images"].eq(100).all()
     cnn = table[table["model.name"] == "cnn_matched"]
     assert cnn["robust/rotation/30/entropy/mean"].isna().all() and cnn["final/entropy/mean"].isna().all()
+    resolved = resolve_precision("cpu", "auto")  # bf16 where this CPU computes it natively, else fp32
+    assert (table["compute/bf16"] == float(resolved == "bf16")).all()
     table = table[table["model.name"] == "capsnet"]
 
     client = MlflowClient(f"sqlite:///{repo / 'mlflow.db'}")
@@ -106,7 +109,9 @@ def test_dvc_repro_runs_the_real_pipeline_then_is_a_noop(reproduced):
         assert "mlflow.source.git.commit" in child.data.tags and "rem.version.torch" in child.data.tags
         assert child.data.tags["rem.data.md5.train-images-idx3-ubyte"] == get_dataset(SYNTHETIC).files[0].md5
         assert child.data.tags["rem.device"].startswith("cpu")
-        assert child.data.tags["rem.tf32"] == "n/a (cpu)" and child.data.tags["rem.precision"] == child.data.params["train.precision"]
+        # the setting (auto) as asked, and what it resolved to on this CPU
+        assert child.data.tags["rem.precision_setting"] == child.data.params["train.precision"] == "auto"
+        assert child.data.tags["rem.tf32"] == "n/a (cpu)" and child.data.tags["rem.precision"] == resolved
         assert child.data.tags["rem.deterministic"] == child.data.params["train.deterministic"].lower()
 
     markdown = (repo / "reports" / "tables" / f"{SYNTHETIC}.md").read_text()
@@ -124,6 +129,8 @@ def test_dvc_repro_runs_the_real_pipeline_then_is_a_noop(reproduced):
     assert "no checkpoint found" not in page and f"no {CHECKPOINT_FILE}" not in page
     assert page.count("<li>") == 2 and "efficient_capsnet +SNIP 50% (seed 42): no saliency map" in page
     assert "cnn_matched: no routing figures" in page
+    fp32 = 4 if resolved == "fp32" else 0  # the page states how its trials computed
+    assert f"Precision: 4 trials, {fp32} in fp32, {4 - fp32} in bf16 autocast (train.precision auto;" in page
     logged = client.list_artifacts(parents[0].info.run_id, "report/figures")
     assert {a.path.split("/")[-1] for a in logged} == figures
     assert (repo / "reports" / "metrics" / SYNTHETIC / "capsnet" / "Q.json").is_file()
