@@ -95,6 +95,7 @@ def set_dotted(tree: dict[str, Any], key: str, value: Any, source: str = "overri
 RENAMED = {
     "prune.min_step_weights": "prune.search_tolerance_pp (the sorted search's stop, in percentage points of the "
                               "prunable weights instead of a weight count)",
+    "train.log_every_steps": "train.progress_every_s (a progress line at least every so many seconds)",
 }
 
 

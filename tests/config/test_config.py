@@ -23,7 +23,7 @@ def test_repo_params_resolve_for_both_profiles():
 @pytest.mark.parametrize("override,pattern", [
     ({"train.epoch": 3}, r"unknown key 'train.epoch'; allowed: epochs"),
     ({"train.epochs": "two"}, r"train.epochs must be an integer; got 'two'"),
-    ({"train.precision": "fp16"}, r"train.precision must be one of fp32, bf16; got 'fp16'"),
+    ({"train.precision": "fp16"}, r"train.precision must be one of auto, fp32, bf16; got 'fp16'"),
     ({"model.name": "capsnett"}, r"model.name 'capsnett' is unknown; allowed: .*capsnet"),
     ({"data.dataset": "imagenet"}, r"dataset 'imagenet' is unknown; allowed: .*fashion-mnist"),
     ({"data.augment": "yes"}, r"data.augment must be true or false"),
