@@ -84,12 +84,13 @@ def bf16_capability(device: torch.device | str) -> str:
     """The device's bf16 capability in words, for the warning and the benchmarks' header: e.g. "cpu: AVX2, no
     native bf16 (no oneDNN bf16 kernels)" or "cuda:0: Tesla T4, compute capability 7.5, no native bf16"."""
     device = torch.device(device)
-    native = "native bf16" if native_bf16(device) else "no native bf16"
+    has = native_bf16(device)
+    native = "native bf16" if has else "no native bf16"
     if device.type == "cuda":
         index = torch.cuda.current_device() if device.index is None else device.index
         major, minor = torch.cuda.get_device_capability(index)
         return f"cuda:{index}: {torch.cuda.get_device_name(index)}, compute capability {major}.{minor}, {native}"
-    kernels = "oneDNN bf16 kernels" if native_bf16(device) else "no oneDNN bf16 kernels"
+    kernels = "oneDNN bf16 kernels" if has else "no oneDNN bf16 kernels"
     return f"{device.type}: {torch.backends.cpu.get_cpu_capability()}, {native} ({kernels})"
 
 
