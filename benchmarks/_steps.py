@@ -12,6 +12,7 @@ from typing import Callable
 
 import torch
 
+from rem.capsules import compile_model
 from rem.losses import margin_loss
 from rem.models import create_model
 
@@ -63,7 +64,7 @@ def sync(device: str) -> None:
 
 def train_step_fn(variant: Variant, model: torch.nn.Module, batch_size: int = 128, device: str = "cpu") -> Callable[[], float]:
     """A closure doing one full training step on a fixed batch; returns the loss (forces completion)."""
-    forward = torch.compile(model) if variant.compile else model
+    forward = compile_model(model) if variant.compile else model
     opt = torch.optim.Adam(model.parameters(), lr=1e-4)
     x, y = batch(batch_size, device)
     dev_type = torch.device(device).type
@@ -83,7 +84,7 @@ def train_step_fn(variant: Variant, model: torch.nn.Module, batch_size: int = 12
 
 def inference_fn(variant: Variant, model: torch.nn.Module, batch_size: int = 500, device: str = "cpu") -> Callable[[], None]:
     """One evaluation batch (the pipeline's eval_batch_size is 500) under inference_mode, eval mode."""
-    forward = torch.compile(model) if variant.compile else model
+    forward = compile_model(model) if variant.compile else model
     x, _ = batch(batch_size, device, seed=1)
     dev_type = torch.device(device).type
 

@@ -30,6 +30,7 @@ from pathlib import Path
 import torch
 
 from benchmarks._common import environment_line
+from rem import capsules
 from rem.config import from_dict
 from rem.data import BatchTransform, get_dataset, prepare_data
 from rem.device import autocast, resolve_precision
@@ -61,7 +62,7 @@ def validation_loss(cfg, spec, val, n_val, order_by_loss, precision, compiled=No
 def compiled_for_eval(model, val, spec, cfg):
     """torch.compile(model), compiled for the evaluation batch before any search is timed: rem.training.loop
     compiles once per trial (its per-epoch evaluation uses the same compiled module), not once per search."""
-    compiled = torch.compile(model)
+    compiled = capsules.compile_model(model)
     model.eval()
     x, _ = BatchTransform.from_config(spec, cfg.data)(val.images[:cfg.train.eval_batch_size], train=False)
     with torch.inference_mode(), autocast("cpu", cfg.train.precision):  # "auto" resolved for this CPU
@@ -73,7 +74,7 @@ def compiled_for_eval(model, val, spec, cfg):
 def train_step_seconds(model, x, y, precision, shrink, steps, compile_model=False):
     """Median seconds of a REM training step; `shrink` toggles the LOBSTER update."""
     model = copy.deepcopy(model)
-    forward = torch.compile(model) if compile_model else model
+    forward = capsules.compile_model(model) if compile_model else model
     pruner = Pruner(model, PruneConfig(method="rem"))
     opt = torch.optim.Adam(model.parameters(), lr=1e-3)
     times, shrink_times = [], []

@@ -89,12 +89,24 @@ class _ValidConv2d(torch.autograd.Function):
         return grad_x, grad_w, grad_b, None
 
 
-# Only the CPU low-precision path runs eagerly under torch.compile: inductor would only call the same oneDNN kernels,
-# and tracing this Function with a dynamic batch (train and eval batches differ) fails in inductor's stride logic
-# (torch 2.14). Everywhere else (fp32, GPUs) the stock convolution stays inside the compiled graph.
-@torch.compiler.disable
 def _eager_valid_conv2d(conv: nn.Conv2d, x: torch.Tensor) -> torch.Tensor:
     return _ValidConv2d.apply(x, conv.weight, conv.bias, conv.stride[0])
+
+
+def compile_model(model: nn.Module) -> nn.Module:
+    """`torch.compile(model)` for models with these layers: use it instead of torch.compile.
+
+    Only the CPU low-precision path of `valid_conv2d` runs eagerly under torch.compile: inductor would only call the
+    same oneDNN kernels, and tracing its Function with a dynamic batch (train and eval batches differ) fails in
+    inductor's stride logic (torch 2.14). Everywhere else (fp32, GPUs) the stock convolution stays inside the
+    compiled graph. The path is marked here, not by a decorator, because `torch.compiler.disable` imports
+    torch._dynamo, ~2 s of every process's start (each trial worker, CLI call and pipeline stage) that never
+    compiles."""
+    global _eager_valid_conv2d
+    if not getattr(_eager_valid_conv2d, "_rem_kept_eager", False):
+        _eager_valid_conv2d = torch.compiler.disable(_eager_valid_conv2d)
+        _eager_valid_conv2d._rem_kept_eager = True
+    return torch.compile(model)
 
 
 def valid_conv2d(conv: nn.Conv2d, x: torch.Tensor) -> torch.Tensor:

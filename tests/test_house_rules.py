@@ -73,6 +73,15 @@ def test_every_library_module_imports_without_ray_or_mlflow():
     assert done.returncode == 0 and done.stdout.strip() == "ok", done.stderr.strip().splitlines()[-1:]
 
 
+def test_starting_a_trial_or_a_stage_does_not_import_torch_dynamo():
+    """torch._dynamo costs ~2 s of every process's start (each trial worker, CLI call, pipeline stage): only a run
+    that compiles (rem.capsules.compile_model) may import it."""
+    script = ("import sys, rem, pipeline.ray_trials, pipeline.report, rem.training.loop\n"
+              "print(sorted(m for m in sys.modules if m.startswith('torch._dynamo')))\n")
+    done = subprocess.run([sys.executable, "-c", script], cwd=ROOT, capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0 and done.stdout.strip() == "[]", (done.stdout[-500:], done.stderr[-2000:])
+
+
 MAX_TOP_LEVEL_FILES = 10
 
 

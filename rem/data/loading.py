@@ -16,10 +16,10 @@ Per-dataset protocol (REM's table, rem-paper.md §2; smallNORB as the capsule pa
 from __future__ import annotations
 
 from dataclasses import replace
+from importlib import import_module
 from pathlib import Path
 from typing import TYPE_CHECKING, Callable
 
-from rem.data import affnist, cifar, idx, imagefolder, smallnorb, svhn
 from rem.data.registry import DatasetSpec, get_dataset
 from rem.data.sources import fetch_dataset
 from rem.data.splits import Splits
@@ -28,11 +28,17 @@ from rem.io import resolve_path
 if TYPE_CHECKING:
     from rem.config import Config, DataConfig
 
-# spec.format -> the family that reads it: load(spec, raw, data, cache_dir) -> Splits
-FAMILIES: dict[str, Callable[..., Splits]] = {
-    "idx": idx.load, "svhn": svhn.load, "cifar10": cifar.load, "imagefolder": imagefolder.load,
-    "affnist": affnist.load, "smallnorb": smallnorb.load,
+# spec.format -> the module of the family that reads it (its `load(spec, raw, data, cache_dir) -> Splits`). Imported
+# on first use: CIFAR-10's and SVHN's readers import torchvision, ~2.5 s of every trial's start that only they need.
+FAMILIES: dict[str, str] = {
+    "idx": "rem.data.idx", "svhn": "rem.data.svhn", "cifar10": "rem.data.cifar", "imagefolder": "rem.data.imagefolder",
+    "affnist": "rem.data.affnist", "smallnorb": "rem.data.smallnorb",
 }
+
+
+def family_reader(fmt: str) -> Callable[..., Splits]:
+    """The `load` of the family reading files of format `fmt`."""
+    return import_module(FAMILIES[fmt]).load
 
 
 def _normalisation(spec: DatasetSpec, mean: tuple[float, ...], std: tuple[float, ...]) -> DatasetSpec:
@@ -48,7 +54,7 @@ def _normalisation(spec: DatasetSpec, mean: tuple[float, ...], std: tuple[float,
 def load_splits(spec: DatasetSpec, raw: Path, data: DataConfig, cache_dir: Path | None = None) -> Splits:
     """Train/val/test as REM builds them, capped by data.*_subset; `extra` holds further test sets where the
     protocol has them. `cache_dir` holds the prepared arrays (None: decode every time)."""
-    splits = FAMILIES[spec.format](spec, Path(raw), data, cache_dir)
+    splits = family_reader(spec.format)(spec, Path(raw), data, cache_dir)
     return Splits(train=splits.train.head(data.train_subset), val=splits.val.head(data.val_subset),
                   test=splits.test.head(data.test_subset),
                   spec=_normalisation(splits.spec, tuple(data.mean), tuple(data.std)),

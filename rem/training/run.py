@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 
 import torch
 
+from rem.capsules import compile_model
 from rem.config import Config
 from rem.data import BatchTransform, Splits
 from rem.device import resolve_precision
@@ -50,7 +51,7 @@ def search_precision(cfg: Config) -> str:
 
 
 def compiled(cfg: Config, model: torch.nn.Module) -> torch.nn.Module:
-    return torch.compile(model) if cfg.train.compile else model
+    return compile_model(model) if cfg.train.compile else model
 
 
 def final_weights_choice(cfg: Config) -> str:

@@ -397,6 +397,9 @@ def test_checksum_mismatch_and_wrong_idx_magic(tmp_path):
     (raw / "train-labels-idx1-ubyte").write_bytes(b"\x00\x00\x08\x03" + bytes(20))
     with pytest.raises(FormatError, match="train-labels-idx1-ubyte: not an IDX uint8 label file"):
         read_idx_pair(raw, "train")
+    (raw / "train-labels-idx1-ubyte").write_bytes(b"\x00\x00\x08\x01" + (2).to_bytes(4, "big") + bytes(1))  # cut short
+    with pytest.raises(FormatError, match=r"label file \(expected magic 2049, dims N\): 1 bytes of elements, expected 2"):
+        read_idx_pair(raw, "train")
 
 
 @pytest.mark.realdata

@@ -18,6 +18,7 @@ from rem.tracking.model_store import load_parse_trees
 from tests.conftest import REPO
 from tests.sweep_helpers import (BIN, assert_same_table, free_port, load_in_new_process, mlflow_server, sweep_env,
                                  sweep_runs, wait_for, write_params)
+from tests.pipeline.test_sweep_faults import FAULT_IMAGES
 from tests.tiny_trials import SMALL_CAPSNET
 
 pytestmark = pytest.mark.slow
@@ -142,7 +143,8 @@ def test_cluster_sweep_ends_in_a_local_report_rebuilt_from_a_real_mlflow_server(
 
 
 def test_losing_the_worker_node_moves_its_trial_to_the_head(cluster, synthetic_raw, tmp_path):
-    job_params(tmp_path, synthetic_raw, "nodeloss", grid={"train.seed": [42, 43]}, epochs=3, train_subset=640)
+    job_params(tmp_path, synthetic_raw, "nodeloss", grid={"train.seed": [42, 43]}, epochs=3,
+               train_subset=FAULT_IMAGES, model_options=SMALL_CAPSNET)
     uri = f"sqlite:///{tmp_path / 'mlflow.db'}"
     job_id = "nodeloss-" + str(os.getpid())
     submit(cluster, tmp_path, "--no-wait", f"--submission-id={job_id}")

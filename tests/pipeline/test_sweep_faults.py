@@ -18,6 +18,8 @@ from tests.sweep_helpers import (epochs_logged, free_port, local_uri, mlflow_ser
 from tests.tiny_trials import SMALL_CAPSNET
 
 pytestmark = pytest.mark.slow
+# 60 steps an epoch of the small CapsNet (~10 s on one core): a kill after a trial's first epoch lands inside its run
+FAULT_IMAGES = 3840
 
 
 def child_with_epoch(uri: str, experiment: str, epoch: int, key_part: str = ""):
@@ -32,8 +34,9 @@ def child_with_epoch(uri: str, experiment: str, epoch: int, key_part: str = ""):
 
 
 def test_killed_trial_worker_resumes_from_its_checkpoint(synthetic_raw, tmp_path):
-    # Full-size CapsNet on 640 images: each epoch takes seconds, so the kill lands mid-epoch.
-    write_params(tmp_path, synthetic_raw, grid={"train.seed": [42]}, name="killworker", epochs=3, train_subset=640)
+    # The small CapsNet on FAULT_IMAGES images: the kill lands in epoch 2 of 3.
+    write_params(tmp_path, synthetic_raw, grid={"train.seed": [42]}, name="killworker", epochs=3,
+                 train_subset=FAULT_IMAGES, model_options=SMALL_CAPSNET)
     uri = local_uri(tmp_path)
     driver = subprocess.Popen(sweep_cmd(), cwd=tmp_path, env=sweep_env(), stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     try:
@@ -54,8 +57,8 @@ def test_killed_trial_worker_resumes_from_its_checkpoint(synthetic_raw, tmp_path
 
 
 def test_killed_driver_then_rerun_finishes_without_rerunning_or_duplicating(synthetic_raw, tmp_path):
-    write_params(tmp_path, synthetic_raw, grid={"train.seed": [42, 43]}, name="killdriver", epochs=2, train_subset=640,
-                 sweep={"max_concurrent": 1})
+    write_params(tmp_path, synthetic_raw, grid={"train.seed": [42, 43]}, name="killdriver", epochs=3,
+                 train_subset=FAULT_IMAGES, model_options=SMALL_CAPSNET, sweep={"max_concurrent": 1})
     uri = local_uri(tmp_path)
     driver = subprocess.Popen(sweep_cmd(), cwd=tmp_path, env=sweep_env(), stdout=subprocess.DEVNULL,
                               stderr=subprocess.DEVNULL, start_new_session=True)
@@ -81,8 +84,8 @@ def test_killed_driver_then_rerun_finishes_without_rerunning_or_duplicating(synt
         except ProcessLookupError:
             pass
     table = results(tmp_path)
-    assert len(table) == 4 and not table.duplicated(["trial_key", "epoch"]).any()
-    assert sorted(table.groupby("trial_key")["epoch"].max()) == [2, 2] and set(table["status"]) == {"FINISHED"}
+    assert len(table) == 6 and not table.duplicated(["trial_key", "epoch"]).any()
+    assert sorted(table.groupby("trial_key")["epoch"].max()) == [3, 3] and set(table["status"]) == {"FINISHED"}
     parents, children = sweep_runs(uri, "killdriver")
     described = [(r.data.tags.get("rem.trial_key"), r.info.status, r.info.start_time, r.data.tags.get("rem.ray_trial_id"))
                  for r in children]
@@ -91,7 +94,7 @@ def test_killed_driver_then_rerun_finishes_without_rerunning_or_duplicating(synt
     again = {r.info.run_id: r for r in children}
     assert again[finished.info.run_id].info.end_time == finished.info.end_time  # the finished trial did not rerun
     for run in children:
-        assert epochs_logged(uri, run.info.run_id) == [1, 2]
+        assert epochs_logged(uri, run.info.run_id) == [1, 2, 3]
 
 
 def test_nan_trial_fails_with_its_reason_and_the_sweep_goes_on(synthetic_raw, tmp_path):

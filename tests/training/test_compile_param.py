@@ -5,6 +5,7 @@ from __future__ import annotations
 import pytest
 import torch
 
+from rem.capsules import compile_model
 from rem.training.loop import train
 from tests.tiny_trials import tiny_cfg
 
@@ -31,7 +32,7 @@ def test_compiled_bf16_capsnet_handles_changing_batch_sizes():
 
     torch.manual_seed(0)
     model = create_model("capsnet", in_shape=(1, 28, 28), num_classes=10, conv_channels=16, primary_types=4)
-    compiled = torch.compile(model)
+    compiled = compile_model(model)
     for size in (8, 12, 5):
         x, y = torch.randn(size, 1, 28, 28), torch.randint(0, 10, (size,))
         with torch.autocast("cpu", dtype=torch.bfloat16):
