@@ -11,7 +11,7 @@ import pytest
 
 from rem.config import load
 from rem.report.evidence.page import evidence_page, render_tables
-from rem.report.evidence.tables import Spread, direction
+from rem.report.evidence.tables import METRICS, Spread, direction, mechanism_rows
 from rem.results import grid
 from tests.conftest import REPO
 
@@ -77,3 +77,26 @@ def test_publishing_other_results_fails_with_one_line(tmp_path):
     assert done.returncode == 2
     assert done.stderr.strip() == (f"error: {tmp_path / 'sweep.parquet'}: results of profile ['quick'], expected "
                                    "['evidence']; run `dvc exp run -S profile=evidence && python -m pipeline.evidence` first")
+
+
+def _arm(entropy: float, acc: float, sparsity: float, w: float) -> dict:
+    values = {"entropy/mean": entropy, "test/acc": acc, "sparsity": sparsity, "sparsity/votes.weight": w}
+    return {c: Spread(values.get(c, 0.0), 0.0 if c == "sparsity" else 0.01, 2) for c in METRICS}
+
+
+def test_w_only_and_shrinkage_only_arms_are_read_against_their_rem_arm():
+    """The controls that answer the evidence page's open questions: IMP on W at the W sparsity REM's rule reached
+    (entropy and accuracy), and LOBSTER's shrinkage without a threshold beside +REM of the same λ."""
+    spreads = {("capsnet", "+Q"): _arm(0.5, 80.0, 0.0, 0.0),
+               ("capsnet", "+REM W only"): _arm(0.2, 78.0, 12.0, 60.0),
+               ("capsnet", "+IMP@REM W only"): _arm(0.4, 79.0, 12.0, 60.0),
+               ("capsnet", "+REM λ×100"): _arm(0.0, 78.0, 30.0, 20.0),
+               ("capsnet", "LOBSTER λ×100 (no threshold)"): _arm(0.0, 78.5, 0.0, 0.0)}
+    rows = {question: (measured, here) for _, question, measured, here in mechanism_rows("capsnet", spreads)}
+    measured, here = rows["+REM W only's entropy against +IMP@REM W only's (the same sparsity by magnitude: not pruning alone)"]
+    assert here == "lower" and "+IMP@REM W only 0.400 ± 0.010 vs +REM W only 0.200 ± 0.010 bits" in measured
+    assert "(60.00 ± 0.01 vs 60.00 ± 0.01 % of W)" in measured
+    assert rows["+REM W only's accuracy against +IMP@REM W only's (the same sparsity by magnitude: not pruning alone)"][1] == "lower"
+    assert rows["+REM λ×100's entropy against LOBSTER λ×100 (no threshold)'s (the same shrinkage, no threshold)"][1] == (
+        "not resolved (within the seed spread)")
+    assert rows["+REM λ×100's accuracy against LOBSTER λ×100 (no threshold)'s (the same shrinkage, no threshold)"][1] == "lower"

@@ -183,8 +183,8 @@ def arm_rows_against_q(model: str, variant: str, q: dict, arm: dict) -> list[lis
 
 
 def mechanism_rows(model: str, spreads: dict) -> list[list[str]]:
-    """Per REM-family arm: is its entropy lower than +Q's, through polarised couplings or starved capsules; per
-    matched control: is REM's entropy lower than IMP's at the same sparsity (not what pruning as much does)?"""
+    """Per REM-family arm: is its entropy lower than +Q's, through polarised couplings or starved capsules; then the
+    controls (`control_rows`) and the shrinkage-only arms (`shrinkage_rows`)."""
     q = spreads.get((model, "+Q"))
     if q is None:
         return []
@@ -192,15 +192,45 @@ def mechanism_rows(model: str, spreads: dict) -> list[list[str]]:
     family = [v for m, v in spreads if m == model and (v.startswith("+REM") or v.startswith("LOBSTER"))]
     for variant in sorted(family, key=variant_order):
         rows += arm_rows_against_q(model, variant, q, spreads[(model, variant)])
-    e = "entropy/mean"
-    for (m, control_name), control in spreads.items():
-        reference = "+REM" + control_name.partition("@REM")[2] if m == model and "@REM" in control_name else None
-        rem = spreads.get((model, reference)) if reference else None
-        if rem is None:
+    return rows + control_rows(model, spreads) + shrinkage_rows(model, spreads)
+
+
+SIDE = {-1: "lower", 0: "not resolved (within the seed spread)", 1: "higher"}
+
+
+def versus_rows(model: str, reference: str, other: str, spreads: dict, why: str) -> list[list[str]]:
+    """`reference` against `other` (an arm that isolates one of its parts, `why`): entropy, accuracy and what each
+    pruned; 'lower'/'higher' is the reference's side, beyond the combined seed spread."""
+    ref, alt = spreads[(model, reference)], spreads[(model, other)]
+    e, a, s, w = "entropy/mean", "test/acc", "sparsity", "sparsity/votes.weight"
+    return [[model, f"{reference}'s entropy against {other}'s ({why})",
+             f"{other} {alt[e].text(3)} vs {reference} {ref[e].text(3)} bits at {alt[s].text(2)} vs {ref[s].text(2)} % "
+             f"sparsity ({alt[w].text(2)} vs {ref[w].text(2)} % of W)", SIDE[compare(alt, ref, e)]],
+            [model, f"{reference}'s accuracy against {other}'s ({why})",
+             f"{other} {alt[a].text(2)} vs {reference} {ref[a].text(2)} %", SIDE[compare(alt, ref, a)]]]
+
+
+def control_rows(model: str, spreads: dict) -> list[list[str]]:
+    """Each matched control (+IMP@REM…) against its REM arm: the same sparsity (of the same tensors), pruned by
+    magnitude without the entropy term; what REM's arm does beyond pruning as much."""
+    rows = []
+    for m, control in sorted(spreads, key=lambda arm: variant_order(arm[1])):
+        reference = "+REM" + control.partition("@REM")[2] if m == model and "@REM" in control else None
+        if reference and (model, reference) in spreads:
+            rows += versus_rows(model, reference, control, spreads, "the same sparsity by magnitude: not pruning alone")
+    return rows
+
+
+def shrinkage_rows(model: str, spreads: dict) -> list[list[str]]:
+    """Each shrinkage-only arm (LOBSTER… without threshold) against the +REM arm of the same λ: does the shrinkage
+    alone give what the REM arm gives?"""
+    rows = []
+    for m, lobster in sorted(spreads, key=lambda arm: variant_order(arm[1])):
+        if m != model or not lobster.startswith("LOBSTER"):
             continue
-        rows.append([model, f"{reference}'s entropy lower than {control_name}'s at the same sparsity (not pruning alone)",
-                     f"IMP {control[e].text(3)} vs REM {rem[e].text(3)} bits at {control['sparsity'].text(2)} vs "
-                     f"{rem['sparsity'].text(2)} %", VERDICT[compare(control, rem, e)]])
+        reference = "+REM" + lobster.removeprefix("LOBSTER").removesuffix(" (no threshold)")
+        if (model, reference) in spreads:
+            rows += versus_rows(model, reference, lobster, spreads, "the same shrinkage, no threshold")
     return rows
 
 
