@@ -20,6 +20,7 @@ RUNS = {
     "parse_trees": ["benchmarks/parse_tree_stats.py"],
     "data": ["benchmarks/data_loading.py"],
     "overhead": ["benchmarks/pipeline_overhead.py"],
+    "start": ["benchmarks/process_start.py"],
     "dvc": ["benchmarks/dvc_noop.py", "--snapshot", "--repro"],
     "parity": ["benchmarks/precision_parity.py"],
     "gpu": ["benchmarks/gpu_check.py", "--out", "results/gpu_check"],  # exits 2 at once without a GPU
