@@ -122,7 +122,7 @@ def mlflow_server(folder: Path):
             except OSError:
                 return False
 
-        wait_for(healthy, timeout=60, what="mlflow server /health")
+        wait_for(healthy, timeout=240, what="mlflow server /health")  # its start takes minutes on a busy 2-core CPU
         yield uri
     finally:
         os.killpg(server.pid, signal.SIGKILL)

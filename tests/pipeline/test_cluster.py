@@ -58,7 +58,7 @@ def cluster(ray_temp_root):
                 f"--temp-dir={temp_dirs[1]}", *own_ports(), *common, env=env)
         gcs = f"127.0.0.1:{gcs_port}"
         live = wait_for(lambda: [n for n in nodes(gcs, env) if n["alive"]] if len(
-            [n for n in nodes(gcs, env) if n["alive"]]) == 2 else None, timeout=60, what="2 live nodes")
+            [n for n in nodes(gcs, env) if n["alive"]]) == 2 else None, timeout=180, what="2 live nodes")
         ids = {n["port"]: n["id"] for n in live}
         yield {"gcs": gcs, "dashboard": f"http://127.0.0.1:{dash_port}", "env": env,
                "head": ids[head_nm], "worker": ids[worker_nm], "worker_port": worker_nm}
