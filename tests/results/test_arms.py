@@ -11,7 +11,9 @@ import pandas as pd
 import pytest
 
 from rem.report.claims import render_tables
-from rem.report.dvc_outputs import arm_curves
+from rem.report.dvc_outputs import arm_curves, write_metrics
+from rem.report.evidence.tables import final_spreads
+from rem.report.robustness import arms as robustness_arms, robustness_points
 from rem.report.tables import aggregate
 from rem.results.arms import compared_keys, short_keys
 from rem.results.frames import training_points, trial_points
@@ -50,7 +52,7 @@ def test_the_committed_claims_run_keeps_its_labels(claims):
                                                 "+Q (decoder)": [42, 43]}
 
 
-def test_a_learning_rate_axis_makes_two_arms_each_with_its_seeds(claims):
+def test_a_learning_rate_axis_makes_two_arms_each_with_its_seeds(claims, tmp_path):
     results = changed(claims, "train.lr", 1e-4)
     assert rows_of(results, "capsnet", "+Q ·") == {"+Q · lr=0.001": [42], "+Q · lr=0.0001": [43]}
     assert "+Q" not in rows_of(results, "capsnet", "+Q")  # no row averages the two
@@ -66,6 +68,12 @@ def test_a_learning_rate_axis_makes_two_arms_each_with_its_seeds(claims):
     assert not best.empty and not (best["variant"] == "+Q").any()
     sizes = render_tables(results)["sizes.md"]
     assert "+Q · lr=0.0001" in sizes and "+Q · lr=0.001" in sizes
+    # the robustness table, the evidence page's spreads, DVC's metrics files: one entry per arm, never one for both
+    assert {("capsnet", "+Q · lr=0.001"), ("capsnet", "+Q · lr=0.0001")} <= set(robustness_arms(robustness_points(results)))
+    spreads = final_spreads(results)
+    assert spreads[("capsnet", "+Q · lr=0.0001")]["test/acc"].n == 1 and ("capsnet", "+Q") not in spreads
+    written = {p.name for p in write_metrics(aggregate(results), tmp_path) if p.parent.name == "capsnet"}
+    assert {"Q_-_lr-0.001.json", "Q_-_lr-0.0001.json"} <= written and "Q.json" not in written
 
 
 def test_an_axis_over_a_model_option_makes_two_arms(claims):
