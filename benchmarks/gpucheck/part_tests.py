@@ -19,7 +19,8 @@ def run(part: Part, sizes, device: str, raw: Path, work: Path) -> None:
         part.log("pytest is not installed: running the guard's trial matrix on the device directly")
         guard_directly(part, device, raw, work)
         return
-    cmd = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-m", "not slow", "-x", *FILES]
+    # `-o addopts=`: in this one process, without pyproject's two xdist workers (the GPU machine may lack pytest-xdist)
+    cmd = [sys.executable, "-m", "pytest", "-q", "-o", "addopts=", "-p", "no:cacheprovider", "-m", "not slow", "-x", *FILES]
     cmd += list(sizes.pytest_args)
     part.need(20, "pytest")
     try:
