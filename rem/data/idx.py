@@ -2,7 +2,8 @@
 
 The format is four bytes of magic (two zeros, the element type 0x08 for unsigned bytes, the number of dimensions),
 each dimension as a big-endian uint32, then the elements. Read here rather than by torchvision's reader: importing
-torchvision costs every trial worker and pipeline stage ~2.5 s of start-up (its ops import torch._dynamo).
+torchvision costs every trial worker and pipeline stage ~1.8 s of start-up (its ops import torch._dynamo;
+benchmarks/process_start.py).
 """
 
 from __future__ import annotations

@@ -29,7 +29,7 @@ if TYPE_CHECKING:
     from rem.config import Config, DataConfig
 
 # spec.format -> the module of the family that reads it (its `load(spec, raw, data, cache_dir) -> Splits`). Imported
-# on first use: CIFAR-10's and SVHN's readers import torchvision, ~2.5 s of every trial's start that only they need.
+# on first use: CIFAR-10's and SVHN's readers import torchvision, ~1.8 s of every trial's start that only they need.
 FAMILIES: dict[str, str] = {
     "idx": "rem.data.idx", "svhn": "rem.data.svhn", "cifar10": "rem.data.cifar", "imagefolder": "rem.data.imagefolder",
     "affnist": "rem.data.affnist", "smallnorb": "rem.data.smallnorb",
