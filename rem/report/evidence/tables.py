@@ -184,7 +184,7 @@ def arm_rows_against_q(model: str, variant: str, q: dict, arm: dict) -> list[lis
 
 def mechanism_rows(model: str, spreads: dict) -> list[list[str]]:
     """Per REM-family arm: is its entropy lower than +Q's, through polarised couplings or starved capsules; then the
-    controls (`control_rows`) and the shrinkage-only arms (`shrinkage_rows`)."""
+    matched controls and the shrinkage-only arms against their REM arm (`reference_rows`)."""
     q = spreads.get((model, "+Q"))
     if q is None:
         return []
@@ -192,7 +192,8 @@ def mechanism_rows(model: str, spreads: dict) -> list[list[str]]:
     family = [v for m, v in spreads if m == model and (v.startswith("+REM") or v.startswith("LOBSTER"))]
     for variant in sorted(family, key=variant_order):
         rows += arm_rows_against_q(model, variant, q, spreads[(model, variant)])
-    return rows + control_rows(model, spreads) + shrinkage_rows(model, spreads)
+    return (rows + reference_rows(model, spreads, control_reference, "the same sparsity by magnitude: not pruning alone")
+            + reference_rows(model, spreads, shrinkage_reference, "the same shrinkage, no threshold"))
 
 
 SIDE = {-1: "lower", 0: "not resolved (within the seed spread)", 1: "higher"}
@@ -210,27 +211,23 @@ def versus_rows(model: str, reference: str, other: str, spreads: dict, why: str)
              f"{other} {alt[a].text(2)} vs {reference} {ref[a].text(2)} %", SIDE[compare(alt, ref, a)]]]
 
 
-def control_rows(model: str, spreads: dict) -> list[list[str]]:
-    """Each matched control (+IMP@REM…) against its REM arm: the same sparsity (of the same tensors), pruned by
-    magnitude without the entropy term; what REM's arm does beyond pruning as much."""
+def control_reference(arm: str) -> str | None:
+    """A matched control's REM arm (+IMP@REM W only -> +REM W only): the same sparsity, pruned by magnitude."""
+    return "+REM" + arm.partition("@REM")[2] if "@REM" in arm else None
+
+
+def shrinkage_reference(arm: str) -> str | None:
+    """A shrinkage-only arm's REM arm of the same λ (LOBSTER λ×100 (no threshold) -> +REM λ×100)."""
+    return "+REM" + arm.removeprefix("LOBSTER").removesuffix(" (no threshold)") if arm.startswith("LOBSTER") else None
+
+
+def reference_rows(model: str, spreads: dict, reference_of, why: str) -> list[list[str]]:
+    """`versus_rows` for every arm of `model` that `reference_of` maps to a REM arm present in `spreads`."""
     rows = []
-    for m, control in sorted(spreads, key=lambda arm: variant_order(arm[1])):
-        reference = "+REM" + control.partition("@REM")[2] if m == model and "@REM" in control else None
+    for m, arm in sorted(spreads, key=lambda pair: variant_order(pair[1])):
+        reference = reference_of(arm) if m == model else None
         if reference and (model, reference) in spreads:
-            rows += versus_rows(model, reference, control, spreads, "the same sparsity by magnitude: not pruning alone")
-    return rows
-
-
-def shrinkage_rows(model: str, spreads: dict) -> list[list[str]]:
-    """Each shrinkage-only arm (LOBSTER… without threshold) against the +REM arm of the same λ: does the shrinkage
-    alone give what the REM arm gives?"""
-    rows = []
-    for m, lobster in sorted(spreads, key=lambda arm: variant_order(arm[1])):
-        if m != model or not lobster.startswith("LOBSTER"):
-            continue
-        reference = "+REM" + lobster.removeprefix("LOBSTER").removesuffix(" (no threshold)")
-        if (model, reference) in spreads:
-            rows += versus_rows(model, reference, lobster, spreads, "the same shrinkage, no threshold")
+            rows += versus_rows(model, reference, arm, spreads, why)
     return rows
 
 
