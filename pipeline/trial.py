@@ -93,29 +93,22 @@ def tag_data_and_place(client, run_id: str, cfg, repo_root: Path) -> str:
     return node_id
 
 
-def run_trial(config: dict[str, Any], *, base: dict[str, Any], context: dict[str, Any]) -> None:
-    """Ray's trainable: `config["point"]` is the trial's grid point (flat dotted keys)."""
-    fresh_process_state()
-    point = config["point"]
-    trial_logging(context.get("log_level", "INFO"))
-    asked = from_dict(base, "sweep base").with_overrides(point, "sweep.grid")  # the record (see on_assigned_gpus)
-    cfg = on_assigned_gpus(asked, ray.get_gpu_ids())
-    configure_determinism(cfg.train.deterministic)  # before anything below starts CUDA
-    key = trial_key(point)
-    client = MlflowClient(context["tracking_uri"])
-    tags = {tracking.SWEEP_TAG: context["sweep_id"], tracking.TRIAL_TAG: key, tracking.ROLE_TAG: "trial"}
-    run_id = tracking.open_run(
-        client, context["experiment_id"], name=run_name(point), params={**asked.flat(), **axis_params(point)},
-        tags={**tags, tracking.PARENT_TAG: context["parent_run_id"], "rem.ray_trial_id": tune.get_context().get_trial_id()},
-    )
-    log_config(client, run_id, asked)
-    node_id = tag_data_and_place(client, run_id, cfg, Path(context["repo_root"]))
+def finished_at(client, experiment_id: str, tags: dict[str, str]) -> int | None:
+    """When this trial's run ended, if an earlier attempt finished it (else None)."""
+    earlier = tracking.find_run(client, experiment_id, tags)
+    return earlier.info.end_time if earlier is not None and earlier.info.status == "FINISHED" else None
+
+
+def refuse_a_known_divergence(client, run_id: str, key: str) -> None:
     previous = client.get_run(run_id).data.tags.get(tracking.FAILURE_TAG, "")
     if previous.startswith(NonFiniteLossError.__name__):
         # Deterministic failure: a retry from the same checkpoint would diverge the same way.
         tracking.finish(client, run_id, "FAILED")
         raise NonFiniteLossError(f"{key}: not retried, it failed before with: {previous}")
 
+
+def epoch_reporter(client, run_id: str, node_id: str):
+    """train's on_epoch: each epoch's metrics to MLflow once, and to Ray with its checkpoint."""
     logged = {int(m.step) for m in client.get_metric_history(run_id, "epoch")}
 
     def report(metrics: dict, checkpoint_dir: Path, history: list[dict]) -> None:
@@ -129,6 +122,29 @@ def run_trial(config: dict[str, Any], *, base: dict[str, Any], context: dict[str
         tune.report({**metrics, "node_id": node_id},
                     checkpoint=tune.Checkpoint.from_directory(str(checkpoint_dir)) if fresh else None)
 
+    return report
+
+
+def run_trial(config: dict[str, Any], *, base: dict[str, Any], context: dict[str, Any]) -> None:
+    """Ray's trainable: `config["point"]` is the trial's grid point (flat dotted keys)."""
+    fresh_process_state()
+    point = config["point"]
+    trial_logging(context.get("log_level", "INFO"))
+    asked = from_dict(base, "sweep base").with_overrides(point, "sweep.grid")  # the record (see on_assigned_gpus)
+    cfg = on_assigned_gpus(asked, ray.get_gpu_ids())
+    configure_determinism(cfg.train.deterministic)  # before anything below starts CUDA
+    key = trial_key(point)
+    client = MlflowClient(context["tracking_uri"])
+    tags = {tracking.SWEEP_TAG: context["sweep_id"], tracking.TRIAL_TAG: key, tracking.ROLE_TAG: "trial"}
+    tags[tracking.PARENT_TAG] = context["parent_run_id"]
+    ended = finished_at(client, context["experiment_id"], tags)
+    run_id = tracking.open_run(client, context["experiment_id"], name=run_name(point),
+                               params={**asked.flat(), **axis_params(point)},
+                               tags={**tags, "rem.ray_trial_id": tune.get_context().get_trial_id()})
+    log_config(client, run_id, asked)
+    node_id = tag_data_and_place(client, run_id, cfg, Path(context["repo_root"]))
+    refuse_a_known_divergence(client, run_id, key)
+    report = epoch_reporter(client, run_id, node_id)
     checkpoint = tune.get_checkpoint()
     workdir = Path(tune.get_context().get_trial_dir())
     try:
@@ -137,6 +153,12 @@ def run_trial(config: dict[str, Any], *, base: dict[str, Any], context: dict[str
             resume_from = Path(resume_dir) if resume_dir else None
             train(cfg, workdir=workdir, repo_root=Path(context["repo_root"]), resume_from=resume_from,
                   on_epoch=report, label=run_name(point))
+            if ended is not None:
+                # An earlier attempt finished the run, but the driver died before Ray recorded the trial's end: Ray
+                # restored it from its last checkpoint it knew (the results table reads the trial's history from
+                # there). Training is deterministic, so MLflow already holds all of it: the run keeps its end.
+                client.set_terminated(run_id, status="FINISHED", end_time=ended)
+                return
             # A trial restored after its last epoch trains nothing here: its state is the restored checkpoint.
             final = final_checkpoint(workdir, resumed_from=resume_from)
             if final is None:
