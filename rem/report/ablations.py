@@ -1,7 +1,7 @@
 """The ablation table: routing iterations and the reconstruction decoder, against the architecture's default
 (3 iterations, no decoder) at the same training budget, with what each costs per training step.
 
-Rows come from `rem.report.tables.aggregate` (variants carry the ablation, e.g. "+Q (1 iteration)"), so the
+Rows come from `rem.report.tables.aggregate` (their arms carry the ablation: "+Q (1 iteration)"), so the
 numbers are the headline table's; the time per step is each trial's mean over its epochs (`time/step_s`),
 median over seeds -- trials that shared the machine's cores with others are slower, so compare within one sweep.
 """
@@ -9,26 +9,33 @@ median over seeds -- trials that shared the machine's cores with others are slow
 from __future__ import annotations
 
 import math
+from dataclasses import replace
 
 import numpy as np
 
 from rem.report.render import Table
 from rem.report.tables import NOT_APPLICABLE, Row, pm
+from rem.results.arms import DEFAULT_ITERATIONS, Arm
 from rem.results.frames import final_value
 
 HEADER = ["Model", "Variant", "Iterations", "Decoder", "Seeds", "Test accuracy (%)", "Entropy (bits)",
           "Coupling entropy (bits)", "GFLOPs per image", "Time per step (ms)", "Parameters"]
 
 
+def unablated(arm: Arm) -> Arm:
+    """The arm with the architecture's default routing iterations and no decoder."""
+    return replace(arm, iterations=DEFAULT_ITERATIONS, decoder=False)
+
+
 def ablated(row: Row) -> bool:
-    return " (" in row.variant and not row.variant.startswith("LOBSTER")
+    return row.arm != unablated(row.arm)
 
 
 def ablation_rows(rows: list[Row], dataset: str) -> list[Row]:
     """The dataset's ablation rows and, for comparison, the unablated rows of the same model and pruning variant."""
     mine = [r for r in rows if r.dataset == dataset and r.seeds]
-    varied = {(r.model, r.variant.partition(" (")[0]) for r in mine if ablated(r)}
-    return [r for r in mine if (r.model, r.variant.partition(" (")[0]) in varied]
+    varied = {(r.model, unablated(r.arm)) for r in mine if ablated(r)}
+    return [r for r in mine if (r.model, unablated(r.arm)) in varied]
 
 
 def _final(row: Row, column: str) -> float:

@@ -10,6 +10,7 @@ exceeds it the wrong way.
 from __future__ import annotations
 
 import math
+from dataclasses import replace
 
 import pandas as pd
 
@@ -17,8 +18,9 @@ from rem.report.ablations import ablation_table, gflops, step_ms
 from rem.report.evidence.page import run_lines
 from rem.report.evidence.tables import Spread, direction
 from rem.report.render import Table, to_markdown
-from rem.report.robustness import HEADLINE, arm_spread, drop, robustness_points, robustness_table
+from rem.report.robustness import HEADLINE, arm_spread, arms, drop, robustness_points, robustness_table
 from rem.report.tables import aggregate
+from rem.results.arms import PLUS_Q
 from rem.results.frames import finished_trials
 from rem.results.variants import routed
 
@@ -59,7 +61,7 @@ def robustness_rows(points: pd.DataFrame) -> list[list[str]]:
                 rows.append([f"{model} +Q vs {cnn}", CLAIMS["robust"] + f": {label}",
                              f"accuracy lost {caps.text(2)} vs {base.text(2)} points",
                              VERDICT[direction(base, caps, ACCURACY_RESOLUTION)]])
-        for variant in sorted({v for m, v in zip(points["model.name"], points["variant"]) if m == model and v.startswith("+REM")}):
+        for _, variant in [(m, v) for m, v in arms(points, rem_arm) if m == model]:
             for family, strengths, label in HEADLINE:
                 q, rem = arm_drop(points, model, "+Q", family, strengths), arm_drop(points, model, variant, family, strengths)
                 if q.n and rem.n:
@@ -71,29 +73,29 @@ def robustness_rows(points: pd.DataFrame) -> list[list[str]]:
 
 def routing_rows(rows) -> list[list[str]]:
     """Iterations and decoder against each capsule model's default +Q arm (same data, epochs and steps)."""
-    by = {(r.dataset, r.model, r.variant): r for r in rows if r.seeds}
+    by = {(r.dataset, r.model, r.arm): r for r in rows if r.seeds}
     out = []
-    for (dataset, model, variant), row in sorted(by.items()):
-        if variant != "+Q" or not routed(model):
+    for (dataset, model, plus_q), row in sorted(by.items(), key=lambda item: item[1].order):
+        if plus_q != PLUS_Q or not routed(model):
             continue
         base = Spread(row.acc_mean * 100, row.acc_std * 100, len(row.seeds))
 
-        def arm(suffix):
-            other = by.get((dataset, model, f"+Q ({suffix})"))
+        def arm(**ablation):
+            other = by.get((dataset, model, replace(PLUS_Q, **ablation)))
             return other, (Spread(other.acc_mean * 100, other.acc_std * 100, len(other.seeds)) if other else None)
 
-        one, one_acc = arm("1 iteration")
+        one, one_acc = arm(iterations=1)
         if one:
             out.append([f"{model} 1 vs 3 iterations", CLAIMS["iterations"], f"{one_acc.text(2)} vs {base.text(2)} %",
                         VERDICT[direction(base, one_acc, ACCURACY_RESOLUTION)]])
-        five, five_acc = arm("5 iterations")
+        five, five_acc = arm(iterations=5)
         if five:
             cost, seconds = gflops(five) / gflops(row), step_ms(five) / step_ms(row)
             gain = direction(base, five_acc, ACCURACY_RESOLUTION)
             out.append([f"{model} 5 vs 3 iterations", CLAIMS["plateau"], f"{five_acc.text(2)} vs {base.text(2)} %; "
                         f"{cost:.3f}x the FLOPs, {seconds:.2f}x the time per step",
                         "holds" if gain <= 0 and cost > 1 else "does not hold"])
-        dec, dec_acc = arm("decoder")
+        dec, dec_acc = arm(decoder=True)
         if dec:
             out.append([f"{model} decoder vs none", CLAIMS["decoder"], f"{dec_acc.text(2)} vs {base.text(2)} %",
                         VERDICT[-direction(base, dec_acc, ACCURACY_RESOLUTION)]])
@@ -122,11 +124,15 @@ def size_table(rows) -> Table:
                      "over seeds of each trial's mean training step."])
 
 
+def rem_arm(arm) -> bool:
+    """+REM as published or at another λ or tensor set (not LOBSTER's shrinkage alone)."""
+    return arm.method == "rem" and not arm.shrinkage_only
+
+
 def drop_table(points: pd.DataFrame, dataset: str) -> Table:
     """Accuracy lost per transform, per arm: the robustness table as differences from each trial's clean accuracy."""
     points = points[points["data.dataset"].astype(str) == dataset]
-    arms = sorted({(str(m), str(v)) for m, v in zip(points["model.name"], points["variant"])})
-    rows = [[m, v, *(arm_drop(points, m, v, f, s).text(2) for f, s, _ in HEADLINE)] for m, v in arms]
+    rows = [[m, v, *(arm_drop(points, m, v, f, s).text(2) for f, s, _ in HEADLINE)] for m, v in arms(points)]
     return Table(f"{dataset}: accuracy lost to each transform (points)", ["Model", "Variant",
                  *(label for _, _, label in HEADLINE)], rows, notes=["Mean ± std over seeds of clean minus transformed "
                                                                       "accuracy; – where the run did not measure it."])
@@ -152,9 +158,9 @@ def claims_page(results: pd.DataFrame, run: dict, figures: list[str], notes: str
     the hand-written reading of the numbers (reports/claims/notes.md), linked rather than generated."""
     tables = render_tables(results)
     done = finished_trials(results)
-    arms = ", ".join(f"{m} {v}" for m, v in sorted({(str(m), str(v)) for m, v in zip(done["model.name"], done["variant"])}))
+    listed = ", ".join(f"{m} {v}" for m, v in sorted({(str(m), str(v)) for m, v in zip(done["model.name"], done["variant"])}))
     parts = ["# Claims: do capsule networks keep their promises here, and does REM keep them?", "",
-             f"{done['trial_key'].nunique()} finished trials ({arms}); every number below is computed from "
+             f"{done['trial_key'].nunique()} finished trials ({listed}); every number below is computed from "
              "`sweep.parquet` in this folder (`python -m pipeline.claims --render-only` regenerates the tables and "
              "this page from it without retraining).", "", *run_lines(run), "", notes.strip(), "", tables["claims.md"]]
     for name in ["sizes.md", *sorted(set(tables) - {"claims.md", "sizes.md"})]:

@@ -16,11 +16,19 @@ import numpy as np
 
 from rem.report.reference import Published
 from rem.report.render import Table
-from rem.report.tables import MISSING, Row, Sources, footnote, pm, published_for
+from rem.report.tables import EXPECTED_ARMS, MISSING, Row, Sources, footnote, pm, published_for
 from rem.results.frames import final_value
-from rem.results.variants import variant_order
+from rem.results.arms import Arm
 
-PRUNING_METHODS = ("+REM", "+IMP", "+SNIP")
+ABLATION_METHODS = ("rem", "imp", "snip")  # REM against the fixed-target methods
+
+
+def ablation_method(arm: Arm) -> str | None:
+    """The ablation's method an arm is a run of (REM as published or at another λ; IMP or SNIP at a target), else
+    None (the unpruned, a matched control, LOBSTER's shrinkage alone, capsule pruning)."""
+    if arm.method not in ABLATION_METHODS or arm.control_of or arm.shrinkage_only:
+        return None
+    return arm.method
 
 
 def final_stats(row: Row, column: str) -> tuple[float, float]:
@@ -33,19 +41,19 @@ def final_stats(row: Row, column: str) -> tuple[float, float]:
     return (float(values.mean()), float(values.std())) if values.size else (math.nan, math.nan)
 
 
-def _rows_for(rows: list[Row], dataset: str, variants: tuple[str, ...]) -> list[Row]:
-    """The dataset's rows, plus an empty row per (model, expected variant) absent; capsnet when nothing ran."""
+def _rows_for(rows: list[Row], dataset: str, arms: tuple[Arm, ...] = EXPECTED_ARMS) -> list[Row]:
+    """The dataset's rows, plus an empty row per (model, expected arm) absent; capsnet when nothing ran."""
     found = [r for r in rows if r.dataset == dataset]
     models = sorted({r.model for r in found}) or ["capsnet"]
     have = {(r.model, r.variant) for r in found}
-    found += [Row(dataset, m, v) for m in models for v in variants if (m, v) not in have]
-    return sorted(found, key=lambda r: (r.model, variant_order(r.variant)))
+    found += [Row(dataset, m, a) for m in models for a in arms if (m, a.label) not in have]
+    return sorted(found, key=lambda r: r.order)
 
 
 def affnist_table(rows: list[Row], published: list[Published]) -> Table:
     sources = Sources()
     cells = []
-    shown = _rows_for(rows, "affnist", ("+Q", "+REM"))
+    shown = _rows_for(rows, "affnist")
     for row in shown:
         mnist = pm(*final_stats(row, "val/acc"))
         cells.append([row.model, row.variant, mnist if row.seeds else MISSING, pm(row.acc_mean, row.acc_std),
@@ -60,7 +68,7 @@ def affnist_table(rows: list[Row], published: list[Published]) -> Table:
 def smallnorb_table(rows: list[Row]) -> Table:
     cells, shown = [], []
     for protocol in ("azimuth", "elevation"):
-        for row in _rows_for(rows, f"smallnorb ({protocol})", ("+Q", "+REM")):
+        for row in _rows_for(rows, f"smallnorb ({protocol})"):
             shown.append(row)
             familiar = pm(*final_stats(row, "extra/familiar/acc")) if row.seeds else MISSING
             cells.append([row.model, row.variant, protocol, familiar, pm(row.acc_mean, row.acc_std)])
@@ -77,11 +85,11 @@ def ablation_table(rows: list[Row]) -> Table:
     cells, shown = [], []
     for dataset, model in sorted({(r.dataset, r.model) for r in rows}):
         mine = [r for r in rows if (r.dataset, r.model) == (dataset, model)]
-        methods = {r.variant.split(" ")[0] for r in mine}
-        if not methods & set(PRUNING_METHODS[1:]):  # +Q against +REM only: the dataset's own table has it
+        methods = {ablation_method(r.arm) for r in mine}
+        if not methods & set(ABLATION_METHODS[1:]):  # +Q against +REM only: the dataset's own table has it
             continue
-        mine += [Row(dataset, model, m) for m in PRUNING_METHODS if m not in methods]
-        for row in sorted(mine, key=lambda r: variant_order(r.variant)):
+        mine += [Row(dataset, model, Arm(method=m)) for m in ABLATION_METHODS if m not in methods]
+        for row in sorted(mine, key=lambda r: r.order):
             shown.append(row)
             sparsity = MISSING if not row.seeds else ("0.00" if math.isnan(row.sparsity_median)
                                                        else f"{row.sparsity_median:.2f}")
@@ -109,7 +117,7 @@ def protocols_run(rows: list[Row]) -> list[str]:
     ran = [r for r in rows if r.seeds or r.failed]
     found = {"affnist": any(r.dataset == "affnist" for r in ran),
              "smallnorb": any(r.dataset.startswith("smallnorb") for r in ran),
-             "ablation": any(r.variant.split(" ")[0] in PRUNING_METHODS[1:] for r in ran)}
+             "ablation": any(ablation_method(r.arm) in ABLATION_METHODS[1:] for r in ran)}
     return [name for name in PROTOCOLS if found[name]]
 
 

@@ -15,9 +15,9 @@ from rem.report.evidence.tables import Spread, spread
 from rem.report.render import Table
 from rem.report.tables import MISSING, NOT_APPLICABLE, pm
 from rem.results.frames import last_rows
-from rem.results.variants import routed, variant_order
+from rem.results.variants import routed
 
-KEEP = ("trial_key", "data.dataset", "model.name", "variant", "train.seed")
+KEEP = ("trial_key", "data.dataset", "model.name", "arm", "variant", "arm_rank", "train.seed")
 # (family, strengths averaged per trial, column label): the headline columns, each shown when the sweep ran it
 HEADLINE = (
     ("rotation", (-30.0, 30.0), "Rotation ±30°"),
@@ -55,9 +55,11 @@ def clean(points: pd.DataFrame, metric: str) -> pd.Series:
     return pd.Series(dtype="float64")
 
 
-def arms(points: pd.DataFrame) -> list[tuple[str, str]]:
-    pairs = {(str(m), str(v)) for m, v in zip(points["model.name"], points["variant"])}
-    return sorted(pairs, key=lambda p: (p[0], variant_order(p[1])))
+def arms(points: pd.DataFrame, which=lambda arm: True) -> list[tuple[str, str]]:
+    """(model, variant label) pairs of the arms `which` accepts, models by name, then in their arms' order."""
+    ranked = {(str(m), str(v)): int(r) for m, v, r, a in
+              zip(points["model.name"], points["variant"], points["arm_rank"], points["arm"]) if which(a)}
+    return sorted(ranked, key=lambda p: (p[0], ranked[p]))
 
 
 def arm_spread(values: pd.Series, points: pd.DataFrame, model: str, variant: str, scale: float) -> Spread:

@@ -31,7 +31,8 @@ from rem.parse_trees import entropy_over_classes
 from rem.report.reference import Published, lookup
 from rem.report.render import Table
 from rem.results.frames import last_rows, with_final_values
-from rem.results.variants import label_trials, routed, variant_order
+from rem.results.arms import PLUS_Q, PLUS_REM, Arm
+from rem.results.variants import label_trials, routed
 
 MISSING = "not run"
 NOT_APPLICABLE = "n/a"  # a routing metric of a model without routing (a CNN baseline): never a zero
@@ -41,7 +42,7 @@ NOT_APPLICABLE = "n/a"  # a routing metric of a model without routing (a CNN bas
 class Row:
     dataset: str
     model: str
-    variant: str
+    arm: Arm
     seeds: list[int] = field(default_factory=list)
     epochs: list[int] = field(default_factory=list)
     acc_mean: float = math.nan
@@ -55,6 +56,15 @@ class Row:
     failed: int = 0
     trees_per_class: list[float] = field(default_factory=list)  # median over seeds, class by class
     finals: pd.DataFrame | None = field(default=None, repr=False)  # the seeds' final rows, for further tables
+
+    @property
+    def variant(self) -> str:
+        return self.arm.label
+
+    @property
+    def order(self) -> tuple:
+        """Where the row goes in its table: by dataset, model, then its arm's fields."""
+        return self.dataset, self.model, self.arm.sort_key
 
 
 def class_columns(frame: pd.DataFrame, prefix: str) -> list[str]:
@@ -96,22 +106,21 @@ def _aggregate_group(row: Row, group: pd.DataFrame) -> Row:
 def aggregate(results: pd.DataFrame) -> list[Row]:
     finals = last_rows(results)
     results = label_trials(results)
-    keys = ["data.dataset", "model.name", "variant"]
     failed = results[results["status"] != "FINISHED"].drop_duplicates("trial_key")
+    arms = {(str(d), str(m), a) for d, m, a in zip(results["data.dataset"], results["model.name"], results["arm"])}
     rows = []
-    for dataset, model, variant in sorted(set(map(tuple, results[keys].astype(str).drop_duplicates().to_numpy()))):
+    for dataset, model, arm in arms:
         def select(frame):
             return frame[(frame["data.dataset"].astype(str) == dataset) & (frame["model.name"].astype(str) == model)
-                         & (frame["variant"] == variant)] if not frame.empty else frame
+                         & (frame["variant"] == arm.label)] if not frame.empty else frame
 
-        row = Row(dataset, model, variant, failed=len(select(failed)))
+        row = Row(dataset, model, arm, failed=len(select(failed)))
         group = select(finals)
         rows.append(_aggregate_group(row, group) if not group.empty else row)
-    return rows
+    return sorted(rows, key=lambda r: r.order)
 
 
-# Variants every model's table shows, run or not: the paper's pair (unpruned +Q against +REM).
-EXPECTED_VARIANTS = ("+Q", "+REM")
+EXPECTED_ARMS = (PLUS_Q, PLUS_REM)  # every model's table shows them, run or not
 UNPRUNED = ("plain", "+Q")
 
 HEADER = ["Model", "Variant", "Test accuracy (%)", "Published (%)", "Entropy (bits)", "Parse trees", "Sparsity (%)",
@@ -140,8 +149,8 @@ def with_expected(rows: list[Row]) -> list[Row]:
     out = list(rows)
     for dataset, model in sorted({(r.dataset, r.model) for r in rows}):
         if routed(model):  # +Q and +REM are about routing: a CNN baseline has neither
-            out += [Row(dataset, model, v) for v in EXPECTED_VARIANTS if (dataset, model, v) not in have]
-    return sorted(out, key=lambda r: (r.dataset, r.model, variant_order(r.variant)))
+            out += [Row(dataset, model, a) for a in EXPECTED_ARMS if (dataset, model, a.label) not in have]
+    return sorted(out, key=lambda r: r.order)
 
 
 class Sources:

@@ -1,6 +1,7 @@
-"""What else sets a trial's arm apart: the resolved config values that differ between the trials of the table being
-read that share a dataset, a model and a paper name (`rem.results.variants.variant_of`: "+Q", "+REM λ×100", ...),
-except the replicates (the seed) and what the paper name already states.
+"""A trial's arm as a value: the config values that name it in the paper ("+Q", "+REM λ×100", "+IMP 50%", "+Q (1
+iteration)", ...) and whatever else differs between the trials of the table being read that share a dataset, a model
+and a paper name, except the replicates (the seed). Its label is rendered from it and its place in every table,
+legend and colour list comes from its fields, never from reading the label back.
 
 A sweep over any other axis -- `train.lr`, `train.batch_size`, `prune.twt`, a `model.options` key -- would otherwise
 be averaged as if its values were seeds. Each such value becomes a `key=value` part of the trial's label
@@ -10,9 +11,14 @@ one colour. A profile whose trials differ only where the paper names them keeps 
 
 from __future__ import annotations
 
+import functools
+import math
+from dataclasses import dataclass
+
 import pandas as pd
 
-from rem.config import TRIAL_SECTIONS
+from rem.config import TRIAL_SECTIONS, ModelConfig
+from rem.pruning import PruneConfig, is_class_capsule_matrix
 from rem.results.grid import SEED
 
 REPLICATES = frozenset({SEED})
@@ -49,22 +55,115 @@ def value_text(value) -> str:
     return str(value)
 
 
-def arm_suffixes(last: pd.DataFrame, names: pd.Series) -> dict[str, str]:
-    """trial_key -> the suffix of its label ("" or " · lr=0.0001"), from each trial's last row `last` and its paper
-    name `names` (same index), comparing the trials of one dataset, model and name."""
+def comparable(value):
+    """A missing value as the text "nan": NaN is unequal to itself, so two arms missing the same key would differ."""
+    return "nan" if isinstance(value, float) and math.isnan(value) else value
+
+
+def arm_differences(last: pd.DataFrame, names: pd.Series) -> dict[str, tuple[tuple[str, object], ...]]:
+    """trial_key -> the config values that set its arm apart beyond its paper name, as (short key, value), from each
+    trial's last row `last` and its paper name `names` (same index), comparing the trials of one dataset, model and
+    name."""
     keys = compared_keys(last.columns)
     frame = last.assign(_name=names.to_numpy())
-    out: dict[str, str] = {}
+    out: dict[str, tuple] = {}
     for _, group in frame.groupby(["data.dataset", "model.name", "_name"], dropna=False, sort=False):
         varying = [k for k in keys if group[k].astype(str).nunique(dropna=False) > 1]
         short = short_keys(varying)
         for row in group.to_dict("records"):
-            parts = [f"{short[k]}={value_text(row[k])}" for k in varying]
-            out[row["trial_key"]] = SEPARATOR + ", ".join(parts) if parts else ""
+            out[row["trial_key"]] = tuple((short[k], comparable(row[k])) for k in varying)
     return out
 
 
-def split_label(label: str) -> tuple[str, str]:
-    """(the paper name, the other differences) of a label made here."""
-    name, _, rest = label.partition(SEPARATOR)
-    return name, rest
+DEFAULT_ITERATIONS = ModelConfig.routing_iterations  # every family's default; other counts are ablations
+REM_LAMBDA0 = PruneConfig.lambda0  # REM's published max_lmbda: other values are labelled by their ratio to it
+FIXED_RANKS = {"plain": 0, "+Q": 1}  # the unpruned first, then +REM's arms, then every other method's
+
+
+def tensor_label(name: str) -> str:
+    """A prunable tensor's short name: W for capsule vote matrices (`*votes.weight`), else its module's name."""
+    return "W" if is_class_capsule_matrix(name) else name.removesuffix(".weight")
+
+
+def difference_order(value) -> tuple:
+    """Numbers by value (lr=0.0001 before lr=0.001), then anything else by its text."""
+    try:
+        number = float(value)
+    except (TypeError, ValueError):
+        number = math.nan
+    return (0, number, "") if not math.isnan(number) else (1, 0.0, str(value))
+
+
+@functools.total_ordering
+@dataclass(frozen=True)
+class Arm:
+    """What sets a trial's arm apart. `method` is prune.method ("none" for the unpruned); `target` the fixed-target
+    sparsity (None: the method as a whole, e.g. an ablation row that ran no target); `differences` the other config
+    values that differ within its table, as (short key, value)."""
+
+    method: str = "none"
+    quantized: bool = False  # the unpruned's final forward rounded the couplings (+Q); never for a CNN
+    target: float | None = None
+    capsule_fraction: float = 0.0
+    lambda_ratio: float = 1.0  # prune.lambda0 over REM's
+    tensors: tuple[str, ...] = ()  # prune.threshold_tensors: the only tensors REM thresholds
+    shrinkage_only: bool = False  # prune.threshold_search none: LOBSTER's shrinkage without REM's threshold
+    control_of: str = ""  # prune.target_from: a control at the sparsity its reference reached
+    iterations: int = DEFAULT_ITERATIONS
+    decoder: bool = False
+    differences: tuple[tuple[str, object], ...] = ()
+
+    @property
+    def name(self) -> str:
+        """The paper's name: "+Q", "+REM λ×100", "+IMP 50%", "+IMP@REM W only", "+Q (1 iteration, decoder)" ..."""
+        return self.pruning_name() + self.ablation_text()
+
+    @property
+    def label(self) -> str:
+        parts = [f"{key}={value_text(value)}" for key, value in self.differences]
+        return self.name + (SEPARATOR + ", ".join(parts) if parts else "")
+
+    def rem_text(self) -> str:
+        """" λ×100", " W only", or "" for REM as published."""
+        text = f" λ×{self.lambda_ratio:g}" if not math.isclose(self.lambda_ratio, 1.0, rel_tol=1e-6) else ""
+        return text + (" " + "+".join(map(tensor_label, self.tensors)) + " only" if self.tensors else "")
+
+    def pruning_name(self) -> str:
+        if self.method == "none":
+            return "+Q" if self.quantized else "plain"
+        if self.method == "rem":
+            return f"LOBSTER{self.rem_text()} (no threshold)" if self.shrinkage_only else f"+REM{self.rem_text()}"
+        if self.control_of:
+            return f"+{self.method.upper()}@{self.control_of.upper()}{self.rem_text()}"
+        if self.method == "capsules":  # structured: the fraction of primary-capsule types removed
+            return f"+CAPS {100 * self.capsule_fraction:g}%"
+        return f"+{self.method.upper()}" + ("" if self.target is None else f" {100 * self.target:g}%")
+
+    def ablation_text(self) -> str:
+        """" (1 iteration)", " (decoder)", " (1 iteration, decoder)", or "" for the architecture's default."""
+        parts = [f"{self.iterations} iteration{'s' if self.iterations != 1 else ''}"] \
+            if self.iterations != DEFAULT_ITERATIONS else []
+        parts += ["decoder"] if self.decoder else []
+        return f" ({', '.join(parts)})" if parts else ""
+
+    def __lt__(self, other: "Arm") -> bool:  # arms sort by their fields (`sort_key`), as every table lists them
+        return self.sort_key < other.sort_key
+
+    @property
+    def sort_key(self) -> tuple:
+        """plain, +Q, +REM (as published, then by λ and tensors), then LOBSTER and every other method by name, target,
+        λ and tensors, a control after its method's fixed targets; an ablation right after its variant; arms that
+        differ in another value after their name, by value."""
+        name = self.pruning_name()
+        if self.method == "none":
+            rank, token = FIXED_RANKS[name], ""
+        else:
+            rank = 2 if self.method == "rem" and not self.shrinkage_only else 3
+            token = "" if rank == 2 else name.split(" ")[0]
+        target = 100 * (self.capsule_fraction if self.method == "capsules" else (self.target or 0.0))
+        return (rank, token, target, self.lambda_ratio, self.tensors, self.iterations != DEFAULT_ITERATIONS,
+                self.iterations, self.decoder, tuple((k, difference_order(v)) for k, v in self.differences))
+
+
+# The paper's pair, which every model's table shows, run or not (unpruned +Q against +REM).
+PLUS_Q, PLUS_REM = Arm(quantized=True), Arm(method="rem")

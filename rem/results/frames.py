@@ -15,7 +15,7 @@ import pandas as pd
 from rem.results.variants import label_trials
 
 FINAL = "final/"
-POINT_COLUMNS = ["trial_key", "dataset", "model", "variant", "seed", "epoch", "sparsity", "test_acc", "entropy"]
+POINT_COLUMNS = ["trial_key", "dataset", "model", "variant", "arm_rank", "seed", "epoch", "sparsity", "test_acc", "entropy"]
 
 
 def finished_trials(results: pd.DataFrame) -> pd.DataFrame:
@@ -53,7 +53,8 @@ def _points(rows: pd.DataFrame, test_acc: pd.Series, entropy) -> pd.DataFrame:
         return pd.DataFrame(columns=POINT_COLUMNS)
     return pd.DataFrame({
         "trial_key": rows["trial_key"], "dataset": rows["data.dataset"].astype(str),
-        "model": rows["model.name"].astype(str), "variant": rows["variant"], "seed": rows["train.seed"],
+        "model": rows["model.name"].astype(str), "variant": rows["variant"], "arm_rank": rows["arm_rank"],
+        "seed": rows["train.seed"],
         "epoch": rows["epoch"].astype(int), "sparsity": rows["sparsity"] if "sparsity" in rows.columns else 0.0,
         "test_acc": 100 * test_acc, "entropy": entropy,
     }).reset_index(drop=True)

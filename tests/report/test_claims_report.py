@@ -51,9 +51,11 @@ def test_ablations_and_baselines_get_their_own_variant_labels():
     assert variants.variant_of(pd.Series({**row, "model.routing_iterations": 5, "model.decoder": True})) == \
         "+Q (5 iterations, decoder)"
     assert variants.variant_of(pd.Series({**row, "model.name": "cnn_matched"})) == "plain"  # +Q means nothing there
-    order = sorted(["+Q (5 iterations)", "+REM", "+Q (1 iteration)", "+Q", "+Q (decoder)", "+IMP 50%"],
-                   key=variants.variant_order)
-    assert order == ["+Q", "+Q (decoder)", "+Q (1 iteration)", "+Q (5 iterations)", "+REM", "+IMP 50%"]
+    shuffled = [{**row, "model.routing_iterations": 5}, {"prune.method": "rem", "model.name": "capsnet"},
+                {**row, "model.routing_iterations": 1}, row, {**row, "model.decoder": True},
+                {"prune.method": "imp", "prune.target_sparsity": 0.5, "model.name": "capsnet"}]
+    order = sorted((variants.arm_of(pd.Series(r)) for r in shuffled), key=lambda arm: arm.sort_key)
+    assert [a.label for a in order] == ["+Q", "+Q (decoder)", "+Q (1 iteration)", "+Q (5 iterations)", "+REM", "+IMP 50%"]
 
 
 def test_a_cnn_row_shows_na_for_routing_metrics_and_no_expected_rem_row():

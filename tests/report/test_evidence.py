@@ -13,6 +13,7 @@ from rem.config import load
 from rem.report.evidence.page import evidence_page, render_tables
 from rem.report.evidence.tables import METRICS, Spread, direction, mechanism_rows
 from rem.results import grid
+from rem.results.arms import PLUS_Q, Arm
 from tests.conftest import REPO
 
 EVIDENCE = REPO / "reports" / "evidence"
@@ -87,11 +88,14 @@ def _arm(entropy: float, acc: float, sparsity: float, w: float) -> dict:
 def test_w_only_and_shrinkage_only_arms_are_read_against_their_rem_arm():
     """The controls that answer the evidence page's open questions: IMP on W at the W sparsity REM's rule reached
     (entropy and accuracy), and LOBSTER's shrinkage without a threshold beside +REM of the same λ."""
-    spreads = {("capsnet", "+Q"): _arm(0.5, 80.0, 0.0, 0.0),
-               ("capsnet", "+REM W only"): _arm(0.2, 78.0, 12.0, 60.0),
-               ("capsnet", "+IMP@REM W only"): _arm(0.4, 79.0, 12.0, 60.0),
-               ("capsnet", "+REM λ×100"): _arm(0.0, 78.0, 30.0, 20.0),
-               ("capsnet", "LOBSTER λ×100 (no threshold)"): _arm(0.0, 78.5, 0.0, 0.0)}
+    w_only = ("votes.weight",)
+    spreads = {("capsnet", PLUS_Q): _arm(0.5, 80.0, 0.0, 0.0),
+               ("capsnet", Arm(method="rem", tensors=w_only)): _arm(0.2, 78.0, 12.0, 60.0),
+               ("capsnet", Arm(method="imp", control_of="rem", tensors=w_only)): _arm(0.4, 79.0, 12.0, 60.0),
+               ("capsnet", Arm(method="rem", lambda_ratio=100)): _arm(0.0, 78.0, 30.0, 20.0),
+               ("capsnet", Arm(method="rem", lambda_ratio=100, shrinkage_only=True)): _arm(0.0, 78.5, 0.0, 0.0)}
+    assert [a.label for _, a in spreads] == ["+Q", "+REM W only", "+IMP@REM W only", "+REM λ×100",
+                                             "LOBSTER λ×100 (no threshold)"]  # the labels the page shows
     rows = {question: (measured, here) for _, question, measured, here in mechanism_rows("capsnet", spreads)}
     measured, here = rows["+REM W only's entropy against +IMP@REM W only's (the same sparsity by magnitude: not pruning alone)"]
     assert here == "lower" and "+IMP@REM W only 0.400 ± 0.010 vs +REM W only 0.200 ± 0.010 bits" in measured

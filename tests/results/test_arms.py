@@ -70,7 +70,7 @@ def test_a_learning_rate_axis_makes_two_arms_each_with_its_seeds(claims, tmp_pat
     assert "+Q · lr=0.0001" in sizes and "+Q · lr=0.001" in sizes
     # the robustness table, the evidence page's spreads, DVC's metrics files: one entry per arm, never one for both
     assert {("capsnet", "+Q · lr=0.001"), ("capsnet", "+Q · lr=0.0001")} <= set(robustness_arms(robustness_points(results)))
-    spreads = final_spreads(results)
+    spreads = {(model, arm.label): values for (model, arm), values in final_spreads(results).items()}
     assert spreads[("capsnet", "+Q · lr=0.0001")]["test/acc"].n == 1 and ("capsnet", "+Q") not in spreads
     written = {p.name for p in write_metrics(aggregate(results), tmp_path) if p.parent.name == "capsnet"}
     assert {"Q_-_lr-0.001.json", "Q_-_lr-0.0001.json"} <= written and "Q.json" not in written

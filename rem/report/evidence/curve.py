@@ -13,7 +13,7 @@ from rem.analysis.sparsity_curve import curves_from_results
 from rem.report.evidence.tables import METRICS, Spread, direction, spread
 from rem.report.render import Table
 from rem.results.frames import last_rows
-from rem.results.variants import variant_order
+from rem.results.variants import ranked
 
 # curve column -> (label, scale, digits): the final table's, in the curve's order
 COLUMNS = {c: METRICS[c] for c in ("test/acc", "entropy/mean", "parse_trees/total", "routing/coupling_entropy",
@@ -24,7 +24,7 @@ ENTROPY_RESOLUTION = 1e-3  # the tables print entropy to 3 decimals: smaller dif
 
 def trial_curves(results: pd.DataFrame) -> pd.DataFrame:
     """Every finished trial's recorded curve in long form (trial, model, variant, seed, scope, target, metrics)."""
-    return curves_from_results(last_rows(results))
+    return curves_from_results(last_rows(results), keep=("trial_key", "model.name", "variant", "arm_rank", "train.seed"))
 
 
 def point_spreads(curves: pd.DataFrame, model: str, variant: str, scope: str) -> dict[float, dict[str, Spread]]:
@@ -83,7 +83,8 @@ def onset_rows(curves: pd.DataFrame, model: str, variant: str) -> list[list[str]
 def curve_variants(curves: pd.DataFrame, model: str) -> list[str]:
     if curves.empty:
         return []
-    return sorted(set(curves[curves["model.name"].astype(str) == model]["variant"]), key=variant_order)
+    mine = curves[curves["model.name"].astype(str) == model]
+    return ranked(mine["variant"], mine)
 
 
 def curve_tables(results: pd.DataFrame) -> dict[str, Table]:

@@ -17,14 +17,15 @@ PANELS = ("test/acc", "entropy/mean", "parse_trees/total", "sparsity", "routing/
 
 def epochs_figure(results: pd.DataFrame, model: str, path: Path) -> Path:
     done = finished_trials(results)
-    variants = [v for m, v in arms(done) if m == model]
-    palette = colours(variants)
+    mine = [a for m, a in arms(done) if m == model]
+    palette = colours([a.label for a in mine])
     fig, axes = plt.subplots(2, 3, figsize=(13, 7), constrained_layout=True)
     for ax, column in zip(axes.flat, PANELS):
         label, scale, _ = METRICS[column]
-        for variant in variants:
+        for arm in mine:
+            variant = arm.label
             # the tables' `spread` per epoch, so the band is the same population std the tables print
-            by_epoch = {int(e): spread(g[column], scale) for e, g in arm_rows(done, model, variant).groupby("epoch")}
+            by_epoch = {int(e): spread(g[column], scale) for e, g in arm_rows(done, model, arm).groupby("epoch")}
             epochs, mean = list(by_epoch), np.array([s.mean for s in by_epoch.values()])
             band = np.array([s.std for s in by_epoch.values()])
             ax.plot(epochs, mean, marker="o", color=palette[variant], label=variant)

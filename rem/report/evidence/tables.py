@@ -8,14 +8,14 @@ seeds with their population std (the seed spread); a claim "holds" only when the
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 import pandas as pd
 
 from rem.report.render import Table
 from rem.results.frames import final_value, finished_trials, last_rows
-from rem.results.variants import variant_order
+from rem.results.arms import PLUS_Q, Arm
 
 # results column -> (label, scale, digits). Per-epoch values; a trial's last row also has `final/<column>`.
 METRICS = {
@@ -59,18 +59,19 @@ def spread(values, scale: float = 1.0) -> Spread:
     return Spread(float(v.mean()), float(v.std()), len(v)) if len(v) else Spread(math.nan, math.nan, 0)
 
 
-def arms(frame: pd.DataFrame) -> list[tuple[str, str]]:
-    """(model, variant) pairs in table order: models by name, variants +Q, +REM, then the controls."""
-    pairs = {(str(m), str(v)) for m, v in zip(frame["model.name"], frame["variant"])}
-    return sorted(pairs, key=lambda p: (p[0], variant_order(p[1])))
+def arms(frame: pd.DataFrame) -> list[tuple[str, Arm]]:
+    """(model, arm) pairs of a labelled frame in table order: models by name, then arms by their fields (+Q, +REM,
+    then the controls)."""
+    pairs = set(zip(frame["model.name"].astype(str), frame["arm"]))
+    return sorted(pairs, key=lambda p: (p[0], p[1].sort_key))
 
 
-def arm_rows(frame: pd.DataFrame, model: str, variant: str) -> pd.DataFrame:
-    return frame[(frame["model.name"].astype(str) == model) & (frame["variant"] == variant)]
+def arm_rows(frame: pd.DataFrame, model: str, arm: Arm) -> pd.DataFrame:
+    return frame[(frame["model.name"].astype(str) == model) & (frame["variant"] == arm.label)]
 
 
-def final_spreads(results: pd.DataFrame) -> dict[tuple[str, str], dict[str, Spread]]:
-    """Per (model, variant): each metric's final value over seeds."""
+def final_spreads(results: pd.DataFrame) -> dict[tuple[str, Arm], dict[str, Spread]]:
+    """Per (model, arm): each metric's final value over seeds."""
     last = last_rows(results)
     return {(m, v): {c: spread(final_value(arm_rows(last, m, v), c), scale) for c, (_, scale, _) in METRICS.items()}
             for m, v in arms(last)}
@@ -78,7 +79,8 @@ def final_spreads(results: pd.DataFrame) -> dict[tuple[str, str], dict[str, Spre
 
 def final_table(results: pd.DataFrame, spreads: dict) -> Table:
     seeds = finished_trials(results).groupby(["model.name", "variant"])["train.seed"].nunique()
-    rows = [[m, v, str(int(seeds[(m, v)])), *(s[c].text(METRICS[c][2]) for c in METRICS)] for (m, v), s in spreads.items()]
+    rows = [[m, a.label, str(int(seeds[(m, a.label)])), *(s[c].text(METRICS[c][2]) for c in METRICS)]
+            for (m, a), s in spreads.items()]
     return Table("Final evaluation, per architecture and variant", ["Model", "Variant", "Seeds",
                  *(label for label, _, _ in METRICS.values())], rows,
                  notes=["Each trial's final evaluation (+Q couplings; an unpruned trial's best-validation-loss epoch, a "
@@ -88,9 +90,9 @@ def final_table(results: pd.DataFrame, spreads: dict) -> Table:
 def epoch_table(results: pd.DataFrame, model: str) -> Table:
     done = finished_trials(results)
     rows = []
-    for m, variant in (a for a in arms(done) if a[0] == model):
-        for epoch, group in arm_rows(done, m, variant).groupby("epoch"):
-            rows.append([variant, str(int(epoch)), *(spread(group[c] if c in group else [], scale).text(d)
+    for m, arm in (a for a in arms(done) if a[0] == model):
+        for epoch, group in arm_rows(done, m, arm).groupby("epoch"):
+            rows.append([arm.label, str(int(epoch)), *(spread(group[c] if c in group else [], scale).text(d)
                                                      for c, (_, scale, d) in METRICS.items())])
     return Table(f"{model}: every epoch", ["Variant", "Epoch", *(label for label, _, _ in METRICS.values())], rows,
                  notes=["Per-epoch metrics on the test split (entropy and parse trees: REM's K-level couplings).",
@@ -100,7 +102,7 @@ def epoch_table(results: pd.DataFrame, model: str) -> Table:
 def first_epoch_table(results: pd.DataFrame) -> Table:
     """How far one epoch of REM's recipe gets: the unpruned arm's first epoch, per seed and over seeds."""
     done = finished_trials(results)
-    first = done[(done["epoch"] == 1) & (done["variant"] == "+Q")]
+    first = done[(done["epoch"] == 1) & (done["variant"] == PLUS_Q.label)]
     rows = []
     for model, group in first.groupby("model.name"):
         for seed, row in group.set_index("train.seed").sort_index().iterrows():
@@ -134,9 +136,10 @@ def compare(a: dict, b: dict, column: str) -> int:
 
 def claim_rows(model: str, spreads: dict) -> list[list[str]]:
     """The abstract's three claims for every REM arm of `model` (+REM as published, then the labelled variants)."""
-    q = spreads.get((model, "+Q"))
-    variants = sorted((v for m, v in spreads if m == model and v.startswith("+REM")), key=variant_order)
-    return [row for v in variants if q is not None for row in _claims_of(f"{model} {v}", q, spreads[(model, v)])]
+    q = spreads.get((model, PLUS_Q))
+    rem = sorted((a for m, a in spreads if m == model and a.method == "rem" and not a.shrinkage_only),
+                 key=lambda a: a.sort_key)
+    return [row for a in rem if q is not None for row in _claims_of(f"{model} {a.label}", q, spreads[(model, a)])]
 
 
 def _claims_of(name: str, q: dict, rem: dict) -> list[list[str]]:
@@ -169,6 +172,7 @@ def routing_kind(q: dict, arm: dict) -> str:
 
 
 def arm_rows_against_q(model: str, variant: str, q: dict, arm: dict) -> list[list[str]]:
+    """`variant` (a label) against +Q: its entropy, its couplings' polarisation, its dead capsules."""
     e, c, d = "entropy/mean", "routing/coupling_entropy", "routing/dead_capsules"
     rows = [[model, f"{variant}: entropy lower than +Q's", f"{q[e].text(3)} → {arm[e].text(3)} bits at "
              f"{arm['sparsity'].text(2)} % sparsity ({arm['sparsity/votes.weight'].text(2)} % of W)",
@@ -185,13 +189,13 @@ def arm_rows_against_q(model: str, variant: str, q: dict, arm: dict) -> list[lis
 def mechanism_rows(model: str, spreads: dict) -> list[list[str]]:
     """Per REM-family arm: is its entropy lower than +Q's, through polarised couplings or starved capsules; then the
     matched controls and the shrinkage-only arms against their REM arm (`reference_rows`)."""
-    q = spreads.get((model, "+Q"))
+    q = spreads.get((model, PLUS_Q))
     if q is None:
         return []
     rows = []
-    family = [v for m, v in spreads if m == model and (v.startswith("+REM") or v.startswith("LOBSTER"))]
-    for variant in sorted(family, key=variant_order):
-        rows += arm_rows_against_q(model, variant, q, spreads[(model, variant)])
+    family = [a for m, a in spreads if m == model and a.method == "rem"]  # +REM's arms and LOBSTER's alone
+    for arm in sorted(family, key=lambda a: a.sort_key):
+        rows += arm_rows_against_q(model, arm.label, q, spreads[(model, arm)])
     return (rows + reference_rows(model, spreads, control_reference, "the same sparsity by magnitude: not pruning alone")
             + reference_rows(model, spreads, shrinkage_reference, "the same shrinkage, no threshold"))
 
@@ -199,10 +203,11 @@ def mechanism_rows(model: str, spreads: dict) -> list[list[str]]:
 SIDE = {-1: "lower", 0: "not resolved (within the seed spread)", 1: "higher"}
 
 
-def versus_rows(model: str, reference: str, other: str, spreads: dict, why: str) -> list[list[str]]:
-    """`reference` against `other` (an arm that isolates one of its parts, `why`): entropy, accuracy and what each
-    pruned; 'lower'/'higher' is the reference's side, beyond the combined seed spread."""
-    ref, alt = spreads[(model, reference)], spreads[(model, other)]
+def versus_rows(model: str, reference_arm: Arm, other_arm: Arm, spreads: dict, why: str) -> list[list[str]]:
+    """`reference_arm` against `other_arm` (an arm that isolates one of its parts, `why`): entropy, accuracy and
+    what each pruned; 'lower'/'higher' is the reference's side, beyond the combined seed spread."""
+    ref, alt = spreads[(model, reference_arm)], spreads[(model, other_arm)]
+    reference, other = reference_arm.label, other_arm.label
     e, a, s, w = "entropy/mean", "test/acc", "sparsity", "sparsity/votes.weight"
     return [[model, f"{reference}'s entropy against {other}'s ({why})",
              f"{other} {alt[e].text(3)} vs {reference} {ref[e].text(3)} bits at {alt[s].text(2)} vs {ref[s].text(2)} % "
@@ -211,20 +216,20 @@ def versus_rows(model: str, reference: str, other: str, spreads: dict, why: str)
              f"{other} {alt[a].text(2)} vs {reference} {ref[a].text(2)} %", SIDE[compare(alt, ref, a)]]]
 
 
-def control_reference(arm: str) -> str | None:
+def control_reference(arm: Arm) -> Arm | None:
     """A matched control's REM arm (+IMP@REM W only -> +REM W only): the same sparsity, pruned by magnitude."""
-    return "+REM" + arm.partition("@REM")[2] if "@REM" in arm else None
+    return replace(arm, method="rem", control_of="") if arm.control_of == "rem" else None
 
 
-def shrinkage_reference(arm: str) -> str | None:
+def shrinkage_reference(arm: Arm) -> Arm | None:
     """A shrinkage-only arm's REM arm of the same λ (LOBSTER λ×100 (no threshold) -> +REM λ×100)."""
-    return "+REM" + arm.removeprefix("LOBSTER").removesuffix(" (no threshold)") if arm.startswith("LOBSTER") else None
+    return replace(arm, shrinkage_only=False) if arm.shrinkage_only else None
 
 
 def reference_rows(model: str, spreads: dict, reference_of, why: str) -> list[list[str]]:
     """`versus_rows` for every arm of `model` that `reference_of` maps to a REM arm present in `spreads`."""
     rows = []
-    for m, arm in sorted(spreads, key=lambda pair: variant_order(pair[1])):
+    for m, arm in sorted(spreads, key=lambda pair: pair[1].sort_key):
         reference = reference_of(arm) if m == model else None
         if reference and (model, reference) in spreads:
             rows += versus_rows(model, reference, arm, spreads, why)
@@ -246,15 +251,15 @@ def cost_table(results: pd.DataFrame, min_epochs: int = 201, seeds: int = 5) -> 
     training images per epoch, patience 200: at least 201 epochs, 5 seeds) would take at this speed."""
     done = finished_trials(results)
     rows = []
-    q_epoch = {m: float(arm_rows(done, m, v)["time/epoch_s"].mean()) for m, v in arms(done) if v == "+Q"}
-    for model, variant in arms(done):
-        group = arm_rows(done, model, variant)
+    q_epoch = {m: float(arm_rows(done, m, a)["time/epoch_s"].mean()) for m, a in arms(done) if a == PLUS_Q}
+    for model, arm in arms(done):
+        group = arm_rows(done, model, arm)
         step, epoch = float(group["time/step_s"].mean()), float(group["time/epoch_s"].mean())
         search = float(group["prune/seconds"].mean()) if "prune/seconds" in group and group["prune/seconds"].notna().any() else 0.0
         full_steps = math.ceil((60000 - float(group["data.val_size"].iloc[0])) / float(group["train.batch_size"].iloc[0]))
         full_epoch = epoch + step * (full_steps - float(group["time/train_s"].mean()) / step)
         share = f"{100 * search / q_epoch[model]:.0f} %" if model in q_epoch and search else "–"
-        rows.append([str(model), variant, f"{step:.2f}", f"{epoch:.0f}", f"{search:.0f}" if search else "–", share,
+        rows.append([str(model), arm.label, f"{step:.2f}", f"{epoch:.0f}", f"{search:.0f}" if search else "–", share,
                      f"{full_epoch:.0f}", f"{full_epoch * min_epochs * seeds / 86400:.1f}"])
     return Table("What it costs on this machine, and what REM's full protocol would", ["Model", "Variant",
                  "Train s/step", "Epoch s (this run)", "Search s/epoch", "Search / +Q epoch (this run)", "Full epoch s (est.)",

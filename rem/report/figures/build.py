@@ -18,7 +18,6 @@ from rem.report.figures import couplings, curve, graphs, overlap, parallel, robu
 from rem.report.figures.internals import CheckpointMissingError, load_trial, snapshot
 from rem.report.robustness import robustness_points
 from rem.results.frames import last_rows, training_points, trial_points
-from rem.results.variants import variant_order
 
 log = logging.getLogger("rem.report.figures")
 
@@ -101,7 +100,7 @@ def checkpoint_figures(results: pd.DataFrame, checkpoints: dict[str, Path], cfg:
             notes.append(f"{dataset} {model}: no routing figures (the model has no routing couplings).")
             continue
         series = {}
-        for row in sorted(group.to_dict("records"), key=lambda r: variant_order(r["variant"])):
+        for row in sorted(group.to_dict("records"), key=lambda r: r["arm_rank"]):
             variant, key = row["variant"], row["trial_key"]
             name = f"{dataset} {model} {variant} (seed {row['train.seed']})"
             if key not in checkpoints:

@@ -7,7 +7,6 @@ from pathlib import Path
 import matplotlib
 
 from rem.io import atomic_write
-from rem.results.variants import variant_order
 
 matplotlib.use("Agg")  # headless: CI, Ray workers and DVC stages have no display
 
@@ -29,10 +28,11 @@ def colours(names: list[str]) -> dict[str, tuple]:
 TARGET_MARKERS = ["s", "^", "D", "v", "P", "X", "p", "h", "<", ">"]
 
 
-def markers(variants) -> dict[str, str]:
-    """A distinct marker per variant present: circles for the unpruned, a star for +REM, the rest in order."""
+def markers(variants: list[str]) -> dict[str, str]:
+    """A distinct marker per variant (labels in their arms' order): circles for the unpruned, a star for +REM, the
+    rest in that order."""
     out, spare = {}, iter(TARGET_MARKERS * 3)
-    for variant in sorted(set(variants), key=variant_order):
+    for variant in variants:
         out[variant] = VARIANT_MARKERS.get(variant) or next(spare)
     return out
 

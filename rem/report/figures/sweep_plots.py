@@ -14,7 +14,7 @@ from matplotlib.lines import Line2D
 from rem.report.dvc_outputs import arm_curves
 from rem.report.figures.style import colours, markers, message_panel, plt, save
 from rem.results import pareto
-from rem.results.variants import variant_order
+from rem.results.variants import ranked
 
 
 def pareto_mask(x: np.ndarray, y: np.ndarray, maximize_y: bool) -> np.ndarray:
@@ -79,7 +79,7 @@ def pareto_figure(points: pd.DataFrame, dataset: str, path: Path) -> Path:
     if points.empty:
         return _empty(dataset, path)
     models = sorted(set(points["model"]))
-    variants = sorted(set(points["variant"]), key=variant_order)
+    variants = ranked(points["variant"], points)
     assigned = colours(variants)
     palette, shapes = {v: assigned[v] for v in variants}, markers(variants)  # the legend in variant order
     fig, axes = plt.subplots(len(models), 2, figsize=(12, 3.8 * len(models) + 0.8), squeeze=False)
