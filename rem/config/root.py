@@ -21,6 +21,7 @@ from rem.data.registry import is_known_dataset, list_datasets
 from rem.device import check_setting as check_device_setting
 from rem.models import has_routing, list_models
 from rem.pruning import PruneConfig  # the pruning library's own config is the `prune` section
+from rem.pruning.methods import get_method, method_names
 from rem.results import grid
 
 
@@ -197,9 +198,9 @@ def _check_semantics(cfg: Config, source: str, check_grid: bool = True) -> None:
         check_device_setting(cfg.train.device)
     except ValueError as err:
         raise ConfigError(f"{source}: {err}") from None
-    if cfg.prune.method == "imp" and cfg.train.epochs > 1 and (cfg.prune.schedule_epochs or 0) >= cfg.train.epochs:
-        raise ConfigError(f"{source}: prune.schedule_epochs {cfg.prune.schedule_epochs} must be < train.epochs "
-                          f"{cfg.train.epochs}: IMP's last pruning step needs training after it")
+    problem = get_method(cfg.prune.method).check_epochs(cfg.prune, cfg.train.epochs)
+    if problem:
+        raise ConfigError(f"{source}: {problem}")
     try:
         check_families(cfg.eval.robust_families)
     except RobustnessError as err:
@@ -211,11 +212,11 @@ def _check_semantics(cfg: Config, source: str, check_grid: bool = True) -> None:
 def _check_routing_free(cfg: Config, source: str) -> None:
     """A model without routing (a CNN baseline) has no couplings to prune by, iterate or reconstruct from."""
     name = cfg.model.name
-    if cfg.prune.method in ("rem", "capsules"):
-        why = ("REM's threshold search minimizes routing entropy" if cfg.prune.method == "rem"
-               else "capsule pruning removes capsule types")
+    why = get_method(cfg.prune.method).routing_needed_because
+    if why:
+        usable = [m for m in method_names() if not get_method(m).routing_needed_because]
         raise ConfigError(f"{source}: prune.method {cfg.prune.method!r} needs routing, and model.name "
-                          f"{name!r} has none ({why}); use none, imp or snip")
+                          f"{name!r} has none ({why}); use {', '.join(usable)}")
     if cfg.model.decoder:
         raise ConfigError(f"{source}: model.decoder is true, but model.name {name!r} has no class capsules to "
                           "reconstruct from; set model.decoder to false")

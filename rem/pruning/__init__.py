@@ -2,8 +2,9 @@
 pruning (IMP), SNIP, and sparsity measured from the weights.
 
 `prune.method` picks one: "none", "rem", "imp", "snip", or "capsules" (whole primary-capsule types removed and
-the model rebuilt; rem.pruning.capsules.CapsulePruner takes the Pruner's place, both `TrialPruner`s, and
-`rem.pruning.for_trial.trial_pruner` picks one). A training loop drives a `Pruner`::
+the model rebuilt; rem.pruning.capsules.CapsulePruner takes the Pruner's place, both `TrialPruner`s), or a method
+registered with `rem.pruning.methods.register_method`: each is a `PruningMethod` in its own file, and
+`rem.pruning.for_trial.trial_pruner` asks it for its pruner. A training loop drives a `Pruner`::
 
     pruner = Pruner(model, PruneConfig(method="rem"))
     pruner.at_start(model, batch_loss_fn)                    # SNIP prunes here
@@ -21,6 +22,7 @@ from rem.pruning.config import METHODS, SCHEDULES, SCOPES, SEARCHES, PruneConfig
 from rem.pruning.imp import magnitude_prune_to, schedule_sparsity
 from rem.pruning.lobster import lobster_shrink_
 from rem.pruning.masks import Masks, sparsity_report
+from rem.pruning.methods import PruningMethod, get_method, method_names, register_method
 from rem.pruning.parameters import (is_class_capsule_matrix, is_primary_conv, prunable_parameters,
                                     shrinkable_parameters)
 from rem.pruning.probe import ThresholdProbe
@@ -29,7 +31,8 @@ from rem.pruning.search import Bisection, SortedSearch, ThresholdResult, thresho
 from rem.pruning.snip import snip_prune
 
 __all__ = [
-    "METHODS", "SCHEDULES", "SCOPES", "SEARCHES", "Bisection", "Masks", "PruneConfig", "Pruner", "SortedSearch",
+    "METHODS", "SCHEDULES", "SCOPES", "SEARCHES", "Bisection", "Masks", "PruneConfig", "Pruner", "PruningMethod",
+    "SortedSearch", "get_method", "method_names", "register_method",
     "ThresholdProbe", "ThresholdResult", "TrialPruner", "is_class_capsule_matrix", "is_primary_conv", "lobster_shrink_",
     "magnitude_prune_to", "prunable_parameters",
     "schedule_sparsity", "shrinkable_parameters", "snip_prune", "sparsity_report", "threshold_search",

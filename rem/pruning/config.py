@@ -4,7 +4,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-METHODS = ("none", "rem", "imp", "snip", "capsules")
+from rem.pruning.methods.registry import get_method, method_names
+
+METHODS = tuple(method_names())  # the built-in ones; `method_names()` adds those registered since
+
 SEARCHES = ("bisection", "sorted", "none")  # none: LOBSTER shrinks, nothing is thresholded (a control)
 SEARCH_PRECISIONS = ("fp32", "train")
 SCHEDULES = ("cubic", "linear")
@@ -14,7 +17,7 @@ SCOPES = ("global", "layer")
 CRITERIA = ("weight_norm", "coupling_mass", "sensitivity")  # how the types are ranked (capsules.criteria)
 RULES = ("fraction", "rem")  # how many of them a pruning step removes (capsules.pruner)
 
-_CHOICES = {"method": METHODS, "threshold_search": SEARCHES, "schedule": SCHEDULES, "scope": SCOPES,
+_CHOICES = {"threshold_search": SEARCHES, "schedule": SCHEDULES, "scope": SCOPES,
             "search_precision": SEARCH_PRECISIONS, "capsule_criterion": CRITERIA, "capsule_rule": RULES}
 # field -> (what it must be, the check)
 _RANGES = {
@@ -34,7 +37,7 @@ _RANGES = {
 
 @dataclass
 class PruneConfig:
-    method: str = "none"  # none | rem | imp | snip | capsules
+    method: str = "none"  # none | rem | imp | snip | capsules, or one registered (rem.pruning.methods)
     # REM / LOBSTER
     lambda0: float = 1e-4  # REM's max_lmbda
     lambda_decay: float = 0.99  # per epoch, as REM's learning-rate decay
@@ -85,16 +88,9 @@ class PruneConfig:
         for name, (allowed, ok) in _RANGES.items():
             if not ok(getattr(self, name)):
                 raise ValueError(f"PruneConfig.{name}={getattr(self, name)!r} must be {allowed}")
-        if self.method == "capsules" and self.capsule_fraction <= 0:
-            raise ValueError(f"PruneConfig.capsule_fraction={self.capsule_fraction!r} must be in (0, 1) for "
-                             f"method='capsules'")
         if not all(isinstance(n, str) and n for n in self.threshold_tensors):
             raise ValueError(f"PruneConfig.threshold_tensors={self.threshold_tensors!r} must be a list of parameter names")
-        if self.target_from is not None:
-            if self.target_from != "rem" or self.method not in ("imp", "snip"):
-                raise ValueError(f"PruneConfig.target_from={self.target_from!r} must be 'rem' (or null), with method "
-                                 f"imp or snip; got method={self.method!r}")
-            return self  # the sweep sets the target after the matching trial (Pruner.__init__ checks it)
-        if self.method in ("imp", "snip") and self.target_sparsity <= 0:
-            raise ValueError(f"PruneConfig.target_sparsity={self.target_sparsity!r} must be in (0, 1) for method={self.method!r}")
+        if self.target_from not in (None, "rem"):
+            raise ValueError(f"PruneConfig.target_from={self.target_from!r} must be 'rem' (or null)")
+        get_method(self.method).check(self)  # the method's own fields (an unknown method: one line naming them all)
         return self

@@ -1,7 +1,4 @@
-"""The pruner a trial's `prune.method` asks for, so the training run never asks which method it is.
-
-Not exported by `rem.pruning`: `rem.pruning.capsules` is built on that package, so the package cannot import it.
-"""
+"""The pruner a trial's `prune.method` asks for, so the training run never asks which method it is."""
 
 from __future__ import annotations
 
@@ -9,15 +6,14 @@ from typing import Callable
 
 from torch import nn
 
-from rem.pruning.capsules import CapsulePruner
 from rem.pruning.config import PruneConfig
+from rem.pruning.methods.registry import get_method
 from rem.pruning.pruner import Pruner, TrialPruner
 
 
 def trial_pruner(model: nn.Module, cfg: PruneConfig, build: Callable[..., nn.Module], in_shape: tuple[int, int, int],
                  precision: str) -> TrialPruner:
-    """`CapsulePruner` for "capsules" (it rebuilds the model smaller: `build(**extra_build_args)` creates one like
-    `model`, for inputs of `in_shape`, its validation passes in `precision`), else a `Pruner` masking `model`."""
-    if cfg.method == "capsules":
-        return CapsulePruner(model, cfg, build, in_shape, precision)
-    return Pruner(model, cfg)
+    """The method's pruner: a `Pruner` masking `model`, or one that rebuilds it (capsules: `build(**args)` creates one
+    like `model`, for inputs of `in_shape`, its validation passes in `precision`)."""
+    method = get_method(cfg.method)(cfg)
+    return method.make_pruner(model, build, in_shape, precision) if method.rebuilds_model else Pruner(model, cfg)

@@ -22,6 +22,7 @@ from rem.evaluate import batches_of, evaluate, per_class_metrics
 from rem.models.from_config import build_model
 from rem.pruning import TrialPruner
 from rem.pruning.for_trial import trial_pruner
+from rem.pruning.methods import get_method
 from rem.training.progress import TrialProgress
 from rem.training.validation_loss import ValidationLoss
 
@@ -59,7 +60,7 @@ def final_weights_choice(cfg: Config) -> str:
     (as REM evaluates "+Q") and the last epoch for a pruned one (as REM evaluates "+REM")."""
     if cfg.eval.final_checkpoint != "auto":
         return cfg.eval.final_checkpoint
-    return "best" if cfg.prune.method == "none" else "last"
+    return get_method(cfg.prune.method).final_checkpoint
 
 
 def final_net(model, best: dict, epoch: int, last_epoch: int):

@@ -484,7 +484,7 @@ def test_imp_reaches_target_exactly(scope):
         m = pruner.end_of_epoch(model, epoch, total_epochs)
         seen.append(m["sparsity"])
         # the target is reached one epoch before the end: the last pruning step is followed by training
-        assert pruner.imp_epochs(total_epochs) == total_epochs - 1
+        assert pruner.method.epochs_to_target(total_epochs) == total_epochs - 1
         s = schedule_sparsity(target, epoch + 1, total_epochs - 1)
         if scope == "global":
             n = sum(p.numel() for p in params.values())

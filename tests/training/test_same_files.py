@@ -6,12 +6,11 @@ and everything its checkpoint folder held was recorded: every tensor of `state.p
 SHA-256 with dtype and shape, every other entry of them and every JSON file as is, the parse-tree Parquet as its
 rows. Timings and the data folder's path are left out.
 
-Bit for bit only on the kind of CPU it was recorded on: torch's CPU kernels are chosen by the CPU's vector
-extensions (`torch.backends.cpu.get_cpu_capability()`), and an AVX2 kernel sums in another order than an AVX-512
-one, so the same fp32 trial ends in other last bits. The code before the move was therefore recorded once per kind,
-`tests/recorded/same_files_f60dabf_<capability>.json` (AVX512: an Intel Xeon with AMX; AVX2: an AMD EPYC); a CPU of
-another kind skips in one line. Re-record with `python -m tests.training.test_same_files OUT.json` (it imports the
-training loop from either house).
+Bit for bit only on the kind of CPU it was recorded on (`tests/cpu_kind.py`: kernels of another kind sum in another
+order, so the same fp32 trial ends in other last bits). The code before the move was therefore recorded once per
+kind, `tests/recorded/same_files_f60dabf_<kind>.json` (avx512_amx: an Intel Xeon; avx2: an AMD EPYC of Zen 2-4;
+avx512: an AMD EPYC of Zen 5); a CPU of another kind skips in one line. Re-record with
+`python -m tests.training.test_same_files OUT.json` (it imports the training loop from either house).
 
 Keys changed on purpose since f60dabf are left out on both sides (`CHANGED_SINCE`, each with its reason).
 """
@@ -27,8 +26,10 @@ import pandas as pd
 import pytest
 import torch
 
+from tests.cpu_kind import kernel_kind
+
 RECORDED = Path(__file__).parents[1] / "recorded"
-CAPABILITY = torch.backends.cpu.get_cpu_capability()
+CAPABILITY = kernel_kind()  # which kernels this CPU runs (tests/cpu_kind.py)
 # Keys a trial's files gained, lost or renamed on purpose since the recording (in history.json, and in state.pt's
 # history and config), left out of both sides of the comparison.
 CHANGED_SINCE = {
@@ -84,7 +85,7 @@ def test_a_trial_leaves_the_files_the_code_before_the_move_left(synthetic_raw, t
     from rem.training.loop import train
     from tests.tiny_trials import tiny_cfg
 
-    recording = RECORDED / f"same_files_f60dabf_{CAPABILITY.lower()}.json"
+    recording = RECORDED / f"same_files_f60dabf_{CAPABILITY}.json"
     if not recording.is_file():
         pytest.skip(f"no recording of commit f60dabf's files for a {CAPABILITY} CPU ({recording.name}); record one "
                     "with `python -m tests.training.test_same_files` from a checkout of f60dabf")

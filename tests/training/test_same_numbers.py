@@ -6,11 +6,10 @@ short trials below (augmentation on, every pruning method) were recorded from th
 e4fecd4) and must come out identical, every metric of every epoch but the timings. The per-epoch draws are also
 compared with per-batch draws directly, for every kind of augmentation.
 
-Identical on the kind of CPU they were recorded on: torch picks its CPU kernels by the CPU's vector extensions
-(`torch.backends.cpu.get_cpu_capability()`), and an AVX2 kernel rounds otherwise than an AVX-512 one. e4fecd4 was
-recorded once per kind, `tests/recorded/same_numbers_e4fecd4_<capability>.json` (AVX512: an Intel Xeon with AMX;
-AVX2: an AMD EPYC, with `python -m tests.training.test_same_numbers OUT.json` run from a checkout of e4fecd4); a CPU
-of another kind skips in one line.
+Identical on the kind of CPU they were recorded on (`tests/cpu_kind.py`: kernels of another kind round otherwise).
+e4fecd4 was recorded once per kind, `tests/recorded/same_numbers_e4fecd4_<kind>.json` (avx512_amx: an Intel Xeon;
+avx2: an AMD EPYC of Zen 2-4; avx512: an AMD EPYC of Zen 5), with `python -m tests.training.test_same_numbers
+OUT.json` run from a checkout of e4fecd4; a CPU of another kind skips in one line.
 """
 
 from __future__ import annotations
@@ -24,10 +23,11 @@ import torch
 from rem.data import get_dataset
 from rem.data.augment import BatchTransform
 from rem.training.loop import train
+from tests.cpu_kind import kernel_kind
 from tests.tiny_trials import tiny_cfg
 
-CAPABILITY = torch.backends.cpu.get_cpu_capability()
-RECORDING = Path(__file__).parents[1] / "recorded" / f"same_numbers_e4fecd4_{CAPABILITY.lower()}.json"
+CAPABILITY = kernel_kind()  # which kernels this CPU runs (tests/cpu_kind.py)
+RECORDING = Path(__file__).parents[1] / "recorded" / f"same_numbers_e4fecd4_{CAPABILITY}.json"
 RECORDED = json.loads(RECORDING.read_text()) if RECORDING.is_file() else {}
 ARMS = {
     "capsnet-none": {}, "capsnet-rem": {"prune.method": "rem"},

@@ -1,0 +1,39 @@
+"""prune.method imp: iterative magnitude pruning to a target sparsity on a schedule, one step per epoch."""
+
+from __future__ import annotations
+
+from rem.pruning.imp import magnitude_prune_to, schedule_sparsity
+from rem.pruning.methods.registry import PruningMethod, register_method
+from rem.pruning.methods.snip import check_target
+
+
+@register_method
+class Imp(PruningMethod):
+    name = "imp"
+    controls = True
+    reports_magnitudes = True
+
+    @classmethod
+    def check(cls, cfg) -> None:
+        super().check(cfg)
+        check_target(cls.name, cfg)
+
+    @classmethod
+    def check_epochs(cls, cfg, epochs: int) -> str | None:
+        if epochs > 1 and (cfg.schedule_epochs or 0) >= epochs:
+            return (f"prune.schedule_epochs {cfg.schedule_epochs} must be < train.epochs {epochs}: IMP's last pruning "
+                    "step needs training after it")
+        return None
+
+    def epochs_to_target(self, total_epochs: int) -> int:
+        """`schedule_epochs`, else all but the last, so the last pruning step is followed by an epoch of training
+        before the final evaluation (a one-epoch run has no room)."""
+        return self.cfg.schedule_epochs or max(1, total_epochs - 1)
+
+    def end_of_epoch(self, pruner, model, epoch: int, total_epochs: int, val_loss_fn) -> dict[str, float]:
+        sparsity = schedule_sparsity(self.cfg.target_sparsity, epoch + 1, self.epochs_to_target(total_epochs),
+                                     self.cfg.schedule)
+        pruned = pruner.masks.subset(self.cfg.threshold_tensors)
+        magnitude_prune_to(model, pruned, sparsity, self.cfg.scope)
+        pruner.masks.update(pruned)
+        return {"prune/scheduled_sparsity": 100.0 * sparsity}
