@@ -177,7 +177,7 @@ def worker_env() -> dict[str, str]:
     # cuBLAS reads its workspace setting when a process first uses CUDA, before a trial could set it (a reused
     # worker already has): every worker gets the one deterministic trials need (a few MiB of workspace).
     env = {"PYTHONUNBUFFERED": "1", "TUNE_DISABLE_AUTO_CALLBACK_LOGGERS": "1", "CUBLAS_WORKSPACE_CONFIG": CUBLAS_WORKSPACE}
-    for name in ("REM_DATA_MIRROR", "MLFLOW_TRACKING_URI"):
+    for name in ("REM_DATA_MIRROR", "MLFLOW_TRACKING_URI", "REM_PLUGINS"):  # plugins: methods of your own
         if os.environ.get(name):
             env[name] = os.environ[name]
     return env
