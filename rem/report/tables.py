@@ -221,7 +221,8 @@ def parse_trees_table(dataset: str, rows: list[Row]) -> Table:
     """Per-class parse-tree counts (median over seeds), as REM's inference script prints them."""
     classes = max((len(r.trees_per_class) for r in rows), default=0)
     header = ["Model", "Variant"] + [f"class {j}" for j in range(classes)]
-    cells = [[r.model, r.variant] + ([f"{v:g}" for v in r.trees_per_class] if r.trees_per_class else
-                                     [MISSING if routed(r.model) else NOT_APPLICABLE] * classes) for r in rows]
+    cells = [[r.model, r.variant] + ([NOT_APPLICABLE] * classes if not routed(r.model) else  # a CNN has no trees
+                                     [f"{v:g}" for v in r.trees_per_class] if r.trees_per_class else [MISSING] * classes)
+             for r in rows]
     return Table(f"{dataset}: parse trees per class", header, cells,
                  notes=["Distinct parse trees of each predicted class, median over seeds."])

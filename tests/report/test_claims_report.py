@@ -65,6 +65,8 @@ def test_a_cnn_row_shows_na_for_routing_metrics_and_no_expected_rem_row():
     markdown = to_markdown(tables.dataset_table("fashion-mnist", rows, []))
     line = next(l for l in markdown.splitlines() if l.startswith("| cnn_matched"))
     assert line.split(" | ")[3:5] == ["n/a", "n/a"]  # entropy and parse trees: not applicable, never 0
+    trees = tables.parse_trees_table("fashion-mnist", rows)
+    assert set(next(r for r in trees.rows if r[0] == "cnn_matched")[2:]) == {"n/a"}  # per class too, never "nan"
 
 
 def test_robustness_table_averages_plus_and_minus_per_trial_then_over_seeds():
