@@ -1,0 +1,82 @@
+"""Equivariance tested directly (issue 36): do a model's class-capsule poses of a transformed image follow those of
+the original through one linear map, and more predictably than a CNN's features of the same width?
+
+Robustness (accuracy under a transform) is not equivariance: a model can keep its answer while its poses change
+arbitrarily, or lose it while they change predictably. Here, for test images x and a transform g of a robustness
+family at one strength, the representations P = f(x) and Q = f(g·x) (one row per image) are compared: a linear map
+with bias, Q ≈ P·W + b, is fitted by (slightly ridged) least squares on half of the images and applied to the other
+half. Its held-out error ||Q - P·W - b||² / ||Q - mean Q||² is 0 for a representation that transforms linearly and
+about 1 when the map explains nothing of how it moves (above 1: it explains less than the mean).
+
+f is the class capsules' poses for a capsule model (10 × 16 = 160 numbers on 10 classes), and for a CNN baseline its
+last hidden layer (`rem.models.cnn`: 160 units for the CNN matched to CapsNet), the layer of the same width before
+the classes.
+"""
+
+from __future__ import annotations
+
+import pandas as pd
+import torch
+from torch import nn
+
+from rem.analysis.robustness.families import check_families
+from rem.analysis.robustness.transforms import transform_images
+
+RIDGE = 1e-6  # relative to the mean squared input: keeps the fit defined when poses are collinear (dead capsules)
+
+
+def fit_linear_map(p: torch.Tensor, q: torch.Tensor, ridge: float = RIDGE) -> tuple[torch.Tensor, torch.Tensor]:
+    """(W, b) minimising ||q - p W - b||² + ridge·mean(p²)·||W||², in float64; p (n, d), q (n, e)."""
+    p, q = p.double(), q.double()
+    p_mean, q_mean = p.mean(0), q.mean(0)
+    pc, qc = p - p_mean, q - q_mean  # the bias is the means' difference once both are centred
+    gram = pc.T @ pc + ridge * float((pc ** 2).mean()) * len(p) * torch.eye(p.shape[1], dtype=p.dtype, device=p.device)
+    w = torch.linalg.solve(gram, pc.T @ qc)
+    return w, q_mean - p_mean @ w
+
+
+def held_out_error(p: torch.Tensor, q: torch.Tensor, seed: int = 0) -> float:
+    """The relative squared error of the map fitted on a random half of the rows, on the other half."""
+    if len(p) != len(q) or len(p) // 2 <= p.shape[1]:
+        # fewer fitting rows than columns: the map fits any change exactly there and says nothing held out
+        raise ValueError(f"equivariance: need as many rows of p as of q, more than twice the width {p.shape[1]}; "
+                         f"got {len(p)} and {len(q)} images")
+    order = torch.randperm(len(p), generator=torch.Generator().manual_seed(seed)).to(p.device)
+    fit, test = order[: len(p) // 2], order[len(p) // 2:]
+    w, b = fit_linear_map(p[fit], q[fit])
+    predicted = p[test].double() @ w + b
+    target = q[test].double()
+    spread = float(((target - target.mean(0)) ** 2).sum())
+    return float(((target - predicted) ** 2).sum()) / spread if spread > 0 else float("nan")
+
+
+def representation(model: nn.Module, images: torch.Tensor) -> torch.Tensor:
+    """(N, D): the class capsules' poses, flattened; for a model without them (a CNN) its last hidden layer."""
+    hidden = getattr(model, "hidden", None)
+    seen: list[torch.Tensor] = []
+    hook = hidden.register_forward_hook(lambda _m, _i, out: seen.append(out)) if isinstance(hidden, nn.Module) else None
+    try:
+        out = model(images)
+    finally:
+        if hook is not None:
+            hook.remove()
+    return (seen[-1] if seen else out.capsules).flatten(1).float()
+
+
+@torch.no_grad()
+def equivariance(model: nn.Module, images: torch.Tensor, families: dict, *, batch: int = 500, seed: int = 0) -> pd.DataFrame:
+    """Per family and strength: the held-out error of the linear map from f(x) to f(g·x) on uint8 `images`
+    (N, C, H, W, on the model's device), with the number of images; `families` as eval.robust_families."""
+    model.eval()
+
+    def encode(x: torch.Tensor) -> torch.Tensor:  # uint8 pixels scaled to [0, 1] as the loaders scale them
+        return torch.cat([representation(model, x[k: k + batch].float() / 255.0) for k in range(0, len(x), batch)])
+
+    base = encode(images)
+    rows = []
+    for family, strengths in check_families(families, where="equivariance").items():
+        for strength in strengths:
+            moved = encode(transform_images(images, family, strength, seed=seed))
+            rows.append({"family": family, "strength": float(strength), "error": held_out_error(base, moved, seed),
+                         "images": len(images), "width": base.shape[1]})
+    return pd.DataFrame(rows)
