@@ -51,6 +51,7 @@ def dynamic_routing(
     bias: torch.Tensor | None = None,
     *,
     quantize_levels: int | None = None,
+    trace: list | None = None,
 ) -> tuple[torch.Tensor, torch.Tensor]:
     """Sabour et al.'s routing-by-agreement, as REM's official code runs it.
 
@@ -60,6 +61,8 @@ def dynamic_routing(
 
     `quantize_levels` replaces the last iteration's couplings by their quantized values in the weighted
     sum (REM's "+Q" forward). Returns `(v (B, J, D), c (B, I, J))`, c being the last iteration's couplings.
+    `trace`, when given, receives each iteration's `(c (B, I, J), v (B, J, D))`, detached
+    (`rem.analysis.routing_iterations` reads it).
     """
     if iterations < 1:
         raise ValueError(f"dynamic_routing: iterations must be >= 1, got {iterations}")
@@ -71,6 +74,8 @@ def dynamic_routing(
             last = it == iterations - 1
             c = torch.softmax(logits, dim=1)
             v = _parents(c, u_hat if last else detached, bias, quantize_levels if last else None)
+            if trace is not None:
+                trace.append((c.detach().transpose(1, 2), v.detach()))
             if not last:
                 logits = logits + torch.matmul(detached, v.unsqueeze(-1)).squeeze(-1)
     return v, c.transpose(1, 2)
