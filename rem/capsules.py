@@ -162,6 +162,28 @@ class CapsuleVotes(nn.Module):
         return torch.einsum("ijdk,bik->bjid", self.weight, u).transpose(1, 2)
 
 
+class SharedCapsuleVotes(nn.Module):
+    """One transformation matrix per (input capsule *type*, parent), shared by every position of the primary grid:
+    u_hat[b,i,j] = W[type(i), j] @ u[b,i]. The alternative the dynamic-routing paper's checklist asks to state:
+    CapsNet's 1,152 matrices per parent become 32 (`types`), for inputs ordered position-major, type innermost, as
+    `PrimaryCapsules` returns them. Same output contract as `CapsuleVotes`."""
+
+    shared_over_grid = True  # a capsule type's matrices are not per input capsule (rem.pruning.capsules refuses it)
+
+    def __init__(self, in_caps: int, in_dim: int, out_caps: int, out_dim: int, *, types: int, init_std: float = 0.1):
+        super().__init__()
+        if in_caps % types:
+            raise ValueError(f"SharedCapsuleVotes: {in_caps} input capsules are not a whole grid of {types} types")
+        self.types = types
+        self.weight = nn.Parameter(torch.randn(types, out_caps, out_dim, in_dim, device=HOST) * init_std)
+
+    def forward(self, u: torch.Tensor) -> torch.Tensor:
+        b, i, k = u.shape
+        grid = u.reshape(b, i // self.types, self.types, k)  # (B, positions, types, K)
+        votes = torch.einsum("tjdk,bptk->bjptd", self.weight, grid)  # parent-major, as CapsuleVotes computes them
+        return votes.reshape(b, self.weight.shape[1], i, self.weight.shape[2]).transpose(1, 2)
+
+
 def conv_output_size(size: int, kernel: int, stride: int = 1, padding: int = 0) -> int:
     """Spatial size after a convolution, for building layers from an input shape."""
     return math.floor((size + 2 * padding - kernel) / stride) + 1

@@ -2,7 +2,8 @@
 
 conv 256@9x9 + ReLU -> primary capsules (9x9 stride 2, 32 types x 8-D; 64 types for 3-channel inputs as
 REM does on CIFAR-10) -> 10 x 16-D class capsules, one 16x8 matrix per (primary capsule, class), dynamic
-routing with 3 iterations and a learned 10x16 routing bias (initialised 0.1, REM's addition).
+routing with 3 iterations and a learned 10x16 routing bias (initialised 0.1, REM's addition). `shared_votes`: one
+matrix per (primary capsule type, class) shared across the grid instead (32 x 10 matrices instead of 11,520).
 """
 
 from __future__ import annotations
@@ -10,7 +11,7 @@ from __future__ import annotations
 import torch
 from torch import nn
 
-from rem.capsules import CapsuleVotes, SabourStem, capsule_lengths
+from rem.capsules import CapsuleVotes, SabourStem, SharedCapsuleVotes, capsule_lengths
 from rem.device import HOST  # built on the host by the seed, then moved
 from rem.models.decoder import FCDecoder
 from rem.models.registry import CapsuleOutput, register_model
@@ -32,11 +33,14 @@ class CapsNet(SabourStem):
         routing_iterations: int = 3,
         routing_bias: bool = True,
         decoder: bool = False,
+        shared_votes: bool = False,
     ):
         super().__init__(in_shape, conv_channels=conv_channels, kernel_size=kernel_size, primary_types=primary_types,
                          primary_dim=primary_dim, primary_stride=primary_stride)
         self.routing_iterations = routing_iterations
-        self.votes = CapsuleVotes(self.num_primary, primary_dim, num_classes, class_dim)
+        # shared_votes: one matrix per capsule type and parent across the grid, not one per primary capsule
+        self.votes = (SharedCapsuleVotes(self.num_primary, primary_dim, num_classes, class_dim, types=primary_types)
+                      if shared_votes else CapsuleVotes(self.num_primary, primary_dim, num_classes, class_dim))
         self.routing_bias = nn.Parameter(torch.full((num_classes, class_dim), 0.1, device=HOST)) if routing_bias else None
         self.decoder = FCDecoder(num_classes, class_dim, in_shape) if decoder else None
 

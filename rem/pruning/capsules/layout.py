@@ -56,6 +56,9 @@ class CapsuleLayout:
 
 def capsule_layout(model: nn.Module) -> CapsuleLayout:
     """Which tensors each primary-capsule type owns in `model`; a clear error for families without one."""
+    if getattr(getattr(model, "votes", None), "shared_over_grid", False):
+        raise ValueError("capsule pruning needs one vote matrix per primary capsule, and this model shares each "
+                         "type's matrices across the grid (model.options.shared_votes): set it to false")
     if isinstance(model, (CapsNet, GammaCapsNet)):
         votes = "votes" if isinstance(model, CapsNet) else "fc_votes"
         p = model.primary
