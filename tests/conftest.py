@@ -34,8 +34,6 @@ from rem.data.synthetic import idx_bytes
 from rem.data.verify import md5_of
 from tests.realdata import pytest_collection_modifyitems, pytest_terminal_summary, real_fixture, unavailable  # noqa: F401
 
-pytest_plugins = ["tests.scheduling"]
-
 SYNTHETIC = "synthetic-fashion"  # the generated dataset the mechanics tests train on
 
 
