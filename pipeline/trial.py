@@ -135,8 +135,8 @@ def run_trial(config: dict[str, Any], *, base: dict[str, Any], context: dict[str
     configure_determinism(cfg.train.deterministic)  # before anything below starts CUDA
     key = trial_key(point)
     client = MlflowClient(context["tracking_uri"])
-    tags = {tracking.SWEEP_TAG: context["sweep_id"], tracking.TRIAL_TAG: key, tracking.ROLE_TAG: "trial"}
-    tags[tracking.PARENT_TAG] = context["parent_run_id"]
+    tags = {tracking.SWEEP_TAG: context["sweep_id"], tracking.TRIAL_TAG: key, tracking.ROLE_TAG: "trial",
+            tracking.PARENT_TAG: context["parent_run_id"]}
     ended = finished_at(client, context["experiment_id"], tags)
     run_id = tracking.open_run(client, context["experiment_id"], name=run_name(point),
                                params={**asked.flat(), **axis_params(point)},

@@ -21,6 +21,7 @@ from torch import nn
 
 from rem.analysis.robustness.families import check_families
 from rem.analysis.robustness.transforms import transform_images
+from rem.device import HOST
 
 RIDGE = 1e-6  # relative to the mean squared input: keeps the fit defined when poses are collinear (dead capsules)
 
@@ -41,7 +42,8 @@ def held_out_error(p: torch.Tensor, q: torch.Tensor, seed: int = 0) -> float:
         # fewer fitting rows than columns: the map fits any change exactly there and says nothing held out
         raise ValueError(f"equivariance: need as many rows of p as of q, more than twice the width {p.shape[1]}; "
                          f"got {len(p)} and {len(q)} images")
-    order = torch.randperm(len(p), generator=torch.Generator().manual_seed(seed)).to(p.device)
+    # drawn on the host from a seeded CPU generator: the same halves on every device
+    order = torch.randperm(len(p), generator=torch.Generator().manual_seed(seed), device=HOST).to(p.device)
     fit, test = order[: len(p) // 2], order[len(p) // 2:]
     w, b = fit_linear_map(p[fit], q[fit])
     predicted = p[test].double() @ w + b

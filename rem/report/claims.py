@@ -61,7 +61,7 @@ def robustness_rows(points: pd.DataFrame) -> list[list[str]]:
                 rows.append([f"{model} +Q vs {cnn}", CLAIMS["robust"] + f": {label}",
                              f"accuracy lost {caps.text(2)} vs {base.text(2)} points",
                              VERDICT[direction(base, caps, ACCURACY_RESOLUTION)]])
-        for _, variant in [(m, v) for m, v in arms(points, rem_arm) if m == model]:
+        for _, variant in [(m, v) for m, v in arms(points, lambda arm: arm.thresholds_by_rem) if m == model]:
             for family, strengths, label in HEADLINE:
                 q, rem = arm_drop(points, model, "+Q", family, strengths), arm_drop(points, model, variant, family, strengths)
                 if q.n and rem.n:
@@ -122,11 +122,6 @@ def size_table(rows) -> Table:
                      "Parameters: trainable, of the model as trained (a REM-pruned model keeps its zeros). GFLOPs: one "
                      "image's inference forward, dense (2 x multiply-adds; rem.models.counts). Time per step: median "
                      "over seeds of each trial's mean training step."])
-
-
-def rem_arm(arm) -> bool:
-    """+REM as published or at another λ or tensor set (not LOBSTER's shrinkage alone)."""
-    return arm.method == "rem" and not arm.shrinkage_only
 
 
 def drop_table(points: pd.DataFrame, dataset: str) -> Table:

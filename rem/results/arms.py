@@ -114,6 +114,11 @@ class Arm:
     differences: tuple[tuple[str, object], ...] = ()
 
     @property
+    def thresholds_by_rem(self) -> bool:
+        """+REM as published or at another λ or tensor set: LOBSTER and REM's threshold (not LOBSTER alone)."""
+        return self.method == "rem" and not self.shrinkage_only
+
+    @property
     def name(self) -> str:
         """The paper's name: "+Q", "+REM λ×100", "+IMP 50%", "+IMP@REM W only", "+Q (1 iteration, decoder)" ..."""
         return self.pruning_name() + self.ablation_text()
@@ -158,7 +163,7 @@ class Arm:
         if self.method == "none":
             rank, token = FIXED_RANKS[name], ""
         else:
-            rank = 2 if self.method == "rem" and not self.shrinkage_only else 3
+            rank = 2 if self.thresholds_by_rem else 3
             token = "" if rank == 2 else name.split(" ")[0]
         target = 100 * (self.capsule_fraction if self.method == "capsules" else (self.target or 0.0))
         return (rank, token, target, self.lambda_ratio, self.tensors, self.iterations != DEFAULT_ITERATIONS,

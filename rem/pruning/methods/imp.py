@@ -3,20 +3,13 @@
 from __future__ import annotations
 
 from rem.pruning.imp import magnitude_prune_to, schedule_sparsity
-from rem.pruning.methods.registry import PruningMethod, register_method
-from rem.pruning.methods.snip import check_target
+from rem.pruning.methods.registry import FixedTargetMethod, register_method
 
 
 @register_method
-class Imp(PruningMethod):
+class Imp(FixedTargetMethod):
     name = "imp"
-    controls = True
     reports_magnitudes = True
-
-    @classmethod
-    def check(cls, cfg) -> None:
-        super().check(cfg)
-        check_target(cls.name, cfg)
 
     @classmethod
     def check_epochs(cls, cfg, epochs: int) -> str | None:

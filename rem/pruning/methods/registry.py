@@ -78,6 +78,20 @@ class PruningMethod:
         return {}
 
 
+class FixedTargetMethod(PruningMethod):
+    """A method that prunes to `prune.target_sparsity` (IMP, SNIP); it can be a matched control, whose sweep sets the
+    target after its reference trial (the pruner checks it is set by then)."""
+
+    controls = True
+
+    @classmethod
+    def check(cls, cfg: "PruneConfig") -> None:
+        super().check(cfg)
+        if cfg.target_from is None and cfg.target_sparsity <= 0:
+            raise ValueError(f"PruneConfig.target_sparsity={cfg.target_sparsity!r} must be in (0, 1) for "
+                             f"method={cls.name!r}")
+
+
 def register_method(cls: type[PruningMethod]) -> type[PruningMethod]:
     """Class decorator: make `cls` the method `cls.name`."""
     if not cls.name:

@@ -2,25 +2,13 @@
 
 from __future__ import annotations
 
-from rem.pruning.methods.registry import PruningMethod, register_method
+from rem.pruning.methods.registry import FixedTargetMethod, register_method
 from rem.pruning.snip import snip_prune
 
 
-def check_target(name: str, cfg) -> None:
-    """A fixed-target method needs its target, unless a matched control's sweep sets it later (the pruner checks)."""
-    if cfg.target_from is None and cfg.target_sparsity <= 0:
-        raise ValueError(f"PruneConfig.target_sparsity={cfg.target_sparsity!r} must be in (0, 1) for method={name!r}")
-
-
 @register_method
-class Snip(PruningMethod):
+class Snip(FixedTargetMethod):
     name = "snip"
-    controls = True
-
-    @classmethod
-    def check(cls, cfg) -> None:
-        super().check(cfg)
-        check_target(cls.name, cfg)
 
     def at_start(self, pruner, model, batch_loss_fn) -> None:
         if batch_loss_fn is None:

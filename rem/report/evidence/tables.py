@@ -63,7 +63,7 @@ def arms(frame: pd.DataFrame) -> list[tuple[str, Arm]]:
     """(model, arm) pairs of a labelled frame in table order: models by name, then arms by their fields (+Q, +REM,
     then the controls)."""
     pairs = set(zip(frame["model.name"].astype(str), frame["arm"]))
-    return sorted(pairs, key=lambda p: (p[0], p[1].sort_key))
+    return sorted(pairs)  # Arms order themselves by their fields
 
 
 def arm_rows(frame: pd.DataFrame, model: str, arm: Arm) -> pd.DataFrame:
@@ -137,8 +137,7 @@ def compare(a: dict, b: dict, column: str) -> int:
 def claim_rows(model: str, spreads: dict) -> list[list[str]]:
     """The abstract's three claims for every REM arm of `model` (+REM as published, then the labelled variants)."""
     q = spreads.get((model, PLUS_Q))
-    rem = sorted((a for m, a in spreads if m == model and a.method == "rem" and not a.shrinkage_only),
-                 key=lambda a: a.sort_key)
+    rem = sorted(a for m, a in spreads if m == model and a.thresholds_by_rem)
     return [row for a in rem if q is not None for row in _claims_of(f"{model} {a.label}", q, spreads[(model, a)])]
 
 
@@ -194,7 +193,7 @@ def mechanism_rows(model: str, spreads: dict) -> list[list[str]]:
         return []
     rows = []
     family = [a for m, a in spreads if m == model and a.method == "rem"]  # +REM's arms and LOBSTER's alone
-    for arm in sorted(family, key=lambda a: a.sort_key):
+    for arm in sorted(family):
         rows += arm_rows_against_q(model, arm.label, q, spreads[(model, arm)])
     return (rows + reference_rows(model, spreads, control_reference, "the same sparsity by magnitude: not pruning alone")
             + reference_rows(model, spreads, shrinkage_reference, "the same shrinkage, no threshold"))
@@ -229,7 +228,7 @@ def shrinkage_reference(arm: Arm) -> Arm | None:
 def reference_rows(model: str, spreads: dict, reference_of, why: str) -> list[list[str]]:
     """`versus_rows` for every arm of `model` that `reference_of` maps to a REM arm present in `spreads`."""
     rows = []
-    for m, arm in sorted(spreads, key=lambda pair: pair[1].sort_key):
+    for m, arm in sorted(spreads, key=lambda pair: pair[1]):
         reference = reference_of(arm) if m == model else None
         if reference and (model, reference) in spreads:
             rows += versus_rows(model, reference, arm, spreads, why)
