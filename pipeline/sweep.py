@@ -23,6 +23,7 @@ from rem.cli import run_with_params
 from rem.config import Config, add_params_arguments
 from rem.data import DataSourceError, fetch_datasets
 from rem.results import grid
+from rem.results.variants import arm_run_names
 from rem.results.table import failed_trials, ordered, summary, sweep_id, trial_rows, write_results
 from rem.tracking import runs as tracking
 from rem.training.checkpoint import load_history
@@ -232,7 +233,9 @@ def run_sweep(cfg: Config, repo_root: Path) -> pd.DataFrame:
     parent = tracking.open_run(client, experiment_id, name=sid, tags={tracking.SWEEP_TAG: sid, tracking.ROLE_TAG: "sweep"},
                                params={"grid": json.dumps(cfg.sweep.grid), "profile": cfg.profile, **cfg.flat()})
     context = {"sweep_id": sid, "tracking_uri": uri, "experiment_id": experiment_id, "parent_run_id": parent,
-               "repo_root": str(repo_root.resolve()), "log_level": os.environ.get("REM_LOG_LEVEL", "INFO")}
+               "repo_root": str(repo_root.resolve()), "log_level": os.environ.get("REM_LOG_LEVEL", "INFO"),
+               # each trial's run is named and tagged by its arm, as the report labels it (MLflow groups by the tag)
+               "arms": arm_run_names(cfg, grid.points(cfg.sweep.grid))}
     ensure_data(cfg, repo_root)
     init_ray()
     try:

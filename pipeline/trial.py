@@ -24,11 +24,13 @@ import torch
 from mlflow.tracking import MlflowClient
 from ray import tune
 
+from rem.analysis.at_trial_end import AT_TRIAL_END
 from rem.config import from_dict
 from rem.data import fetch_dataset, get_dataset
 from rem.data.sources import recorded_checksums
 from rem.device import (CUBLAS_WORKSPACE, cap_memory, configure_determinism, describe, numerics, release_memory,
                         resolve_device)
+from rem.registry import PLUGINS
 from rem.results.grid import trial_key
 from rem.tracking import runs as tracking
 from rem.tracking.trial_log import axis_params, best_metrics, log_config, log_final, run_name
@@ -138,9 +140,12 @@ def run_trial(config: dict[str, Any], *, base: dict[str, Any], context: dict[str
     tags = {tracking.SWEEP_TAG: context["sweep_id"], tracking.TRIAL_TAG: key, tracking.ROLE_TAG: "trial",
             tracking.PARENT_TAG: context["parent_run_id"]}
     ended = finished_at(client, context["experiment_id"], tags)
-    run_id = tracking.open_run(client, context["experiment_id"], name=run_name(point),
+    # by its arm (a sweep started before arms named runs: by its grid point)
+    arm = context.get("arms", {}).get(key, {"run_name": run_name(point), "arm": ""})
+    run_id = tracking.open_run(client, context["experiment_id"], name=arm["run_name"],
                                params={**asked.flat(), **axis_params(point)},
-                               tags={**tags, "rem.ray_trial_id": tune.get_context().get_trial_id()})
+                               tags={**tags, tracking.ARM_TAG: arm["arm"],
+                                     "rem.ray_trial_id": tune.get_context().get_trial_id()})
     log_config(client, run_id, asked)
     node_id = tag_data_and_place(client, run_id, cfg, Path(context["repo_root"]))
     refuse_a_known_divergence(client, run_id, key)
@@ -152,7 +157,7 @@ def run_trial(config: dict[str, Any], *, base: dict[str, Any], context: dict[str
         with (checkpoint.as_directory() if checkpoint else nullcontext(None)) as resume_dir:
             resume_from = Path(resume_dir) if resume_dir else None
             train(cfg, workdir=workdir, repo_root=Path(context["repo_root"]), resume_from=resume_from,
-                  on_epoch=report, label=run_name(point))
+                  on_epoch=report, label=arm["run_name"], at_end=AT_TRIAL_END)
             if ended is not None:
                 # An earlier attempt finished the run, but the driver died before Ray recorded the trial's end: Ray
                 # restored it from its last checkpoint it knew (the results table reads the trial's history from
@@ -177,7 +182,7 @@ def worker_env() -> dict[str, str]:
     # cuBLAS reads its workspace setting when a process first uses CUDA, before a trial could set it (a reused
     # worker already has): every worker gets the one deterministic trials need (a few MiB of workspace).
     env = {"PYTHONUNBUFFERED": "1", "TUNE_DISABLE_AUTO_CALLBACK_LOGGERS": "1", "CUBLAS_WORKSPACE_CONFIG": CUBLAS_WORKSPACE}
-    for name in ("REM_DATA_MIRROR", "MLFLOW_TRACKING_URI", "REM_PLUGINS"):  # plugins: methods of your own
+    for name in ("REM_DATA_MIRROR", "MLFLOW_TRACKING_URI", PLUGINS):  # plugins: methods, routings, datasets of your own
         if os.environ.get(name):
             env[name] = os.environ[name]
     return env

@@ -18,6 +18,7 @@ from pathlib import Path
 
 import pandas as pd
 
+from rem.analysis.at_trial_end import AT_TRIAL_END
 from rem.analysis.robustness.evaluation import publish_robustness, robustness_for_package
 from rem.analysis.robustness.families import RobustnessError, check_family_names
 from rem.analysis.sources import SourceError, load_source
@@ -53,7 +54,7 @@ def run_with_params(command: Callable[[Config, argparse.Namespace], int], args: 
 
 
 def _train(cfg: Config, args: argparse.Namespace) -> int:
-    metrics = train(cfg, workdir=Path(args.workdir), repo_root=Path.cwd())
+    metrics = train(cfg, workdir=Path(args.workdir), repo_root=Path.cwd(), at_end=AT_TRIAL_END)
     print({k: round(v, 4) if isinstance(v, float) else v for k, v in metrics.items() if "/class_" not in k})
     return 0
 

@@ -8,6 +8,10 @@ it is the cheap validation closure the pruner's threshold search calls.
 
 Parse-tree keys are gathered batch by batch as uint8 rows (one per image, at its predicted class), so a
 10,000-image test set costs ~11 MB of keys instead of the 460 MB the full coupling tensor would take.
+
+Two labels per image (`(B, 2)`, MultiMNIST): an image is right when its two labels are its two longest class
+capsules (a CNN's two largest logits), and each of its two objects has a parse-tree key at its own predicted class
+(two rows per image, so the per-class table counts objects).
 """
 
 from __future__ import annotations
@@ -20,7 +24,7 @@ import torch
 from rem.device import HOST, autocast
 from rem.losses import classification_loss
 from rem.parse_trees import keys_for_predictions, stats_from_keys, summarize
-from rem.routing_health import RoutingHealth
+from rem.routing.health import RoutingHealth
 
 
 class ParseTreeKeys:
@@ -34,9 +38,11 @@ class ParseTreeKeys:
         self.health = RoutingHealth(dead_capsule_threshold)
 
     def add(self, out, predicted: torch.Tensor) -> None:
-        """One batch's forward output `out` (couplings of the last routing layer) and its predicted classes."""
-        self.keys.append(keys_for_predictions(out.couplings, predicted, self.levels))
-        self.predictions.append(predicted)
+        """One batch's forward output `out` (couplings of the last routing layer) and its predicted classes: `(B,)`,
+        or `(B, K)` for K objects per image, each object then a key of its own at its class (a row per object)."""
+        for column in (predicted,) if predicted.dim() == 1 else predicted.unbind(1):
+            self.keys.append(keys_for_predictions(out.couplings, column, self.levels))
+            self.predictions.append(column)
         if out.input_lengths is not None:
             self.health.update(out.couplings, out.input_lengths)
 
@@ -70,7 +76,7 @@ def evaluate(
     Returns `loss` (mean `classification_loss` per image: the margin loss, cross-entropy for a CNN baseline),
     `acc` (fraction), `n_images`, and with `parse_trees` the per-class table (`per_class`: n_images,
     n_parse_trees, entropy_bits) plus its summary (`entropy/mean`, `entropy/std`, `parse_trees/total`) and the
-    routing metrics of `rem.routing_health` (`routing/*`, dead capsules below `dead_capsule_threshold`); a model
+    routing metrics of `rem.routing.health` (`routing/*`, dead capsules below `dead_capsule_threshold`); a model
     without couplings (a CNN baseline) has none of these keys.
 
     `stop_loss_sum` ends the pass as soon as the summed loss of the images seen exceeds it (the loss is
@@ -92,12 +98,12 @@ def evaluate(
             images, labels = images.to(device).float(), labels.to(device).long()
             with autocast(device, precision):
                 out = model(images, quantize_levels=quantize_levels)
-            predicted = out.lengths.argmax(dim=1)
+            predicted = predict(out.lengths, labels)
             batch_losses = classification_loss(out, labels, **(loss_kwargs or {}), reduction="none").double()
             total_loss += batch_losses.sum()
             if per_image_loss:
                 losses.append(batch_losses)
-            correct += (predicted == labels).sum()
+            correct += count_correct(predicted, labels)
             seen += len(labels)
             if stop_loss_sum is not None and float(total_loss) > stop_loss_sum:
                 return {"loss": math.inf, "acc": None, "n_images": seen, "stopped_early": True}
@@ -112,6 +118,22 @@ def evaluate(
         result["per_image_loss"] = torch.cat(losses).cpu()
     result.update(trees.result(num_classes, keep_keys))
     return result
+
+
+def predict(lengths: torch.Tensor, labels: torch.Tensor) -> torch.Tensor:
+    """The predicted classes: the longest class capsule `(B,)` (the largest logit: a CNN's lengths are its softmax),
+    or for `(B, K)` labels the K longest, `(B, K)`."""
+    if labels.dim() == 2:
+        return lengths.topk(labels.shape[1], dim=1).indices
+    return lengths.argmax(dim=1)
+
+
+def count_correct(predicted: torch.Tensor, labels: torch.Tensor) -> torch.Tensor:
+    """How many images are right (a device tensor): their predicted class is their label, or with K labels the K
+    predicted classes are exactly the K labels (MultiMNIST: both digits' classes are the two longest capsules)."""
+    if labels.dim() == 2:
+        return (predicted.sort(dim=1).values == labels.sort(dim=1).values).all(dim=1).sum()
+    return (predicted == labels).sum()
 
 
 def model_device(model: torch.nn.Module) -> torch.device:

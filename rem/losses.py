@@ -16,6 +16,11 @@ if TYPE_CHECKING:
     from rem.config import Config
 
 
+def present_classes(labels: torch.Tensor, num_classes: int) -> torch.Tensor:
+    """(B, J) 0/1 int64: which classes the `(B, K)` labels of each image name."""
+    return F.one_hot(labels.long(), num_classes).amax(dim=1)
+
+
 def margin_loss(
     lengths: torch.Tensor,
     target: torch.Tensor,
@@ -24,13 +29,17 @@ def margin_loss(
     lam: float = 0.5,
     reduction: str = "mean",
 ) -> torch.Tensor:
-    """Sabour et al.'s margin loss: lengths `(B, J)`, integer targets `(B,)`.
+    """Sabour et al.'s margin loss: lengths `(B, J)`, integer targets `(B,)`, or `(B, K)` for K objects per image
+    (MultiMNIST's two digits: T_j = 1 for each class present).
 
     L = sum_j T_j max(0, m+ - |v_j|)^2 + lam (1 - T_j) max(0, |v_j| - m-)^2, summed over classes and
     averaged over the batch (REM's reduction); `reduction="none"` gives the `(B,)` per-image losses.
     """
     lengths = lengths.float()
-    onehot = F.one_hot(target.long(), lengths.shape[1]).to(lengths.dtype)
+    if target.dim() == 2:
+        onehot = present_classes(target, lengths.shape[1]).to(lengths.dtype)
+    else:
+        onehot = F.one_hot(target.long(), lengths.shape[1]).to(lengths.dtype)
     pos = onehot * F.relu(m_pos - lengths).pow(2)
     neg = lam * (1.0 - onehot) * F.relu(lengths - m_neg).pow(2)
     per_image = (pos + neg).sum(dim=1)
@@ -45,17 +54,27 @@ def classification_loss(out, labels: torch.Tensor, *, reduction: str = "mean", m
                         m_neg: float = 0.1, lam: float = 0.5) -> torch.Tensor:
     """The training and evaluation loss of a model output `out` (`rem.models.CapsuleOutput`): cross-entropy on
     `out.logits` when the model returns logits (the margin constants are then unused), else the margin loss on
-    `out.lengths`, exactly `margin_loss`. `reduction` "mean" or "none" (per image), as for `margin_loss`."""
+    `out.lengths`, exactly `margin_loss`. `reduction` "mean" or "none" (per image), as for `margin_loss`.
+
+    Two labels per image (`(B, 2)`, MultiMNIST): the margin loss with both classes' T_k = 1; for logits, the
+    cross-entropy against half the probability on each labelled class. Why that rather than a sigmoid per class:
+    it is the very loss of one label (the one-hot target is its K = 1 case), and the model's lengths are
+    softmax(logits), whose two largest are what the two-label metric reads -- at its optimum half the mass on each
+    labelled class, above every other."""
     logits = getattr(out, "logits", None)  # any output with `lengths` will do (the tests' stand-in models)
     if logits is None:
         return margin_loss(out.lengths, labels, m_pos, m_neg, lam, reduction)
     if reduction not in ("mean", "none"):
         raise ValueError(f"classification_loss: reduction={reduction!r} is not one of ['mean', 'none']")
+    if labels.dim() == 2:
+        target = present_classes(labels, logits.shape[1]).float() / labels.shape[1]
+        return F.cross_entropy(logits.float(), target, reduction=reduction)
     return F.cross_entropy(logits.float(), labels.long(), reduction=reduction)  # fp32, like the margin loss
 
 
 def reconstruction_loss(reconstruction: torch.Tensor, images: torch.Tensor) -> torch.Tensor:
-    """Sum of squared pixel errors per image, averaged over the batch (scaled by a weight from params)."""
+    """Sum of squared pixel errors per image, averaged over the batch (scaled by a weight from params). With one
+    reconstruction per label (`(B, K, C, H, W)` against each object's own image) the K errors are summed."""
     diff = reconstruction.float().flatten(1) - images.float().flatten(1)
     return diff.pow(2).sum(dim=1).mean()
 

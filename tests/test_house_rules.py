@@ -7,6 +7,9 @@
 - `rem/`'s top level holds the science and little else: at most ten files; the jobs live in packages.
 - No import circles: the modules of `rem` and `pipeline`, with an edge for every module-level import (the
   `__init__` of each package it passes through included, `if TYPE_CHECKING:` imports left out), form no cycle.
+- Packages are layers: with an edge from package A to package B when a module of A imports one of B, the packages of
+  `rem` (each top-level module counts as one) and `pipeline` form no cycle either. `rem.config` is the leaf at the
+  bottom (it imports no other package of `rem`); a check that needs another package is that package's.
 - An import of `rem` or `pipeline` inside a function is there only to defer a heavy third-party import (matplotlib,
   MLflow, Ray): each one is listed below with the reason, and there are at most eight.
 """
@@ -188,6 +191,39 @@ def test_no_module_import_circles():
     assert not found, "import circles:\n" + "\n".join(" <-> ".join(c) for c in found)
 
 
+def package_of(module: str) -> str:
+    """`rem.pruning.methods.rem` -> `rem.pruning`; a top-level module (`rem.routing_health`) is its own; `pipeline`."""
+    parts = module.split(".")
+    return ".".join(parts[:2]) if parts[0] == "rem" and len(parts) > 1 else parts[0]
+
+
+def package_graph(graph: dict[str, set[str]]) -> dict[str, set[str]]:
+    """Package -> the packages its modules import (the root `rem`, whose `__init__` imports nothing at module level,
+    is left out)."""
+    packages: dict[str, set[str]] = {}
+    for module, imported in graph.items():
+        source = package_of(module)
+        packages.setdefault(source, set()).update(
+            target for target in map(package_of, imported) if target not in (source, "rem"))
+    return packages
+
+
+def test_no_package_import_circles():
+    found = cycles(package_graph(import_graph()[0]))
+    assert not found, "packages importing each other (a layer must only import those below it):\n" + "\n".join(
+        " <-> ".join(c) for c in found)
+
+
+def test_the_config_is_the_leaf():
+    imported = package_graph(import_graph()[0])["rem.config"]
+    assert not imported, f"rem.config imports {sorted(imported)}: a check that needs them belongs to their package"
+
+
+def test_the_package_graph_sees_a_circle_between_packages():
+    modules = {"rem.a.x": {"rem.b.y"}, "rem.b.y": set(), "rem.b.z": {"rem.a.w"}, "rem.a.w": set()}
+    assert cycles(package_graph(modules)) == [["rem.a", "rem.b"]]
+
+
 def test_the_circle_finder_finds_a_circle():
     assert cycles({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}) == [["a", "b", "c"]]
     assert cycles({"a": {"b"}, "b": set()}) == []
@@ -198,7 +234,7 @@ DEFERRED_IMPORTS = {
     "rem/__init__.py rem.tracking.model_store": "torch and MLflow only when `rem.load_model` is called",
     "rem/analysis/sparsity_curve.py rem.report.figures.curve": "matplotlib only when a curve is drawn",
     "rem/analysis/robustness/evaluation.py rem.report.figures.robustness": "matplotlib only when a curve is drawn",
-    "pipeline/report.py rem.report.figures.build": "matplotlib only when figures are asked for",
+    "rem/report/stage.py rem.report.figures.build": "matplotlib only when figures are asked for",
     "pipeline/sweep.py pipeline.trial": "Ray Tune and MLflow, after the environment Ray reads at import is set",
 }
 MAX_DEFERRED_IMPORTS = 8

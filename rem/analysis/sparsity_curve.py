@@ -55,8 +55,8 @@ def scope_tensors(model: torch.nn.Module, rem_tensors: bool = True) -> dict[str,
     matrix is not one REM thresholds)."""
     names = list(prunable_parameters(model, rem_tensors=rem_tensors))
     scopes = {"global": names,
-              "class_capsules": [n for n in names if is_class_capsule_matrix(n)],
-              "primary_conv": [n for n in names if is_primary_conv(n)]}
+              "class_capsules": [n for n in names if is_class_capsule_matrix(n, model)],
+              "primary_conv": [n for n in names if is_primary_conv(n, model)]}
     return {scope: found for scope, found in scopes.items() if found}
 
 

@@ -4,13 +4,16 @@ params.yaml holds the base sections (data, model, train, eval, prune, sweep, rep
 and a `profiles` mapping of per-profile overrides. Resolution order: base -> profiles[profile] -> explicit
 overrides (dotted keys such as `train.epochs=3`). Every key is checked against the section dataclasses: an
 unknown or ill-typed key raises ConfigError naming the key and what is allowed, before any work starts.
+
+This package imports no other package of `rem` (they all import it): a check that needs one -- is this model, dataset,
+method known -- is that package's, named in `rem.config.checks`.
 """
 
 from rem.config.loading import add_params_arguments, deep_merge, load, load_from_args, parse_override, resolve
 from rem.config.root import RENAMED, SECTION_CLASSES, TRIAL_SECTIONS, Config, flatten, from_dict, set_dotted
 from rem.config.sections import (ConfigError, DataConfig, EvalConfig, FetchConfig, ModelConfig, ReportConfig,
                                  SweepConfig, TrainConfig)
-from rem.pruning import PruneConfig
+from rem.config.prune import PruneConfig
 
 __all__ = [
     "RENAMED", "SECTION_CLASSES", "TRIAL_SECTIONS", "Config", "ConfigError", "DataConfig", "EvalConfig",

@@ -1,7 +1,8 @@
 """`Config`, the whole validated configuration, and how a config tree becomes one (`from_dict`): every key checked
-against its section's dataclass, then the checks across keys (known models and datasets, ranges, every sweep grid
-point). Errors are ConfigError naming the key. The root and its validation share this module because each needs
-the other: a Config re-derived with overrides (`with_overrides`) is validated again."""
+against its section's dataclass, then the checks across keys -- here those that need no other package (sizes,
+ranges), then each owning package's (known models, datasets, methods, routings; every sweep grid point:
+`rem.config.checks`). Errors are ConfigError naming the key. The root and its validation share this module because
+each needs the other: a Config re-derived with overrides (`with_overrides`) is validated again."""
 
 from __future__ import annotations
 
@@ -14,15 +15,10 @@ import typing
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from rem.analysis.robustness.families import RobustnessError, check_families
+from rem.config.checks import check_sections
+from rem.config.prune import PruneConfig  # the pruning library's own config is the `prune` section
 from rem.config.sections import (ConfigError, DataConfig, EvalConfig, FetchConfig, ModelConfig, ReportConfig,
                                  SweepConfig, TrainConfig)
-from rem.data.registry import is_known_dataset, list_datasets
-from rem.device import check_setting as check_device_setting
-from rem.models import has_routing, list_models
-from rem.pruning import PruneConfig  # the pruning library's own config is the `prune` section
-from rem.pruning.methods import get_method, method_names
-from rem.results import grid
 
 
 @dataclass(frozen=True)
@@ -177,68 +173,21 @@ def from_dict(tree: dict[str, Any], source: str = "params", check_grid: bool = T
     if unknown:
         raise ConfigError(f"{source}: unknown top-level key {sorted(unknown)[0]!r}; allowed: "
                           f"profile, profiles, {', '.join(SECTION_CLASSES)}")
-    cfg = _build_config(tree, source)
-    _check_semantics(cfg, source, check_grid)
+    cfg = build_config(tree, source)
+    check_config(cfg, source, check_grid)
     return cfg
 
 
-def _build_config(tree: dict[str, Any], source: str) -> Config:
+def build_config(tree: dict[str, Any], source: str) -> Config:
+    """Each section built and type-checked; nothing across keys checked yet (`check_config`)."""
     sections = {name: _build_section(name, tree.get(name, {}), source) for name in SECTION_CLASSES}
     return Config(profile=str(tree.get("profile", "quick")), **sections)
 
 
-def _check_semantics(cfg: Config, source: str, check_grid: bool = True) -> None:
-    if cfg.model.name not in list_models():
-        raise ConfigError(f"{source}: model.name {cfg.model.name!r} is unknown; allowed: {', '.join(list_models())}")
-    if not has_routing(cfg.model.name):
-        _check_routing_free(cfg, source)
-    _check_data(cfg, source)
+def check_config(cfg: Config, source: str, check_grid: bool = True) -> None:
+    """The checks across keys: those that need no other package, then each section's owner's."""
     _check_sizes(cfg, source)
-    try:
-        check_device_setting(cfg.train.device)
-    except ValueError as err:
-        raise ConfigError(f"{source}: {err}") from None
-    problem = get_method(cfg.prune.method).check_epochs(cfg.prune, cfg.train.epochs)
-    if problem:
-        raise ConfigError(f"{source}: {problem}")
-    try:
-        check_families(cfg.eval.robust_families)
-    except RobustnessError as err:
-        raise ConfigError(f"{source}: {err}") from None
-    if check_grid:
-        _check_sweep(cfg, source)
-
-
-def _check_routing_free(cfg: Config, source: str) -> None:
-    """A model without routing (a CNN baseline) has no couplings to prune by, iterate or reconstruct from."""
-    name = cfg.model.name
-    why = get_method(cfg.prune.method).routing_needed_because
-    if why:
-        usable = [m for m in method_names() if not get_method(m).routing_needed_because]
-        raise ConfigError(f"{source}: prune.method {cfg.prune.method!r} needs routing, and model.name "
-                          f"{name!r} has none ({why}); use {', '.join(usable)}")
-    if cfg.model.decoder:
-        raise ConfigError(f"{source}: model.decoder is true, but model.name {name!r} has no class capsules to "
-                          "reconstruct from; set model.decoder to false")
-    if cfg.model.routing_iterations != ModelConfig.routing_iterations:
-        raise ConfigError(f"{source}: model.routing_iterations is {cfg.model.routing_iterations}, but model.name "
-                          f"{name!r} has no routing; leave it at its default")
-
-
-def _check_data(cfg: Config, source: str) -> None:
-    for dataset in [cfg.data.dataset, *cfg.fetch.datasets]:
-        if not is_known_dataset(dataset):
-            raise ConfigError(f"{source}: dataset {dataset!r} is unknown; allowed: {', '.join(list_datasets())}, "
-                              f"imagefolder:<folder>")
-    for key in ("contrast", "norb_contrast"):
-        bounds = getattr(cfg.data, key)
-        if len(bounds) != 2 or not all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in bounds) \
-                or not 0 <= bounds[0] <= bounds[1]:
-            raise ConfigError(f"{source}: data.{key} must be [low, high] with 0 <= low <= high; got {bounds!r}")
-    if len(cfg.data.mean) != len(cfg.data.std):
-        raise ConfigError(f"{source}: data.mean and data.std need the same length; got {cfg.data.mean!r} / {cfg.data.std!r}")
-    if cfg.data.norb_crop > cfg.data.norb_size:
-        raise ConfigError(f"{source}: data.norb_crop {cfg.data.norb_crop} must be <= data.norb_size {cfg.data.norb_size}")
+    check_sections(cfg, source, check_grid)
 
 
 def _check_sizes(cfg: Config, source: str) -> None:
@@ -256,22 +205,3 @@ def _check_sizes(cfg: Config, source: str) -> None:
     bad = [s for s in cfg.eval.curve_sparsities if isinstance(s, bool) or not isinstance(s, (int, float)) or not 0 <= s < 1]
     if bad or not cfg.eval.curve_sparsities:
         raise ConfigError(f"{source}: eval.curve_sparsities must be fractions in [0, 1); got {bad or 'none'}")
-
-
-def _check_sweep(cfg: Config, source: str) -> None:
-    """Per-model resources, the grid's shape, matched controls, and every grid point as a config of its own."""
-    for model, resources in cfg.sweep.resources_per_model.items():
-        if model not in list_models() or not isinstance(resources, dict) or not set(resources) <= {"cpu", "gpu"}:
-            raise ConfigError(f"{source}: sweep.resources_per_model.{model} must be a known model mapped to "
-                              f"{{cpu: N, gpu: F}}; got {resources!r} (models: {', '.join(list_models())})")
-    try:
-        trial_points = grid.points(cfg.sweep.grid)
-        grid.split_matched(trial_points)  # every matched control has exactly one reference trial
-    except grid.GridError as err:
-        raise ConfigError(f"{source}: {err}") from None
-    base = cfg.to_dict()
-    for point in trial_points:
-        point_tree = copy.deepcopy(base)
-        for key, value in point.items():
-            set_dotted(point_tree, key, value, f"{source}: sweep.grid")
-        _check_semantics(_build_config(point_tree, f"{source}: sweep.grid"), f"{source}: sweep.grid", check_grid=False)

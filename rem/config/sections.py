@@ -5,7 +5,16 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Literal
 
-from rem.analysis.robustness.families import DEFAULT_FAMILIES
+
+# The robustness evaluation's transformation families and their default strengths (rem.analysis.robustness.families
+# says what each means and which strengths it accepts).
+DEFAULT_FAMILIES: dict[str, list[float]] = {
+    "rotation": [-60.0, -45.0, -30.0, -15.0, 0.0, 15.0, 30.0, 45.0, 60.0],
+    "scale": [0.7, 0.8, 0.9, 1.0, 1.1, 1.2, 1.3],
+    "shear": [-0.3, -0.2, -0.1, 0.0, 0.1, 0.2, 0.3],
+    "translation": [-6.0, -4.0, -2.0, 0.0, 2.0, 4.0, 6.0],
+    "affnist": [1.0],
+}
 
 
 class ConfigError(ValueError):
@@ -48,6 +57,9 @@ class ModelConfig:
     decoder: bool = False  # REM's headline runs have no decoder
     recon_weight: float = 0.0005  # times the per-image sum of squared errors (Sabour)
     routing_iterations: int = 3
+    # The routing between the last two capsule layers (rem.routing's registry): "" = the architecture's own
+    # (CapsNet: dynamic, γ-CapsNet: scaled_distance, Efficient-CapsNet: self_attention)
+    routing: str = ""
     options: dict = field(default_factory=dict)  # extra keyword overrides for the model builder
 
 

@@ -1,24 +1,26 @@
-"""Datasets: registry (files, checksums, shapes), verified fetching, one module per dataset family, cached
-splits and batch transforms.
+"""Datasets: one family per file (spec, files and checksums, reader, settings; rem/data/registry.py lists them),
+verified fetching, cached splits and batch transforms.
 
-Fetching needs neither torch nor torchvision: the names below that do are imported on first use, so
+Fetching needs neither torchvision nor a family's reader: the names below that do are imported on first use, so
 `from rem.data import fetch_dataset` stays light (the fetch stage, a machine that only downloads data).
 """
 
 from importlib import import_module
 
-from rem.data.registry import (DATASETS, DatasetSpec, RemoteFile, get_dataset, is_known_dataset,
-                               list_datasets)
+from rem.data.registry import (DATASETS, DatasetFamily, DatasetSpec, RemoteFile, family_of, get_dataset, get_family,
+                               is_known_dataset, list_datasets, register_family, table_name)
 from rem.data.sources import fetch, fetch_dataset, fetch_datasets, mirror_folders
 from rem.data.verify import ChecksumError, DataSourceError, FormatError
 
 _LAZY = {"BatchTransform": "rem.data.augment", "Split": "rem.data.splits", "Splits": "rem.data.splits",
-         "load_splits": "rem.data.loading", "prepare_data": "rem.data.loading"}
+         "load_splits": "rem.data.loading", "prepare_data": "rem.data.loading",
+         "check_data_section": "rem.data.checks"}
 
 __all__ = [
-    "BatchTransform", "ChecksumError", "DATASETS", "DataSourceError", "DatasetSpec", "FormatError", "RemoteFile",
-    "Split", "Splits", "fetch", "fetch_dataset", "fetch_datasets", "get_dataset", "is_known_dataset", "list_datasets",
-    "load_splits", "mirror_folders", "prepare_data",
+    "BatchTransform", "ChecksumError", "DATASETS", "DataSourceError", "DatasetFamily", "DatasetSpec", "FormatError",
+    "RemoteFile", "Split", "Splits", "check_data_section", "family_of", "fetch", "fetch_dataset", "fetch_datasets",
+    "get_dataset", "get_family", "is_known_dataset", "list_datasets", "load_splits", "mirror_folders", "prepare_data",
+    "register_family", "table_name",
 ]
 
 

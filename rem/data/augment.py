@@ -11,8 +11,19 @@ from __future__ import annotations
 import torch
 import torch.nn.functional as F
 
-from rem.data.registry import DatasetSpec
+from rem.data.registry import DatasetSpec, find_family
 from rem.device import HOST, to_device
+
+COLOUR_SETTINGS = ("resize", "brightness", "contrast")  # what a family with REM's CIFAR-10 protocol reads
+
+
+def range_problem(data, key: str) -> str | None:
+    """What is wrong with a [low, high] factor range `data.<key>` (a contrast jitter's), None when nothing."""
+    bounds = getattr(data, key)
+    if len(bounds) != 2 or not all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in bounds) \
+            or not 0 <= bounds[0] <= bounds[1]:
+        return f"data.{key} must be [low, high] with 0 <= low <= high; got {bounds!r}"
+    return None
 
 
 def gather_windows(x: torch.Tensor, dy: torch.Tensor, dx: torch.Tensor, h: int, w: int) -> torch.Tensor:
@@ -31,7 +42,8 @@ class BatchTransform:
     Kinds (spec.augment): shift (REM: RandomCrop(28, padding=2)), shift_flip (+ horizontal flip),
     color (brightness/contrast jitter), color_flip (+ flip), place (affNIST: 28x28 digit at a random
     offset <= place_shift around the centre of a `canvas` canvas; centred when not training), crop
-    (smallNORB: random `crop` window + jitter; centre window when not training).
+    (smallNORB: random `crop` window + jitter; centre window when not training), none (MultiMNIST's pairs: their
+    shifts are drawn with the pairs, rem/data/multi.py).
 
     The batch is made on the device its uint8 images are on (a trial moves its splits to its device once);
     the random draws come from the trial's seeded host generator and are moved there, so a batch's
@@ -57,13 +69,12 @@ class BatchTransform:
 
     @classmethod
     def from_config(cls, spec: DatasetSpec, data) -> "BatchTransform":
-        """From a DataConfig: the dataset's REM augmentation with the params' magnitudes."""
-        norb = spec.augment == "crop"
-        return cls(spec, augment=data.augment, shift=data.shift,
-                   flip=None if data.flip == "auto" else data.flip == "on",
-                   brightness=data.norb_brightness if norb else data.brightness,
-                   contrast=tuple(data.norb_contrast if norb else data.contrast),
-                   place_shift=data.affnist_shift, crop=data.norb_crop)
+        """From a DataConfig: the dataset's REM augmentation with the params' magnitudes (its family's own settings,
+        e.g. smallNORB's jitter and crop, over the ones every family shares)."""
+        family = find_family(spec.name)
+        options = {"shift": data.shift, "brightness": data.brightness, "contrast": tuple(data.contrast),
+                   **(family.transform_options(data) if family is not None else {})}
+        return cls(spec, augment=data.augment, flip=None if data.flip == "auto" else data.flip == "on", **options)
 
     def constant(self, name: str, device: torch.device) -> torch.Tensor:
         """mean, std or luma on `device`, copied there the first time only (a copy per batch would wait each step)."""

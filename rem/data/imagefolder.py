@@ -1,5 +1,7 @@
-"""Image folders (`root/<class>/*.png|jpg`, CIFAR-10 as JPEG, bring-your-own data): classes, size, channels and
-mean/std come from the data; a folder without test/ gets a fixed held-out test part."""
+"""The image-folder family: `imagefolder:<folder>` reads any folder laid out as `<folder>/train/<class>/*.png|jpg`
+(and optionally `<folder>/test/<class>/...`; else `<folder>/<class>/...`): classes, size, channels and mean/std come
+from the data, a folder without test/ gets a fixed held-out test part. Bring-your-own data, and the reader of
+CIFAR-10's JPEGs (rem/data/cifar.py). Protocol: CIFAR-10's (resize to data.resize once, flip + colour jitter)."""
 
 from __future__ import annotations
 
@@ -10,8 +12,9 @@ from typing import TYPE_CHECKING
 import numpy as np
 import torch
 
+from rem.data.augment import COLOUR_SETTINGS, range_problem
 from rem.data.cache import prepared, resize_uint8
-from rem.data.registry import DatasetSpec
+from rem.data.registry import DatasetFamily, DatasetSpec, register_family
 from rem.data.splits import Splits, carve, from_arrays
 from rem.data.verify import FormatError
 
@@ -19,6 +22,7 @@ if TYPE_CHECKING:
     from rem.config import DataConfig
 
 IMAGE_SUFFIXES = (".png", ".jpg", ".jpeg", ".bmp", ".ppm", ".pgm")
+IMAGEFOLDER_PREFIX = "imagefolder:"
 
 
 def list_image_folder(folder: Path) -> tuple[list[Path], list[int], tuple[str, ...]]:
@@ -81,20 +85,36 @@ def _channel_stats(images: np.ndarray) -> tuple[tuple[float, ...], tuple[float, 
     return mean, std
 
 
-def load(spec: DatasetSpec, raw: Path, data: DataConfig, cache_dir: Path | None) -> Splits:
-    train_dir = raw / "train" if (raw / "train").is_dir() else raw
-    test_dir = raw / "test" if (raw / "test").is_dir() and train_dir != raw else None
-    arrays = _decoded(spec, raw, data.resize, cache_dir, train_dir, test_dir)
-    classes = tuple(str(c) for c in arrays["classes"])
-    if "test_x" not in arrays:  # no test folder: a fixed held-out part of the data is the test set
-        train, test = carve(arrays["train_x"], arrays["train_y"], min(data.val_size, len(arrays["train_y"]) // 5),
-                            data.split_seed + 1)
-        arrays = {**arrays, "train_x": train.images.numpy(), "train_y": train.labels.numpy(),
-                  "test_x": test.images.numpy(), "test_y": test.labels.numpy()}
-    if spec.num_classes == 0:  # bring-your-own folder: everything comes from the data
-        mean, std = _channel_stats(arrays["train_x"])
-        spec = replace(spec, num_classes=len(classes), classes=classes, mean=mean, std=std)
-    elif len(classes) != spec.num_classes:
-        raise FormatError(f"{train_dir}: {len(classes)} class folders; expected {spec.num_classes} for {spec.name}")
-    spec = replace(spec, in_shape=tuple(int(s) for s in arrays["test_x"].shape[1:]))
-    return from_arrays(arrays, spec, data.val_size, data.split_seed)
+class ImageFolder(DatasetFamily):
+    """`imagefolder:<folder>`: everything but the augmentation is read from the folder."""
+
+    prefix, argument = IMAGEFOLDER_PREFIX, "folder"
+    settings = COLOUR_SETTINGS
+
+    def spec(self, name: str) -> DatasetSpec:
+        return DatasetSpec(name=name, files=(), urls=(), num_classes=0, in_shape=(0, 0, 0), mean=(), std=(),
+                           format="imagefolder", augment="color_flip", root_dir=name[len(self.prefix):])
+
+    def check(self, data: DataConfig) -> str | None:
+        return range_problem(data, "contrast")
+
+    def load(self, spec: DatasetSpec, raw: Path, data: DataConfig, cache_dir: Path | None) -> Splits:
+        train_dir = raw / "train" if (raw / "train").is_dir() else raw
+        test_dir = raw / "test" if (raw / "test").is_dir() and train_dir != raw else None
+        arrays = _decoded(spec, raw, data.resize, cache_dir, train_dir, test_dir)
+        classes = tuple(str(c) for c in arrays["classes"])
+        if "test_x" not in arrays:  # no test folder: a fixed held-out part of the data is the test set
+            train, test = carve(arrays["train_x"], arrays["train_y"], min(data.val_size, len(arrays["train_y"]) // 5),
+                                data.split_seed + 1)
+            arrays = {**arrays, "train_x": train.images.numpy(), "train_y": train.labels.numpy(),
+                      "test_x": test.images.numpy(), "test_y": test.labels.numpy()}
+        if spec.num_classes == 0:  # bring-your-own folder: everything comes from the data
+            mean, std = _channel_stats(arrays["train_x"])
+            spec = replace(spec, num_classes=len(classes), classes=classes, mean=mean, std=std)
+        elif len(classes) != spec.num_classes:
+            raise FormatError(f"{train_dir}: {len(classes)} class folders; expected {spec.num_classes} for {spec.name}")
+        spec = replace(spec, in_shape=tuple(int(s) for s in arrays["test_x"].shape[1:]))
+        return from_arrays(arrays, spec, data.val_size, data.split_seed)
+
+
+register_family(ImageFolder())

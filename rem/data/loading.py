@@ -1,44 +1,21 @@
-"""A trial's data: each dataset family decodes its files once into uint8 splits; `load_splits` applies the config.
-
-Per-dataset protocol (REM's table, rem-paper.md §2; smallNORB as the capsule papers do it):
-  mnist          shift <= data.shift px; mean/std 0.1307/0.3081
-  fashion-mnist  shift + horizontal flip; 0.286/0.3205
-  cifar10(-jpeg) resize to data.resize (24) once; flip + brightness/contrast jitter; CIFAR mean/std
-  svhn           as CIFAR-10 but no flip (digits)
-  affnist        train: MNIST train (60k) placed at a random offset <= data.affnist_shift in 40x40;
-                 val: MNIST test centred in 40x40; test: affNIST transformed test.mat; mean 0 / std 1
-  smallnorb      96 -> data.norb_size (48) once; train: random data.norb_crop (32) crops + jitter;
-                 eval: centre crop; per-image standardisation; data.norb_split picks the protocol
-  imagefolder:P  P/train/<class>/*, P/test/<class>/* (else test carved from train); classes, size,
-                 channels and mean/std read from the data; CIFAR-style augmentation
+"""A trial's data: its dataset's family (rem/data/registry.py) decodes the files once into uint8 splits, as that
+dataset's protocol builds them (each family's module says which); `load_splits` applies what every dataset shares:
+the data.*_subset caps and the data.mean/data.std override.
 """
 
 from __future__ import annotations
 
 from dataclasses import replace
-from importlib import import_module
 from pathlib import Path
-from typing import TYPE_CHECKING, Callable
+from typing import TYPE_CHECKING
 
-from rem.data.registry import DatasetSpec, get_dataset
+from rem.data.registry import DatasetSpec, family_of, get_dataset
 from rem.data.sources import fetch_dataset
 from rem.data.splits import Splits
 from rem.io import resolve_path
 
 if TYPE_CHECKING:
     from rem.config import Config, DataConfig
-
-# spec.format -> the module of the family that reads it (its `load(spec, raw, data, cache_dir) -> Splits`). Imported
-# on first use: CIFAR-10's and SVHN's readers import torchvision, ~1.8 s of every trial's start that only they need.
-FAMILIES: dict[str, str] = {
-    "idx": "rem.data.idx", "svhn": "rem.data.svhn", "cifar10": "rem.data.cifar", "imagefolder": "rem.data.imagefolder",
-    "affnist": "rem.data.affnist", "smallnorb": "rem.data.smallnorb",
-}
-
-
-def family_reader(fmt: str) -> Callable[..., Splits]:
-    """The `load` of the family reading files of format `fmt`."""
-    return import_module(FAMILIES[fmt]).load
 
 
 def _normalisation(spec: DatasetSpec, mean: tuple[float, ...], std: tuple[float, ...]) -> DatasetSpec:
@@ -54,7 +31,7 @@ def _normalisation(spec: DatasetSpec, mean: tuple[float, ...], std: tuple[float,
 def load_splits(spec: DatasetSpec, raw: Path, data: DataConfig, cache_dir: Path | None = None) -> Splits:
     """Train/val/test as REM builds them, capped by data.*_subset; `extra` holds further test sets where the
     protocol has them. `cache_dir` holds the prepared arrays (None: decode every time)."""
-    splits = family_reader(spec.format)(spec, Path(raw), data, cache_dir)
+    splits = family_of(spec).load(spec, Path(raw), data, cache_dir)
     return Splits(train=splits.train.head(data.train_subset), val=splits.val.head(data.val_subset),
                   test=splits.test.head(data.test_subset),
                   spec=_normalisation(splits.spec, tuple(data.mean), tuple(data.std)),

@@ -18,13 +18,20 @@ from rem.data.registry import DatasetSpec
 @dataclass
 class Split:
     images: torch.Tensor  # (N, C, H, W) uint8
-    labels: torch.Tensor  # (N,) int64
+    labels: torch.Tensor  # (N,) int64; (N, 2) for two-label examples (rem/data/multi.py)
 
     def __len__(self) -> int:
         return int(self.labels.shape[0])
 
     def head(self, n: int) -> "Split":
         return self if n <= 0 or n >= len(self) else Split(self.images[:n], self.labels[:n])
+
+    def for_epoch(self, seed: int, epoch: int) -> None:
+        """Nothing: these images are the same every epoch (a two-digit split redraws its pairs: rem/data/multi.py)."""
+
+    def reconstruction_targets(self, index) -> torch.Tensor | None:
+        """What the decoder reconstructs for the examples `index`: None, the input images themselves."""
+        return None
 
 
 @dataclass

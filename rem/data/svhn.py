@@ -1,26 +1,39 @@
-"""SVHN cropped digits (.mat): torchvision's reader (label 10 -> 0), resized once to data.resize like CIFAR-10."""
+"""The SVHN family (cropped digits, "format 2" .mat files): torchvision's reader (label 10 -> 0), resized once to
+data.resize and augmented as CIFAR-10 is, less the flip (mirrored digits are not digits).
+
+REM has no SVHN loader: its CIFAR-10 protocol is applied (resize 24, colour jitter, CIFAR mean/std; data.mean/std
+override them). The 531k-image `extra_32x32.mat` is not listed: no capsule protocol here uses it.
+"""
 
 from __future__ import annotations
 
-from dataclasses import replace
+from functools import cache
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 import numpy as np
-from torchvision.datasets import SVHN
 
-from rem.data.cache import resized_train_test
-from rem.data.registry import DatasetSpec
-from rem.data.splits import Splits, from_arrays
+from rem.data.cifar import CIFAR_MEAN, CIFAR_STD, Cifar10
+from rem.data.registry import DatasetSpec, RemoteFile, register_family
 from rem.data.verify import FormatError
 
-if TYPE_CHECKING:
-    from rem.config import DataConfig
+# md5s are torchvision's (the .mat is published uncompressed).
+SVHN = DatasetSpec(
+    name="svhn",
+    files=(RemoteFile("train_32x32.mat", "e26dedcc434d2e4c54c9b2d4a06d8373", 0),
+           RemoteFile("test_32x32.mat", "eb5a983be6a315427106f1b164d9cef3", 0)),
+    urls=("http://ufldl.stanford.edu/housenumbers/",), num_classes=10, in_shape=(3, 24, 24), mean=CIFAR_MEAN,
+    std=CIFAR_STD, classes=tuple(str(d) for d in range(10)), format="svhn", augment="color")
 
 
-class _SVHN(SVHN):
-    # torchvision's reader with the md5 check turned into an existence check: fetch() verified the file.
-    split_list = {k: [v[0], v[1], None] for k, v in SVHN.split_list.items()}
+@cache
+def _reader() -> type:
+    """torchvision's reader with the md5 check turned into an existence check: fetch() verified the file."""
+    from torchvision.datasets import SVHN as TorchSVHN
+
+    class Reader(TorchSVHN):
+        split_list = {k: [v[0], v[1], None] for k, v in TorchSVHN.split_list.items()}
+
+    return Reader
 
 
 def read_svhn(path: Path) -> tuple[np.ndarray, np.ndarray]:
@@ -30,7 +43,7 @@ def read_svhn(path: Path) -> tuple[np.ndarray, np.ndarray]:
     if split is None:
         raise FormatError(f"{path}: unexpected SVHN file name; expected train_32x32.mat, test_32x32.mat or extra_32x32.mat")
     try:
-        ds = _SVHN(str(path.parent), split=split)
+        ds = _reader()(str(path.parent), split=split)
     except Exception as err:  # scipy raises several types for a corrupt/truncated .mat
         raise FormatError(f"{path}: not a readable SVHN .mat (expected X uint8 (32,32,3,N), y (N,1) in 1..10): "
                           f"{type(err).__name__}: {str(err).splitlines()[0] if str(err) else ''}") from None
@@ -43,8 +56,13 @@ def read_svhn(path: Path) -> tuple[np.ndarray, np.ndarray]:
     return np.ascontiguousarray(data), labels.astype(np.int64)
 
 
-def load(spec: DatasetSpec, raw: Path, data: DataConfig, cache_dir: Path | None) -> Splits:
-    arrays = resized_train_test(spec, raw, data.resize, cache_dir,
-                                lambda train: read_svhn(raw / ("train_32x32.mat" if train else "test_32x32.mat")))
-    spec = replace(spec, in_shape=tuple(int(s) for s in arrays["test_x"].shape[1:]))
-    return from_arrays(arrays, spec, data.val_size, data.split_seed)
+class Svhn(Cifar10):
+    """CIFAR-10's protocol and settings, SVHN's files and reader."""
+
+    specs = (SVHN,)
+
+    def read(self, raw: Path, train: bool) -> tuple[np.ndarray, np.ndarray]:
+        return read_svhn(raw / ("train_32x32.mat" if train else "test_32x32.mat"))
+
+
+register_family(Svhn())

@@ -1,9 +1,10 @@
 """`synthetic-fashion`: a small learnable dataset in Fashion-MNIST's exact on-disk layout, generated bit for bit.
 
 Why it exists: training, resuming, sweeps, pruning and reports must be checkable on a machine that has no dataset
-and no network. This dataset is registered like a real one (rem/data/registry.py: four IDX files, md5s of their
-payloads) and fetched like one (mirror folders first; else `fetch_file` calls `write` below and verifies the
-result against those md5s), so everything downstream of the fetch runs exactly as on real data.
+and no network. This dataset is a family like a real one (below: four IDX files, md5s of their payloads; read as
+MNIST's layout is, rem/data/idx.py) and fetched like one (mirror folders first; else `fetch_file` calls `write`
+below and verifies the result against those md5s), so everything downstream of the fetch runs exactly as on real
+data.
 
 What is in it: ten classes, each a garment-like silhouette drawn with integer geometry (similar pairs on purpose:
 T-shirt / shirt / pullover / coat differ by sleeves and details), in one of three widths, shifted by up to 2 px,
@@ -21,7 +22,10 @@ from pathlib import Path
 
 import numpy as np
 
-NAME = "synthetic-fashion"  # its classes are Fashion-MNIST's (registry.FASHION_CLASSES), in the same order
+from rem.data.idx import FASHION_CLASSES, MnistLayout, idx_files
+from rem.data.registry import DatasetSpec, register_family
+
+NAME = "synthetic-fashion"  # its classes are Fashion-MNIST's, in the same order
 SIZE = 28
 SPLITS = {"train": (10_000, 1), "t10k": (2_000, 2)}  # prefix -> (images, hash salt); 1/10 of each per class
 _CHUNK = 1_000  # images hashed at a time: keeps the uint64 temporaries near 50 MB
@@ -119,3 +123,21 @@ def write(name: str, path: Path) -> None:
     n, salt = SPLITS[prefix]
     labels = _labels(n, salt)
     Path(path).write_bytes(idx_bytes(_images(labels, salt) if kind == "images" else labels))
+
+
+# No archive md5: the .gz bytes a mirror holds depend on whoever compressed them. Mean/std: of its training images.
+SYNTHETIC_FASHION = DatasetSpec(
+    name=NAME,
+    files=idx_files(("d5dc59fcc3d2a7f47f934846e8c7274b", 7840016, ""), ("ae9456db1100c2ad60426865d552d27f", 10008, ""),
+                    ("9a541dc15e56ded944c1da2b4f0aebd2", 1568016, ""), ("c609b04b47457fb8653278148af9c10f", 2008, "")),
+    urls=(), num_classes=10, in_shape=(1, SIZE, SIZE), mean=(0.3568,), std=(0.3593,), classes=FASHION_CLASSES,
+    format="idx", augment="shift_flip", generator=__name__)
+
+
+class SyntheticFashion(MnistLayout):
+    """Generated (by `write`, where no mirror has the files), then read as MNIST's layout."""
+
+    specs = (SYNTHETIC_FASHION,)
+
+
+register_family(SyntheticFashion())

@@ -14,6 +14,9 @@ Both return `CapsuleOutput` with `logits` (which makes `rem.losses.classificatio
 lengths = softmax(logits), so argmax and accuracy read them as a capsule model's, and capsules = those
 probabilities as (B, J, 1): one 1-D "capsule" per class, keeping `lengths == capsules.norm(dim=-1)` as for every
 capsule model. There are no couplings (registered with `routing=False`): no parse trees, no routing metrics.
+With two labels per image (MultiMNIST, rem/data/multi.py) the loss is the cross-entropy against half the
+probability on each label (`rem.losses.classification_loss` says why) and an image is right when its two largest
+logits are its labels, as for a capsule model's two longest capsules.
 Neither model has a decoder or routing iterations; asking for one is a ValueError naming the model and option.
 """
 

@@ -9,9 +9,13 @@ from torch import nn
 
 
 def mask_capsules(capsules: torch.Tensor, lengths: torch.Tensor, target: torch.Tensor | None) -> torch.Tensor:
-    """Keep only one class capsule per sample: the true class in training, the longest one otherwise."""
+    """Keep only one class capsule per sample: the true class in training, the longest one otherwise; `(B, J*D)`.
+    A `(B, K)` target (K objects per image, MultiMNIST's two digits) gives K masked copies, one per label:
+    `(B, K, J*D)`, so each object is reconstructed from its own capsule."""
     index = target if target is not None else lengths.argmax(dim=1)
     mask = torch.nn.functional.one_hot(index.long(), capsules.shape[1]).to(capsules.dtype)
+    if mask.dim() == 3:
+        return (capsules.unsqueeze(1) * mask.unsqueeze(-1)).flatten(2)
     return (capsules * mask.unsqueeze(-1)).flatten(1)
 
 
@@ -29,7 +33,7 @@ class FCDecoder(nn.Module):
 
     def forward(self, capsules: torch.Tensor, lengths: torch.Tensor, target: torch.Tensor | None) -> torch.Tensor:
         out = self.net(mask_capsules(capsules, lengths, target))
-        return out.view(-1, *self.out_shape)
+        return out.view(*out.shape[:-1], *self.out_shape)  # (B, C, H, W), or (B, K, C, H, W) for K labels
 
 
 class ConvDecoder(nn.Module):
@@ -53,11 +57,11 @@ class ConvDecoder(nn.Module):
         self.net = nn.Sequential(*layers)
 
     def forward(self, capsules: torch.Tensor, lengths: torch.Tensor, target: torch.Tensor | None) -> torch.Tensor:
-        x = self.fc(mask_capsules(capsules, lengths, target)).view(-1, 1, 8, 8)
-        x = self.net(x)
+        masked = mask_capsules(capsules, lengths, target)
+        x = self.net(self.fc(masked).view(-1, 1, 8, 8))
         if tuple(x.shape[-2:]) != tuple(self.out_shape[1:]):
             x = nn.functional.interpolate(x, size=self.out_shape[1:], mode="bilinear", align_corners=False)
-        return torch.sigmoid(x)
+        return torch.sigmoid(x).view(*masked.shape[:-1], *x.shape[1:])  # K labels: (B, K, C, H, W)
 
 
 def build_decoder(kind, num_classes: int, capsule_dim: int, in_shape: tuple[int, int, int]) -> nn.Module | None:

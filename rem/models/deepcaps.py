@@ -6,6 +6,8 @@ conv-capsule layer followed by two branches on its output, summed: a one-layer b
 In cell 4 the one-layer branch is a 3-D conv-capsule layer with dynamic routing (3 iterations). The capsules
 of cells 3 and 4 are flattened (position-major) and concatenated (640 x 8-D for 28x28 and 32x32 inputs) ->
 class capsules 10 x 32-D, dynamic routing (3 iterations) plus a learned bias (10 x 32).
+`routing`: another registered routing for the class layer only (`model.routing`, rem.routing); the 3-D routing
+of cell 4 is part of the cell and stays dynamic. The bias is kept only for a routing that adds a per-parent bias.
 
 Capsule maps are tensors `(B, types, dim, H, W)`.
 
@@ -27,7 +29,13 @@ from rem.capsules import CapsuleVotes, capsule_lengths, squash
 from rem.device import HOST  # built on the host by the seed, then moved
 from rem.models.decoder import build_decoder
 from rem.models.registry import CapsuleOutput, register_model
-from rem.routing import dynamic_routing
+from rem.models.roles import CapsuleLayout, TensorRoles
+from rem.routing import PARENTS, own_routing, routing_named
+
+# REM's threshold search zeroes only tensors named `weight`; its class-capsule matrix is named `W`, so REM shrinks it
+# (LOBSTER) but never thresholds it. rem.pruning keeps it out likewise unless prune.rem_tensors=false.
+ROLES = TensorRoles(class_capsule_matrices=("votes.weight",), unthresholded=("votes.weight",))
+ROUTING = own_routing("deepcaps", "dynamic")  # what model.routing "" routes the class capsules with (not the 3-D cell)
 
 
 class _ScalarSquash(torch.autograd.Function):
@@ -150,9 +158,7 @@ def flatten_capsules(x: torch.Tensor) -> torch.Tensor:
 
 
 class DeepCaps(nn.Module):
-    # REM's threshold search zeroes only tensors named `weight`; its class-capsule matrix is named `W`, so REM
-    # shrinks it (LOBSTER) but never thresholds it. rem.pruning keeps it out likewise unless prune.rem_tensors=false.
-    unthresholded = ("votes.weight",)
+    roles = ROLES
 
     def __init__(
         self,
@@ -168,10 +174,12 @@ class DeepCaps(nn.Module):
         conv3d_softmax: str = "space_and_parents",
         caps_init_gain: float | None = 2.0,
         decoder: bool | str = False,
+        routing: str = "",
     ):
         super().__init__()
         c, h, w = in_shape
         self.routing_iterations = routing_iterations
+        self.routing = routing_named(routing, ROUTING)
         self.conv1 = nn.Conv2d(c, stem_channels, 3, padding=1)
         # REM's momentum 0.99 (PyTorch convention: running statistics ~ the last training batch's), eps 1e-8
         self.bn1 = nn.BatchNorm2d(stem_channels, eps=1e-8, momentum=0.99)
@@ -198,8 +206,14 @@ class DeepCaps(nn.Module):
             sizes.append(tuple(math.ceil(z / 2) for z in sizes[-1]))
         self.num_inputs = caps_types * (sizes[-2][0] * sizes[-2][1] + sizes[-1][0] * sizes[-1][1])
         self.votes = CapsuleVotes(self.num_inputs, cell_dims[-1], num_classes, class_dim, init_std=0.05)
-        self.class_bias = nn.Parameter(torch.randn(num_classes, class_dim, device=HOST) * 0.05)
+        class_bias = self.routing.bias == PARENTS
+        self.class_bias = nn.Parameter(torch.randn(num_classes, class_dim, device=HOST) * 0.05) if class_bias else None
         self.decoder = build_decoder(decoder, num_classes, class_dim, in_shape)
+
+    def capsule_layout(self) -> CapsuleLayout:
+        raise ValueError("capsule pruning supports capsnet, gamma_capsnet and efficient_capsnet, not DeepCaps: its "
+                         "class layer reads two cells' capsules and each cell's types are routed from the previous "
+                         "cell's, so a type cannot be removed from one layer alone")
 
     def forward(self, x: torch.Tensor, target: torch.Tensor | None = None, *, quantize_levels: int | None = None) -> CapsuleOutput:
         x = squash_scalar_capsules(self.bn1(self.conv1(x))).unsqueeze(2)  # 1-D capsules (B, 128, 1, H, W)
@@ -209,13 +223,15 @@ class DeepCaps(nn.Module):
             x = cell["b"](cell["a"](x)) + cell["skip"](x)
             outputs.append(x)
         u = torch.cat([flatten_capsules(outputs[-2]), flatten_capsules(outputs[-1])], dim=1)
-        v, c = dynamic_routing(self.votes(u), self.routing_iterations, self.class_bias, quantize_levels=quantize_levels)
+        votes = self.votes(u)
+        activations = capsule_lengths(u)
+        v, c = self.routing(votes, self.routing_iterations, self.class_bias, activations=activations,
+                            quantize_levels=quantize_levels)
         lengths = capsule_lengths(v)
         recon = self.decoder(v, lengths, target) if self.decoder is not None else None
-        return CapsuleOutput(lengths=lengths, capsules=v, couplings=c, reconstruction=recon,
-                             input_lengths=capsule_lengths(u))
+        return CapsuleOutput(lengths=lengths, capsules=v, couplings=c, reconstruction=recon, input_lengths=activations)
 
 
-@register_model("deepcaps")
+@register_model("deepcaps", roles=ROLES)
 def deepcaps(*, in_shape: tuple[int, int, int], num_classes: int, **overrides) -> DeepCaps:
     return DeepCaps(in_shape, num_classes, **overrides)

@@ -10,6 +10,8 @@ Stems: "mnist" = 32@5x5, 64@3x3, 64@3x3, 128@3x3 stride 2, each conv + ReLU + Ba
 (affine, random-uniform gamma/beta init). The last conv has primary_caps x primary_dim channels (128 by default). Default ("auto"): smallnorb for 2-channel (stereo) inputs or
 inputs of at least 48 px, mnist otherwise. The decoder (`decoder=True`) is the FC 512-1024 decoder, or
 Efficient-CapsNet's smallNORB conv decoder for 2-channel inputs (`decoder="fc"`/`"conv"` force one).
+`routing`: another registered routing for the class layer (`model.routing`, rem.routing), run for
+`routing_iterations` where it iterates; the prior B is kept only for a routing that adds a prior to its couplings.
 """
 
 from __future__ import annotations
@@ -21,7 +23,12 @@ from rem.capsules import CapsuleVotes, capsule_lengths, conv_output_size, effici
 from rem.device import HOST  # built on the host by the seed, then moved
 from rem.models.decoder import build_decoder
 from rem.models.registry import CapsuleOutput, register_model
-from rem.routing import self_attention_routing
+from rem.models.roles import CapsuleLayout, TensorRoles
+from rem.routing import PRIOR, own_routing, routing_named
+
+ROLES = TensorRoles(class_capsule_matrices=("votes.weight",), primary_convs=("primary.weight",),
+                    capsule_types=("primary.bias", "votes.weight", "primary_caps"))
+ROUTING = own_routing("efficient_capsnet", "self_attention")  # what model.routing "" routes the class capsules with
 
 STEMS = {
     # (out_channels, kernel, stride) per conv
@@ -31,6 +38,8 @@ STEMS = {
 
 
 class EfficientCapsNet(nn.Module):
+    roles = ROLES
+
     def __init__(
         self,
         in_shape: tuple[int, int, int],
@@ -43,6 +52,8 @@ class EfficientCapsNet(nn.Module):
         routing_prior: bool = True,
         votes_init_std: float = 0.5,
         decoder: bool | str = False,
+        routing: str = "",
+        routing_iterations: int = 3,
     ):
         super().__init__()
         c, h, w = in_shape
@@ -78,21 +89,40 @@ class EfficientCapsNet(nn.Module):
         self.primary = nn.Conv2d(channels, channels, tuple(size), groups=channels)
         self.primary_caps, self.primary_dim = primary_caps, primary_dim
         self.votes = CapsuleVotes(primary_caps, primary_dim, num_classes, class_dim, init_std=votes_init_std)
+        self.routing, self.routing_iterations = routing_named(routing, ROUTING), routing_iterations
+        routing_prior = routing_prior and self.routing.bias == PRIOR
         self.prior = nn.Parameter(torch.zeros(primary_caps, num_classes, device=HOST)) if routing_prior else None
         if decoder is True:
             decoder = "conv" if c == 2 else "fc"
         self.decoder = build_decoder(decoder, num_classes, class_dim, in_shape)
 
+    def capsule_layout(self) -> CapsuleLayout:
+        """The primary capsules come from a depthwise conv: channel c only from the stem's last conv's channel c, so a
+        type also owns those stem channels (conv filters, bias, norm affine and running statistics) -- exact, as the
+        depthwise conv never mixes channels -- plus its vote rows and its rows of the prior B."""
+        last = [i for i, m in enumerate(self.stem) if isinstance(m, nn.Conv2d)][-1]
+        norm = last + 2  # conv, activation, norm (the stem's order)
+        entries = [(f"stem.{last}.weight", "channel", "other"), (f"stem.{last}.bias", "channel", "other")]
+        entries += [(f"stem.{norm}.{n}", "channel", "other") for n, _ in self.stem[norm].named_parameters()]
+        entries += [(f"stem.{norm}.{n}", "channel", "other") for n, b in self.stem[norm].named_buffers() if b.dim() > 0]
+        entries += [("primary.weight", "channel", "filter"), ("primary.bias", "channel", "other"),
+                    ("votes.weight", "row", "vote")]
+        if self.prior is not None:
+            entries.append(("prior", "row", "other"))
+        return CapsuleLayout("efficient", "primary_caps", self.primary_caps, self.primary_dim, entries, "votes")
+
     def forward(self, x: torch.Tensor, target: torch.Tensor | None = None, *, quantize_levels: int | None = None) -> CapsuleOutput:
         feat = self.primary(self.stem(x))
         u = efficient_squash(feat.reshape(x.shape[0], self.primary_caps, self.primary_dim))
-        v, c = self_attention_routing(self.votes(u), self.prior, quantize_levels=quantize_levels)
+        votes = self.votes(u)
+        activations = capsule_lengths(u)
+        v, c = self.routing(votes, self.routing_iterations, self.prior, activations=activations,
+                            quantize_levels=quantize_levels)
         lengths = capsule_lengths(v)
         recon = self.decoder(v, lengths, target) if self.decoder is not None else None
-        return CapsuleOutput(lengths=lengths, capsules=v, couplings=c, reconstruction=recon,
-                             input_lengths=capsule_lengths(u))
+        return CapsuleOutput(lengths=lengths, capsules=v, couplings=c, reconstruction=recon, input_lengths=activations)
 
 
-@register_model("efficient_capsnet")
+@register_model("efficient_capsnet", roles=ROLES)
 def efficient_capsnet(*, in_shape: tuple[int, int, int], num_classes: int, **overrides) -> EfficientCapsNet:
     return EfficientCapsNet(in_shape, num_classes, **overrides)

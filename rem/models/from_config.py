@@ -7,6 +7,7 @@ import torch
 
 from rem.config import Config
 from rem.models import create_model
+from rem.routing import check_routing
 
 
 def model_options(cfg: Config, **extra) -> dict:
@@ -17,6 +18,9 @@ def model_options(cfg: Config, **extra) -> dict:
         options["decoder"] = True
     if cfg.model.routing_iterations != 3:  # only iterative routings take it; 3 is every family's default
         options["routing_iterations"] = cfg.model.routing_iterations
+    if cfg.model.routing:  # "" (the architecture's own) stays out, so a default trial logs the options it always did
+        check_routing(cfg, "model")
+        options["routing"] = cfg.model.routing
     return options
 
 

@@ -4,7 +4,9 @@ conv 256@9x9 + ReLU -> primary capsules (9x9 stride 2, 32 types x 8-D) -> fully-
 32 x 8-D capsules (one 8x8 matrix per (primary capsule, FC capsule)) -> 10 x 16-D class capsules (one 16x8
 matrix per (FC capsule, class)). Both capsule layers route with scaled-distance-agreement (SDA), 3 iterations,
 vote lengths clipped to the input capsule's activation, and a learned routing bias per layer (init 0.1).
-The returned couplings are the class layer's (32 inputs x classes), as REM's parse trees use.
+The returned couplings are the class layer's (32 inputs x classes), as REM's parse trees use. `routing`: another
+registered routing for the class layer only (`model.routing`, rem.routing; the FC capsule layer keeps SDA, p and
+grad_through_routing reach the class layer only for a routing that takes them).
 
 Two defaults differ from REM's port (each reference is one option away) because with REM's choices the network
 barely learns in short runs (benchmarks/README.md, "γ-CapsNet defaults", has the ablation):
@@ -25,10 +27,18 @@ from rem.capsules import CapsuleVotes, SabourStem, capsule_lengths
 from rem.device import HOST  # built on the host by the seed, then moved
 from rem.models.decoder import build_decoder
 from rem.models.registry import CapsuleOutput, register_model
-from rem.routing import scaled_distance_routing
+from rem.models.roles import CapsuleLayout, TensorRoles, sabour_layout
+from rem.routing import PARENTS, own_routing, routing_named, scaled_distance_routing
+
+ROLES = TensorRoles(class_capsule_matrices=("fc_votes.weight", "class_votes.weight"),
+                    primary_convs=("primary.conv.weight",),
+                    capsule_types=("primary.conv.bias", "fc_votes.weight", "primary_types"))
+ROUTING = own_routing("gamma_capsnet", "scaled_distance")  # what model.routing "" routes the class capsules with
 
 
 class GammaCapsNet(SabourStem):
+    roles = ROLES
+
     def __init__(
         self,
         in_shape: tuple[int, int, int],
@@ -49,10 +59,12 @@ class GammaCapsNet(SabourStem):
         vote_init_std: float | None = None,
         fc_quantize_levels: int = 11,
         decoder: bool | str = False,
+        routing: str = "",
     ):
         super().__init__(in_shape, conv_channels=conv_channels, kernel_size=kernel_size, primary_types=primary_types,
                          primary_dim=primary_dim, primary_stride=primary_stride)
         self.routing_iterations, self.p, self.grad_through_routing = routing_iterations, p, grad_through_routing
+        self.routing = routing_named(routing, ROUTING)
         # REM's +Q quantizes both routings: the FC capsule layer with K = 11, the class layer with the K asked
         # for (REM: 6, rem.config's eval.levels_per_model)
         self.fc_quantize_levels = fc_quantize_levels
@@ -60,8 +72,12 @@ class GammaCapsNet(SabourStem):
                                      init_std=vote_init_std or primary_dim ** -0.5)
         self.class_votes = CapsuleVotes(fc_caps, fc_dim, num_classes, class_dim, init_std=vote_init_std or fc_dim ** -0.5)
         self.fc_bias = nn.Parameter(torch.full((fc_caps, fc_dim), 0.1, device=HOST)) if routing_bias else None
-        self.class_bias = nn.Parameter(torch.full((num_classes, class_dim), 0.1, device=HOST)) if routing_bias else None
+        class_bias = routing_bias and self.routing.bias == PARENTS
+        self.class_bias = nn.Parameter(torch.full((num_classes, class_dim), 0.1, device=HOST)) if class_bias else None
         self.decoder = build_decoder(decoder, num_classes, class_dim, in_shape)
+
+    def capsule_layout(self) -> CapsuleLayout:
+        return sabour_layout(self, "fc_votes")  # the primary capsules feed the FC capsule layer
 
     def forward(self, x: torch.Tensor, target: torch.Tensor | None = None, *, quantize_levels: int | None = None) -> CapsuleOutput:
         u = self.primary_capsules(x)
@@ -69,15 +85,16 @@ class GammaCapsNet(SabourStem):
         fc_levels = self.fc_quantize_levels if quantize_levels else None
         h, _ = scaled_distance_routing(self.fc_votes(u), self.routing_iterations, self.fc_bias, capsule_lengths(u),
                                        quantize_levels=fc_levels, **routing)
-        v, c = scaled_distance_routing(self.class_votes(h), self.routing_iterations, self.class_bias,
-                                       capsule_lengths(h), quantize_levels=quantize_levels, **routing)
+        votes = self.class_votes(h)
+        activations = capsule_lengths(h)  # after the votes: autograd then sums h's gradient in the order it always did
+        v, c = self.routing(votes, self.routing_iterations, self.class_bias, activations=activations,
+                            quantize_levels=quantize_levels, **self.routing.own_options(routing))
         lengths = capsule_lengths(v)
         recon = self.decoder(v, lengths, target) if self.decoder is not None else None
-        return CapsuleOutput(lengths=lengths, capsules=v, couplings=c, reconstruction=recon,
-                             input_lengths=capsule_lengths(h))
+        return CapsuleOutput(lengths=lengths, capsules=v, couplings=c, reconstruction=recon, input_lengths=activations)
 
 
-@register_model("gamma_capsnet")
+@register_model("gamma_capsnet", roles=ROLES)
 def gamma_capsnet(*, in_shape: tuple[int, int, int], num_classes: int, **overrides) -> GammaCapsNet:
     """REM's γ-CapsNet; 32 primary types for every input (REM's CIFAR-10 γ-CapsNet also uses 32)."""
     return GammaCapsNet(in_shape, num_classes, **overrides)

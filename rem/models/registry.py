@@ -11,6 +11,9 @@ from typing import Callable
 import torch
 from torch import nn
 
+from rem.models.roles import NO_ROLES, TensorRoles
+from rem.registry import Registry
+
 
 @dataclass
 class CapsuleOutput:
@@ -33,20 +36,23 @@ class CapsuleOutput:
     logits: torch.Tensor | None = None
 
 
-_BUILDERS: dict[str, Callable[..., nn.Module]] = {}
-_ROUTING_FREE: set[str] = set()  # registered with routing=False: no couplings, so no parse trees
+@dataclass(frozen=True)
+class ModelFamily:
+    builder: Callable[..., nn.Module]  # (in_shape, num_classes, **overrides) -> nn.Module
+    routing: bool  # False: no routing couplings (a CNN baseline), so no parse trees
+    roles: TensorRoles  # what its tensors are to pruning (known without building one)
 
 
-def register_model(name: str, *, routing: bool = True):
-    """Decorator: `@register_model("capsnet")` on a builder `(in_shape, num_classes, **overrides) -> nn.Module`;
-    `routing=False` for a family whose forward has no routing couplings."""
+MODELS: Registry[ModelFamily] = Registry("model", "model.name")
+
+
+def register_model(name: str, *, routing: bool = True, roles: TensorRoles = NO_ROLES):
+    """Decorator: `@register_model("capsnet", roles=ROLES)` on a builder `(in_shape, num_classes, **overrides) ->
+    nn.Module`; `routing=False` for a family whose forward has no routing couplings; `roles`: the tensor roles its
+    models declare (`rem.models.roles`)."""
 
     def wrap(builder: Callable[..., nn.Module]) -> Callable[..., nn.Module]:
-        if name in _BUILDERS:
-            raise ValueError(f"model {name!r} registered twice")
-        _BUILDERS[name] = builder
-        if not routing:
-            _ROUTING_FREE.add(name)
+        MODELS.register(name, ModelFamily(builder, routing, roles))
         return builder
 
     return wrap
@@ -54,26 +60,37 @@ def register_model(name: str, *, routing: bool = True):
 
 def list_models() -> list[str]:
     """Names accepted by `create_model`, sorted."""
-    return sorted(_BUILDERS)
+    return sorted(MODELS.names())
 
 
-def _check_known(name: str) -> None:
-    if name not in _BUILDERS:
-        raise KeyError(f"unknown model {name!r}; known models: {', '.join(list_models())}")
+def family(name: str) -> ModelFamily:
+    try:
+        return MODELS.get(name)
+    except ValueError:
+        raise KeyError(f"unknown model {name!r}; known models: {', '.join(list_models())}") from None
 
 
 def has_routing(name: str) -> bool:
     """Whether model `name` routes (has couplings, hence parse trees), known without building it."""
-    _check_known(name)
-    return name not in _ROUTING_FREE
+    return family(name).routing
+
+
+def family_roles(name: str) -> TensorRoles:
+    """The tensor roles model family `name` declares, without building one."""
+    return family(name).roles
+
+
+def declared_class_capsule_matrices() -> set[str]:
+    """Every registered family's class-capsule matrix names (a results table names tensors without a model)."""
+    return {n for _, entry in MODELS.items() for n in entry.roles.class_capsule_matrices}
 
 
 def create_model(name: str, *, in_shape: tuple[int, int, int], num_classes: int, **overrides) -> nn.Module:
     """Build model `name` for inputs `(C, H, W)`; `overrides` pin family options (e.g. `decoder=True`)."""
-    _check_known(name)
+    build = family(name).builder
     if len(in_shape) != 3 or min(in_shape) < 1:
         raise ValueError(f"create_model({name!r}): in_shape must be (C, H, W) with positive sizes, got {in_shape}")
-    return _BUILDERS[name](in_shape=tuple(in_shape), num_classes=num_classes, **overrides)
+    return build(in_shape=tuple(in_shape), num_classes=num_classes, **overrides)
 
 
 def count_parameters(model: nn.Module) -> int:

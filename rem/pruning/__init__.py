@@ -18,7 +18,7 @@ registered with `rem.pruning.methods.register_method`: each is a `PruningMethod`
     checkpoint["pruner"] = pruner.state_dict()               # pruner.load_state_dict(...) on resume
 """
 
-from rem.pruning.config import METHODS, SCHEDULES, SCOPES, SEARCHES, PruneConfig
+from rem.config.prune import SCHEDULES, SCOPES, SEARCHES, PruneConfig
 from rem.pruning.imp import magnitude_prune_to, schedule_sparsity
 from rem.pruning.lobster import lobster_shrink_
 from rem.pruning.masks import Masks, sparsity_report
@@ -29,6 +29,8 @@ from rem.pruning.probe import ThresholdProbe
 from rem.pruning.pruner import Pruner, TrialPruner
 from rem.pruning.search import Bisection, SortedSearch, ThresholdResult, threshold_search
 from rem.pruning.snip import snip_prune
+
+METHODS = tuple(method_names())  # the built-in ones; `method_names()` adds those registered since
 
 __all__ = [
     "METHODS", "SCHEDULES", "SCOPES", "SEARCHES", "Bisection", "Masks", "PruneConfig", "Pruner", "PruningMethod",

@@ -6,7 +6,7 @@ from typing import Callable
 
 from torch import nn
 
-from rem.pruning.config import PruneConfig
+from rem.config.prune import PruneConfig
 from rem.pruning.methods.registry import get_method
 from rem.pruning.pruner import Pruner, TrialPruner
 

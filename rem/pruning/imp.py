@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from torch import nn
 
-from rem.pruning.config import SCHEDULES
+from rem.config.prune import SCHEDULES
 from rem.pruning.masks import Masks
 
 

@@ -1,36 +1,42 @@
-"""Which tensors pruning touches: the prunable ones get masks and thresholds; the shrinkable ones LOBSTER shrinks."""
+"""Which tensors pruning touches: the prunable ones get masks and thresholds; the shrinkable ones LOBSTER shrinks.
+What a tensor is comes from the model's declaration (`rem.models.roles.TensorRoles`), and from its layer's type."""
 
 from __future__ import annotations
 
 from torch import nn
+
+from rem.models.registry import declared_class_capsule_matrices
+from rem.models.roles import TensorRoles, roles_of
 
 # Fully connected and normalisation layers are never pruned, as in REM.
 _NEVER_PRUNED = (nn.Linear, nn.modules.batchnorm._BatchNorm, nn.modules.instancenorm._InstanceNorm, nn.LayerNorm,
                  nn.GroupNorm)
 
 
-def _never_pruned(module_name: str, module: nn.Module) -> bool:
-    return "decoder" in module_name or isinstance(module, _NEVER_PRUNED)
+def _never_pruned(module_name: str, module: nn.Module, roles: TensorRoles) -> bool:
+    return roles.never_pruned(module_name) or isinstance(module, _NEVER_PRUNED)
 
 
-def is_class_capsule_matrix(name: str) -> bool:
-    """A class-capsule vote matrix W (CapsNet's and Efficient-CapsNet's `votes.weight`, γ-CapsNet's `fc_votes` and
-    `class_votes`): the tensors whose pruning zeroes votes, as opposed to the convolutions before them."""
-    return name.endswith("votes.weight")
+def is_class_capsule_matrix(name: str, model: nn.Module | None = None) -> bool:
+    """A class-capsule vote matrix W, as `model` declares them (without a model: as any registered family does): the
+    tensors whose pruning zeroes votes, as opposed to the convolutions before them."""
+    declared = roles_of(model).class_capsule_matrices if model is not None else declared_class_capsule_matrices()
+    return name in declared
 
 
-def is_primary_conv(name: str) -> bool:
-    """The primary-capsule convolution (`primary.conv.weight`, Efficient-CapsNet's depthwise `primary.weight`)."""
-    return name.startswith("primary.")
+def is_primary_conv(name: str, model: nn.Module) -> bool:
+    """The primary-capsule convolution's kernel, as `model` declares it."""
+    return name in roles_of(model).primary_convs
 
 
 def prunable_parameters(model: nn.Module, *, rem_tensors: bool = True) -> dict[str, nn.Parameter]:
     """`weight` tensors of prunable modules (conv kernels, capsule matrices), by full parameter name. With
-    `rem_tensors`, the names a model lists in `unthresholded` (tensors REM's code never zeroes) are left out."""
-    skip = set(getattr(model, "unthresholded", ())) if rem_tensors else set()
+    `rem_tensors`, the names a model's roles list as `unthresholded` (tensors REM's code never zeroes) are left out."""
+    roles = roles_of(model)
+    skip = set(roles.unthresholded) if rem_tensors else set()
     out = {}
     for module_name, module in model.named_modules():
-        if _never_pruned(module_name, module):
+        if _never_pruned(module_name, module, roles):
             continue
         weight = module._parameters.get("weight")
         name = f"{module_name}.weight" if module_name else "weight"
@@ -44,9 +50,9 @@ def shrinkable_parameters(model: nn.Module) -> dict[str, nn.Parameter]:
     matrices) and the routing biases. REM keeps a routing bias inside its capsule layer; these models hold it
     themselves (CapsNet's routing_bias, γ-CapsNet's fc_bias and class_bias, DeepCaps' class_bias), so the
     model's own direct parameters count too."""
-    out = {}
+    out, roles = {}, roles_of(model)
     for module_name, module in model.named_modules():
-        if _never_pruned(module_name, module):
+        if _never_pruned(module_name, module, roles):
             continue
         owns_weight = isinstance(module._parameters.get("weight"), nn.Parameter)
         if not (owns_weight or module is model):

@@ -11,7 +11,7 @@ import torch
 from torch import nn
 
 from rem.device import HOST
-from rem.pruning.config import PruneConfig
+from rem.config.prune import PruneConfig
 from rem.pruning.masks import Masks
 
 log = logging.getLogger(__name__)

@@ -9,7 +9,7 @@ from typing import Callable, Protocol
 import torch
 from torch import nn
 
-from rem.pruning.config import PruneConfig
+from rem.config.prune import PruneConfig
 from rem.pruning.masks import Masks, magnitude_report, sparsity_report
 from rem.pruning.methods.registry import get_method
 from rem.pruning.parameters import shrinkable_parameters

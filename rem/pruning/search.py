@@ -12,7 +12,7 @@ from typing import Callable
 
 from torch import nn
 
-from rem.pruning.config import PruneConfig
+from rem.config.prune import PruneConfig
 from rem.pruning.masks import Masks, sparsity_report
 from rem.pruning.probe import CandidateOutcome, ThresholdProbe
 

@@ -4,7 +4,9 @@
   smallNORB and pruning-ablation tables; capsules: the capsule-pruning table;
 - render: one `Table`, rendered as Markdown, LaTeX or HTML; page: everything on one HTML page;
 - reference: the published numbers shown beside ours (`reference/published.yaml`);
-- figures: one module per figure family.
+- figures: one module per figure family;
+- registry: every table by name, with the pages it sits on (the report, evidence and claims pages); assemble: a
+  page's tables from the results table; stage: the report stage's files (`pipeline.report` calls it).
 
-`pipeline.report` (the DVC stage) writes the files; nothing here needs Ray, MLflow or the pipeline.
+Nothing here needs Ray, MLflow or the pipeline.
 """

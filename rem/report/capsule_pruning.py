@@ -12,8 +12,11 @@ from __future__ import annotations
 
 import math
 
+import pandas as pd
+
+from rem.report.registry import REPORT_PAGE, Context, report_table
 from rem.report.render import Table
-from rem.report.tables import UNPRUNED, Row, pm
+from rem.report.tables import UNPRUNED, Row, dataset_rows, pm
 
 HEADER = ["Model", "Variant", "Test accuracy (%)", "Types kept", "Parameters", "MFLOPs / image", "Train step (s)",
           "Train speed-up", "Eval (s)", "Eval speed-up"]
@@ -57,3 +60,8 @@ def capsule_table(dataset: str, rows: list[Row]) -> Table | None:
     notes = ["Medians over seeds of each trial's final epoch; speed-ups against the model's unpruned row, from the "
              "trials' own timings (comparable only between equally loaded runs)."]
     return Table(f"{dataset}: capsule pruning", HEADER, cells, notes=notes)
+
+
+@report_table("capsule-pruning", "Capsule pruning", pages={REPORT_PAGE: 30}, per="data.dataset")
+def capsule_section(frame: pd.DataFrame, context: Context, dataset: str) -> Table | None:
+    return capsule_table(dataset, dataset_rows(context, dataset))

@@ -14,11 +14,13 @@ from dataclasses import replace
 
 import pandas as pd
 
-from rem.report.ablations import ablation_table, gflops, step_ms
+from rem.report.ablations import gflops, step_ms
+from rem.report.assemble import assemble_page, markdown_body, markdown_files
 from rem.report.evidence.page import run_lines
 from rem.report.evidence.tables import Spread, direction
-from rem.report.render import Table, to_markdown
-from rem.report.robustness import HEADLINE, arm_spread, arms, drop, robustness_points, robustness_table
+from rem.report.registry import CLAIMS_PAGE, Context, report_table
+from rem.report.render import Table
+from rem.report.robustness import HEADLINE, arm_spread, arms, dataset_points, drop, robustness_points
 from rem.report.tables import aggregate
 from rem.results.arms import PLUS_Q
 from rem.results.frames import finished_trials
@@ -133,32 +135,38 @@ def drop_table(points: pd.DataFrame, dataset: str) -> Table:
                                                                       "accuracy; – where the run did not measure it."])
 
 
+@report_table("capsule-claims", "The capsule claims against this run", pages={CLAIMS_PAGE: 10},
+              file="claims")
+def capsule_claims(frame: pd.DataFrame, context: Context) -> Table:
+    return verdict_table(context.once(robustness_points), context.once(aggregate))
+
+
+@report_table("sizes", "The baseline's size against the capsule model's", pages={CLAIMS_PAGE: 20})
+def sizes_section(frame: pd.DataFrame, context: Context) -> Table:
+    return size_table(context.once(aggregate))
+
+
+# In the robustness table's file on the claims page, after it: the same points as differences.
+@report_table("accuracy-lost", "Accuracy lost to each transform", pages={CLAIMS_PAGE: 50}, per="data.dataset",
+              file="robustness_{group}")
+def accuracy_lost_section(frame: pd.DataFrame, context: Context, dataset: str) -> Table | None:
+    points = dataset_points(context, dataset)
+    return None if points is None else drop_table(points, dataset)
+
+
 def render_tables(results: pd.DataFrame) -> dict[str, str]:
     """Every claims table as Markdown, by file name; the page embeds the same strings."""
-    points = robustness_points(results)
-    rows = aggregate(results)
-    datasets = sorted(points["data.dataset"].astype(str).unique()) if not points.empty else []
-    out = {"claims.md": to_markdown(verdict_table(points, rows)), "sizes.md": to_markdown(size_table(rows))}
-    for dataset in datasets:
-        out[f"robustness_{dataset}.md"] = "\n".join(to_markdown(t) for t in (robustness_table(points, dataset),
-                                                                               drop_table(points, dataset)))
-        ablation = ablation_table(rows, dataset)
-        if ablation is not None:
-            out[f"ablations_{dataset}.md"] = to_markdown(ablation)
-    return out
+    return markdown_files(assemble_page(results, CLAIMS_PAGE).parts)
 
 
 def claims_page(results: pd.DataFrame, run: dict, figures: list[str], notes: str = "") -> str:
     """The page as Markdown: `run` says how the run was made, `figures` are file names under figures/, `notes` is
     the hand-written reading of the numbers (reports/claims/notes.md), linked rather than generated."""
-    tables = render_tables(results)
     done = finished_trials(results)
     listed = ", ".join(f"{m} {v}" for m, v in sorted({(str(m), str(v)) for m, v in zip(done["model.name"], done["variant"])}))
     parts = ["# Claims: do capsule networks keep their promises here, and does REM keep them?", "",
              f"{done['trial_key'].nunique()} finished trials ({listed}); every number below is computed from "
              "`sweep.parquet` in this folder (`python -m pipeline.claims --render-only` regenerates the tables and "
-             "this page from it without retraining).", "", *run_lines(run), "", notes.strip(), "", tables["claims.md"]]
-    for name in ["sizes.md", *sorted(set(tables) - {"claims.md", "sizes.md"})]:
-        parts.append(tables[name])  # each table, then the figure of the same name (robustness_<dataset>)
-        parts += [f"![{f}](figures/{f})\n" for f in figures if f.removesuffix(".png") == name.removesuffix(".md")]
-    return "\n".join(p for p in parts if p is not None).rstrip() + "\n"
+             "this page from it without retraining).", "", *run_lines(run), "", notes.strip(), "",
+             *markdown_body(assemble_page(results, CLAIMS_PAGE).parts, figures)]
+    return "\n".join(parts).rstrip() + "\n"

@@ -20,8 +20,9 @@ from pathlib import Path
 
 import pandas as pd
 
-from rem.io import atomic_write_text
+from rem.io import atomic_write, atomic_write_text
 from rem.report.tables import Row
+from rem.results.frames import training_points, trial_points
 
 METRICS_DIR = "metrics"
 
@@ -74,3 +75,12 @@ def arm_curves(epochs: pd.DataFrame) -> pd.DataFrame:
         out[metric] = grouped[metric].mean()
         out[f"{metric}_std"] = grouped[metric].std(ddof=0)
     return out.reset_index()[columns]
+
+
+def write_plot_data(results: pd.DataFrame, plots_dir: Path) -> list[Path]:
+    """The data of dvc.yaml's plots as CSV (`dvc plots show` draws them; the PNGs are drawn from the same): each
+    arm's mean and spread per epoch, every trial's final point, every trial's epochs."""
+    epochs, trials = training_points(results), trial_points(results)
+    frames = {"arms.csv": arm_curves(epochs), "trials.csv": trials.assign(arm=arm_label(trials)), "training.csv": epochs}
+    return [atomic_write(plots_dir / name, lambda tmp, frame=frame: frame.to_csv(tmp, index=False))
+            for name, frame in frames.items()]

@@ -4,8 +4,9 @@
 - smallNORB novel viewpoints: familiar vs novel test accuracy, azimuth and elevation protocols;
 - pruning ablation: accuracy and entropy against sparsity for IMP, SNIP and REM.
 
-A protocol table is made only when the sweep ran that protocol (`protocols_run`); inside it, rows of the
-comparison it makes that did not run are listed as "not run".
+Each is a registered report table (`rem.report.registry`) made only when the sweep ran its protocol: affNIST and
+smallNORB declare the datasets they read, the ablation is made when a fixed-target method ran; the report page names
+those it lacks in one line. Inside a table, rows of the comparison it makes that did not run are listed as "not run".
 """
 
 from __future__ import annotations
@@ -13,14 +14,24 @@ from __future__ import annotations
 import math
 
 import numpy as np
+import pandas as pd
 
-from rem.report.reference import Published
+from rem.report.reference import Published, load_published
+from rem.data.registry import table_name
+from rem.report.registry import REPORT_PAGE, Context, report_table
 from rem.report.render import Table
-from rem.report.tables import EXPECTED_ARMS, MISSING, Row, Sources, footnote, pm, published_for
+from rem.report.tables import EXPECTED_ARMS, MISSING, Row, Sources, aggregate, footnote, pm, published_for
 from rem.results.frames import final_value
 from rem.results.arms import Arm
 
 ABLATION_METHODS = ("rem", "imp", "snip")  # REM against the fixed-target methods
+AFFNIST = "affnist"
+NOVEL_VIEWPOINTS = ("azimuth", "elevation")  # smallNORB's protocols, each its own table ("smallnorb (azimuth)")
+
+
+def viewpoint_table(protocol: str) -> str:
+    """The results table of smallNORB's `protocol`, as its family names it."""
+    return table_name({"data.dataset": "smallnorb", "data.norb_split": protocol})
 
 
 def ablation_method(arm: Arm) -> str | None:
@@ -53,7 +64,7 @@ def _rows_for(rows: list[Row], dataset: str, arms: tuple[Arm, ...] = EXPECTED_AR
 def affnist_table(rows: list[Row], published: list[Published]) -> Table:
     sources = Sources()
     cells = []
-    shown = _rows_for(rows, "affnist")
+    shown = _rows_for(rows, AFFNIST)
     for row in shown:
         mnist = pm(*final_stats(row, "val/acc"))
         cells.append([row.model, row.variant, mnist if row.seeds else MISSING, pm(row.acc_mean, row.acc_std),
@@ -67,8 +78,8 @@ def affnist_table(rows: list[Row], published: list[Published]) -> Table:
 
 def smallnorb_table(rows: list[Row]) -> Table:
     cells, shown = [], []
-    for protocol in ("azimuth", "elevation"):
-        for row in _rows_for(rows, f"smallnorb ({protocol})"):
+    for protocol in NOVEL_VIEWPOINTS:
+        for row in _rows_for(rows, viewpoint_table(protocol)):
             shown.append(row)
             familiar = pm(*final_stats(row, "extra/familiar/acc")) if row.seeds else MISSING
             cells.append([row.model, row.variant, protocol, familiar, pm(row.acc_mean, row.acc_std)])
@@ -103,24 +114,19 @@ def ablation_table(rows: list[Row]) -> Table:
                  rows=cells, align="lllrrr")
 
 
-# name -> (file stem, page section, table builder(rows, published)), in page order
-PROTOCOLS = {
-    "affnist": ("affnist", "affNIST", affnist_table),
-    "smallnorb": ("smallnorb", "smallNORB novel viewpoints", lambda rows, _published: smallnorb_table(rows)),
-    "ablation": ("pruning-ablation", "Pruning ablation", lambda rows, _published: ablation_table(rows)),
-}
+@report_table("affnist", "affNIST", pages={REPORT_PAGE: 60}, datasets=(AFFNIST,), announce=True)
+def affnist_section(frame: pd.DataFrame, context: Context) -> Table:
+    return affnist_table(context.once(aggregate), load_published())
 
 
-def protocols_run(rows: list[Row]) -> list[str]:
-    """The protocols the sweep ran: affNIST and smallNORB when a trial of theirs ran (finished or failed), the
-    pruning ablation when a fixed-target method (IMP, SNIP) did."""
-    ran = [r for r in rows if r.seeds or r.failed]
-    found = {"affnist": any(r.dataset == "affnist" for r in ran),
-             "smallnorb": any(r.dataset.startswith("smallnorb") for r in ran),
-             "ablation": any(ablation_method(r.arm) in ABLATION_METHODS[1:] for r in ran)}
-    return [name for name in PROTOCOLS if found[name]]
+@report_table("smallnorb", "smallNORB novel viewpoints", pages={REPORT_PAGE: 70}, announce=True,
+              datasets=tuple(viewpoint_table(protocol) for protocol in NOVEL_VIEWPOINTS))
+def smallnorb_section(frame: pd.DataFrame, context: Context) -> Table:
+    return smallnorb_table(context.once(aggregate))
 
 
-def not_run_line(sections: list[str]) -> str:
-    """The page's one line on the protocols this sweep left out (empty when it ran them all)."""
-    return f"Not run by this sweep (no section below): {', '.join(sections)}." if sections else ""
+@report_table("pruning-ablation", "Pruning ablation", pages={REPORT_PAGE: 80}, announce=True)
+def pruning_ablation_section(frame: pd.DataFrame, context: Context) -> Table | None:
+    """Made when a fixed-target method (IMP, SNIP) ran, finished or not."""
+    table = ablation_table(context.once(aggregate))
+    return table if table.rows else None

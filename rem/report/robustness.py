@@ -12,8 +12,10 @@ import pandas as pd
 
 from rem.analysis.robustness.evaluation import robust_from_results
 from rem.report.evidence.tables import Spread, spread
+from rem.report.protocol import viewpoint_table
+from rem.report.registry import CLAIMS_PAGE, REPORT_PAGE, Context, report_table
 from rem.report.render import Table
-from rem.report.tables import MISSING, NOT_APPLICABLE, pm
+from rem.report.tables import MISSING, NOT_APPLICABLE, aggregate, pm
 from rem.results.frames import last_rows
 from rem.results.variants import routed
 
@@ -79,8 +81,8 @@ def cell(model: str, value: Spread, digits: int, routing_metric: bool) -> str:
 
 # Datasets whose test sets are real geometric change (`rem.results.variants.dataset_label` names): shown beside the generated
 # transforms when the sweep trained the same model and variant on them.
-PROTOCOL_DATASETS = {"affnist": "affNIST test set", "smallnorb (azimuth)": "smallNORB novel azimuths",
-                     "smallnorb (elevation)": "smallNORB novel elevations"}
+PROTOCOL_DATASETS = {"affnist": "affNIST test set", viewpoint_table("azimuth"): "smallNORB novel azimuths",
+                     viewpoint_table("elevation"): "smallNORB novel elevations"}
 
 
 def protocol_accuracy(rows) -> dict[str, dict[tuple[str, str], str]]:
@@ -134,3 +136,17 @@ def drop(points: pd.DataFrame, family: str, strengths) -> pd.Series:
 
 def has_points(results: pd.DataFrame) -> bool:
     return any(str(c).startswith("robust/") for c in results.columns)
+
+
+def dataset_points(context: Context, dataset: str) -> pd.DataFrame | None:
+    """The robustness points of the results (`robustness_points`, once per page) when `dataset`'s trials recorded
+    some, else None."""
+    points = context.once(robustness_points)
+    return points if not points.empty and (points["data.dataset"].astype(str) == dataset).any() else None
+
+
+@report_table("robustness", "Robustness to geometric change", pages={REPORT_PAGE: 50, CLAIMS_PAGE: 40},
+              per="data.dataset", file="robustness_{group}", figures=("robustness_{group}.png",))
+def robustness_section(frame: pd.DataFrame, context: Context, dataset: str) -> Table | None:
+    points = dataset_points(context, dataset)
+    return None if points is None else robustness_table(points, dataset, protocol_accuracy(context.once(aggregate)))

@@ -28,7 +28,8 @@ import numpy as np
 import pandas as pd
 
 from rem.parse_trees import entropy_over_classes
-from rem.report.reference import Published, lookup
+from rem.report.reference import Published, load_published, lookup
+from rem.report.registry import REPORT_PAGE, Context, report_table
 from rem.report.render import Table
 from rem.results.frames import last_rows, with_final_values
 from rem.results.arms import PLUS_Q, PLUS_REM, Arm
@@ -226,3 +227,18 @@ def parse_trees_table(dataset: str, rows: list[Row]) -> Table:
              for r in rows]
     return Table(f"{dataset}: parse trees per class", header, cells,
                  notes=["Distinct parse trees of each predicted class, median over seeds."])
+
+
+def dataset_rows(context: Context, dataset: str) -> list[Row]:
+    """The dataset's rows of the results, with a "not run" row for each expected variant a model lacks."""
+    return [r for r in with_expected(context.once(aggregate)) if r.dataset == dataset]
+
+
+@report_table("dataset", "The dataset's headline table", pages={REPORT_PAGE: 10}, per="data.dataset")
+def headline_section(frame: pd.DataFrame, context: Context, dataset: str) -> Table:
+    return dataset_table(dataset, dataset_rows(context, dataset), load_published())
+
+
+@report_table("parse-trees", "Parse trees per class", pages={REPORT_PAGE: 20}, per="data.dataset")
+def parse_trees_section(frame: pd.DataFrame, context: Context, dataset: str) -> Table:
+    return parse_trees_table(dataset, dataset_rows(context, dataset))

@@ -18,14 +18,16 @@ from dataclasses import dataclass
 import pandas as pd
 
 from rem.config import TRIAL_SECTIONS, ModelConfig
+from rem.data.registry import table_settings
 from rem.pruning import PruneConfig, is_class_capsule_matrix
+from rem.pruning.methods.registry import METHODS, REM_RANK, UNPRUNED_RANK, FixedTargetMethod, PruningMethod
 from rem.results.grid import SEED
 
 REPLICATES = frozenset({SEED})
 # Read by the paper name (the variant, the table) or derived from it per trial (a matched control's target sparsity
 # is the sparsity its own seed's reference reached).
 STATED = frozenset({
-    "data.dataset", "data.norb_split", "model.name", "model.routing_iterations", "model.decoder",
+    "data.dataset", "model.name", "model.routing_iterations", "model.decoder",
     "prune.method", "prune.target_sparsity", "prune.capsule_fraction", "prune.lambda0", "prune.threshold_tensors",
     "prune.threshold_search", "prune.target_from", "eval.quantized_forward",
 })
@@ -39,8 +41,9 @@ SEPARATOR = " · "  # between the paper name and the other differences: "+Q · l
 
 def compared_keys(columns) -> list[str]:
     """The results table's config columns that can set arms apart (the trial sections, dotted, not metrics)."""
+    named = REPLICATES | STATED | HOW_IT_RUNS | set(table_settings())  # a dataset's table setting names its table
     return sorted(c for c in map(str, columns) if "/" not in c and c.partition(".")[0] in TRIAL_SECTIONS
-                  and "." in c and c not in REPLICATES | STATED | HOW_IT_RUNS)
+                  and "." in c and c not in named)
 
 
 def short_keys(keys: list[str]) -> dict[str, str]:
@@ -77,7 +80,12 @@ def arm_differences(last: pd.DataFrame, names: pd.Series) -> dict[str, tuple[tup
 
 DEFAULT_ITERATIONS = ModelConfig.routing_iterations  # every family's default; other counts are ablations
 REM_LAMBDA0 = PruneConfig.lambda0  # REM's published max_lmbda: other values are labelled by their ratio to it
-FIXED_RANKS = {"plain": 0, "+Q": 1}  # the unpruned first, then +REM's arms, then every other method's
+
+
+def method_of(name: str) -> type[PruningMethod]:
+    """The registered method that names and orders its arms; a method no longer registered (older results, a plugin
+    not loaded) is named as a fixed-target one ("+NAME 30%")."""
+    return METHODS.find(name) or type(name, (FixedTargetMethod,), {"name": name})
 
 
 def tensor_label(name: str) -> str:
@@ -116,7 +124,7 @@ class Arm:
     @property
     def thresholds_by_rem(self) -> bool:
         """+REM as published or at another λ or tensor set: LOBSTER and REM's threshold (not LOBSTER alone)."""
-        return self.method == "rem" and not self.shrinkage_only
+        return method_of(self.method).arm_rank(self) == REM_RANK
 
     @property
     def name(self) -> str:
@@ -134,15 +142,7 @@ class Arm:
         return text + (" " + "+".join(map(tensor_label, self.tensors)) + " only" if self.tensors else "")
 
     def pruning_name(self) -> str:
-        if self.method == "none":
-            return "+Q" if self.quantized else "plain"
-        if self.method == "rem":
-            return f"LOBSTER{self.rem_text()} (no threshold)" if self.shrinkage_only else f"+REM{self.rem_text()}"
-        if self.control_of:
-            return f"+{self.method.upper()}@{self.control_of.upper()}{self.rem_text()}"
-        if self.method == "capsules":  # structured: the fraction of primary-capsule types removed
-            return f"+CAPS {100 * self.capsule_fraction:g}%"
-        return f"+{self.method.upper()}" + ("" if self.target is None else f" {100 * self.target:g}%")
+        return method_of(self.method).arm_name(self)  # each method names its own arms
 
     def ablation_text(self) -> str:
         """" (1 iteration)", " (decoder)", " (1 iteration, decoder)", or "" for the architecture's default."""
@@ -159,13 +159,9 @@ class Arm:
         """plain, +Q, +REM (as published, then by λ and tensors), then LOBSTER and every other method by name, target,
         λ and tensors, a control after its method's fixed targets; an ablation right after its variant; arms that
         differ in another value after their name, by value."""
-        name = self.pruning_name()
-        if self.method == "none":
-            rank, token = FIXED_RANKS[name], ""
-        else:
-            rank = 2 if self.thresholds_by_rem else 3
-            token = "" if rank == 2 else name.split(" ")[0]
-        target = 100 * (self.capsule_fraction if self.method == "capsules" else (self.target or 0.0))
+        rank = method_of(self.method).arm_rank(self)
+        token = self.pruning_name().split(" ")[0] if rank > REM_RANK else ""
+        target = 100 * (self.capsule_fraction or self.target or 0.0)  # a method sets one of the two
         return (rank, token, target, self.lambda_ratio, self.tensors, self.iterations != DEFAULT_ITERATIONS,
                 self.iterations, self.decoder, tuple((k, difference_order(v)) for k, v in self.differences))
 

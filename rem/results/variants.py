@@ -12,8 +12,13 @@ import math
 
 import pandas as pd
 
+from rem.config import TRIAL_SECTIONS
+from rem.data.registry import table_settings
+from rem.data.registry import table_name
 from rem.models import has_routing, list_models
-from rem.results.arms import DEFAULT_ITERATIONS, REM_LAMBDA0, Arm, arm_differences
+from rem.results import grid
+from rem.results.arms import DEFAULT_ITERATIONS, REM_LAMBDA0, Arm, arm_differences, method_of
+from rem.results.table import trial_rows
 
 
 def routed(model: str) -> bool:
@@ -22,10 +27,8 @@ def routed(model: str) -> bool:
 
 
 def dataset_label(row: dict) -> str:
-    """The table a trial belongs to: its dataset, plus smallNORB's viewpoint protocol when not the standard one."""
-    dataset = str(row.get("data.dataset"))
-    split = str(row.get("data.norb_split", "standard"))
-    return f"{dataset} ({split})" if dataset == "smallnorb" and split not in ("standard", "nan", "None") else dataset
+    """The table a trial belongs to, as its dataset's family names it (e.g. smallNORB adds a viewpoint protocol)."""
+    return table_name(row)
 
 
 def variant_of(row) -> str:
@@ -44,26 +47,28 @@ def number(row, key: str, default: float) -> float:
 
 def arm_of(row, differences: tuple = ()) -> Arm:
     """The arm of a results-table row (a trial's last row: only it carries the final evaluation's columns). Only the
-    fields its method reads are set, so a value a method ignores never splits its trials into two arms."""
+    fields its method names its arms by (`PruningMethod.arm_fields`) are set, so a value a method ignores never splits
+    its trials into two arms."""
     method = str(row.get("prune.method", "none"))
     method = "none" if method in ("nan", "None") else method
     control_of = str(row.get("prune.target_from")) if present(row.get("prune.target_from")) else ""
     decoder = row.get("model.decoder", False)
-    common = {"method": method, "control_of": control_of, "differences": differences,
-              "iterations": int(number(row, "model.routing_iterations", DEFAULT_ITERATIONS)),
-              "decoder": present(decoder) and str(decoder).lower() in ("true", "1", "1.0")}
-    if method == "none":
-        quantized = row.get("final/quantized", row.get("eval.quantized_forward", 0.0))
-        # no couplings to quantize: +Q means nothing for a CNN
-        return Arm(**common, quantized=routed(str(row.get("model.name"))) and present(quantized) and bool(quantized))
-    if method == "capsules":
-        return Arm(**common, capsule_fraction=number(row, "prune.capsule_fraction", 0.0))
-    if method != "rem" and not control_of:
-        return Arm(**common, target=number(row, "prune.target_sparsity", 0.0))
+    quantized = row.get("final/quantized", row.get("eval.quantized_forward", 0.0))
     tensors = row.get("prune.threshold_tensors", "[]")
-    return Arm(**common, lambda_ratio=number(row, "prune.lambda0", REM_LAMBDA0) / REM_LAMBDA0,
-               tensors=tuple(json.loads(tensors)) if isinstance(tensors, str) else (),  # the table keeps lists as JSON
-               shrinkage_only=method == "rem" and str(row.get("prune.threshold_search", "sorted")) == "none")
+    fields = {
+        # no couplings to quantize: +Q means nothing for a CNN
+        "quantized": routed(str(row.get("model.name"))) and present(quantized) and bool(quantized),
+        "target": number(row, "prune.target_sparsity", 0.0),
+        "capsule_fraction": number(row, "prune.capsule_fraction", 0.0),
+        "lambda_ratio": number(row, "prune.lambda0", REM_LAMBDA0) / REM_LAMBDA0,
+        "tensors": tuple(json.loads(tensors)) if isinstance(tensors, str) else (),  # the table keeps lists as JSON
+        "shrinkage_only": str(row.get("prune.threshold_search", "sorted")) == "none",
+    }
+    named_by = method_of(method).arm_fields_of(bool(control_of))
+    return Arm(method=method, control_of=control_of, differences=differences,
+               iterations=int(number(row, "model.routing_iterations", DEFAULT_ITERATIONS)),
+               decoder=present(decoder) and str(decoder).lower() in ("true", "1", "1.0"),
+               **{name: fields[name] for name in named_by})
 
 
 def arm_ranks(arms) -> dict[Arm, int]:
@@ -92,3 +97,32 @@ def label_trials(results: pd.DataFrame) -> pd.DataFrame:
     results["variant"] = results["trial_key"].map({key: arm.label for key, arm in arms.items()})
     results["arm_rank"] = results["trial_key"].map({key: ranks[arm] for key, arm in arms.items()}).astype(int)
     return results
+
+
+def grid_arms(cfg, points: list[dict]) -> dict[str, Arm]:
+    """Each grid point's arm (trial_key -> Arm) before any trial runs, as the report will label its trial: read from
+    the config the point resolves to, as the results table will hold it."""
+    rows = [trial_rows({"trial_key": grid.trial_key(point)}, resolved,
+                       pd.DataFrame([{"epoch": 1, "final/quantized": float(resolved.eval.final_quantized)}]))
+            for point in points for resolved in [cfg.with_overrides(point, "sweep.grid")]]
+    labelled = label_trials(pd.concat(rows, ignore_index=True))
+    return dict(zip(labelled["trial_key"], labelled["arm"]))
+
+
+def arm_run_names(cfg, points: list[dict]) -> dict[str, dict[str, str]]:
+    """trial_key -> {"run_name": the trial's run name by its arm, "arm": the arm's label}, e.g.
+    `capsnet·fashion-mnist·+REM·s42`, `capsnet·fashion-mnist·+Q · lr=0.0001·s43`: what MLflow lists and groups by,
+    the report's label in its middle. An axis outside the trial's sections (`sweep.log_model`) follows the label: it
+    sets trials apart, not arms."""
+    arms = grid_arms(cfg, points)
+    names = {}
+    for point in points:
+        resolved = cfg.with_overrides(point, "sweep.grid")
+        table = dataset_label({"data.dataset": resolved.data.dataset, **{
+            key: getattr(resolved.data, key.partition(".")[2]) for key in table_settings()}})
+        extra = [f"{k.rsplit('.', 1)[-1]}={grid.value_text(point[k])}" for k in sorted(point)
+                 if k.partition(".")[0] not in TRIAL_SECTIONS]
+        label = arms[grid.trial_key(point)].label
+        names[grid.trial_key(point)] = {"arm": label, "run_name": "·".join(
+            [resolved.model.name, table, label, *extra, f"s{resolved.train.seed}"])}
+    return names

@@ -26,6 +26,7 @@ if TYPE_CHECKING:  # MLflow is imported where a run is written, so `rem` imports
 SWEEP_TAG = "rem.sweep_id"
 TRIAL_TAG = "rem.trial_key"
 FAILURE_TAG = "rem.failure"
+ARM_TAG = "rem.arm"  # the arm's label (rem.results.arms), as the report shows it: MLflow groups runs by it
 ROLE_TAG = "rem.role"  # "sweep" for the parent, "trial" for a child: the sweep id alone matches both
 PARENT_TAG = "mlflow.parentRunId"
 AXIS_PREFIX = "axis."  # a trial's grid point as params of their own (axis.<key>), beside its full config

@@ -6,6 +6,9 @@ epoch granularity: each epoch's permutation and augmentation come from a generat
 
 Each epoch: `train_one_epoch`, the pruner's end of epoch, `evaluate_epoch`, `end_trial` (the last epoch's final
 evaluation) and `record_epoch` (history and checkpoint); `rem.training.run.TrainingRun` holds what they share.
+
+What else measures the final model (the mechanism curve, robustness: `rem.analysis.at_trial_end.AT_TRIAL_END`) is
+the caller's to pass (`at_end`): training knows how to end a trial, not what the analyses above it measure.
 """
 
 from __future__ import annotations
@@ -21,14 +24,13 @@ from typing import Callable
 import numpy as np
 import torch
 
-from rem.analysis.robustness.evaluation import trial_robustness
-from rem.analysis.sparsity_curve import trial_curve
 from rem.config import Config
 from rem.data import prepare_data
 from rem.device import (HOST, autocast, configure_determinism, prepare_backend, resolve_device, resolve_precision,
                         splits_to, to_device)
+from rem.evaluate import count_correct, predict
 from rem.losses import batch_losses, classification_loss, reconstruction_loss
-from rem.models import count_parameters, has_routing
+from rem.models import count_parameters
 from rem.models.counts import count_flops
 from rem.training.checkpoint import (carry_first_epoch, load_checkpoint, restore_run, run_state, save_checkpoint,
                                      save_first_epoch, save_history, save_parse_trees, trial_checkpoint_dir)
@@ -89,8 +91,10 @@ def train_step(run: TrainingRun, idx: torch.Tensor, draws: dict | None, sums: St
         out = run.forward(x, labels if cfg.model.decoder else None)
     loss = classification_loss(out, labels, **run.loss_kwargs)  # cross-entropy for a CNN baseline
     if out.reconstruction is not None:
-        loss = loss + cfg.model.recon_weight * reconstruction_loss(out.reconstruction, unit)
-    sums.add(step, loss, len(idx), (out.lengths.detach().argmax(1) == labels).sum())
+        own = split.reconstruction_targets(idx)  # MultiMNIST: each digit alone, reconstructed from its own capsule
+        target = unit if own is None else run.transform.to_unit(own)
+        loss = loss + cfg.model.recon_weight * reconstruction_loss(out.reconstruction, target)
+    sums.add(step, loss, len(idx), count_correct(predict(out.lengths.detach(), labels), labels))
     run.optimizer.zero_grad(set_to_none=True)
     loss.backward()
     run.pruner.before_optimizer_step(run.model, epoch)  # LOBSTER shrinkage (REM), masked gradients
@@ -106,6 +110,7 @@ def train_one_epoch(run: TrainingRun, epoch: int) -> EpochTraining:
     """One pass over the epoch's permutation of the training split (at most `max_steps_per_epoch` steps)."""
     cfg, batch_size, start = run.cfg, run.cfg.train.batch_size, time.perf_counter()
     run.loss_kwargs.update(cfg.train.margin(epoch))
+    run.splits.train.for_epoch(cfg.train.seed, epoch)  # MultiMNIST draws this epoch's pairs; other splits: nothing
     # The host's generator draws the order and the augmentation on every device: the same batches anywhere.
     gen = torch.Generator(device=HOST).manual_seed(cfg.train.seed * 1_000_003 + epoch)
     images = len(run.splits.train)
@@ -152,25 +157,30 @@ def evaluate_epoch(run: TrainingRun, epoch: int, metrics: dict) -> tuple[int, li
     return stale, final_keys
 
 
-def end_trial(run: TrainingRun, epoch: int, metrics: dict, final_keys: list, checkpoint_dir: Path) -> None:
-    """The last epoch's final evaluation (with the mechanism curve and robustness the config asks for) into
-    `metrics`, its parse-tree dictionary beside the checkpoint."""
+@dataclass(frozen=True)
+class FinalMeasurement:
+    """A measurement of a trial's final model, run after its final evaluation when `wanted(cfg)`; its metrics join
+    the last epoch's, with the seconds it took as `time_key`."""
+
+    phase: str  # its name in the progress line
+    wanted: Callable[[Config], bool]
+    measure: Callable[[TrainingRun, dict], dict]  # (the run, the final metrics so far) -> more metrics
+    time_key: str
+
+
+def end_trial(run: TrainingRun, epoch: int, metrics: dict, final_keys: list, checkpoint_dir: Path,
+              at_end: tuple[FinalMeasurement, ...] = ()) -> None:
+    """The last epoch's final evaluation (and each of `at_end` the config asks for) into `metrics`, its parse-tree
+    dictionary beside the checkpoint."""
     metrics["stopped_early"] = float(epoch + 1 < run.cfg.train.epochs)
     run.progress.phase("final evaluation")
     metrics.update(run.final_evaluation(metrics, final_keys))
-    # The curve is about routing (entropy, parse trees): none for a CNN baseline, whose method "none" is still in the
-    # default curve_methods, so it is skipped there rather than refused.
-    curve = run.cfg.eval.sparsity_curve and run.cfg.prune.method in run.cfg.eval.curve_methods
-    if curve and has_routing(run.cfg.model.name):
-        start = time.perf_counter()
-        run.progress.phase("mechanism curve")
-        metrics.update(trial_curve(run, metrics))
-        metrics["time/curve_s"] = time.perf_counter() - start
-    if run.cfg.eval.robustness:  # CNN baselines too: they are what capsules' robustness is compared against
-        start = time.perf_counter()
-        run.progress.phase("robustness")
-        metrics.update(trial_robustness(run, metrics))
-        metrics["time/robustness_s"] = time.perf_counter() - start
+    for measurement in at_end:
+        if measurement.wanted(run.cfg):
+            start = time.perf_counter()
+            run.progress.phase(measurement.phase)
+            metrics.update(measurement.measure(run, metrics))
+            metrics[measurement.time_key] = time.perf_counter() - start
     if final_keys:
         save_parse_trees(checkpoint_dir, *final_keys)
 
@@ -190,7 +200,8 @@ def record_epoch(run: TrainingRun, epoch: int, metrics: dict, checkpoint_dir: Pa
              metrics.get("entropy/mean", float("nan")), metrics["time/epoch_s"])
 
 
-def run_epoch(run: TrainingRun, epoch: int, checkpoint_dir: Path, on_epoch: EpochCallback | None) -> bool:
+def run_epoch(run: TrainingRun, epoch: int, checkpoint_dir: Path, on_epoch: EpochCallback | None,
+              at_end: tuple[FinalMeasurement, ...] = ()) -> bool:
     """One epoch: its steps, the pruner's end of epoch, its evaluation (and the final one when it ends the trial),
     its record and checkpoint, then `on_epoch`. Returns whether the trial stops after it."""
     cfg, epoch_start = run.cfg, time.perf_counter()
@@ -211,7 +222,7 @@ def run_epoch(run: TrainingRun, epoch: int, checkpoint_dir: Path, on_epoch: Epoc
     })
     stopping = final_keys is not None
     if stopping:
-        end_trial(run, epoch, metrics, final_keys, checkpoint_dir)
+        end_trial(run, epoch, metrics, final_keys, checkpoint_dir, at_end)
     run.progress.phase("checkpoint")
     record_epoch(run, epoch, metrics, checkpoint_dir, stopping)
     if on_epoch is not None:
@@ -229,6 +240,7 @@ def train(
     resume_from: Path | None = None,
     on_epoch: EpochCallback | None = None,
     label: str | None = None,
+    at_end: tuple[FinalMeasurement, ...] = (),
 ) -> dict:
     """Train one configuration; returns the last epoch's metrics.
 
@@ -237,6 +249,8 @@ def train(
     `on_epoch(metrics, checkpoint_dir, history)` is called after each epoch's checkpoint is on disk (Ray Tune
     reports from there); `history` is the run's own list (read it, do not change it). While it trains, a progress
     line (`rem.training.progress`, named by `label`) reaches the log at least every `train.progress_every_s`.
+    `at_end`: what measures the final model besides its evaluation (`rem.analysis.at_trial_end.AT_TRIAL_END`: the
+    mechanism curve and robustness, each when the config asks for it).
     """
     checkpoint_dir = trial_checkpoint_dir(workdir)
     label = label or f"{cfg.model.name}·{cfg.data.dataset}·{cfg.prune.method}·s{cfg.train.seed}"
@@ -254,6 +268,6 @@ def train(
         else:
             prune_at_start(run)
         for epoch in range(run.start_epoch, cfg.train.epochs):
-            if run_epoch(run, epoch, checkpoint_dir, on_epoch):
+            if run_epoch(run, epoch, checkpoint_dir, on_epoch, tuple(at_end)):
                 break
     return run.history[-1] if run.history else {}

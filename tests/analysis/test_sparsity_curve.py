@@ -7,6 +7,7 @@ import pandas as pd
 import pytest
 import torch
 
+from rem.analysis.at_trial_end import AT_TRIAL_END
 from rem.analysis.sources import load_source
 from rem.analysis.sparsity_curve import curve_for_package
 from rem.cli import main as rem_cli
@@ -25,7 +26,7 @@ def trained(fashion_raw, tmp_path_factory):
     work = tmp_path_factory.mktemp("curve-trial")
     cfg = tiny_cfg(fashion_raw, epochs=2).with_overrides(
         {"data.dataset": "fashion-mnist", "eval.sparsity_curve": True, "eval.curve_sparsities": list(SPARSITIES)})
-    metrics = train(cfg, workdir=work)
+    metrics = train(cfg, workdir=work, at_end=AT_TRIAL_END)
     return metrics, trial_checkpoint_dir(work)
 
 

@@ -3,6 +3,8 @@ layer's with 6, and neither in the plain forward."""
 
 from __future__ import annotations
 
+import dataclasses
+
 import torch
 
 from rem.config import from_dict
@@ -21,8 +23,9 @@ def test_gamma_capsnet_plus_q_quantizes_the_fc_layer_with_11_and_the_class_layer
         seen.append(quantize_levels)
         return real(*args, quantize_levels=quantize_levels, **kwargs)
 
-    monkeypatch.setattr(module, "scaled_distance_routing", recording)
+    monkeypatch.setattr(module, "scaled_distance_routing", recording)  # the FC capsule layer's
     model = create_model("gamma_capsnet", in_shape=MNIST_SHAPE, num_classes=10, conv_channels=16, primary_types=4).eval()
+    model.routing = dataclasses.replace(model.routing, route=recording)  # the class layer's, from model.routing
     x = torch.rand(2, *MNIST_SHAPE)
     model(x, quantize_levels=cfg.eval.levels_for("gamma_capsnet"))
     model(x)

@@ -14,12 +14,14 @@ import pytest
 import torch
 from matplotlib.image import imread
 
-from pipeline.report import build_reports, locate_checkpoints
+from pipeline.report import locate_checkpoints
+from rem.analysis.at_trial_end import AT_TRIAL_END
 from rem.config import load
 from rem.report.figures.build import build_figures
 from rem.report.figures.internals import load_trial, snapshot
 from rem.report.figures.saliency import saliency
 from rem.report.page import linked_files
+from rem.report.stage import build_reports
 from rem.training.checkpoint import CHECKPOINT_FILE, FIRST_EPOCH_FILE, HISTORY_FILE, trial_checkpoint_dir
 from rem.training.loop import train
 from tests.conftest import REPO, SYNTHETIC, synthetic_data
@@ -47,7 +49,7 @@ def tiny_sweep(synthetic_raw, tmp_path_factory):
             {"prune.method": method, "data.train_subset": 96, "data.val_subset": 48, "data.test_subset": 96,
              "eval.sparsity_curve": True, "eval.curve_images": 48, "eval.curve_sparsities": [0.0, 0.5, 0.9]})
         key = f"prune.method={method}"
-        train(cfg, workdir=root / key)
+        train(cfg, workdir=root / key, at_end=AT_TRIAL_END)
         checkpoints[key] = trial_checkpoint_dir(root / key)
         history = json.loads((checkpoints[key] / HISTORY_FILE).read_text())
         frames.append(pd.DataFrame([{**cfg.flat(), **m, "sweep_id": SWEEP, "trial_key": key, "status": "FINISHED"}
@@ -131,7 +133,7 @@ def test_report_stage_finds_checkpoints_in_ray_storage_and_links_only_existing_f
     assert notes == [] and sorted(found) == sorted(checkpoints)
     assert all(p.name == "checkpoint_000001" for p in found.values())
     out = tmp_path / "reports"
-    written = build_reports(results, out, cfg, REPO)
+    written = build_reports(results, out, cfg, REPO, found, notes)
     page = (out / "index.html").read_text()
     links = linked_files(page)
     assert len([x for x in links if x.endswith(".png")]) == 11 and any(x.endswith(".tex") for x in links)

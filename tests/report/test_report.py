@@ -8,7 +8,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from pipeline.report import build_reports
+from rem.report.stage import build_reports
 from rem.config import ConfigError, load
 from rem.report import protocol, tables
 from rem.report.page import linked_files

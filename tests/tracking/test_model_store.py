@@ -10,7 +10,7 @@ import torch
 from rem.io import UnsafeFileError, load_plain
 from rem.parse_trees import key_counts
 from rem.results.pareto import front, non_dominated
-from rem.routing_health import RoutingHealth
+from rem.routing.health import RoutingHealth
 from rem.tracking.model_store import load_model, model_from_package
 from rem.tracking.trial_log import best_metrics, final_artifacts, run_name
 from rem.training.checkpoint import CHECKPOINT_FILE, load_checkpoint, trial_checkpoint_dir

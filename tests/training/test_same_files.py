@@ -36,6 +36,7 @@ CHANGED_SINCE = {
     "compute/bf16": "issue 33: every epoch records what train.precision resolved to",
     "progress_every_s": "issue 33: time-based progress lines replaced log_every_steps",
     "log_every_steps": "issue 33: replaced by progress_every_s",
+    "routing": "model.routing (rem.routing's registry): every trial's config records it, '' = the architecture's own",
 }
 ARMS = {
     "none": {}, "rem": {"prune.method": "rem"},

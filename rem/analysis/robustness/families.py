@@ -1,5 +1,5 @@
 """The transformation families of the robustness evaluation, their default strengths and the strengths each
-accepts. Plain data and one check, so the config validates `eval.robust_families` without importing torch.
+accepts. Plain data and one check, free of torch (the default strengths are the config's: `rem.config.sections`).
 
     rotation     degrees, counter-clockwise about the image centre          default -60 ... 60 in 15 degree steps
     scale        zoom factor about the centre (both axes)                   default 0.7 ... 1.3
@@ -17,13 +17,7 @@ from __future__ import annotations
 
 import math
 
-DEFAULT_FAMILIES: dict[str, list[float]] = {
-    "rotation": [-60.0, -45.0, -30.0, -15.0, 0.0, 15.0, 30.0, 45.0, 60.0],
-    "scale": [0.7, 0.8, 0.9, 1.0, 1.1, 1.2, 1.3],
-    "shear": [-0.3, -0.2, -0.1, 0.0, 0.1, 0.2, 0.3],
-    "translation": [-6.0, -4.0, -2.0, 0.0, 2.0, 4.0, 6.0],
-    "affnist": [1.0],
-}
+from rem.config.sections import DEFAULT_FAMILIES  # the config owns the defaults (it imports no other package)
 
 # family -> (lowest, highest, whether the bounds themselves are allowed, unit for messages)
 RANGES: dict[str, tuple[float, float, bool, str]] = {

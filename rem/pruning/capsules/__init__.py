@@ -19,10 +19,11 @@ useful each type is, and what a model costs; `pruner`: `CapsulePruner`, the sche
 
 from rem.pruning.capsules.criteria import (capsule_report, coupling_mass_scores, flops_per_image, sensitivity_add_,
                                            weight_norm_scores)
-from rem.pruning.capsules.layout import (CapsuleLayout, Entry, build_args_from_weights, capsule_layout, mask_capsules,
+from rem.models.roles import CapsuleLayout, Entry
+from rem.pruning.capsules.layout import (build_args_from_weights, capsule_layout, mask_capsules,
                                    prune_capsules, retarget_optimizer, type_slices)
 from rem.pruning.capsules.pruner import CapsulePruner, largest_harmless_removal, types_to_remove
-from rem.pruning.config import CRITERIA, RULES  # validated with the rest of the prune section
+from rem.config.prune import CRITERIA, RULES  # validated with the rest of the prune section
 
 __all__ = [
     "CRITERIA", "RULES", "CapsuleLayout", "CapsulePruner", "Entry", "build_args_from_weights", "capsule_layout",

@@ -1,101 +1,37 @@
-"""Which tensors each primary-capsule type owns (`capsule_layout`), and a model rebuilt without some types.
-
-Families:
-- CapsNet, gamma-CapsNet (Sabour stem): type t = primary-conv output channels [t*dim, (t+1)*dim) and vote rows
-  i with i % types == t (capsules are ordered position-major). conv1 feeds every type, so removing types does not
-  free any of its channels.
-- Efficient-CapsNet: the primary capsules come from a depthwise conv, channel c only from the stem's last conv's
-  channel c, so a type also takes those stem channels (conv filters, bias, norm affine and running statistics) --
-  exact, as the depthwise conv never mixes channels -- plus its vote rows and its rows of the prior B.
-- DeepCaps is not supported: its class layer reads the capsules of two cells (the last and its skip), and each
-  cell's types are routed from the previous cell's by 3-D conv routing, so a type's removal reaches through every
-  cell; `capsule_layout` says so.
+"""A model rebuilt (or masked) without some of its primary-capsule types. Which tensors each type owns is the model's
+declaration (`capsule_layout()`, a `rem.models.roles.CapsuleLayout`; see CapsNet, γ-CapsNet and Efficient-CapsNet);
+DeepCaps declares why it has none: its class layer reads the capsules of two cells, and each cell's types are routed
+from the previous cell's by 3-D conv routing, so a type's removal reaches through every cell.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Callable, Iterable
 
 import torch
 from torch import nn
 
 from rem.device import HOST
-from rem.models.capsnet import CapsNet
-from rem.models.efficient_capsnet import EfficientCapsNet
-from rem.models.gamma_capsnet import GammaCapsNet
-
-# A tensor's relation to the types: "channel" = dim 0 holds types*dim channels, type-major; "row" = dim 0 holds
-# positions*types capsules, position-major. role: "filter" / "vote" (scored), "other" (sliced only).
-Entry = tuple[str, str, str]  # (state_dict name, kind, role)
-
-
-@dataclass
-class CapsuleLayout:
-    family: str
-    types_arg: str  # the build argument that holds the type count
-    types: int
-    dim: int
-    entries: list[Entry]
-    votes: str  # the CapsuleVotes module whose inputs are the primary capsules
-
-    def index(self, kind: str, keep: torch.Tensor, size: int) -> torch.Tensor:
-        """Indices along dim 0 of a tensor of `kind` (dim-0 length `size`) that the kept types own, in order."""
-        if kind == "channel":
-            per = size // self.types
-            return (keep[:, None] * per + torch.arange(per, device=keep.device)[None, :]).flatten()
-        positions = size // self.types
-        return (torch.arange(positions, device=keep.device)[:, None] * self.types + keep[None, :]).flatten()
-
-    def per_type(self, kind: str, values: torch.Tensor) -> torch.Tensor:
-        """Sum of `values` (shaped like the tensor) over each type's part -> (types,)."""
-        if kind == "channel":
-            return values.reshape(self.types, -1).sum(1)
-        return values.reshape(-1, self.types, values[0].numel()).sum((0, 2))
+from rem.models.registry import MODELS
+from rem.models.roles import CapsuleLayout
 
 
 def capsule_layout(model: nn.Module) -> CapsuleLayout:
     """Which tensors each primary-capsule type owns in `model`; a clear error for families without one."""
-    if getattr(getattr(model, "votes", None), "shared_over_grid", False):
-        raise ValueError("capsule pruning needs one vote matrix per primary capsule, and this model shares each "
-                         "type's matrices across the grid (model.options.shared_votes): set it to false")
-    if isinstance(model, (CapsNet, GammaCapsNet)):
-        votes = "votes" if isinstance(model, CapsNet) else "fc_votes"
-        p = model.primary
-        return CapsuleLayout("sabour", "primary_types", p.types, p.dim, [
-            ("primary.conv.weight", "channel", "filter"), ("primary.conv.bias", "channel", "other"),
-            (f"{votes}.weight", "row", "vote")], votes)
-    if isinstance(model, EfficientCapsNet):
-        convs = [i for i, m in enumerate(model.stem) if isinstance(m, nn.Conv2d)]
-        last = convs[-1]
-        norm = last + 2  # conv, activation, norm (see EfficientCapsNet's stem)
-        entries = [(f"stem.{last}.weight", "channel", "other"), (f"stem.{last}.bias", "channel", "other")]
-        entries += [(f"stem.{norm}.{n}", "channel", "other") for n, _ in model.stem[norm].named_parameters()]
-        entries += [(f"stem.{norm}.{n}", "channel", "other") for n, b in model.stem[norm].named_buffers()
-                    if b.dim() > 0]
-        entries += [("primary.weight", "channel", "filter"), ("primary.bias", "channel", "other"),
-                    ("votes.weight", "row", "vote")]
-        if model.prior is not None:
-            entries.append(("prior", "row", "other"))
-        return CapsuleLayout("efficient", "primary_caps", model.primary_caps, model.primary_dim, entries, "votes")
-    raise ValueError(f"capsule pruning supports capsnet, gamma_capsnet and efficient_capsnet, not "
-                     f"{type(model).__name__}: DeepCaps routes each cell's types from the previous cell's, so a "
-                     f"type cannot be removed from one layer alone")
-
-
-# The type count of a saved model, read from its weights: (state_dict name of the capsule-making conv's bias,
-# its vote matrix (I, J, D_out, D_in), the build argument).
-_SAVED_TYPES = (("primary.conv.bias", "votes.weight", "primary_types"),
-                ("primary.conv.bias", "fc_votes.weight", "primary_types"),
-                ("primary.bias", "votes.weight", "primary_caps"))
+    declared = getattr(model, "capsule_layout", None)
+    if declared is None:
+        raise ValueError(f"capsule pruning needs a model that declares its primary-capsule types "
+                         f"(capsule_layout()); {type(model).__name__} does not")
+    return declared()
 
 
 def build_args_from_weights(weights: dict[str, torch.Tensor]) -> dict[str, int]:
     """The capsule-count build argument of a saved state_dict ({} for families capsule pruning does not touch):
-    a checkpoint written at any size -- the first epoch's or a later, smaller one -- rebuilds at that size."""
-    for bias, votes, arg in _SAVED_TYPES:
-        if bias in weights and votes in weights:
-            return {arg: weights[bias].numel() // weights[votes].shape[-1]}
+    a checkpoint written at any size -- the first epoch's or a later, smaller one -- rebuilds at that size. Each
+    family declares where its type count is read (`TensorRoles.capsule_types`)."""
+    for _, entry in MODELS.items():
+        if found := entry.roles.types_in(weights):
+            return found
     return {}
 
 

@@ -12,6 +12,11 @@ class CapsuleTypes(PruningMethod):
     name = "capsules"
     routing_needed_because = "capsule pruning removes capsule types"
     rebuilds_model = True
+    arm_fields = ("capsule_fraction",)
+
+    @classmethod
+    def arm_name(cls, arm) -> str:
+        return f"+CAPS {100 * arm.capsule_fraction:g}%"  # structured: the fraction of primary-capsule types removed
 
     @classmethod
     def check(cls, cfg) -> None:

@@ -1,32 +1,32 @@
 """The registry of pruning methods: `prune.method` names one, and everything that depends on the method asks it.
 
-A method is a `PruningMethod` subclass in its own file, registered with `@register_method`. The built-in ones are
-listed here by module (imported the first time a method is looked up, so importing the config stays light); a
-method outside this package -- a user's, a test's -- is registered by importing its module, which a trial's worker
-process does for every module named in the environment variable REM_PLUGINS (comma-separated), before it looks a
-method up.
+A method is a `PruningMethod` subclass in its own file, registered with `@register_method` in `METHODS` (a
+`rem.registry.Registry`: the built-in ones listed by module and imported on first lookup; one of your own registered
+by a module named in REM_PLUGINS, which every process, a trial's worker included, imports before giving up on a name).
 """
 
 from __future__ import annotations
 
-import importlib
-import os
 from typing import TYPE_CHECKING, ClassVar
+
+from rem.registry import Registry
 
 if TYPE_CHECKING:
     from torch import nn
 
-    from rem.pruning.config import PruneConfig
+    from rem.config.prune import PruneConfig
 
-BUILT_IN = {  # name -> the module that registers it
+METHODS: Registry[type["PruningMethod"]] = Registry("pruning method", "prune.method", built_in={
     "none": "rem.pruning.methods.unpruned",
     "rem": "rem.pruning.methods.rem",
     "imp": "rem.pruning.methods.imp",
     "snip": "rem.pruning.methods.snip",
     "capsules": "rem.pruning.capsules.method",
-}
-PLUGINS = "REM_PLUGINS"
-_REGISTERED: dict[str, type["PruningMethod"]] = {}
+})
+BUILT_IN = METHODS.built_in  # name -> the module that registers it
+
+
+UNPRUNED_RANK, QUANTIZED_RANK, REM_RANK, OTHER_RANK = range(4)  # the order of arms: plain, +Q, +REM, the rest
 
 
 class PruningMethod:
@@ -39,6 +39,9 @@ class PruningMethod:
     controls: ClassVar[bool] = False  # can be a matched control (prune.target_from) at a fixed target
     reports_magnitudes: ClassVar[bool] = False  # weights shrunk or pruned: the epoch reports their magnitudes
     rebuilds_model: ClassVar[bool] = False  # True: the method's own pruner (`make_pruner`) instead of the masks
+    # How the results name its arms (`rem.results.arms.Arm`): the Arm fields that set them apart (by default the
+    # target sparsity: "+IMP 50%")
+    arm_fields: ClassVar[tuple[str, ...]] = ("target",)
 
     def __init__(self, cfg: "PruneConfig"):
         self.cfg = cfg
@@ -49,6 +52,24 @@ class PruningMethod:
         if cfg.target_from is not None and not cls.controls:
             raise ValueError(f"PruneConfig.target_from={cfg.target_from!r} needs a method that prunes to a target "
                              f"(imp or snip); got method={cls.name!r}")
+
+    @classmethod
+    def arm_fields_of(cls, control: bool) -> tuple[str, ...]:
+        # a matched control is named by the REM arm it matches (its λ, its tensors); its target derives from it
+        return ("lambda_ratio", "tensors") if control else cls.arm_fields
+
+    @classmethod
+    def arm_name(cls, arm) -> str:
+        """The paper's name of one of its arms: "+IMP 50%", a matched control "+IMP@REM W only"."""
+        if arm.control_of:
+            return f"+{cls.name.upper()}@{arm.control_of.upper()}{arm.rem_text()}"
+        return f"+{cls.name.upper()}" + ("" if arm.target is None else f" {100 * arm.target:g}%")
+
+    @classmethod
+    def arm_rank(cls, arm) -> int:
+        """Where its arms come in every table: UNPRUNED_RANK, QUANTIZED_RANK, REM_RANK (thresholded by REM), or
+        OTHER_RANK (every other method, by name)."""
+        return OTHER_RANK
 
     @classmethod
     def check_epochs(cls, cfg: "PruneConfig", epochs: int) -> str | None:
@@ -96,27 +117,13 @@ def register_method(cls: type[PruningMethod]) -> type[PruningMethod]:
     """Class decorator: make `cls` the method `cls.name`."""
     if not cls.name:
         raise ValueError(f"{cls.__qualname__}: a pruning method needs a name")
-    _REGISTERED[cls.name] = cls
-    return cls
-
-
-def load_plugins() -> None:
-    for module in filter(None, (m.strip() for m in os.environ.get(PLUGINS, "").split(","))):
-        importlib.import_module(module)
+    return METHODS.register(cls.name, cls)
 
 
 def method_names() -> list[str]:
     """Every method `prune.method` may name: the built-in ones, then those registered since."""
-    return [*BUILT_IN, *(n for n in _REGISTERED if n not in BUILT_IN)]
+    return METHODS.names()
 
 
 def get_method(name: str) -> type[PruningMethod]:
-    if name not in _REGISTERED:
-        if name in BUILT_IN:
-            importlib.import_module(BUILT_IN[name])
-        else:
-            load_plugins()
-    if name not in _REGISTERED:
-        raise ValueError(f"prune.method={name!r} is not one of {method_names()} (a method of your own: register it "
-                         f"with @register_method in a module named in {PLUGINS})")
-    return _REGISTERED[name]
+    return METHODS.get(name)

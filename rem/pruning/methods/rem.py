@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from rem.pruning.lobster import lobster_shrink_
-from rem.pruning.methods.registry import PruningMethod, register_method
+from rem.pruning.methods.registry import OTHER_RANK, REM_RANK, PruningMethod, register_method
 from rem.pruning.search import threshold_search
 
 
@@ -12,6 +12,16 @@ class Rem(PruningMethod):
     name = "rem"
     routing_needed_because = "REM's threshold search minimizes routing entropy"
     reports_magnitudes = True
+    arm_fields = ("lambda_ratio", "tensors", "shrinkage_only")
+
+    @classmethod
+    def arm_name(cls, arm) -> str:
+        """"+REM", "+REM λ×100", "+REM W only"; with `threshold_search: none`, LOBSTER's shrinkage alone."""
+        return f"LOBSTER{arm.rem_text()} (no threshold)" if arm.shrinkage_only else f"+REM{arm.rem_text()}"
+
+    @classmethod
+    def arm_rank(cls, arm) -> int:
+        return OTHER_RANK if arm.shrinkage_only else REM_RANK
 
     @property
     def searches_threshold(self) -> bool:

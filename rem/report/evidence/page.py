@@ -4,32 +4,56 @@ from __future__ import annotations
 
 import pandas as pd
 
+from rem.report.assemble import assemble_page, markdown_body, markdown_files
 from rem.report.evidence.curve import curve_tables
 from rem.report.evidence.tables import (cost_table, epoch_table, final_spreads, final_table, first_epoch_table,
                                         verdict_tables)
-from rem.report.render import to_markdown
+from rem.report.registry import EVIDENCE_PAGE, Context, report_table
+from rem.report.render import Table
 from rem.results.frames import finished_trials
 
-# Per architecture: its curves over epochs (from the Parquet), then the report stage's coupling histograms
-# (first vs last epoch, +Q vs +REM; drawn from checkpoints, so copied, not regenerated).
-FIGURES = ("epochs_{model}.png", "curve_{model}.png", "couplings_{model}.png")
+
+@report_table("abstract-claims", "The abstract's claims against this run", pages={EVIDENCE_PAGE: 10},
+              file="claims")
+def abstract_claims(frame: pd.DataFrame, context: Context) -> list[Table]:
+    """The abstract's verdicts (from the same numbers as the final table), then each model's curve onsets."""
+    onsets = [tables[0] for tables in context.once(curve_tables).values()]
+    return verdict_tables(context.once(final_spreads)) + onsets
+
+
+@report_table("final", "Final evaluation, per architecture and variant", pages={EVIDENCE_PAGE: 20})
+def final_section(frame: pd.DataFrame, context: Context) -> Table:
+    return final_table(context.results, context.once(final_spreads))
+
+
+@report_table("first-epoch", "First epoch of REM's recipe", pages={EVIDENCE_PAGE: 30}, file="first_epoch")
+def first_epoch_section(frame: pd.DataFrame, context: Context) -> Table:
+    return first_epoch_table(context.results)
+
+
+@report_table("epochs", "Every epoch", pages={EVIDENCE_PAGE: 40}, per="model.name", file="epochs_{group}",
+              figures=("epochs_{group}.png",))
+def epochs_section(frame: pd.DataFrame, context: Context, model: str) -> Table:
+    return epoch_table(context.results, model)
+
+
+# The curve's figure, then the report stage's coupling histograms (first vs last epoch, +Q vs +REM; drawn from
+# checkpoints, so copied, not regenerated) close each architecture's part of the page.
+@report_table("curve", "Pruned by magnitude without retraining", pages={EVIDENCE_PAGE: 50}, per="model.name",
+              file="curve_{group}", figures=("curve_{group}.png", "couplings_{group}.png"))
+def curve_section(frame: pd.DataFrame, context: Context, model: str) -> list[Table] | None:
+    tables = context.once(curve_tables).get(f"curve_{model}")
+    return None if tables is None else tables[1:]  # the onsets open the page, with the claims
+
+
+@report_table("cost", "What it costs on this machine", pages={EVIDENCE_PAGE: 60})
+def cost_section(frame: pd.DataFrame, context: Context) -> Table:
+    return cost_table(context.results)
 
 
 def render_tables(results: pd.DataFrame) -> dict[str, str]:
     """Every evidence table as Markdown, by file name; the page embeds the same strings."""
-    done = finished_trials(results)
-    spreads = final_spreads(results)  # the final table and the verdicts read the same numbers
-    curves = curve_tables(results)
-    verdicts = verdict_tables(spreads) + [tables[0] for tables in curves.values()]  # with the curves' onsets
-    out = {"claims.md": "\n".join(to_markdown(t) for t in verdicts),
-           "final.md": to_markdown(final_table(results, spreads)),
-           "first_epoch.md": to_markdown(first_epoch_table(results)),
-           "cost.md": to_markdown(cost_table(results))}
-    for model in sorted(done["model.name"].astype(str).unique()):
-        out[f"epochs_{model}.md"] = to_markdown(epoch_table(results, model))
-    for name, tables in curves.items():
-        out[f"{name}.md"] = "\n".join(to_markdown(t) for t in tables[1:])
-    return out
+    return markdown_files(assemble_page(results, EVIDENCE_PAGE).parts)
 
 
 def run_lines(run: dict) -> list[str]:
@@ -41,7 +65,6 @@ def run_lines(run: dict) -> list[str]:
 def evidence_page(results: pd.DataFrame, run: dict, figures: list[str], notes: str = "") -> str:
     """The page as Markdown: `run` describes how the run was made, `figures` are file names under figures/, `notes`
     is the hand-written reading of the numbers (reports/evidence/notes.md), linked rather than generated."""
-    tables = render_tables(results)
     done = finished_trials(results)
     trials = done["trial_key"].nunique()
     epochs = ", ".join(f"{m} {int(e)}" for m, e in done.groupby("model.name")["epoch"].max().items())
@@ -56,12 +79,6 @@ def evidence_page(results: pd.DataFrame, run: dict, figures: list[str], notes: s
         "",
         notes.strip(),
         "",
-        tables["claims.md"],
-        tables["final.md"],
-        tables["first_epoch.md"],
+        *markdown_body(assemble_page(results, EVIDENCE_PAGE).parts, figures),
     ]
-    for model in sorted(done["model.name"].astype(str).unique()):
-        parts += [tables[f"epochs_{model}.md"], tables.get(f"curve_{model}.md")]
-        parts += [f"![{name}](figures/{name})\n" for name in (f.format(model=model) for f in FIGURES) if name in figures]
-    parts += [tables["cost.md"]]
-    return "\n".join(p for p in parts if p is not None).rstrip() + "\n"
+    return "\n".join(parts).rstrip() + "\n"

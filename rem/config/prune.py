@@ -1,19 +1,19 @@
-"""`PruneConfig`: the `prune` section of params.yaml, validated where it is built."""
+"""`PruneConfig`: the `prune` section of params.yaml (the pruning library's own config, `rem.pruning.PruneConfig`),
+validated where it is built: its choices and ranges here, the named method's own fields by the method
+(`rem.config.checks.check_prune_method`)."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from rem.pruning.methods.registry import get_method, method_names
-
-METHODS = tuple(method_names())  # the built-in ones; `method_names()` adds those registered since
+from rem.config.checks import check_prune_method
 
 SEARCHES = ("bisection", "sorted", "none")  # none: LOBSTER shrinks, nothing is thresholded (a control)
 SEARCH_PRECISIONS = ("fp32", "train")
 SCHEDULES = ("cubic", "linear")
 SCOPES = ("global", "layer")
-# Capsule pruning's options (rem.pruning.capsules reads them from here: this module is below it, so the config
-# validates them without importing the models the capsule pruner rebuilds).
+# Capsule pruning's options (rem.pruning.capsules reads them from here, so the config validates them without
+# importing the models the capsule pruner rebuilds).
 CRITERIA = ("weight_norm", "coupling_mass", "sensitivity")  # how the types are ranked (capsules.criteria)
 RULES = ("fraction", "rem")  # how many of them a pruning step removes (capsules.pruner)
 
@@ -60,7 +60,7 @@ class PruneConfig:
     # accuracy_tolerance (a fraction: 0.01 = 1 point) of the unpruned net's.
     require_accuracy: bool = True
     accuracy_tolerance: float = 0.01
-    # Threshold only the tensors REM's code thresholds (a model's `unthresholded` names stay out, e.g.
+    # Threshold only the tensors REM's code thresholds (a model's roles list as `unthresholded` stay out, e.g.
     # DeepCaps' class-capsule matrix); false: every capsule matrix and conv kernel.
     rem_tensors: bool = True
     # IMP / SNIP
@@ -92,5 +92,5 @@ class PruneConfig:
             raise ValueError(f"PruneConfig.threshold_tensors={self.threshold_tensors!r} must be a list of parameter names")
         if self.target_from not in (None, "rem"):
             raise ValueError(f"PruneConfig.target_from={self.target_from!r} must be 'rem' (or null)")
-        get_method(self.method).check(self)  # the method's own fields (an unknown method: one line naming them all)
+        check_prune_method(self)  # the method's own fields (an unknown method: one line naming them all)
         return self

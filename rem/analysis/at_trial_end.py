@@ -1,0 +1,25 @@
+"""What measures a trial's final model besides its evaluation, for the callers of `rem.training.loop.train` (the
+pipeline's trial, `rem train`): the mechanism curve and robustness, each when the config asks for it."""
+
+from __future__ import annotations
+
+from rem.analysis.robustness.evaluation import trial_robustness
+from rem.analysis.sparsity_curve import trial_curve
+from rem.models import has_routing
+from rem.training.loop import FinalMeasurement
+
+
+def curve_wanted(cfg) -> bool:
+    # The curve is about routing (entropy, parse trees): none for a CNN baseline, whose method "none" is still in the
+    # default curve_methods, so it is skipped there rather than refused.
+    return cfg.eval.sparsity_curve and cfg.prune.method in cfg.eval.curve_methods and has_routing(cfg.model.name)
+
+
+def robustness_wanted(cfg) -> bool:
+    return cfg.eval.robustness  # CNN baselines too: they are what capsules' robustness is compared against
+
+
+AT_TRIAL_END = (
+    FinalMeasurement("mechanism curve", curve_wanted, trial_curve, "time/curve_s"),
+    FinalMeasurement("robustness", robustness_wanted, trial_robustness, "time/robustness_s"),
+)

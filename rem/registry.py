@@ -1,0 +1,86 @@
+"""Named extension points. Each kind the config names by a string -- models (`model.name`), routings
+(`model.routing`), pruning methods (`prune.method`), dataset families (`data.dataset`), report tables -- has one
+`Registry`, and everything that depends on the name asks it: no branch on the name anywhere else.
+
+Built-in entries may be listed by module (`built_in`: name -> the module that registers it), imported the first time
+the name is looked up, so a light import (the config's) stays light. An entry from outside the package -- a user's,
+a test's -- is registered by importing its module; every process does that, a Ray trial's worker included, for each
+module named in the environment variable REM_PLUGINS (comma-separated) before it gives up on a name.
+"""
+
+from __future__ import annotations
+
+import importlib
+import os
+from collections.abc import Callable, Iterator
+from typing import Generic, TypeVar
+
+PLUGINS = "REM_PLUGINS"
+T = TypeVar("T")
+
+
+def plugin_modules() -> list[str]:
+    return [m.strip() for m in os.environ.get(PLUGINS, "").split(",") if m.strip()]
+
+
+def load_plugins() -> None:
+    """Import every module REM_PLUGINS names (each registers what it defines; a second import is a no-op)."""
+    for module in plugin_modules():
+        importlib.import_module(module)
+
+
+def same_definition(a: object, b: object) -> bool:
+    """One definition met twice (a module imported under two names, or reloaded), not two different entries."""
+    names = [(getattr(x, "__module__", None), getattr(x, "__qualname__", None)) for x in (a, b)]
+    return a is b or a == b or (names[0] == names[1] and names[0][1] is not None)
+
+
+class Registry(Generic[T]):
+    """Entries of one kind by name. `key` is the config key that names one (for the one-line error)."""
+
+    def __init__(self, kind: str, key: str, built_in: dict[str, str] | None = None):
+        self.kind, self.key = kind, key
+        self.built_in = dict(built_in or {})
+        self._entries: dict[str, T] = {}
+
+    def register(self, name: str, entry: T) -> T:
+        if not name:
+            raise ValueError(f"a {self.kind} needs a name")
+        if name in self._entries and not same_definition(self._entries[name], entry):
+            raise ValueError(f"{self.kind} {name!r} registered twice")
+        self._entries[name] = entry
+        return entry
+
+    def decorator(self, name: str) -> Callable[[T], T]:
+        """`@registry.decorator("name")` on the entry."""
+        return lambda entry: self.register(name, entry)
+
+    def names(self) -> list[str]:
+        """Every name a config may use: the built-in ones, then those registered since."""
+        return [*self.built_in, *(n for n in self._entries if n not in self.built_in)]
+
+    def find(self, name: str) -> T | None:
+        """The entry, importing its built-in module or the plugins when it is not registered yet; None if unknown."""
+        if name not in self._entries:
+            if name in self.built_in:
+                importlib.import_module(self.built_in[name])
+            else:
+                load_plugins()
+        return self._entries.get(name)
+
+    def get(self, name: str) -> T:
+        entry = self.find(name)
+        if entry is None:
+            raise ValueError(f"{self.key}={name!r} is not one of {self.names()} (a {self.kind} of your own: "
+                             f"register it in a module named in {PLUGINS})")
+        return entry
+
+    def __contains__(self, name: object) -> bool:
+        return isinstance(name, str) and self.find(name) is not None
+
+    def items(self) -> Iterator[tuple[str, T]]:
+        """Every entry, the built-in ones imported first."""
+        for name in self.names():
+            entry = self.find(name)
+            if entry is not None:
+                yield name, entry

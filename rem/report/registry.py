@@ -1,0 +1,113 @@
+"""The report tables, one registry (`TABLES`) that the report stage's page, the evidence page and the claims page all
+read. A table is a `ReportTable`: its name, its title, the pages it sits on and where, and the function that makes
+it from the labelled results (`rem.results.variants.label_trials`: `arm`, `variant`, `arm_rank` columns). A page is
+the registered tables that name it, in their places there (`page_tables`); `rem.report.assemble` makes its parts.
+
+A table of one's own is a function and `@report_table(...)` in a module named in REM_PLUGINS
+(tests/extending/toy_table.py is the worked example).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from functools import cached_property
+from typing import Any
+
+import pandas as pd
+
+from rem.registry import Registry, load_plugins
+from rem.results.variants import label_trials
+
+# the pages: reports/index.html (the report stage's), reports/evidence/README.md, reports/claims/README.md
+REPORT_PAGE, EVIDENCE_PAGE, CLAIMS_PAGE = "report", "evidence", "claims"
+
+
+class Context:
+    """What the tables of one page share: the results as read, labelled once, and anything a table derives from them
+    (`once`), computed on first use."""
+
+    def __init__(self, results: pd.DataFrame):
+        self.results = results
+        self._made: dict[Callable, Any] = {}
+
+    @cached_property
+    def frame(self) -> pd.DataFrame:
+        return label_trials(self.results)
+
+    @cached_property
+    def datasets(self) -> set[str]:
+        """Every dataset (`dataset_label`) a trial of the results ran on, finished or not."""
+        return set(self.frame["data.dataset"].astype(str))
+
+    def groups(self, per: str) -> list[str]:
+        """The values of column `per` of the labelled results, sorted; one group of the whole run when `per` is ""."""
+        if per and per not in self.frame.columns:
+            raise ValueError(f"a report table made per {per!r}: the results table has no such column")
+        return sorted(set(self.frame[per].astype(str))) if per else [""]
+
+    def once(self, derive: Callable[[pd.DataFrame], Any]) -> Any:
+        """`derive(results)`, computed once per page however many of its tables read it."""
+        if derive not in self._made:
+            self._made[derive] = derive(self.results)
+        return self._made[derive]
+
+
+@dataclass(frozen=True)
+class ReportTable:
+    """One registered table. `build(frame, context)` -- `build(frame, context, group)` when `per` is set -- returns
+    a `rem.report.render.Table`, a list of them, or None when the results hold nothing for it."""
+
+    name: str
+    title: str  # its heading on the report page (a table made per dataset sits under the dataset's instead)
+    pages: Mapping[str, float]  # page -> its place there, smallest first
+    build: Callable = field(repr=False)
+    per: str = ""  # a column of the labelled results ("data.dataset", "model.name"): one table per value, sorted
+    file: str = ""  # its file under tables/ on the evidence and claims pages, "{group}" filled in (default: name)
+    datasets: tuple[str, ...] = ()  # the only datasets it reads: made only when a trial of one of them ran
+    announce: bool = False  # when it has nothing, the report page names it among what the sweep did not run
+    figures: tuple[str, ...] = ()  # files under figures/ ("{group}" filled in) a Markdown page shows after its group
+
+    def applies(self, context: Context) -> bool:
+        return not self.datasets or bool(context.datasets & set(self.datasets))
+
+    def file_name(self, group: str) -> str:
+        return (self.file or self.name).format(group=group)
+
+
+TABLES: Registry[ReportTable] = Registry("report table", "table", built_in={
+    "dataset": "rem.report.tables",
+    "parse-trees": "rem.report.tables",
+    "capsule-pruning": "rem.report.capsule_pruning",
+    "routing-ablation": "rem.report.ablations",
+    "robustness": "rem.report.robustness",
+    "affnist": "rem.report.protocol",
+    "smallnorb": "rem.report.protocol",
+    "pruning-ablation": "rem.report.protocol",
+    "abstract-claims": "rem.report.evidence.page",
+    "final": "rem.report.evidence.page",
+    "first-epoch": "rem.report.evidence.page",
+    "epochs": "rem.report.evidence.page",
+    "curve": "rem.report.evidence.page",
+    "cost": "rem.report.evidence.page",
+    "capsule-claims": "rem.report.claims",
+    "sizes": "rem.report.claims",
+    "accuracy-lost": "rem.report.claims",
+})
+
+
+def report_table(name: str, title: str, pages: Mapping[str, float], **options) -> Callable[[Callable], Callable]:
+    """Decorator: `@report_table("name", "Title", pages={"report": 100})` on the table's function registers it
+    (`options`: the other `ReportTable` fields) and returns the function unchanged."""
+    def wrap(build: Callable) -> Callable:
+        TABLES.register(name, ReportTable(name, title, dict(pages), build, **options))
+        return build
+
+    return wrap
+
+
+def page_tables(page: str) -> list[str]:
+    """The names of the tables on `page` in their order there: the built-in ones and those REM_PLUGINS registers."""
+    load_plugins()
+    placed = [(entry.pages[page], n, name) for n, (name, entry) in enumerate(TABLES.items()) if page in entry.pages]
+    return [name for _, _, name in sorted(placed)]

@@ -1,0 +1,70 @@
+"""The report stage's files under one folder (report.out_dir): the report page's tables (`rem.report.registry`, page
+`report`) as tables/<file>.md|.tex -- a dataset's tables in one file named after it, a table of the whole run in its
+own -- figures/*.png, the DVC plots' data and metrics (`rem.report.dvc_outputs`) and index.html, everything on one
+page with relative links. `pipeline.report` reads the config and the results and calls `build_reports`.
+"""
+
+from __future__ import annotations
+
+import shutil
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+
+import pandas as pd
+
+from rem.config import Config
+from rem.io import atomic_write_text
+from rem.report.assemble import Part, assemble_page, table_files
+from rem.report.compute import precision_note
+from rem.report.dvc_outputs import write_metrics, write_plot_data
+from rem.report.page import render_page
+from rem.report.registry import REPORT_PAGE
+from rem.report.render import to_latex, to_markdown
+from rem.report.tables import aggregate
+
+TITLE = "REM capsule-network report"
+
+
+def write_tables(parts: list[Part], tables_dir: Path) -> list[Path]:
+    """Each file's tables as Markdown and LaTeX; a table made per dataset goes to its dataset's file."""
+    written = []
+    for stem, tables in table_files(parts, lambda part: part.group or part.file).items():
+        for suffix, render in ((".md", to_markdown), (".tex", to_latex)):
+            path = tables_dir / f"{stem.replace(' ', '_')}{suffix}"
+            written.append(atomic_write_text(path, "\n".join(render(t) for t in tables)))
+    return written
+
+
+def not_run_line(sections: list[str]) -> str:
+    """The page's one line on the protocols this sweep left out (empty when it ran them all)."""
+    return f"Not run by this sweep (no section below): {', '.join(sections)}." if sections else ""
+
+
+def draw_figures(results: pd.DataFrame, figures_dir: Path, cfg: Config | None, repo_root: Path | None,
+                 checkpoints: Mapping[str, Path] | None) -> tuple[list, list[str]]:
+    """(figures, notes on those not drawn): the checkpoint figures too when `cfg` asks for them."""
+    from rem.report.figures.build import build_figures, sweep_figures  # imports matplotlib: deferred with it
+
+    shutil.rmtree(figures_dir, ignore_errors=True)  # no stale figure of a trial that is gone
+    if cfg is not None and cfg.report.checkpoint_figures:
+        return build_figures(results, dict(checkpoints or {}), cfg, Path(repo_root or Path.cwd()), figures_dir)
+    return sweep_figures(results, figures_dir), [
+        "routing figures (histograms, overlap maps, saliency, graphs) off: report.checkpoint_figures is false."]
+
+
+def build_reports(results: pd.DataFrame, out_dir: Path, cfg: Config | None = None, repo_root: Path | None = None,
+                  checkpoints: Mapping[str, Path] | None = None, notes: Sequence[str] = ()) -> list[Path]:
+    """Every report file under `out_dir`; figures need `cfg`, the checkpoint figures also `checkpoints` (trial_key ->
+    its checkpoint folder) and `notes` on those that could not be found."""
+    out_dir = Path(out_dir)
+    assembly = assemble_page(results, REPORT_PAGE)
+    tables_dir = out_dir / "tables"
+    shutil.rmtree(tables_dir, ignore_errors=True)  # no stale table of a protocol this sweep did not run
+    written = write_tables(assembly.parts, tables_dir)
+    written += write_metrics(assembly.context.once(aggregate), out_dir) + write_plot_data(results, out_dir / "plots")
+    figures, more = draw_figures(results, out_dir / "figures", cfg, repo_root, checkpoints)
+    sections = [(part.section, table) for part in assembly.parts for table in part.tables]
+    scope = " ".join(filter(None, [not_run_line(assembly.absent), precision_note(results)]))
+    page = atomic_write_text(out_dir / "index.html", render_page(TITLE, sections, figures, [*notes, *more], out_dir,
+                                                                  [p for p in written if p.parent == tables_dir], scope))
+    return written + [f.path for f in figures] + [page]

@@ -1,0 +1,109 @@
+"""Routing algorithms by name (`model.routing`), one calling convention for all of them, and the capsule
+architectures that take one by config.
+
+A routing is called as
+    routing(votes (B, I, J, D), iterations, bias, *, activations=None, quantize_levels=None, trace=None, **options)
+and returns `(v (B, J, D), c (B, I, J))`, the couplings c summing to 1 over the parents J for each input i: REM's
++Q forward (`quantize_levels`: c rounded to K levels in the weighted vote sum), the parse-tree keys and the routing
+entropy all read c, so a routing without couplings cannot be one. `iterations` is ignored by a one-pass routing;
+`activations` `(B, I)`, the input capsules' lengths, reach only a routing registered with `activations=True`;
+`trace`, a list, receives each pass's detached `(c, v)`; `options` are the routing's own keywords (γ-CapsNet's `p`).
+
+The learned bias a model holds for its routing layer has one of two forms, and a routing names the one it adds:
+`PARENTS` `(J, D)` to each parent's input before the squash (REM's routing bias), `PRIOR` `(I, J)` to the couplings
+after the softmax (Efficient-CapsNet's B), or None. A model builds its bias only for a routing of its own form, so
+an architecture given a routing of the other form routes without a learned bias.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import torch
+
+from rem.config import ConfigError
+from rem.registry import PLUGINS, Registry
+
+PARENTS, PRIOR = "parents", "prior"
+BIAS_FORMS = (PARENTS, PRIOR, None)
+
+
+@dataclass(frozen=True)
+class Routing:
+    """A registered routing: the function, the bias form it adds, whether it reads the input capsules'
+    activations, and the keyword options it takes."""
+
+    route: Callable[..., tuple[torch.Tensor, torch.Tensor]]
+    bias: str | None = PARENTS
+    activations: bool = False
+    options: tuple[str, ...] = ()
+
+    def __call__(self, votes: torch.Tensor, iterations: int, bias: torch.Tensor | None = None, *,
+                 activations: torch.Tensor | None = None, quantize_levels: int | None = None,
+                 trace: list | None = None, **options) -> tuple[torch.Tensor, torch.Tensor]:
+        if self.activations:
+            options["activations"] = activations
+        v, c = self.route(votes, iterations, bias, quantize_levels=quantize_levels, trace=trace, **options)
+        if c.shape != votes.shape[:3]:  # +Q, parse trees and routing entropy index c as (B, I, J)
+            raise ValueError(f"routing {self.route.__name__}: couplings must be {tuple(votes.shape[:3])} "
+                             f"(B, I, J), got {tuple(c.shape)}")
+        return v, c
+
+    def own_options(self, options: dict) -> dict:
+        """Those of a model's routing options (γ-CapsNet's p, grad_through_routing) this routing takes."""
+        return {key: value for key, value in options.items() if key in self.options}
+
+
+ROUTINGS: Registry[Routing] = Registry("routing", "model.routing", built_in={
+    "dynamic": "rem.routing.dynamic",
+    "scaled_distance": "rem.routing.scaled_distance",
+    "self_attention": "rem.routing.self_attention",
+})
+# model.name -> the routing it runs when model.routing is "": the architectures that take one by config. A family
+# not here (a CNN baseline, which has no routing) refuses model.routing.
+ARCHITECTURES: Registry[str] = Registry("capsule architecture that takes model.routing", "model.name", built_in={
+    "capsnet": "rem.models.capsnet",
+    "deepcaps": "rem.models.deepcaps",
+    "efficient_capsnet": "rem.models.efficient_capsnet",
+    "gamma_capsnet": "rem.models.gamma_capsnet",
+})
+
+
+def register_routing(name: str, *, bias: str | None = PARENTS, activations: bool = False,
+                     options: tuple[str, ...] = ()) -> Callable:
+    """Decorator: `@register_routing("name")` on a function following the convention above; returns it unchanged."""
+    if bias not in BIAS_FORMS:
+        raise ValueError(f"register_routing({name!r}): bias must be one of {BIAS_FORMS}, got {bias!r}")
+
+    def wrap(route: Callable) -> Callable:
+        ROUTINGS.register(name, Routing(route, bias, activations, tuple(options)))
+        return route
+
+    return wrap
+
+
+def own_routing(model: str, routing: str) -> str:
+    """Declare that architecture `model` takes `model.routing`, and routes with `routing` when it is ""."""
+    ARCHITECTURES.register(model, routing)
+    return routing
+
+
+def routing_named(name: str, own: str) -> Routing:
+    """The routing `model.routing` names ("" = the architecture's `own`); one line naming the known ones if none."""
+    return ROUTINGS.get(name or own)
+
+
+def check_routing(cfg, source: str) -> None:
+    """`model.routing` of config `cfg`: "" or a registered routing, for an architecture that takes one; else a
+    ConfigError of one line, prefixed by `source`, naming the routings or saying why the model takes none."""
+    name, model = cfg.model.routing, cfg.model.name
+    if not name:
+        return
+    if name not in ROUTINGS:
+        raise ConfigError(f"{source}: model.routing {name!r} is unknown; allowed: {', '.join(ROUTINGS.names())} "
+                          f"(a routing of your own: register it in a module named in {PLUGINS})")
+    if ARCHITECTURES.find(model) is None:
+        raise ConfigError(f"{source}: model.routing is {name!r}, but model.name {model!r} takes no routing by config "
+                          f"(it has none, or only its own; those that do: {', '.join(ARCHITECTURES.names())}); "
+                          f"leave model.routing empty")

@@ -1,0 +1,69 @@
+"""README's four recipes at once, each a file outside `rem/` named in REM_PLUGINS -- a pruning method
+(toy_pruning.py), a routing (toy_routing.py), a dataset family (toy_dataset.py) and a report table (toy_table.py) --
+through one real sweep (Ray, MLflow) and the report, beside an axis no paper names (the learning rate): the report
+and MLflow show every arm apart, each with its own seeds, never averaged as seeds. One sweep serves all four because
+a sweep's fixed cost (Ray's and MLflow's start, the report) is most of a tiny one's."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import yaml
+
+from rem.tracking.runs import ARM_TAG
+from tests.conftest import REPO
+from tests.extending.test_dataset_family import NAME, toy_splits
+from tests.sweep_helpers import local_uri, results, run_sweep, sweep_env, sweep_runs, write_params
+from tests.tiny_trials import SMALL_CAPSNET
+
+PLUGINS = ",".join(f"tests.extending.toy_{name}" for name in ("pruning", "routing", "dataset", "table"))
+GRID = [  # a union of three products, all on the toy dataset
+    {"data.dataset": [NAME], "model.routing": ["dynamic"], "train.lr": [0.001, 0.003], "train.seed": [42, 43]},
+    {"data.dataset": [NAME], "model.routing": ["uniform"]},
+    {"data.dataset": [NAME], "prune.method": ["random"], "prune.target_sparsity": [0.3, 0.6]},
+]
+# the +Q trials differ in routing and learning rate: each pair is its arm; the random ones only in their target
+ARMS = {"+Q · routing=dynamic, lr=0.001": [42, 43], "+Q · routing=dynamic, lr=0.003": [42, 43],
+        "+Q · routing=uniform, lr=0.001": [42], "+RANDOM 30%": [42], "+RANDOM 60%": [42]}
+
+
+def on_toy_dataset(params: Path, mirror: Path) -> None:
+    """The sweep reads the toy's file from `mirror`, a folder the written params do not name."""
+    tree = yaml.safe_load(params.read_text())
+    tree["data"]["mirror"] = str(mirror)
+    params.write_text(yaml.safe_dump(tree, sort_keys=False))
+
+
+@pytest.mark.slow  # one test, not a module fixture: xdist's load spread would build a fixture once per worker
+def test_four_registered_extensions_and_a_learning_rate_axis_through_one_sweep_the_report_and_mlflow(
+        synthetic_train, tmp_path):
+    from tests.extending.toy_dataset import FILE, write_npz
+
+    write_npz(tmp_path / "mirror" / NAME / FILE, toy_splits(*synthetic_train))
+    params = write_params(tmp_path, tmp_path / "raw", name="recipes", grid=GRID, train_subset=128,
+                          model_options=SMALL_CAPSNET)
+    on_toy_dataset(params, tmp_path / "mirror")
+    env = sweep_env(REM_PLUGINS=PLUGINS, PYTHONPATH=str(REPO))
+    run_sweep(tmp_path, env=env)
+    assert (tmp_path / "raw" / NAME / FILE).is_file()  # fetched from the mirror and verified like any dataset
+    last = results(tmp_path).sort_values("epoch").groupby("trial_key").tail(1)
+    assert set(last["status"]) == {"FINISHED"} and set(last["data.dataset"]) == {NAME}
+    random = last[last["prune.method"] == "random"]
+    assert sorted(round(s) for s in random["sparsity"]) == [30, 60]  # each pruned to its own target
+    done = subprocess.run([sys.executable, "-m", "pipeline.report", "-S", "report.checkpoint_figures=false"],
+                          cwd=tmp_path, env=env, capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0, done.stderr[-3000:]
+    tables = {p.stem: p.read_text() for p in (tmp_path / "reports").rglob("*.md")}
+    page = tables[NAME]  # the dataset's own table, named by its family
+    for label, seeds in ARMS.items():
+        assert f"| capsnet | {label} |" in page, label
+        assert f"capsnet {label}: seeds {', '.join(map(str, seeds))};" in page, label  # its own seeds only
+    assert "capsnet +Q: seeds" not in page
+    assert f"| {NAME} | capsnet | +RANDOM 30% | 1 | 1 |" in tables["trials-per-arm"]  # the plugin's table
+    _, children = sweep_runs(local_uri(tmp_path), "recipes")
+    named = sorted((r.data.tags[ARM_TAG], r.info.run_name) for r in children)
+    assert named == sorted((label, f"capsnet·{NAME}·{label}·s{seed}") for label, seeds in ARMS.items()
+                           for seed in seeds)

@@ -1,0 +1,51 @@
+"""README's recipe for a report table of one's own: one file (tests/extending/toy_table.py) registers it, and the
+report stage, run with REM_PLUGINS naming that file's module, shows it last on the report page
+(tests/extending/test_recipes.py: after a real sweep). A registered table goes on any page by its name; a name nobody
+registered is a one-line error."""
+
+from __future__ import annotations
+
+import ast
+import subprocess
+import sys
+
+import pytest
+
+from rem.report.assemble import assemble
+from rem.report.registry import REPORT_PAGE, page_tables, report_table
+from rem.report.render import Table
+from tests.conftest import REPO
+from tests.report.test_report import synthetic_results
+from tests.sweep_helpers import sweep_env
+
+PLUGIN = "tests.extending.toy_table"
+PLACED = "trial-count"  # registered here on no page: it shows only where a page names it
+
+
+@report_table(PLACED, "Trial count", pages={})
+def trial_count(frame, context) -> Table:
+    finished = frame[frame["status"] == "FINISHED"]
+    return Table("Trial count", ["Trials", "Finished"], [[str(frame["trial_key"].nunique()),
+                                                          str(finished["trial_key"].nunique())]])
+
+
+def test_the_plugin_puts_its_table_last_on_the_report_page():
+    script = "from rem.report.registry import REPORT_PAGE, page_tables\nprint(page_tables(REPORT_PAGE))\n"
+    done = subprocess.run([sys.executable, "-c", script], cwd=REPO, env=sweep_env(REM_PLUGINS=PLUGIN),
+                          capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert ast.literal_eval(done.stdout.strip()) == [*page_tables(REPORT_PAGE), "trials-per-arm"]
+
+
+def test_a_registered_table_is_placed_on_a_page_by_name():
+    assert PLACED not in page_tables(REPORT_PAGE)
+    parts = assemble(synthetic_results(), ["dataset", PLACED]).parts
+    assert [(p.table, p.section) for p in parts] == [("dataset", "toy"), (PLACED, "Trial count")]
+    assert parts[1].tables[0].rows == [["5", "3"]]  # five trials, three of them finished
+
+
+def test_an_unknown_table_name_is_one_line_naming_the_known_ones_and_the_plugin_variable():
+    with pytest.raises(ValueError) as err:
+        assemble(synthetic_results(), ["dataset", "no-such-table"])
+    message = str(err.value)
+    assert "\n" not in message and "'no-such-table'" in message and "'dataset'" in message and "REM_PLUGINS" in message
