@@ -85,14 +85,37 @@ def sweep_runs(uri: str, experiment: str) -> tuple[list, list]:
     return parents, children
 
 
-def wait_for(condition, timeout: float, interval: float = 0.5, what: str = "condition"):
+def wait_for(condition, timeout: float, interval: float = 0.5, what: str = "condition", driver: "Driver | None" = None):
+    """Poll `condition` until it returns something truthy; with a `driver`, fail at once (with its output) when it
+    exits first, instead of waiting out the timeout for a run that can no longer come."""
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         value = condition()
         if value:
             return value
+        if driver is not None and driver.process.poll() is not None:
+            raise AssertionError(f"the sweep exited ({driver.process.returncode}) before {what}:\n{driver.output()}")
         time.sleep(interval)
-    raise AssertionError(f"timed out after {timeout:.0f} s waiting for {what}")
+    tail = f":\n{driver.output()}" if driver is not None else ""
+    raise AssertionError(f"timed out after {timeout:.0f} s waiting for {what}{tail}")
+
+
+class Driver:
+    """`python -m pipeline.sweep` started in the background, its output in a file (a pipe nobody reads until the
+    end fills at 64 KiB and blocks the driver mid-sweep: Ray's log lines alone can reach that)."""
+
+    def __init__(self, folder: Path, **popen):
+        self.log = folder / "driver.log"
+        with open(self.log, "w") as out:
+            self.process = subprocess.Popen(sweep_cmd(), cwd=folder, env=sweep_env(), stdout=out,
+                                            stderr=subprocess.STDOUT, **popen)
+
+    def output(self, chars: int = 5000) -> str:
+        return self.log.read_text(errors="replace")[-chars:]
+
+    def finish(self, timeout: float) -> int:
+        self.process.wait(timeout=timeout)
+        return self.process.returncode
 
 
 def epochs_logged(uri: str, run_id: str) -> list[int]:

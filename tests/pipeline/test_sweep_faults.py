@@ -13,7 +13,7 @@ import time
 import pytest
 from mlflow.tracking import MlflowClient
 
-from tests.sweep_helpers import (epochs_logged, free_port, local_uri, mlflow_server, results, run_sweep, sweep_cmd,
+from tests.sweep_helpers import (Driver, epochs_logged, free_port, local_uri, mlflow_server, results, run_sweep,
                                  sweep_env, sweep_runs, wait_for, write_params)
 from tests.tiny_trials import SMALL_CAPSNET
 
@@ -39,16 +39,16 @@ def test_killed_trial_worker_resumes_from_its_checkpoint(synthetic_raw, tmp_path
     write_params(tmp_path, synthetic_raw, grid={"train.seed": [42]}, name="killworker", epochs=3,
                  train_subset=FAULT_IMAGES, model_options=SMALL_CAPSNET)
     uri = local_uri(tmp_path)
-    driver = subprocess.Popen(sweep_cmd(), cwd=tmp_path, env=sweep_env(), stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    driver = Driver(tmp_path)
     try:
-        run = wait_for(child_with_epoch(uri, "killworker", 1), timeout=300, what="epoch 1 of the trial")
+        run = wait_for(child_with_epoch(uri, "killworker", 1), timeout=300, what="epoch 1 of the trial", driver=driver)
         pid = int(run.data.tags["rem.pid"])
         time.sleep(2.0)  # into epoch 2
         os.kill(pid, signal.SIGKILL)
-        out, _ = driver.communicate(timeout=600)
+        returncode = driver.finish(timeout=600)
     finally:
-        driver.kill()
-    assert driver.returncode == 0, out[-5000:]
+        driver.process.kill()
+    assert returncode == 0, driver.output()
     table = results(tmp_path)
     assert table["epoch"].tolist() == [1, 2, 3] and set(table["status"]) == {"FINISHED"}
     _, children = sweep_runs(uri, "killworker")
@@ -63,8 +63,7 @@ def test_killed_driver_then_rerun_finishes_without_rerunning_or_duplicating(synt
     write_params(tmp_path, synthetic_raw, grid={"train.seed": [42, 43]}, name="killdriver", epochs=KILLED_DRIVER_EPOCHS,
                  train_subset=FAULT_IMAGES, model_options=SMALL_CAPSNET, sweep={"max_concurrent": 1})
     uri = local_uri(tmp_path)
-    driver = subprocess.Popen(sweep_cmd(), cwd=tmp_path, env=sweep_env(), stdout=subprocess.DEVNULL,
-                              stderr=subprocess.DEVNULL, start_new_session=True)
+    driver = Driver(tmp_path, start_new_session=True)
     try:
         def first_done_second_running():
             _, children = sweep_runs(uri, "killdriver")
@@ -72,18 +71,19 @@ def test_killed_driver_then_rerun_finishes_without_rerunning_or_duplicating(synt
             running = [r for r in children if r.info.status == "RUNNING" and r.data.metrics.get("epoch", 0) >= 1]
             return (done[0], running[0]) if done and running else None
 
-        finished, running = wait_for(first_done_second_running, timeout=400, what="one trial done, one in epoch 2")
+        finished, running = wait_for(first_done_second_running, timeout=400, what="one trial done, one in epoch 2",
+                                     driver=driver)
         time.sleep(1.0)
-        driver.send_signal(signal.SIGKILL)
-        driver.wait(timeout=30)
+        driver.process.send_signal(signal.SIGKILL)
+        driver.finish(timeout=30)
     finally:
-        driver.kill()
+        driver.process.kill()
     time.sleep(2.0)
     try:
         run_sweep(tmp_path)
     finally:
         try:  # the killed driver's local Ray processes, if any outlived it
-            os.killpg(driver.pid, signal.SIGKILL)
+            os.killpg(driver.process.pid, signal.SIGKILL)
         except ProcessLookupError:
             pass
     table = results(tmp_path)
