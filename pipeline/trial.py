@@ -157,7 +157,7 @@ def run_trial(config: dict[str, Any], *, base: dict[str, Any], context: dict[str
         with (checkpoint.as_directory() if checkpoint else nullcontext(None)) as resume_dir:
             resume_from = Path(resume_dir) if resume_dir else None
             train(cfg, workdir=workdir, repo_root=Path(context["repo_root"]), resume_from=resume_from,
-                  on_epoch=report, label=arm["run_name"], at_end=AT_TRIAL_END)
+                  on_epoch=report, label=arm["run_name"], measurements=AT_TRIAL_END)
             if ended is not None:
                 # An earlier attempt finished the run, but the driver died before Ray recorded the trial's end: Ray
                 # restored it from its last checkpoint it knew (the results table reads the trial's history from

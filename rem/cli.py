@@ -54,7 +54,7 @@ def run_with_params(command: Callable[[Config, argparse.Namespace], int], args: 
 
 
 def _train(cfg: Config, args: argparse.Namespace) -> int:
-    metrics = train(cfg, workdir=Path(args.workdir), repo_root=Path.cwd(), at_end=AT_TRIAL_END)
+    metrics = train(cfg, workdir=Path(args.workdir), repo_root=Path.cwd(), measurements=AT_TRIAL_END)
     print({k: round(v, 4) if isinstance(v, float) else v for k, v in metrics.items() if "/class_" not in k})
     return 0
 

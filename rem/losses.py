@@ -36,10 +36,8 @@ def margin_loss(
     averaged over the batch (REM's reduction); `reduction="none"` gives the `(B,)` per-image losses.
     """
     lengths = lengths.float()
-    if target.dim() == 2:
-        onehot = present_classes(target, lengths.shape[1]).to(lengths.dtype)
-    else:
-        onehot = F.one_hot(target.long(), lengths.shape[1]).to(lengths.dtype)
+    # one label per image is one object: the same one-hot as a (B, 1) label list
+    onehot = present_classes(target if target.dim() == 2 else target[:, None], lengths.shape[1]).to(lengths.dtype)
     pos = onehot * F.relu(m_pos - lengths).pow(2)
     neg = lam * (1.0 - onehot) * F.relu(lengths - m_neg).pow(2)
     per_image = (pos + neg).sum(dim=1)

@@ -79,7 +79,9 @@ class Registry(Generic[T]):
         return isinstance(name, str) and self.find(name) is not None
 
     def items(self) -> Iterator[tuple[str, T]]:
-        """Every entry, the built-in ones imported first."""
+        """Every entry: the built-in ones (imported first), then those registered since, the REM_PLUGINS modules'
+        included (loaded here, not in `names`, which a package may read while it is still being imported)."""
+        load_plugins()
         for name in self.names():
             entry = self.find(name)
             if entry is not None:

@@ -130,6 +130,16 @@ class EvalConfig:
     robust_images: int = 0
     robust_families: dict = field(default_factory=lambda: {k: list(v) for k, v in DEFAULT_FAMILIES.items()})
     robust_seed: int = 0
+    # Equivariance tested directly (rem.analysis.equivariance): on the robustness images, families and seed, the
+    # held-out error of a linear map from the class capsules' poses of x (a CNN's last hidden layer) to those of g.x,
+    # recorded as `equivariance/<family>/<strength>/error`. A capsule model whose final forward is +Q is measured
+    # with the plain forward too (`.../plain/...`), and so is its robustness: the routing as trained beside +Q.
+    equivariance: bool = False
+    # Routing observed at every iteration (rem.analysis.routing_iterations): each epoch, on the first
+    # `iteration_images` validation images, the coupling entropy and the vote-output agreement of the class layer's
+    # routing after each of its iterations, recorded as `routing/iter<t>/<metric>`.
+    iteration_curves: bool = False
+    iteration_images: int = 500
 
     def levels_for(self, model_name: str) -> int:
         return int(self.levels_per_model.get(model_name, self.levels))

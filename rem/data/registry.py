@@ -150,8 +150,7 @@ def is_known_dataset(name: str) -> bool:
 
 def list_datasets() -> list[str]:
     """Every dataset name with no argument, sorted (the built-in ones and those the REM_PLUGINS modules register)."""
-    load_plugins()
-    return sorted(name for name in FAMILIES.names() if not name.endswith(":"))
+    return sorted(name for name, _ in FAMILIES.items() if not name.endswith(":"))
 
 
 def named_forms() -> list[str]:
@@ -202,8 +201,7 @@ class _Specs(Mapping):
         return get_dataset(name)
 
     def __iter__(self) -> Iterator[str]:
-        load_plugins()
-        return iter([name for name in FAMILIES.names() if not name.endswith(":")])
+        return iter(list_datasets())
 
     def __len__(self) -> int:
         return len(list(iter(self)))

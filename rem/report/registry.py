@@ -16,7 +16,7 @@ from typing import Any
 
 import pandas as pd
 
-from rem.registry import Registry, load_plugins
+from rem.registry import Registry
 from rem.results.variants import label_trials
 
 # the pages: reports/index.html (the report stage's), reports/evidence/README.md, reports/claims/README.md
@@ -81,6 +81,9 @@ TABLES: Registry[ReportTable] = Registry("report table", "table", built_in={
     "capsule-pruning": "rem.report.capsule_pruning",
     "routing-ablation": "rem.report.ablations",
     "robustness": "rem.report.robustness",
+    "equivariance": "rem.report.equivariance",
+    "overlapping-digits": "rem.report.overlapping",
+    "routing-iterations": "rem.report.routing_iterations",
     "affnist": "rem.report.protocol",
     "smallnorb": "rem.report.protocol",
     "pruning-ablation": "rem.report.protocol",
@@ -108,6 +111,5 @@ def report_table(name: str, title: str, pages: Mapping[str, float], **options) -
 
 def page_tables(page: str) -> list[str]:
     """The names of the tables on `page` in their order there: the built-in ones and those REM_PLUGINS registers."""
-    load_plugins()
     placed = [(entry.pages[page], n, name) for n, (name, entry) in enumerate(TABLES.items()) if page in entry.pages]
     return [name for _, _, name in sorted(placed)]

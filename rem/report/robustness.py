@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import pandas as pd
 
+from rem.analysis.forwards import PLAIN
 from rem.analysis.robustness.evaluation import robust_from_results
 from rem.report.evidence.tables import Spread, spread
 from rem.report.protocol import viewpoint_table
@@ -19,7 +20,7 @@ from rem.report.tables import MISSING, NOT_APPLICABLE, aggregate, pm
 from rem.results.frames import last_rows
 from rem.results.variants import routed
 
-KEEP = ("trial_key", "data.dataset", "model.name", "arm", "variant", "arm_rank", "train.seed")
+KEEP = ("trial_key", "data.dataset", "model.name", "arm", "variant", "arm_rank", "train.seed", "final/quantized")
 # (family, strengths averaged per trial, column label): the headline columns, each shown when the sweep ran it
 HEADLINE = (
     ("rotation", (-30.0, 30.0), "Rotation ±30°"),
@@ -34,8 +35,28 @@ IDENTITY_POINTS = (("rotation", 0.0), ("scale", 1.0), ("shear", 0.0), ("translat
 
 def robustness_points(results: pd.DataFrame) -> pd.DataFrame:
     """Every finished trial's recorded robustness points in long form (KEEP columns, family, strength, metrics);
-    empty when no trial recorded any."""
-    return robust_from_results(last_rows(results), keep=KEEP)
+    empty when no trial recorded any. `plain/<metric>` is the plain forward's (`rem.analysis.forwards`) for every
+    trial that has one: measured beside +Q, or the final evaluation's own where that was plain."""
+    return with_plain_forward(robust_from_results(last_rows(results), keep=KEEP))
+
+
+def final_was_plain(points: pd.DataFrame) -> pd.Series:
+    """Per row: whether the trial's final forward was the plain one (a CNN, or `eval.final_quantized: false`); a
+    capsule trial that did not record `final/quantized` counts as +Q, the default."""
+    quantized = points["final/quantized"].fillna(1.0) if "final/quantized" in points else pd.Series(1.0, index=points.index)
+    return ~pd.Series([routed(str(m)) for m in points["model.name"]], index=points.index) | (quantized == 0)
+
+
+def with_plain_forward(points: pd.DataFrame) -> pd.DataFrame:
+    """`points` with each metric copied to `plain/<metric>` on the rows whose final forward was plain."""
+    if points.empty:
+        return points
+    plain = final_was_plain(points)
+    metrics = [c for c in points.columns if c not in (*KEEP, "family", "strength") and not c.startswith(f"{PLAIN}/")]
+    copies = {f"{PLAIN}/{m}": points[m].where(plain) for m in metrics}
+    for name, values in copies.items():
+        copies[name] = points[name].fillna(values) if name in points else values
+    return points.assign(**copies)
 
 
 def per_trial(points: pd.DataFrame, family: str, strengths, metric: str) -> pd.Series:
@@ -62,6 +83,16 @@ def arms(points: pd.DataFrame, which=lambda arm: True) -> list[tuple[str, str]]:
     ranked = {(str(m), str(v)): int(r) for m, v, r, a in
               zip(points["model.name"], points["variant"], points["arm_rank"], points["arm"]) if which(a)}
     return sorted(ranked, key=lambda p: (p[0], ranked[p]))
+
+
+def capsule_arms(points: pd.DataFrame) -> list[str]:
+    """The capsule models with an unpruned, unablated (+Q) arm, in name order."""
+    return sorted({str(m) for m, v in zip(points["model.name"], points["variant"]) if v == "+Q" and routed(str(m))})
+
+
+def baseline_arms(points: pd.DataFrame) -> list[str]:
+    """The CNN baselines (models without routing), in name order."""
+    return sorted({str(m) for m in points["model.name"] if not routed(str(m))})
 
 
 def arm_spread(values: pd.Series, points: pd.DataFrame, model: str, variant: str, scale: float) -> Spread:
@@ -129,9 +160,10 @@ def robustness_table(points: pd.DataFrame, dataset: str, protocols: dict | None 
         "protocol's training set and tested on its real transformed / novel-viewpoint test set."])
 
 
-def drop(points: pd.DataFrame, family: str, strengths) -> pd.Series:
-    """trial_key -> accuracy lost to the transform, in points of the trial's own clean accuracy."""
-    return (clean(points, "test/acc") - per_trial(points, family, strengths, "test/acc")).dropna()
+def drop(points: pd.DataFrame, family: str, strengths, metric: str = "test/acc") -> pd.Series:
+    """trial_key -> accuracy lost to the transform, in points of the trial's own clean accuracy (`metric`:
+    `plain/test/acc` for the plain forward's)."""
+    return (clean(points, metric) - per_trial(points, family, strengths, metric)).dropna()
 
 
 def has_points(results: pd.DataFrame) -> bool:

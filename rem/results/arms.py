@@ -85,7 +85,13 @@ REM_LAMBDA0 = PruneConfig.lambda0  # REM's published max_lmbda: other values are
 def method_of(name: str) -> type[PruningMethod]:
     """The registered method that names and orders its arms; a method no longer registered (older results, a plugin
     not loaded) is named as a fixed-target one ("+NAME 30%")."""
-    return METHODS.find(name) or type(name, (FixedTargetMethod,), {"name": name})
+    return METHODS.find(name) or unregistered_method(name)
+
+
+@functools.cache
+def unregistered_method(name: str) -> type[PruningMethod]:
+    # one class per name, not one per arm read: a results table of such trials labels thousands of rows
+    return type(name, (FixedTargetMethod,), {"name": name})
 
 
 def tensor_label(name: str) -> str:
@@ -125,6 +131,11 @@ class Arm:
     def thresholds_by_rem(self) -> bool:
         """+REM as published or at another λ or tensor set: LOBSTER and REM's threshold (not LOBSTER alone)."""
         return method_of(self.method).arm_rank(self) == REM_RANK
+
+    @property
+    def unpruned(self) -> bool:
+        """+Q or plain, with or without an ablation: nothing pruned."""
+        return method_of(self.method).arm_rank(self) < REM_RANK
 
     @property
     def name(self) -> str:

@@ -99,12 +99,14 @@ def label_trials(results: pd.DataFrame) -> pd.DataFrame:
     return results
 
 
-def grid_arms(cfg, points: list[dict]) -> dict[str, Arm]:
+def grid_arms(cfg, points: list[dict], resolved: list | None = None) -> dict[str, Arm]:
     """Each grid point's arm (trial_key -> Arm) before any trial runs, as the report will label its trial: read from
-    the config the point resolves to, as the results table will hold it."""
-    rows = [trial_rows({"trial_key": grid.trial_key(point)}, resolved,
-                       pd.DataFrame([{"epoch": 1, "final/quantized": float(resolved.eval.final_quantized)}]))
-            for point in points for resolved in [cfg.with_overrides(point, "sweep.grid")]]
+    the config the point resolves to (`resolved`, when the caller has them already), as the results table will
+    hold it."""
+    resolved = resolved or [cfg.with_overrides(point, "sweep.grid") for point in points]
+    rows = [trial_rows({"trial_key": grid.trial_key(point)}, config,
+                       pd.DataFrame([{"epoch": 1, "final/quantized": float(config.eval.final_quantized)}]))
+            for point, config in zip(points, resolved)]
     labelled = label_trials(pd.concat(rows, ignore_index=True))
     return dict(zip(labelled["trial_key"], labelled["arm"]))
 
@@ -114,10 +116,10 @@ def arm_run_names(cfg, points: list[dict]) -> dict[str, dict[str, str]]:
     `capsnet·fashion-mnist·+REM·s42`, `capsnet·fashion-mnist·+Q · lr=0.0001·s43`: what MLflow lists and groups by,
     the report's label in its middle. An axis outside the trial's sections (`sweep.log_model`) follows the label: it
     sets trials apart, not arms."""
-    arms = grid_arms(cfg, points)
+    configs = [cfg.with_overrides(point, "sweep.grid") for point in points]  # resolved (and checked) once each
+    arms = grid_arms(cfg, points, configs)
     names = {}
-    for point in points:
-        resolved = cfg.with_overrides(point, "sweep.grid")
+    for point, resolved in zip(points, configs):
         table = dataset_label({"data.dataset": resolved.data.dataset, **{
             key: getattr(resolved.data, key.partition(".")[2]) for key in table_settings()}})
         extra = [f"{k.rsplit('.', 1)[-1]}={grid.value_text(point[k])}" for k in sorted(point)

@@ -5,10 +5,12 @@ epoch granularity: each epoch's permutation and augmentation come from a generat
 (seed, epoch), so a resumed trial sees exactly the batches the uninterrupted one would have seen.
 
 Each epoch: `train_one_epoch`, the pruner's end of epoch, `evaluate_epoch`, `end_trial` (the last epoch's final
-evaluation) and `record_epoch` (history and checkpoint); `rem.training.run.TrainingRun` holds what they share.
+evaluation), the epoch's own measurements and `record_epoch` (history and checkpoint); `rem.training.run.TrainingRun`
+holds what they share.
 
-What else measures the final model (the mechanism curve, robustness: `rem.analysis.at_trial_end.AT_TRIAL_END`) is
-the caller's to pass (`at_end`): training knows how to end a trial, not what the analyses above it measure.
+What else measures the model (the mechanism curve and robustness of the final one, the routing per iteration of
+every epoch's: `rem.analysis.at_trial_end.AT_TRIAL_END`) is the caller's to pass (`measurements`): training knows
+when to measure, not what the analyses above it measure.
 """
 
 from __future__ import annotations
@@ -158,29 +160,36 @@ def evaluate_epoch(run: TrainingRun, epoch: int, metrics: dict) -> tuple[int, li
 
 
 @dataclass(frozen=True)
-class FinalMeasurement:
-    """A measurement of a trial's final model, run after its final evaluation when `wanted(cfg)`; its metrics join
-    the last epoch's, with the seconds it took as `time_key`."""
+class Measurement:
+    """A measurement of a trial's model besides its evaluation, run when `wanted(cfg)`: of the final model after the
+    final evaluation, or with `every_epoch` after every epoch's evaluation (the last's after its final evaluation);
+    its metrics join the epoch's, with the seconds it took as `time_key`."""
 
     phase: str  # its name in the progress line
     wanted: Callable[[Config], bool]
-    measure: Callable[[TrainingRun, dict], dict]  # (the run, the final metrics so far) -> more metrics
+    measure: Callable[[TrainingRun, dict], dict]  # (the run, the epoch's metrics so far) -> more metrics
     time_key: str
+    every_epoch: bool = False
 
 
-def end_trial(run: TrainingRun, epoch: int, metrics: dict, final_keys: list, checkpoint_dir: Path,
-              at_end: tuple[FinalMeasurement, ...] = ()) -> None:
-    """The last epoch's final evaluation (and each of `at_end` the config asks for) into `metrics`, its parse-tree
-    dictionary beside the checkpoint."""
-    metrics["stopped_early"] = float(epoch + 1 < run.cfg.train.epochs)
-    run.progress.phase("final evaluation")
-    metrics.update(run.final_evaluation(metrics, final_keys))
-    for measurement in at_end:
+def take_measurements(run: TrainingRun, metrics: dict, measurements) -> None:
+    """Each of `measurements` the config asks for, its metrics and seconds into `metrics`."""
+    for measurement in measurements:
         if measurement.wanted(run.cfg):
             start = time.perf_counter()
             run.progress.phase(measurement.phase)
             metrics.update(measurement.measure(run, metrics))
             metrics[measurement.time_key] = time.perf_counter() - start
+
+
+def end_trial(run: TrainingRun, epoch: int, metrics: dict, final_keys: list, checkpoint_dir: Path,
+              measurements: tuple[Measurement, ...] = ()) -> None:
+    """The last epoch's final evaluation (and each final one of `measurements` the config asks for) into `metrics`,
+    its parse-tree dictionary beside the checkpoint."""
+    metrics["stopped_early"] = float(epoch + 1 < run.cfg.train.epochs)
+    run.progress.phase("final evaluation")
+    metrics.update(run.final_evaluation(metrics, final_keys))
+    take_measurements(run, metrics, [m for m in measurements if not m.every_epoch])
     if final_keys:
         save_parse_trees(checkpoint_dir, *final_keys)
 
@@ -201,9 +210,9 @@ def record_epoch(run: TrainingRun, epoch: int, metrics: dict, checkpoint_dir: Pa
 
 
 def run_epoch(run: TrainingRun, epoch: int, checkpoint_dir: Path, on_epoch: EpochCallback | None,
-              at_end: tuple[FinalMeasurement, ...] = ()) -> bool:
+              measurements: tuple[Measurement, ...] = ()) -> bool:
     """One epoch: its steps, the pruner's end of epoch, its evaluation (and the final one when it ends the trial),
-    its record and checkpoint, then `on_epoch`. Returns whether the trial stops after it."""
+    its measurements, its record and checkpoint, then `on_epoch`. Returns whether the trial stops after it."""
     cfg, epoch_start = run.cfg, time.perf_counter()
     trained = train_one_epoch(run, epoch)
     metrics = {"epoch": epoch + 1, "train/loss": trained.loss, "train/acc": trained.accuracy}
@@ -222,7 +231,10 @@ def run_epoch(run: TrainingRun, epoch: int, checkpoint_dir: Path, on_epoch: Epoc
     })
     stopping = final_keys is not None
     if stopping:
-        end_trial(run, epoch, metrics, final_keys, checkpoint_dir, at_end)
+        end_trial(run, epoch, metrics, final_keys, checkpoint_dir, measurements)
+    # after the final evaluation, which copies the epoch's test-split families into `final/`: an epoch's own
+    # measurements describe that epoch's model, not the final one
+    take_measurements(run, metrics, [m for m in measurements if m.every_epoch])
     run.progress.phase("checkpoint")
     record_epoch(run, epoch, metrics, checkpoint_dir, stopping)
     if on_epoch is not None:
@@ -240,7 +252,7 @@ def train(
     resume_from: Path | None = None,
     on_epoch: EpochCallback | None = None,
     label: str | None = None,
-    at_end: tuple[FinalMeasurement, ...] = (),
+    measurements: tuple[Measurement, ...] = (),
 ) -> dict:
     """Train one configuration; returns the last epoch's metrics.
 
@@ -249,8 +261,9 @@ def train(
     `on_epoch(metrics, checkpoint_dir, history)` is called after each epoch's checkpoint is on disk (Ray Tune
     reports from there); `history` is the run's own list (read it, do not change it). While it trains, a progress
     line (`rem.training.progress`, named by `label`) reaches the log at least every `train.progress_every_s`.
-    `at_end`: what measures the final model besides its evaluation (`rem.analysis.at_trial_end.AT_TRIAL_END`: the
-    mechanism curve and robustness, each when the config asks for it).
+    `measurements`: what measures the model besides its evaluation, each when the config asks for it
+    (`rem.analysis.at_trial_end.AT_TRIAL_END`: the final model's mechanism curve and robustness, every epoch's routing
+    per iteration).
     """
     checkpoint_dir = trial_checkpoint_dir(workdir)
     label = label or f"{cfg.model.name}·{cfg.data.dataset}·{cfg.prune.method}·s{cfg.train.seed}"
@@ -268,6 +281,6 @@ def train(
         else:
             prune_at_start(run)
         for epoch in range(run.start_epoch, cfg.train.epochs):
-            if run_epoch(run, epoch, checkpoint_dir, on_epoch, tuple(at_end)):
+            if run_epoch(run, epoch, checkpoint_dir, on_epoch, tuple(measurements)):
                 break
     return run.history[-1] if run.history else {}

@@ -26,7 +26,7 @@ def trained(fashion_raw, tmp_path_factory):
     work = tmp_path_factory.mktemp("curve-trial")
     cfg = tiny_cfg(fashion_raw, epochs=2).with_overrides(
         {"data.dataset": "fashion-mnist", "eval.sparsity_curve": True, "eval.curve_sparsities": list(SPARSITIES)})
-    metrics = train(cfg, workdir=work, at_end=AT_TRIAL_END)
+    metrics = train(cfg, workdir=work, measurements=AT_TRIAL_END)
     return metrics, trial_checkpoint_dir(work)
 
 

@@ -83,10 +83,36 @@ def test_robustness_table_averages_plus_and_minus_per_trial_then_over_seeds():
 def test_claims_hold_only_beyond_the_seed_spread():
     results = claims_results()
     table = verdict_table(robustness_points(results), tables.aggregate(results))
-    verdicts = {(r[0], r[1].rsplit(": ", 1)[1]): r[3] for r in table.rows}
+    verdicts = {(r[0], r[1].rsplit(": ", 1)[1]): r[4] for r in table.rows}
     # capsules lose 8.5 ± 0.5 points at ±30°, the CNN 30.0 ± 0.5: holds; REM's drop equals +Q's within the spread
     assert verdicts[("capsnet +Q vs cnn_matched", "Rotation ±30°")] == "holds"
     assert verdicts[("capsnet +REM vs +Q", "Rotation ±30°")] == "holds (within the seed spread)"
+    forwards = {(r[0], r[1].rsplit(": ", 1)[1]): r[2] for r in table.rows}
+    assert forwards[("capsnet +Q vs cnn_matched", "Rotation ±30°")] == "+Q"  # no plain forward was measured here
+
+
+def with_plain(results: pd.DataFrame, plain_drop: float) -> pd.DataFrame:
+    """The capsule +Q trials' plain forward measured beside +Q: clean as +Q, rotated `plain_drop` lower."""
+    rows = results.copy()
+    caps = (rows["model.name"] == "capsnet") & (rows["prune.method"] == "none")
+    rows.loc[caps, "robust/rotation/0/plain/test/acc"] = rows.loc[caps, "robust/rotation/0/test/acc"]
+    for strength in ("-30", "30"):
+        rows.loc[caps, f"robust/rotation/{strength}/plain/test/acc"] = rows.loc[caps, "robust/rotation/0/test/acc"] - plain_drop
+    return rows
+
+
+def test_the_robustness_claim_reads_the_plain_forward_with_plus_q_beside_it():
+    # the plain forward loses 40 points at ±30° (more than the CNN's 29.5), +Q 8.5: the claim reads plain and fails
+    results = with_plain(claims_results(), 0.40)
+    points = robustness_points(results)
+    cnn = points[points["model.name"] == "cnn_matched"]
+    assert (cnn["plain/test/acc"] == cnn["test/acc"]).all()  # a CNN's final forward is its plain one
+    table = verdict_table(points, tables.aggregate(results))
+    row = next(r for r in table.rows if r[0] == "capsnet +Q vs cnn_matched" and r[1].endswith("Rotation ±30°"))
+    assert row[2] == "plain" and row[4] == "does not hold"
+    assert row[3] == "accuracy lost 40.00 ± 0.00 (+Q 8.50 ± 0.50) vs 29.50 ± 0.50 points"
+    rem = next(r for r in table.rows if r[0] == "capsnet +REM vs +Q" and r[1].endswith("Rotation ±30°"))
+    assert rem[2] == "+Q"  # REM's claims read its own evaluation
 
 
 def ablation_results() -> pd.DataFrame:
@@ -107,7 +133,7 @@ def test_ablation_table_and_iteration_claims():
     assert list(cells) == ["+Q", "+Q (1 iteration)", "+Q (5 iterations)"]
     assert cells["+Q (1 iteration)"][2:6] == ["1", "no", "2", "80.50 ± 0.50"]
     assert cells["+Q (5 iterations)"][7:10] == ["2.5000", "0.4050", "150"]
-    verdicts = {r[0]: r[3] for r in routing_rows(rows)}
+    verdicts = {r[0]: r[4] for r in routing_rows(rows)}
     assert verdicts["capsnet 1 vs 3 iterations"] == "holds"  # 80.5 ± 0.5 vs 91.0 ± 1.0
     assert verdicts["capsnet 5 vs 3 iterations"] == "holds"  # no gain beyond the spread, more FLOPs
 

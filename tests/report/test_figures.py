@@ -49,7 +49,7 @@ def tiny_sweep(synthetic_raw, tmp_path_factory):
             {"prune.method": method, "data.train_subset": 96, "data.val_subset": 48, "data.test_subset": 96,
              "eval.sparsity_curve": True, "eval.curve_images": 48, "eval.curve_sparsities": [0.0, 0.5, 0.9]})
         key = f"prune.method={method}"
-        train(cfg, workdir=root / key, at_end=AT_TRIAL_END)
+        train(cfg, workdir=root / key, measurements=AT_TRIAL_END)
         checkpoints[key] = trial_checkpoint_dir(root / key)
         history = json.loads((checkpoints[key] / HISTORY_FILE).read_text())
         frames.append(pd.DataFrame([{**cfg.flat(), **m, "sweep_id": SWEEP, "trial_key": key, "status": "FINISHED"}

@@ -37,6 +37,9 @@ CHANGED_SINCE = {
     "progress_every_s": "issue 33: time-based progress lines replaced log_every_steps",
     "log_every_steps": "issue 33: replaced by progress_every_s",
     "routing": "model.routing (rem.routing's registry): every trial's config records it, '' = the architecture's own",
+    "equivariance": "issue 36: eval.equivariance, equivariance tested directly at a trial's end (off by default)",
+    "iteration_curves": "issue 36: eval.iteration_curves, routing per iteration every epoch (off by default)",
+    "iteration_images": "issue 36: eval.iteration_images, the validation images those curves read",
 }
 ARMS = {
     "none": {}, "rem": {"prune.method": "rem"},

@@ -18,6 +18,7 @@ import pandas as pd
 import torch
 
 from rem.analysis.robustness.families import IDENTITY, check_families, check_family_names, select_families
+from rem.analysis.forwards import forwards, metric_name
 from rem.analysis.robustness.transforms import transform_images
 from rem.analysis.sources import long_form, package_evaluation, publish_table
 from rem.config import Config
@@ -30,10 +31,13 @@ LABELS = ("family", "strength", "model.name", "epoch")  # the columns of a frame
 
 
 def robustness(model: torch.nn.Module, cfg: Config, split: Split, transform, num_classes: int, *,
-               families: dict | None = None, loss_kwargs: dict | None = None, seed: int | None = None) -> pd.DataFrame:
+               families: dict | None = None, loss_kwargs: dict | None = None, seed: int | None = None,
+               quantized: bool | None = None) -> pd.DataFrame:
     """One row per (family, strength): `split` transformed (all of it, once) and evaluated. `families` defaults
-    to `eval.robust_families`, `seed` (affnist's per-image maps) to `eval.robust_seed`."""
+    to `eval.robust_families`, `seed` (affnist's per-image maps) to `eval.robust_seed`, `quantized` (the +Q
+    forward) to `eval.final_quantized`."""
     families = check_families(cfg.eval.robust_families if families is None else families)
+    quantized = cfg.eval.final_quantized if quantized is None else quantized
     seed = cfg.eval.robust_seed if seed is None else seed
     kwargs = loss_kwargs if loss_kwargs is not None else cfg.train.margin(0)
     untransformed: dict | None = None  # every family's identity is the same evaluation: run it once
@@ -45,38 +49,44 @@ def robustness(model: torch.nn.Module, cfg: Config, split: Split, transform, num
                 measured = untransformed
             else:
                 images = transform_images(split.images, family, strength, seed=seed)
-                measured = _measure(model, cfg, Split(images, split.labels), transform, num_classes, kwargs)
+                measured = _measure(model, cfg, Split(images, split.labels), transform, num_classes, kwargs, quantized)
                 del images  # freed before the next family's copy is made: one transformed split at a time
                 untransformed = measured if identity else untransformed
             rows.append({"family": family, "strength": strength, **measured})
     return pd.DataFrame(rows)
 
 
-def _measure(model, cfg: Config, split: Split, transform, num_classes: int, loss_kwargs: dict) -> dict:
-    res = evaluate_split(cfg, model, split, transform, num_classes, quantized=cfg.eval.final_quantized,
+def _measure(model, cfg: Config, split: Split, transform, num_classes: int, loss_kwargs: dict, quantized: bool) -> dict:
+    res = evaluate_split(cfg, model, split, transform, num_classes, quantized=quantized,
                          parse_trees=True, loss_kwargs=loss_kwargs)
     out = {"test/acc": res["acc"], "test/loss": res["loss"], "n_images": res["n_images"]}
     out.update({k: float(res[k]) for k in ROUTING_METRICS if k in res})  # absent without couplings
     return out
 
 
-def robust_metrics(frame: pd.DataFrame) -> dict[str, float]:
-    """A robustness frame as flat metrics, `robust/<family>/<strength:g>/<metric>`, the form a trial's history,
-    MLflow and the results table carry; a metric the model does not have (NaN) is left out."""
+def robust_metrics(frame: pd.DataFrame, segment: str = "", prefix: str = "robust") -> dict[str, float]:
+    """A robustness frame as flat metrics, `robust/<family>/<strength:g>/<metric>` (`.../plain/<metric>` for the
+    plain forward measured beside +Q), the form a trial's history, MLflow and the results table carry; a metric
+    the model does not have (NaN) is left out. The equivariance frame's metrics are named alike (`prefix`)."""
     out = {}
     for row in frame.to_dict("records"):
-        stem = f"robust/{row['family']}/{row['strength']:g}"
-        out.update({f"{stem}/{k}": float(v) for k, v in row.items()
+        stem = f"{prefix}/{row['family']}/{row['strength']:g}"
+        out.update({metric_name(stem, k, segment): float(v) for k, v in row.items()
                     if k not in LABELS and isinstance(v, (int, float)) and not pd.isna(v)})
     return out
 
 
 def trial_robustness(run, metrics: dict) -> dict[str, float]:
     """The robustness of a trial's final model (`rem.training.run.TrainingRun`, its final `metrics`), on the first
-    `eval.robust_images` test images, as `robust_metrics`."""
+    `eval.robust_images` test images, as `robust_metrics`: in the final evaluation's forward, and in the plain one
+    beside it when that is +Q (`rem.analysis.forwards`)."""
     net, test = final_model_on_test(run, metrics, run.cfg.eval.robust_images)
-    frame = robustness(net, run.cfg, test, run.transform, run.splits.spec.num_classes, loss_kwargs=run.loss_kwargs)
-    return robust_metrics(frame)
+    out = {}
+    for forward in forwards(run.cfg):
+        frame = robustness(net, run.cfg, test, run.transform, run.splits.spec.num_classes,
+                           loss_kwargs=run.loss_kwargs, quantized=forward.quantized)
+        out.update(robust_metrics(frame, forward.segment))
+    return out
 
 
 def robustness_for_package(package: dict, source: str, repo_root: Path, *, test_images: int = 0,

@@ -5,6 +5,7 @@ model without spatial primary capsules, ...) becomes a one-line note instead of 
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -14,9 +15,11 @@ from rem.analysis.sparsity_curve import curves_from_results
 from rem.config import Config
 from rem.models import has_routing, list_models
 from rem.report.dvc_outputs import file_slug
-from rem.report.figures import couplings, curve, graphs, overlap, parallel, robustness, saliency, sweep_plots
+from rem.report.figures import (couplings, curve, graphs, overlap, parallel, robustness, routing_iterations, saliency,
+                                 sweep_plots)
 from rem.report.figures.internals import CheckpointMissingError, load_trial, snapshot
 from rem.report.robustness import robustness_points
+from rem.report.routing_iterations import iteration_points
 from rem.results.frames import last_rows, training_points, trial_points
 
 log = logging.getLogger("rem.report.figures")
@@ -46,6 +49,7 @@ def sweep_figures(results: pd.DataFrame, out_dir: Path) -> list[Figure]:
             epochs, dataset, out_dir / f"training_{file_slug(dataset)}.png"),
             f"{dataset}: accuracy and entropy at each epoch against the % of parameters pruned so far."))
     figures += curve_figures(results, out_dir) + robustness_figures(results, out_dir)
+    figures += routing_iteration_figures(results, out_dir)
     if not trials.empty:
         figures.append(Figure("The sweep at a glance", parallel.parallel_figure(results, out_dir / "parallel.png"),
                               "Every finished trial: the config values that differ between trials, then its final "
@@ -71,23 +75,51 @@ def curve_figures(results: pd.DataFrame, out_dir: Path) -> list[Figure]:
     return figures
 
 
+@dataclass(frozen=True)
+class ArmFigures:
+    """A figure per dataset of labelled long-form points, a line per arm (its `series`: model and variant, so two
+    arms are never one line): `draw(group, path, title)` writes `<stem>_<dataset>.png`."""
+
+    stem: str
+    section: str
+    draw: Callable[[pd.DataFrame, Path, str], Path]
+    title: Callable[[str, pd.DataFrame], str]  # (dataset, its points) -> the figure's title
+    caption: str  # "{dataset}" filled in
+
+    def per_dataset(self, points: pd.DataFrame, out_dir: Path) -> list[Figure]:
+        """Nothing when `points` is empty (no trial recorded them)."""
+        figures = []
+        for dataset, group in points.groupby("data.dataset", sort=True) if not points.empty else ():
+            group = group.assign(series=group["model.name"].astype(str) + " " + group["variant"].astype(str))
+            path = self.draw(group, out_dir / f"{self.stem}_{file_slug(dataset)}.png", self.title(dataset, group))
+            figures.append(Figure(self.section, path, self.caption.format(dataset=dataset)))
+        return figures
+
+
+ROBUSTNESS = ArmFigures(
+    "robustness", "Robustness to geometric change", robustness.robustness_figure,
+    lambda dataset, group: f"{dataset}: final models on transformed test images ({int(group['n_images'].max())} images)",
+    "{dataset}: test accuracy (top) and entropy (bottom, capsule models only) of every arm's final model on rotated, "
+    "zoomed, sheared and shifted test images, never trained on; mean over seeds, band ± std.")
+ROUTING_ITERATIONS = ArmFigures(
+    "routing_iterations", "Routing at each iteration", routing_iterations.routing_iterations_figure,
+    lambda dataset, group: f"{dataset}: the class layer's routing at each iteration (validation images)",
+    "{dataset}: coupling entropy (left) and the coupling-weighted cosine between votes and class capsules (right) "
+    "after each routing iteration; each arm at its final epoch, mean over seeds, band ± std; faint lines: its earlier "
+    "epochs.")
+
+
 def robustness_figures(results: pd.DataFrame, out_dir: Path) -> list[Figure]:
     """Per dataset, every arm's robustness curves (`eval.robustness`): accuracy and entropy against each family's
     strength, mean ± seed spread; nothing when no trial recorded them."""
-    points = robustness_points(results)
-    figures = []
-    if points.empty:
-        return figures
-    for dataset, group in points.groupby("data.dataset", sort=True):
-        group = group.assign(series=group["model.name"].astype(str) + " " + group["variant"].astype(str))
-        images = int(group["n_images"].max())
-        path = robustness.robustness_figure(group, out_dir / f"robustness_{file_slug(dataset)}.png",
-                                            f"{dataset}: final models on transformed test images ({images} images)")
-        figures.append(Figure("Robustness to geometric change", path,
-                              f"{dataset}: test accuracy (top) and entropy (bottom, capsule models only) of every arm's "
-                              "final model on rotated, zoomed, sheared and shifted test images, never trained on; "
-                              "mean over seeds, band ± std."))
-    return figures
+    return ROBUSTNESS.per_dataset(robustness_points(results), out_dir)
+
+
+def routing_iteration_figures(results: pd.DataFrame, out_dir: Path) -> list[Figure]:
+    """Per dataset, every arm's routing at each iteration (`eval.iteration_curves`): coupling entropy and agreement
+    against the iteration at the final epoch, mean ± seed spread, earlier epochs faint; nothing when no trial recorded
+    them."""
+    return ROUTING_ITERATIONS.per_dataset(iteration_points(results), out_dir)
 
 
 def checkpoint_figures(results: pd.DataFrame, checkpoints: dict[str, Path], cfg: Config, repo_root: Path,

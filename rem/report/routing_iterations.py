@@ -1,0 +1,70 @@
+"""Routing at each iteration: per arm, the coupling entropy and the vote-output agreement of the class layer's routing
+after each of its iterations (`eval.iteration_curves`: columns `routing/iter<t>/<metric>` of the results table,
+rem.analysis.routing_iterations), at each trial's final epoch, from the results table alone.
+
+Each value is a trial's mean over its first `eval.iteration_images` validation images at its last epoch (that
+epoch's weights, the plain forward: not the `final/` evaluation's checkpoint); the table shows its mean ± std over
+seeds (Spread: one seed has no ±). Arms are the labelled results' (`variant`), so two configurations are never
+averaged as seeds.
+"""
+
+from __future__ import annotations
+
+import pandas as pd
+
+from rem.analysis.routing_iterations import iterations_from_results
+from rem.report.evidence.tables import spread
+from rem.report.registry import CLAIMS_PAGE, REPORT_PAGE, Context, report_table
+from rem.report.render import Table
+from rem.report.robustness import arms
+from rem.results.frames import finished_trials
+
+KEEP = ("trial_key", "data.dataset", "model.name", "arm", "variant", "arm_rank", "train.seed", "epoch")
+# metric -> (column label, digits): entropies move in the 3rd-4th decimal between iterations of a small model
+COLUMNS = {"coupling_entropy": ("Coupling entropy (bits)", 4), "agreement": ("Agreement (weighted cosine)", 4)}
+
+
+def iteration_points(results: pd.DataFrame) -> pd.DataFrame:
+    """Every finished trial's recorded iteration curves in long form, one row per trial, epoch and iteration (KEEP
+    columns, `iteration`, `coupling_entropy`, `agreement`), with `last`: the epoch is its trial's last; empty when no
+    trial recorded any."""
+    done = finished_trials(results)
+    points = iterations_from_results(done, keep=KEEP)
+    if points.empty:
+        return points
+    last_epoch = points["trial_key"].map(done.groupby("trial_key")["epoch"].max())
+    return points.assign(last=points["epoch"].to_numpy() == last_epoch.to_numpy())
+
+
+def arm_points(points: pd.DataFrame, model: str, variant: str) -> pd.DataFrame:
+    return points[(points["model.name"].astype(str) == model) & (points["variant"] == variant)]
+
+
+def iteration_table(points: pd.DataFrame, dataset: str) -> Table | None:
+    """One row per arm and iteration of `dataset`'s trials at their final epoch: each metric's mean ± seed std; None
+    when none of them recorded the curves."""
+    final = points[(points["data.dataset"].astype(str) == dataset) & points["last"]]
+    rows = []
+    for model, variant in arms(final):
+        mine = arm_points(final, model, variant)
+        seeds = str(mine["train.seed"].nunique())
+        for iteration, group in mine.groupby("iteration", sort=True):
+            rows.append([model, variant, seeds, str(int(iteration)),
+                         *(spread(group.get(metric, [])).text(digits) for metric, (_, digits) in COLUMNS.items())])
+    if not rows:
+        return None
+    return Table(f"{dataset}: routing at each iteration", ["Model", "Variant", "Seeds", "Iteration",
+                 *(label for label, _ in COLUMNS.values())], rows, notes=[
+        "The class layer's routing on each trial's first eval.iteration_images validation images at its last epoch, "
+        "after each iteration: "
+        "the entropy of each input capsule's couplings over the classes (log2 of the classes at iteration 1, where "
+        "the couplings are uniform) and Σ_j c_ij cos(û_j|i, v_j), the coupling-weighted cosine between each vote and "
+        "its class capsule's output, averaged over inputs and images. Mean ± std over seeds. Only models whose "
+        "routing iterates (dynamic, scaled-distance) have rows."])
+
+
+@report_table("routing-iterations", "Routing at each iteration", pages={REPORT_PAGE: 45, CLAIMS_PAGE: 35},
+              per="data.dataset", file="routing_iterations_{group}", figures=("routing_iterations_{group}.png",))
+def routing_iterations_section(frame: pd.DataFrame, context: Context, dataset: str) -> Table | None:
+    points = context.once(iteration_points)
+    return None if points.empty else iteration_table(points, dataset)

@@ -1,0 +1,39 @@
+"""The overlapping-digits table and claim on the claims page (rem.report.overlapping) from hand-made results:
+capsules against the CNN on a two-digit dataset, the reconstruction figure placed under its table, and nothing for
+datasets of one object per image."""
+
+from __future__ import annotations
+
+import pandas as pd
+
+from rem.report import tables
+from rem.report.assemble import assemble_page, markdown_body
+from rem.report.overlapping import overlapping_rows, overlapping_table
+from rem.report.registry import CLAIMS_PAGE
+from tests.report.test_report import final_row
+
+
+def pair_results() -> pd.DataFrame:
+    rows = [final_row(f"caps-{s}", "multifashion", "capsnet", s, acc, **{"model.decoder": True})
+            for s, acc in ((42, 0.60), (43, 0.62))]
+    rows += [final_row(f"cnn-{s}", "multifashion", "cnn_matched", s, acc) for s, acc in ((42, 0.50), (43, 0.51))]
+    rows += [final_row("single", "fashion-mnist", "capsnet", 42, 0.9)]
+    return pd.DataFrame(rows)
+
+
+def test_the_table_lists_each_arm_on_the_pairs_only():
+    table = overlapping_table(tables.aggregate(pair_results()), "multifashion")
+    assert [(r[0], r[2], r[4]) for r in table.rows] == [("capsnet", "2", "61.00 ± 1.00"), ("cnn_matched", "2", "50.50 ± 0.50")]
+
+
+def test_the_claim_compares_capsules_and_the_cnn_beyond_the_seed_spread():
+    (row,) = overlapping_rows(tables.aggregate(pair_results()))
+    assert row[0] == "capsnet +Q (decoder) vs cnn_matched (multifashion)" and row[4] == "holds"
+    assert row[3] == "both right 61.00 ± 1.00 vs 50.50 ± 0.50 %"
+
+
+def test_the_page_places_the_reconstructions_under_the_pairs_table():
+    parts = assemble_page(pair_results(), CLAIMS_PAGE).parts
+    body = "\n".join(markdown_body(parts, ["multi_reconstructions_multifashion.png"]))
+    assert "multifashion: overlapping pairs, both recognised" in body and "fashion-mnist: overlapping" not in body
+    assert body.index("both recognised") < body.index("](figures/multi_reconstructions_multifashion.png)")
