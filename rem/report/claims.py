@@ -41,6 +41,7 @@ CLAIMS = {
     "iterations": "Routing by agreement needs its iterations: 1 (a single softmax, no feedback) is worse than 3",
     "plateau": "Beyond 3 iterations little is gained while the cost grows",
     "decoder": "The reconstruction decoder helps (a regulariser, Sabour et al.)",
+    "shared": "Vote matrices shared across the grid per capsule type lose nothing against one per primary capsule",
 }
 
 
@@ -109,6 +110,11 @@ def routing_rows(rows) -> list[list[str]]:
         if dec:
             out.append([f"{model} decoder vs none", CLAIMS["decoder"], FINAL_FORWARD, f"{dec_acc.text(2)} vs {base.text(2)} %",
                         VERDICT[-direction(base, dec_acc, ACCURACY_RESOLUTION)]])
+        shared, shared_acc = arm(shared_votes=True)
+        if shared:
+            out.append([f"{model} shared vs per-capsule votes", CLAIMS["shared"], FINAL_FORWARD,
+                        f"{shared_acc.text(2)} vs {base.text(2)} % with {shared.params:,} vs {row.params:,} parameters",
+                        NO_WORSE[-direction(base, shared_acc, ACCURACY_RESOLUTION)]])
     return out
 
 

@@ -125,6 +125,7 @@ class Arm:
     control_of: str = ""  # prune.target_from: a control at the sparsity its reference reached
     iterations: int = DEFAULT_ITERATIONS
     decoder: bool = False
+    shared_votes: bool = False  # model.options.shared_votes: one vote matrix per capsule type across the grid
     differences: tuple[tuple[str, object], ...] = ()
 
     @property
@@ -156,10 +157,12 @@ class Arm:
         return method_of(self.method).arm_name(self)  # each method names its own arms
 
     def ablation_text(self) -> str:
-        """" (1 iteration)", " (decoder)", " (1 iteration, decoder)", or "" for the architecture's default."""
+        """" (1 iteration)", " (decoder)", " (1 iteration, decoder)", " (shared votes)", or "" for the architecture's
+        default."""
         parts = [f"{self.iterations} iteration{'s' if self.iterations != 1 else ''}"] \
             if self.iterations != DEFAULT_ITERATIONS else []
         parts += ["decoder"] if self.decoder else []
+        parts += ["shared votes"] if self.shared_votes else []
         return f" ({', '.join(parts)})" if parts else ""
 
     def __lt__(self, other: "Arm") -> bool:  # arms sort by their fields (`sort_key`), as every table lists them
@@ -174,7 +177,8 @@ class Arm:
         token = self.pruning_name().split(" ")[0] if rank > REM_RANK else ""
         target = 100 * (self.capsule_fraction or self.target or 0.0)  # a method sets one of the two
         return (rank, token, target, self.lambda_ratio, self.tensors, self.iterations != DEFAULT_ITERATIONS,
-                self.iterations, self.decoder, tuple((k, difference_order(v)) for k, v in self.differences))
+                self.iterations, self.decoder, self.shared_votes,
+                tuple((k, difference_order(v)) for k, v in self.differences))
 
 
 # The paper's pair, which every model's table shows, run or not (unpruned +Q against +REM).

@@ -88,9 +88,9 @@ def axes(grid: Any) -> list[str]:
 
 
 def trial_key(point: Point) -> str:
-    """The point's identity, stable however the grid lists its axes, e.g.
-    `model.name=capsnet,prune.method=rem,train.seed=42`."""
-    return ",".join(f"{k}={point[k]}" for k in sorted(point))
+    """The point's identity, stable however the grid lists its axes (or a mapping value its keys), e.g.
+    `model.name=capsnet,prune.method=rem,train.seed=42`, `model.options={"shared_votes": true},...`."""
+    return ",".join(f"{k}={value_text(point[k])}" for k in sorted(point))
 
 
 # Label order: what a reader scans for first; any other axis follows, the seed comes last.

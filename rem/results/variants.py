@@ -45,6 +45,17 @@ def number(row, key: str, default: float) -> float:
     return float(value) if present(value) else default
 
 
+def model_options(row) -> dict:
+    """The trial's `model.options` (the results table keeps a mapping as JSON text)."""
+    options = row.get("model.options", {})
+    if isinstance(options, str):
+        try:
+            options = json.loads(options)
+        except json.JSONDecodeError:
+            return {}
+    return options if isinstance(options, dict) else {}
+
+
 def arm_of(row, differences: tuple = ()) -> Arm:
     """The arm of a results-table row (a trial's last row: only it carries the final evaluation's columns). Only the
     fields its method names its arms by (`PruningMethod.arm_fields`) are set, so a value a method ignores never splits
@@ -68,6 +79,7 @@ def arm_of(row, differences: tuple = ()) -> Arm:
     return Arm(method=method, control_of=control_of, differences=differences,
                iterations=int(number(row, "model.routing_iterations", DEFAULT_ITERATIONS)),
                decoder=present(decoder) and str(decoder).lower() in ("true", "1", "1.0"),
+               shared_votes=bool(model_options(row).get("shared_votes", False)),
                **{name: fields[name] for name in named_by})
 
 

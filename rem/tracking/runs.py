@@ -77,10 +77,13 @@ def update_experiment_tags(client: MlflowClient, experiment, tags: dict[str, str
 
 
 def find_run(client: MlflowClient, experiment_id: str, tags: dict[str, str]):
-    """The most recent run carrying all `tags`, or None."""
-    clauses = " and ".join(f"tags.`{k}` = '{v}'" for k, v in tags.items())
-    runs = client.search_runs([experiment_id], filter_string=clauses, max_results=1, order_by=["attributes.start_time DESC"])
-    return runs[0] if runs else None
+    """The most recent run carrying all `tags`, or None. MLflow's filter strings quote values in single quotes with
+    no escape, so a value holding one (a trial key of a string axis, say) is matched here instead of in the filter."""
+    quotable = {k: v for k, v in tags.items() if "'" not in str(v)}
+    clauses = " and ".join(f"tags.`{k}` = '{v}'" for k, v in quotable.items())
+    runs = client.search_runs([experiment_id], filter_string=clauses, order_by=["attributes.start_time DESC"],
+                              max_results=1 if len(quotable) == len(tags) else 10000)
+    return next((run for run in runs if all(run.data.tags.get(k) == str(v) for k, v in tags.items())), None)
 
 
 def environment_tags() -> dict[str, str]:

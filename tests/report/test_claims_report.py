@@ -167,3 +167,16 @@ def test_the_size_table_sets_the_cnn_beside_the_capsule_model():
     results = claims_results().assign(flops=[4.0e8] * 4 + [3.9e8] * 2, **{"time/step_s": 0.5})
     sizes = render_tables(results)["sizes.md"]
     assert "| cnn_matched | plain | 10 | 0.3900 | 500 |" in sizes and "| capsnet | +Q | 10 | 0.4000 | 500 |" in sizes
+
+
+def test_shared_vote_matrices_are_their_own_arm_with_their_parameter_count():
+    results = ablation_results()
+    shared = [final_row(f"shared-{seed}", "fashion-mnist", "capsnet", seed, acc,
+                        **{"model.routing_iterations": 3, "model.decoder": False, "params": 5,
+                           "model.options": '{"shared_votes": true}'}) for seed, acc in ((42, 0.905), (43, 0.915))]
+    results = pd.concat([results.assign(**{"model.options": "{}"}), pd.DataFrame(shared)], ignore_index=True)
+    rows = tables.aggregate(results)
+    assert "+Q (shared votes)" in {r.variant for r in rows} and "+Q" in {r.variant for r in rows}  # no options=... label
+    verdicts = {r[0]: r for r in routing_rows(rows)}
+    row = verdicts["capsnet shared vs per-capsule votes"]
+    assert row[3] == "91.00 ± 0.50 vs 91.00 ± 1.00 % with 5 vs 10 parameters" and row[4] == "holds (within the seed spread)"

@@ -32,7 +32,7 @@ def test_a_section_axis_sets_its_keys_together_and_dict_values_of_a_key_stay_who
     assert points == [
         {"prune.method": "none", "model.options": {"conv_channels": 16}},
         {"prune.method": "imp", "prune.target_sparsity": 0.5, "model.options": {"conv_channels": 16}}]
-    assert grid.trial_key(points[1]) == "model.options={'conv_channels': 16},prune.method=imp,prune.target_sparsity=0.5"
+    assert grid.trial_key(points[1]) == 'model.options={"conv_channels": 16},prune.method=imp,prune.target_sparsity=0.5'
     assert grid.axes([{"prune": [{"method": "rem"}]}, {"train.seed": [1]}]) == ["prune.method", "train.seed"]
 
 
