@@ -118,11 +118,13 @@ def test_dvc_repro_runs_the_real_pipeline_then_is_a_noop(reproduced):
     assert "| capsnet | +Q |" in markdown and "6,804,384" in markdown and "seeds 42, 43" in markdown
     assert any(l.startswith("| cnn_matched | plain |") and "| n/a | n/a |" in l for l in markdown.splitlines())
     assert "robustness to geometric change" in markdown and "Rotation ±30° (%)" in markdown
-    # the headline table, parse trees per class, robustness
-    assert (repo / "reports" / "tables" / f"{SYNTHETIC}.tex").read_text().count(r"\toprule") == 3
+    assert "routing at each iteration" in markdown  # the profile's eval.iteration_curves, every epoch
+    # the headline table, parse trees per class, routing per iteration, robustness
+    assert (repo / "reports" / "tables" / f"{SYNTHETIC}.tex").read_text().count(r"\toprule") == 4
     figures = {p.name for p in (repo / "reports" / "figures").glob("*.png")}
     assert {f"pareto_{SYNTHETIC}.png", f"couplings_{SYNTHETIC}_capsnet.png", f"saliency_{SYNTHETIC}_capsnet_Q.png",
-            f"overlap_{SYNTHETIC}_capsnet_Q.png", f"graph_{SYNTHETIC}_capsnet_Q.png", f"robustness_{SYNTHETIC}.png"} <= figures
+            f"overlap_{SYNTHETIC}_capsnet_Q.png", f"graph_{SYNTHETIC}_capsnet_Q.png", f"robustness_{SYNTHETIC}.png",
+            f"routing_iterations_{SYNTHETIC}.png"} <= figures
     page = (repo / "reports" / "index.html").read_text()
     # every checkpoint (and its first-epoch weights) was found; the only notes are Efficient-CapsNet's saliency map
     # and the CNN's routing figures
