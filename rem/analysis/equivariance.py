@@ -10,26 +10,22 @@ about 1 when the map explains nothing of how it moves (above 1: it explains less
 
 f is the class capsules' poses for a capsule model (10 × 16 = 160 numbers on 10 classes), and for a CNN baseline its
 last hidden layer (`rem.models.cnn`: 160 units for the CNN matched to CapsNet), the layer of the same width before
-the classes.
+the classes (`rem.analysis.representations`). A trial measures it in the same passes as its robustness
+(`rem.analysis.transformed`).
 """
 
 from __future__ import annotations
-
-import re
 
 import pandas as pd
 import torch
 from torch import nn
 
-from rem.analysis.forwards import forwards
-from rem.analysis.robustness.evaluation import robust_metrics
+from rem.analysis.points import KEEP, points_from_results
+from rem.analysis.representations import Representations
 from rem.analysis.robustness.families import IDENTITY, check_families
 from rem.analysis.robustness.transforms import transform_images
-from rem.analysis.sources import long_form
 from rem.device import HOST, autocast
-from rem.training.run import final_model_on_test
 
-EQUIVARIANCE_COLUMN = re.compile(r"^equivariance/(?P<family>[a-z_]+)/(?P<strength>[-+0-9.e]+)/(?P<metric>.+)$")
 MIN_IMAGES = 700  # per trial: its half that fits the map must outnumber the widest representation (320)
 RIDGE = 1e-6  # relative to the mean squared input: keeps the fit defined when poses are collinear (dead capsules)
 
@@ -60,65 +56,49 @@ def held_out_error(p: torch.Tensor, q: torch.Tensor, seed: int = 0) -> float:
     return float(((target - predicted) ** 2).sum()) / spread if spread > 0 else float("nan")
 
 
-def representation(model: nn.Module, images: torch.Tensor, quantize_levels: int | None = None) -> torch.Tensor:
-    """(N, D): the class capsules' poses, flattened; for a model without them (a CNN) its last hidden layer.
-    `quantize_levels`: the +Q forward's coupling levels (None: the routing as trained)."""
-    hidden = getattr(model, "hidden", None)
-    seen: list[torch.Tensor] = []
-    hook = hidden.register_forward_hook(lambda _m, _i, out: seen.append(out)) if isinstance(hidden, nn.Module) else None
+@torch.no_grad()
+def encode(model: nn.Module, images: torch.Tensor, *, transform=None, batch: int = 500,
+           quantize_levels: int | None = None, precision: str = "fp32") -> torch.Tensor:
+    """The representation (`rem.analysis.representations`) of uint8 `images` (N, C, H, W, on the model's device)
+    in eval mode, read through the evaluation `transform` (`rem.data.augment.BatchTransform`; None: pixels scaled
+    to [0, 1]); the model's mode is left as it was, as `rem.evaluate.evaluate` leaves it."""
+    was_training = model.training
+    model.eval()
     try:
-        out = model(images, quantize_levels=quantize_levels)
+        with Representations(model) as seen:
+            for k in range(0, len(images), batch):
+                chunk = images[k: k + batch]
+                chunk = transform(chunk, train=False)[0] if transform is not None else chunk.float() / 255.0
+                with autocast(chunk.device, precision):
+                    model(chunk, quantize_levels=quantize_levels)
     finally:
-        if hook is not None:
-            hook.remove()
-    return (seen[-1] if seen else out.capsules).flatten(1).float()
+        model.train(was_training)
+    return seen.tensor()
+
+
+def equivariance_frame(points: dict, base: torch.Tensor, seed: int = 0) -> pd.DataFrame:
+    """Per (family, strength) of `points` (its representation of the transformed images): the held-out error of the
+    linear map from `base` (that of the untransformed images) to it, with the number of images and the width."""
+    return pd.DataFrame([{"family": family, "strength": float(strength), "error": held_out_error(base, moved, seed),
+                          "images": len(base), "width": base.shape[1]} for (family, strength), moved in points.items()])
 
 
 @torch.no_grad()
 def equivariance(model: nn.Module, images: torch.Tensor, families: dict, *, transform=None, batch: int = 500,
                  seed: int = 0, quantize_levels: int | None = None, precision: str = "fp32") -> pd.DataFrame:
     """Per family and strength: the held-out error of the linear map from f(x) to f(g·x) on uint8 `images`
-    (N, C, H, W, on the model's device), with the number of images; `families` as eval.robust_families.
-    `transform`: the trial's evaluation transform (`rem.data.augment.BatchTransform`; None: pixels scaled to
-    [0, 1]); `quantize_levels` and `precision` as the trial's evaluation runs them."""
-    model.eval()
-
-    def encode(x: torch.Tensor) -> torch.Tensor:
-        parts = []
-        for k in range(0, len(x), batch):
-            chunk = transform(x[k: k + batch], train=False)[0] if transform is not None else x[k: k + batch].float() / 255.0
-            with autocast(chunk.device, precision):
-                parts.append(representation(model, chunk, quantize_levels))
-        return torch.cat(parts)
-
-    base = encode(images)
-    rows = []
-    for family, strengths in check_families(families, where="equivariance").items():
-        for strength in strengths:
-            # the identity moves nothing: its error is the fit's own floor, measured without a second pass
-            moved = base if IDENTITY.get(family) == strength else encode(transform_images(images, family, strength, seed=seed))
-            rows.append({"family": family, "strength": float(strength), "error": held_out_error(base, moved, seed),
-                         "images": len(images), "width": base.shape[1]})
-    return pd.DataFrame(rows)
+    (N, C, H, W, on the model's device), with the number of images; `families` as eval.robust_families;
+    `transform`, `quantize_levels` and `precision` as the trial's evaluation runs them (`encode`)."""
+    options = {"transform": transform, "batch": batch, "quantize_levels": quantize_levels, "precision": precision}
+    base = encode(model, images, **options)
+    # the identity moves nothing: its error is the fit's own floor, measured without a second pass
+    points = {(family, strength): base if IDENTITY.get(family) == strength
+              else encode(model, transform_images(images, family, strength, seed=seed), **options)
+              for family, strengths in check_families(families, where="equivariance").items() for strength in strengths}
+    return equivariance_frame(points, base, seed)
 
 
-def trial_equivariance(run, metrics: dict) -> dict[str, float]:
-    """Equivariance of a trial's final model on the robustness images, families and seed, as
-    `equivariance/<family>/<strength>/<metric>`: in the final evaluation's forward, and in the plain one beside it
-    when that is +Q (`rem.analysis.forwards`)."""
-    cfg = run.cfg
-    net, test = final_model_on_test(run, metrics, cfg.eval.robust_images)
-    levels = cfg.eval.levels_for(cfg.model.name)
-    out = {}
-    for forward in forwards(cfg):
-        frame = equivariance(net, test.images, cfg.eval.robust_families, transform=run.transform,
-                             batch=cfg.train.eval_batch_size, seed=cfg.eval.robust_seed, precision=cfg.train.precision,
-                             quantize_levels=levels if forward.quantized else None)
-        out.update(robust_metrics(frame, forward.segment, prefix="equivariance"))
-    return out
-
-
-def equivariance_from_results(rows: pd.DataFrame, keep=("trial_key", "model.name", "variant", "train.seed")) -> pd.DataFrame:
-    """The equivariance a results table's rows carry (`trial_equivariance` columns), in long form: one row per
+def equivariance_from_results(rows: pd.DataFrame, keep=KEEP) -> pd.DataFrame:
+    """The equivariance a results table's rows carry (`rem.analysis.transformed` columns), in long form: one row per
     trial, family and strength (metrics `error`, `plain/error`, ...); empty when no trial recorded any."""
-    return long_form(rows, EQUIVARIANCE_COLUMN, ("family", "strength"), keep)
+    return points_from_results(rows, "equivariance", keep)

@@ -35,7 +35,7 @@ METRICS = ("coupling_entropy", "agreement")
 ITERATION_COLUMN = re.compile(r"^(?P<family>routing)/iter(?P<iteration>[0-9]+)/(?P<metric>coupling_entropy|agreement)$")
 
 
-def metric_name(iteration: int, metric: str) -> str:
+def iteration_metric(iteration: int, metric: str) -> str:
     """The flat metric of one iteration, `routing/iter<t>/<metric>` (t from 1)."""
     return f"routing/iter{iteration}/{metric}"
 
@@ -121,7 +121,7 @@ def iteration_curves_wanted(cfg) -> bool:
 
 
 def iteration_curves(model: torch.nn.Module, batches: Iterable[tuple[torch.Tensor, torch.Tensor]]) -> dict[str, float]:
-    """Each iteration's coupling entropy and agreement of the class layer's routing, as `metric_name` metrics: the
+    """Each iteration's coupling entropy and agreement of the class layer's routing, as `iteration_metric` metrics: the
     mean over the images of `(normalised images, labels)` batches, the model in eval mode, in its plain forward (+Q
     rounds only the last iteration's sum, for evaluation) and in fp32 (the routing runs in fp32 whatever the
     precision; the votes too here, so the curve does not depend on `train.precision`)."""
@@ -140,7 +140,7 @@ def iteration_curves(model: torch.nn.Module, batches: Iterable[tuple[torch.Tenso
                 calls.clear()
                 for row in per_iteration(call.votes, call.iterations, call.bias, call.route, **call.options):
                     for metric in METRICS:
-                        key = metric_name(row["iteration"], metric)
+                        key = iteration_metric(row["iteration"], metric)
                         sums[key] = sums.get(key, 0.0) + row[metric] * len(images)  # batch means, weighted
                 seen += len(images)
     finally:

@@ -7,7 +7,8 @@ import math
 import pytest
 import torch
 
-from rem.analysis.equivariance import equivariance, fit_linear_map, held_out_error, representation
+from rem.analysis.equivariance import equivariance, fit_linear_map, held_out_error
+from rem.analysis.representations import representation
 from rem.models import create_model
 
 

@@ -13,7 +13,8 @@ import torch
 
 from rem.analysis.robustness import transforms
 from rem.analysis.robustness.evaluation import (publish_robustness, robust_from_results, robust_metrics, robustness,
-                                                robustness_for_package, trial_robustness)
+                                                robustness_for_package)
+from rem.analysis.transformed import trial_transformed
 from rem.analysis.robustness.families import IDENTITY, RobustnessError
 from rem.analysis.robustness.transforms import transform_images
 from rem.analysis.sources import load_source, package_evaluation
@@ -218,7 +219,7 @@ def test_a_trials_final_model_on_its_first_robust_images(synthetic_setup):
     run = SimpleNamespace(cfg=cfg, model=model, best={"model": None, "epoch": 0}, transform=transform,
                           splits=SimpleNamespace(test=split, spec=SimpleNamespace(num_classes=10)),
                           loss_kwargs=cfg.train.margin(0))
-    metrics = trial_robustness(run, {"final/checkpoint_epoch": 2, "epoch": 2})
+    metrics = trial_transformed(run, {"final/checkpoint_epoch": 2, "epoch": 2}, robust=True, equivariant=False)
     assert metrics["robust/rotation/90/n_images"] == 40 and "robust/affnist/1/parse_trees/total" in metrics
     final = [k for k in metrics if k.endswith("/test/acc") and "/plain/" not in k]
     assert len(final) == sum(len(v) for v in SOME.values())

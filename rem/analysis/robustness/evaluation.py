@@ -11,47 +11,52 @@ the same for a trial's final model, a saved model package, and a results table r
 
 from __future__ import annotations
 
-import re
+from contextlib import nullcontext
 from pathlib import Path
 
 import pandas as pd
 import torch
 
+from rem.analysis.points import KEEP, point_metrics, points_from_results
+from rem.analysis.representations import Representations
 from rem.analysis.robustness.families import IDENTITY, check_families, check_family_names, select_families
-from rem.analysis.forwards import forwards, metric_name
 from rem.analysis.robustness.transforms import transform_images
-from rem.analysis.sources import long_form, package_evaluation, publish_table
+from rem.analysis.sources import package_evaluation, publish_table
 from rem.config import Config
 from rem.data.splits import Split
 from rem.device import HOST
-from rem.training.run import evaluate_split, final_model_on_test
+from rem.training.run import evaluate_split
 
 ROUTING_METRICS = ("entropy/mean", "entropy/std", "parse_trees/total", "routing/coupling_entropy")
-LABELS = ("family", "strength", "model.name", "epoch")  # the columns of a frame that are not metrics
 
 
 def robustness(model: torch.nn.Module, cfg: Config, split: Split, transform, num_classes: int, *,
                families: dict | None = None, loss_kwargs: dict | None = None, seed: int | None = None,
-               quantized: bool | None = None) -> pd.DataFrame:
+               quantized: bool | None = None, representations: dict | None = None) -> pd.DataFrame:
     """One row per (family, strength): `split` transformed (all of it, once) and evaluated. `families` defaults
     to `eval.robust_families`, `seed` (affnist's per-image maps) to `eval.robust_seed`, `quantized` (the +Q
-    forward) to `eval.final_quantized`."""
+    forward) to `eval.final_quantized`. `representations`: a dict that receives, per (family, strength), the
+    representation of those images in that same pass (`rem.analysis.representations`: what equivariance compares)."""
     families = check_families(cfg.eval.robust_families if families is None else families)
     quantized = cfg.eval.final_quantized if quantized is None else quantized
     seed = cfg.eval.robust_seed if seed is None else seed
     kwargs = loss_kwargs if loss_kwargs is not None else cfg.train.margin(0)
-    untransformed: dict | None = None  # every family's identity is the same evaluation: run it once
+    untransformed: tuple | None = None  # every family's identity is the same evaluation: run it once
     rows = []
     for family, strengths in families.items():
         for strength in strengths:
             identity = IDENTITY.get(family) == strength
             if identity and untransformed is not None:
-                measured = untransformed
+                measured, seen = untransformed
             else:
                 images = transform_images(split.images, family, strength, seed=seed)
-                measured = _measure(model, cfg, Split(images, split.labels), transform, num_classes, kwargs, quantized)
+                with Representations(model) if representations is not None else nullcontext() as seen:
+                    measured = _measure(model, cfg, Split(images, split.labels), transform, num_classes, kwargs,
+                                        quantized)
                 del images  # freed before the next family's copy is made: one transformed split at a time
-                untransformed = measured if identity else untransformed
+                untransformed = (measured, seen) if identity else untransformed
+            if representations is not None:
+                representations[(family, strength)] = seen.tensor()
             rows.append({"family": family, "strength": strength, **measured})
     return pd.DataFrame(rows)
 
@@ -64,29 +69,10 @@ def _measure(model, cfg: Config, split: Split, transform, num_classes: int, loss
     return out
 
 
-def robust_metrics(frame: pd.DataFrame, segment: str = "", prefix: str = "robust") -> dict[str, float]:
+def robust_metrics(frame: pd.DataFrame, segment: str = "") -> dict[str, float]:
     """A robustness frame as flat metrics, `robust/<family>/<strength:g>/<metric>` (`.../plain/<metric>` for the
-    plain forward measured beside +Q), the form a trial's history, MLflow and the results table carry; a metric
-    the model does not have (NaN) is left out. The equivariance frame's metrics are named alike (`prefix`)."""
-    out = {}
-    for row in frame.to_dict("records"):
-        stem = f"{prefix}/{row['family']}/{row['strength']:g}"
-        out.update({metric_name(stem, k, segment): float(v) for k, v in row.items()
-                    if k not in LABELS and isinstance(v, (int, float)) and not pd.isna(v)})
-    return out
-
-
-def trial_robustness(run, metrics: dict) -> dict[str, float]:
-    """The robustness of a trial's final model (`rem.training.run.TrainingRun`, its final `metrics`), on the first
-    `eval.robust_images` test images, as `robust_metrics`: in the final evaluation's forward, and in the plain one
-    beside it when that is +Q (`rem.analysis.forwards`)."""
-    net, test = final_model_on_test(run, metrics, run.cfg.eval.robust_images)
-    out = {}
-    for forward in forwards(run.cfg):
-        frame = robustness(net, run.cfg, test, run.transform, run.splits.spec.num_classes,
-                           loss_kwargs=run.loss_kwargs, quantized=forward.quantized)
-        out.update(robust_metrics(frame, forward.segment))
-    return out
+    plain forward measured beside +Q); a metric the model does not have (NaN) is left out."""
+    return point_metrics(frame, "robust", segment)
 
 
 def robustness_for_package(package: dict, source: str, repo_root: Path, *, test_images: int = 0,
@@ -108,13 +94,10 @@ def robustness_for_package(package: dict, source: str, repo_root: Path, *, test_
     return frame
 
 
-ROBUST_COLUMN = re.compile(r"^robust/(?P<family>[a-z_]+)/(?P<strength>[-+0-9.e]+)/(?P<metric>.+)$")
-
-
-def robust_from_results(rows: pd.DataFrame, keep=("trial_key", "model.name", "variant", "train.seed")) -> pd.DataFrame:
+def robust_from_results(rows: pd.DataFrame, keep=KEEP) -> pd.DataFrame:
     """The robustness a results table's rows carry (`robust_metrics` columns), back in long form: one row per
     trial, family and strength, with the `keep` columns that exist; empty when no trial recorded any."""
-    return long_form(rows, ROBUST_COLUMN, ("family", "strength"), keep)
+    return points_from_results(rows, "robust", keep)
 
 
 def publish_robustness(frame: pd.DataFrame, out: Path, source: str, run_id: str | None = None,
