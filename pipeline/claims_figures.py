@@ -53,8 +53,7 @@ def trial_run_id(cfg, row: dict) -> str | None:
     if uri.startswith("sqlite:///") and not Path(uri.removeprefix("sqlite:///")).exists():
         return None  # MLflow would create an empty store there
     tracking.check_reachable(uri)
-    tags = {tracking.SWEEP_TAG: str(row["sweep_id"]), tracking.TRIAL_TAG: str(row["trial_key"]),
-            tracking.ROLE_TAG: "trial"}
+    tags = tracking.trial_tags(row["sweep_id"], row["trial_key"])
     try:
         client = MlflowClient(uri)
         experiment = client.get_experiment_by_name(cfg.sweep.name)

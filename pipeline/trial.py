@@ -137,8 +137,7 @@ def run_trial(config: dict[str, Any], *, base: dict[str, Any], context: dict[str
     configure_determinism(cfg.train.deterministic)  # before anything below starts CUDA
     key = trial_key(point)
     client = MlflowClient(context["tracking_uri"])
-    tags = {tracking.SWEEP_TAG: context["sweep_id"], tracking.TRIAL_TAG: key, tracking.ROLE_TAG: "trial",
-            tracking.PARENT_TAG: context["parent_run_id"]}
+    tags = {**tracking.trial_tags(context["sweep_id"], key), tracking.PARENT_TAG: context["parent_run_id"]}
     ended = finished_at(client, context["experiment_id"], tags)
     # by its arm (a sweep started before arms named runs: by its grid point)
     arm = context.get("arms", {}).get(key, {"run_name": run_name(point), "arm": ""})

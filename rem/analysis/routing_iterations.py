@@ -14,7 +14,6 @@ A trial with `eval.iteration_curves` records both after every epoch (`trial_iter
 
 from __future__ import annotations
 
-import functools
 import re
 from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
@@ -25,7 +24,6 @@ import torch
 
 from rem.analysis.sources import long_form
 from rem.capsules import EPS
-from rem.device import HOST
 from rem.evaluate import batches_of
 from rem.models import has_routing
 from rem.routing import ARCHITECTURES, ROUTINGS, Routing, dynamic_routing
@@ -96,15 +94,9 @@ def routing_calls(model: torch.nn.Module) -> Iterator[list[RoutingCall]]:
         model.routing = own
 
 
-@functools.cache
 def iterates(name: str) -> bool:
-    """Whether the registered routing `name` runs (and traces) one pass per iteration. The registry does not say, so
-    two iterations of a tiny vote tensor tell: a one-pass routing (self-attention) traces one pass, a routing that
-    ignores `trace` none."""
-    trace: list = []
-    votes = torch.ones(1, 2, 2, 2, device=HOST)  # (B, I, J, D): the smallest votes with a choice of parent
-    ROUTINGS.get(name)(votes, 2, trace=trace)
-    return len(trace) == 2
+    """Whether the registered routing `name` runs (and traces) one pass per iteration, as it was registered."""
+    return ROUTINGS.get(name).iterative
 
 
 def class_routing(cfg) -> str | None:

@@ -8,6 +8,8 @@ and returns `(v (B, J, D), c (B, I, J))`, the couplings c summing to 1 over the 
 entropy all read c, so a routing without couplings cannot be one. `iterations` is ignored by a one-pass routing;
 `activations` `(B, I)`, the input capsules' lengths, reach only a routing registered with `activations=True`;
 `trace`, a list, receives each pass's detached `(c, v)`; `options` are the routing's own keywords (γ-CapsNet's `p`).
+A routing registered `iterative` (the default) runs `iterations` passes, each traced: what the per-iteration curves
+follow (`rem.analysis.routing_iterations`); a one-pass routing is registered `iterative=False`.
 
 The learned bias a model holds for its routing layer has one of two forms, and a routing names the one it adds:
 `PARENTS` `(J, D)` to each parent's input before the squash (REM's routing bias), `PRIOR` `(I, J)` to the couplings
@@ -32,12 +34,13 @@ BIAS_FORMS = (PARENTS, PRIOR, None)
 @dataclass(frozen=True)
 class Routing:
     """A registered routing: the function, the bias form it adds, whether it reads the input capsules'
-    activations, and the keyword options it takes."""
+    activations, the keyword options it takes, and whether it iterates (one traced pass per iteration)."""
 
     route: Callable[..., tuple[torch.Tensor, torch.Tensor]]
     bias: str | None = PARENTS
     activations: bool = False
     options: tuple[str, ...] = ()
+    iterative: bool = True
 
     def __call__(self, votes: torch.Tensor, iterations: int, bias: torch.Tensor | None = None, *,
                  activations: torch.Tensor | None = None, quantize_levels: int | None = None,
@@ -71,13 +74,13 @@ ARCHITECTURES: Registry[str] = Registry("capsule architecture that takes model.r
 
 
 def register_routing(name: str, *, bias: str | None = PARENTS, activations: bool = False,
-                     options: tuple[str, ...] = ()) -> Callable:
+                     options: tuple[str, ...] = (), iterative: bool = True) -> Callable:
     """Decorator: `@register_routing("name")` on a function following the convention above; returns it unchanged."""
     if bias not in BIAS_FORMS:
         raise ValueError(f"register_routing({name!r}): bias must be one of {BIAS_FORMS}, got {bias!r}")
 
     def wrap(route: Callable) -> Callable:
-        ROUTINGS.register(name, Routing(route, bias, activations, tuple(options)))
+        ROUTINGS.register(name, Routing(route, bias, activations, tuple(options), iterative))
         return route
 
     return wrap

@@ -46,7 +46,7 @@ def self_attention_routing(
     return v, c.transpose(1, 2)
 
 
-@register_routing("self_attention", bias=PRIOR)
+@register_routing("self_attention", bias=PRIOR, iterative=False)
 def route_self_attention(votes: torch.Tensor, iterations: int, bias: torch.Tensor | None = None, *,
                          quantize_levels: int | None = None,
                          trace: list | None = None) -> tuple[torch.Tensor, torch.Tensor]:

@@ -76,6 +76,12 @@ def update_experiment_tags(client: MlflowClient, experiment, tags: dict[str, str
             client.set_experiment_tag(experiment.experiment_id, key, value)
 
 
+def trial_tags(sweep_id: str, trial_key: str) -> dict[str, str]:
+    """The tags that find one trial's run: its sweep, its key, and the trial role (the sweep's parent run carries
+    the same sweep id)."""
+    return {SWEEP_TAG: str(sweep_id), TRIAL_TAG: str(trial_key), ROLE_TAG: "trial"}
+
+
 def find_run(client: MlflowClient, experiment_id: str, tags: dict[str, str]):
     """The most recent run carrying all `tags`, or None. MLflow's filter strings quote values in single quotes with
     no escape, so a value holding one (a trial key of a string axis, say) is matched here instead of in the filter."""

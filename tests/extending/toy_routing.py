@@ -9,7 +9,7 @@ import torch
 from rem.routing import parent_major, register_routing, weighted_parents
 
 
-@register_routing("uniform")
+@register_routing("uniform", iterative=False)
 def uniform_routing(votes: torch.Tensor, iterations: int, bias: torch.Tensor | None = None, *,
                     quantize_levels: int | None = None, trace: list | None = None) -> tuple[torch.Tensor, torch.Tensor]:
     """c_ij = 1/J for every input i and parent j whatever `iterations` (nothing to iterate on);
