@@ -19,7 +19,8 @@ from rem.analysis.at_trial_end import AT_TRIAL_END
 from rem.config import load
 from rem.report.figures.build import build_figures
 from rem.report.figures.internals import load_trial, snapshot
-from rem.report.figures.saliency import saliency
+from rem.report.figures.graphs import parse_tree_graph
+from rem.report.figures.saliency import saliency, saliency_maps
 from rem.report.page import linked_files
 from rem.report.stage import build_reports
 from rem.training.checkpoint import CHECKPOINT_FILE, FIRST_EPOCH_FILE, HISTORY_FILE, trial_checkpoint_dir
@@ -105,6 +106,19 @@ def test_saliency_is_norm_times_quantized_coupling_summed_over_types(tiny_sweep,
         expected += float(snap.primary[n, i].norm()) * c_tilde
     assert maps.shape == (4, h, w)
     assert float(maps[n, m, col]) == pytest.approx(expected, rel=1e-4, abs=1e-5)
+
+
+def test_a_pair_datasets_two_labels_are_named_in_the_per_trial_figures(tiny_sweep, synthetic_raw, tmp_path):
+    """A pair dataset (rem.data.multi) labels each image with two classes, (N, 2): the parse-tree graph and the
+    saliency maps name both (the claims run's report stopped at int() of two labels)."""
+    _, checkpoints = tiny_sweep
+    trial, images = load_trial(checkpoints["prune.method=none"], report_cfg(synthetic_raw, tmp_path), REPO, 4)
+    images.labels = torch.stack([images.labels, (images.labels + 1) % 10], dim=1)
+    snap = snapshot(trial, images)
+    names = images.class_names
+    assert images.true_names(0) == f"{names[int(images.labels[0, 0])]} + {names[int(images.labels[0, 1])]}"
+    assert_drawn(parse_tree_graph(snap, tmp_path / "graph.png", "pairs", count=8))
+    assert_drawn(saliency_maps(snap, tmp_path / "saliency.png", "pairs", count=3))
 
 
 def test_missing_checkpoint_is_a_note_not_a_crash(tiny_sweep, synthetic_raw, tmp_path):

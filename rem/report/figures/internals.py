@@ -42,8 +42,12 @@ class TrialModel:
 class FigureImages:
     normalised: torch.Tensor  # (N, C, H, W) the model's input, on the model's device
     unit: torch.Tensor  # (N, C, H, W) in [0, 1], what is drawn (host)
-    labels: torch.Tensor  # (N,)
+    labels: torch.Tensor  # (N,), or (N, 2) for a pair dataset (two classes overlaid: rem.data.multi)
     class_names: list[str]
+
+    def true_names(self, k: int) -> str:
+        """Image k's class name, or its classes' names joined by " + " (a pair of overlaid items)."""
+        return " + ".join(self.class_names[int(label)] for label in self.labels[k].reshape(-1))
 
 
 @dataclass
