@@ -11,6 +11,7 @@ import pandas as pd
 
 from rem.analysis.equivariance import equivariance_from_results
 from rem.analysis.forwards import PLAIN
+from rem.analysis.robustness.families import PER_IMAGE
 from rem.report.evidence.tables import VERDICT, Spread, direction
 from rem.report.registry import CLAIMS_PAGE, REPORT_PAGE, Context, report_table
 from rem.report.render import Table
@@ -63,7 +64,9 @@ def equivariance_table(points: pd.DataFrame, dataset: str) -> Table:
         "Q ≈ P·W + b fitted by least squares on half of the images, its relative squared error on the other half "
         "(0: the representation moves linearly; 1: the map explains nothing of how it moves). ±30° averages -30° "
         "and +30° per trial; mean ± std over seeds. Capsule models: the plain forward (the routing as trained), "
-        "+Q in brackets."])
+        "+Q in brackets.",
+        f"{', '.join(PER_IMAGE)}: a different map per image, so no single linear map exists; its column says how "
+        "predictable the transformed representation is from the original, and no claim reads it."])
 
 
 def equivariance_rows(points: pd.DataFrame) -> list[list[str]]:
@@ -71,7 +74,7 @@ def equivariance_rows(points: pd.DataFrame) -> list[list[str]]:
     rows = []
     for model in capsule_arms(points):
         for cnn in baseline_arms(points):
-            for family, strengths, label in shown(points):
+            for family, strengths, label in [h for h in shown(points) if h[0] not in PER_IMAGE]:
                 caps = arm_error(points, model, "+Q", family, strengths, PLAIN_ERROR)
                 read, forward = (caps, "plain") if caps.n else (arm_error(points, model, "+Q", family, strengths, "error"), "+Q")
                 base = arm_error(points, cnn, "plain", family, strengths, PLAIN_ERROR)

@@ -51,6 +51,22 @@ def test_the_claim_holds_only_beyond_the_seed_spread_in_the_plain_forward():
     assert row[2] == "+Q" and row[4] == "does not hold"
 
 
+def test_a_family_of_one_map_per_image_is_shown_but_no_claim_reads_it():
+    """affNIST-style draws a different map for each image: no single linear map relates the two representations."""
+    results = with_equivariance(claims_results(), ERRORS)
+    for key, (final, plain) in ERRORS.items():
+        at = results["trial_key"] == key
+        results.loc[at, "equivariance/affnist/1/error"] = final
+        results.loc[at, "equivariance/affnist/1/width"] = 160.0
+        results.loc[at, "equivariance/affnist/1/images"] = 1000.0
+        if plain is not None:
+            results.loc[at, "equivariance/affnist/1/plain/error"] = plain
+    points = equivariance_points(results)
+    table = equivariance_table(points, "fashion-mnist")
+    assert table.header[-1] == "affNIST-style affine error" and any("no single linear map" in n for n in table.notes)
+    assert [row[1].split(": ")[-1] for row in equivariance_rows(points)] == ["Rotation ±30°"]
+
+
 def test_the_claims_page_carries_the_table_and_the_verdict():
     results = with_equivariance(claims_results(), ERRORS)
     out = render_tables(results)

@@ -29,6 +29,9 @@ RANGES: dict[str, tuple[float, float, bool, str]] = {
 }
 
 IDENTITY = {"rotation": 0.0, "scale": 1.0, "shear": 0.0, "translation": 0.0}  # affnist has none
+# Families that draw a different map for each image: no single map g relates f(x) to f(g·x) over the images, so
+# an equivariance fit there measures how predictable f(g·x) is from f(x), not equivariance
+PER_IMAGE = ("affnist",)
 
 
 class RobustnessError(ValueError):
