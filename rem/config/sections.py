@@ -123,7 +123,7 @@ class EvalConfig:
     curve_images: int = 0
     curve_sparsities: list = field(default_factory=lambda: [0.0, 0.2, 0.4, 0.6, 0.8, 0.9, 0.95, 0.98])
     # Robustness (rem.analysis.robustness) of the final model: test metrics of the test images transformed by each family
-    # at each strength (rem/robustness/families.py), recorded as `robust/<family>/<strength>/<metric>` with the
+    # at each strength (rem/analysis/robustness/families.py), recorded as `robust/<family>/<strength>/<metric>` with the
     # final evaluation. `robust_images` > 0: the first that many test images; `robust_seed` fixes the one random
     # family (affnist's per-image maps), so every trial of a sweep sees the same transformed images.
     robustness: bool = False

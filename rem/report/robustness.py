@@ -152,7 +152,7 @@ def robustness_table(points: pd.DataFrame, dataset: str, protocols: dict | None 
               *(f"{label} (%)" for label in protocols)]
     images = int(points["n_images"].max()) if "n_images" in points and not points.empty else 0
     return Table(f"{dataset}: robustness to geometric change", header, rows, notes=[
-        f"Each trial's final model on its first {images} test images, transformed (rem/robustness/families.py: "
+        f"Each trial's final model on its first {images} test images, transformed (rem/analysis/robustness/families.py: "
         "rotation about the centre, zoom, horizontal shear, diagonal shift with zero fill, and one seeded random "
         "affine map per image drawn as affNIST draws them); never trained on these transforms. ±30° is the mean "
         "of -30° and +30° per trial. Mean ± std over seeds. n/a: a model without routing has no parse trees. "

@@ -39,10 +39,18 @@ def test_the_committed_run_is_the_claims_profile_of_these_params(committed):
     assert set(last["status"]) == {"FINISHED"}
     assert set(last["trial_key"]) == {grid.trial_key(p) for p in grid.points(cfg.sweep.grid)}
     assert set(committed["train.max_steps_per_epoch"]) == {cfg.train.max_steps_per_epoch}
-    # every trial recorded its robustness, the CNN's without routing metrics
+    # every trial that asked for robustness and equivariance recorded both, in its final forward and (capsules, +Q
+    # final) the plain one beside it; the CNN's without routing metrics; the pairs' trials asked for neither
+    measured = last[last["eval.robustness"].astype(bool)]
+    assert set(measured["data.dataset"]) == {"fashion-mnist"} and set(measured["eval.equivariance"]) == {True}
+    for stem, metric in (("robust", "test/acc"), ("equivariance", "error")):
+        final = [c for c in last.columns if c.startswith(f"{stem}/") and c.endswith(f"/{metric}") and "/plain/" not in c]
+        plain = [c for c in last.columns if c.startswith(f"{stem}/") and c.endswith(f"/plain/{metric}")]
+        assert len(final) == len(plain) == 14 and measured[final].notna().all().all()
+        assert measured[measured["model.name"] == "capsnet"][plain].notna().all().all()
+        assert last[~last["eval.robustness"].astype(bool)][final].isna().all().all()
+    cnn = measured[measured["model.name"] == "cnn_matched"]
     robust = [c for c in last.columns if c.startswith("robust/")]
-    assert last[[c for c in robust if c.endswith("/test/acc")]].notna().all().all()
-    cnn = last[last["model.name"] == "cnn_matched"]
     assert not cnn.empty and cnn[[c for c in robust if c.endswith("/entropy/mean")]].isna().all().all()
 
 
