@@ -31,7 +31,7 @@ def claims() -> pd.DataFrame:
 def plain_capsnet(results: pd.DataFrame, seed: int) -> pd.Series:
     return ((results["model.name"] == "capsnet") & (results["prune.method"] == "none")
             & (results["model.routing_iterations"] == 3) & (~results["model.decoder"].astype(bool))
-            & (results["train.seed"] == seed))
+            & (results["model.options"].astype(str) == "{}") & (results["train.seed"] == seed))
 
 
 def changed(results: pd.DataFrame, column: str, value, seed: int = 43, which=plain_capsnet) -> pd.DataFrame:
@@ -49,7 +49,7 @@ def rows_of(results: pd.DataFrame, model: str, prefix: str) -> dict[str, list[in
 def test_the_committed_claims_run_keeps_its_labels(claims):
     assert rows_of(claims, "capsnet", "+Q") == {"+Q": [42, 43], "+Q (1 iteration)": [42, 43],
                                                 "+Q (2 iterations)": [42, 43], "+Q (5 iterations)": [42, 43],
-                                                "+Q (decoder)": [42, 43]}
+                                                "+Q (decoder)": [42, 43], "+Q (shared votes)": [42, 43]}
 
 
 def test_a_learning_rate_axis_makes_two_arms_each_with_its_seeds(claims, tmp_path):
