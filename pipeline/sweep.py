@@ -166,11 +166,13 @@ def settle_runs(client, experiment_id: str, parent_run_id: str, table: pd.DataFr
 
 
 def reached_sparsity(table: pd.DataFrame, reference: dict) -> float | None:
-    """The sparsity (a fraction) a finished trial ended at; None if it did not finish."""
+    """The sparsity (a fraction) a finished trial ended at, over the tensors it thresholded (`grid.matched_column`:
+    a REM arm on W alone is matched on W's sparsity, not on all weights'); None if it did not finish."""
+    column = grid.matched_column(reference)
     rows = table[(table["trial_key"] == grid.trial_key(reference)) & (table["status"] == "FINISHED")]
-    if rows.empty or "sparsity" not in rows:
+    if rows.empty or column not in rows:
         return None
-    return float(rows.sort_values("epoch")["sparsity"].iloc[-1]) / 100
+    return float(rows.sort_values("epoch")[column].iloc[-1]) / 100
 
 
 class SweepInterrupted(RuntimeError):

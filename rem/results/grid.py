@@ -162,8 +162,19 @@ def split_matched(points_: list[Point]) -> tuple[list[Point], dict[str, Point]]:
         if len(refs) != 1:
             raise GridError(f"sweep.grid: {trial_key(point)} matches {len(refs)} trials pruned by "
                             f"{point[MATCH_KEY]!r} with the same other values; it needs exactly one")
+        if len(point.get("prune.threshold_tensors") or []) > 1:
+            # the results hold each tensor's sparsity, not its size: the sparsity over several cannot be matched
+            raise GridError(f"sweep.grid: {trial_key(point)} is matched on {len(point['prune.threshold_tensors'])} "
+                            "tensors (prune.threshold_tensors); a matched control takes one tensor or all of them")
         matched[trial_key(point)] = refs[0]
     return first, matched
+
+
+def matched_column(reference: Point) -> str:
+    """The results column a control is matched on: the reference's sparsity over the one tensor it thresholded
+    (`sparsity/<tensor>`), else over every prunable weight (`sparsity`)."""
+    tensors = list(reference.get("prune.threshold_tensors") or [])
+    return f"sparsity/{tensors[0]}" if tensors else "sparsity"
 
 
 def resolve_matched(point: Point, reached_sparsity: float) -> Point:

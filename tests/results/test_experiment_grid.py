@@ -9,6 +9,7 @@ import sys
 from pathlib import Path
 
 import pytest
+import pandas as pd
 import yaml
 
 from rem import config
@@ -201,3 +202,22 @@ def test_a_single_run_of_a_matched_control_needs_its_target():
     with pytest.raises(ValueError, match=r"sweep sets prune.target_sparsity from the matching rem trial"):
         Pruner(model, PruneConfig(method="imp", target_from="rem"))
     assert Pruner(model, PruneConfig(method="imp", target_from="rem", target_sparsity=0.25)).cfg.target_sparsity == 0.25
+
+
+def test_a_control_on_one_tensor_is_matched_on_that_tensors_sparsity():
+    """+IMP@REM W only prunes W to the sparsity +REM W only reached on W, not to its sparsity over all weights."""
+    from pipeline.sweep import reached_sparsity
+
+    points = grid.points({"model.name": ["capsnet"], "prune": [
+        {"method": "rem", "threshold_tensors": ["votes.weight"]},
+        {"method": "imp", "target_from": "rem", "threshold_tensors": ["votes.weight"]}]})
+    _, matched = grid.split_matched(points)
+    reference = next(iter(matched.values()))
+    assert grid.matched_column(reference) == "sparsity/votes.weight"
+    table = pd.DataFrame({"trial_key": [grid.trial_key(reference)] * 2, "status": ["FINISHED"] * 2, "epoch": [1, 2],
+                          "sparsity": [5.0, 6.0], "sparsity/votes.weight": [40.0, 61.5]})
+    assert reached_sparsity(table, reference) == pytest.approx(0.615)
+    several = {"method": "imp", "target_from": "rem", "threshold_tensors": ["votes.weight", "conv1.weight"]}
+    with pytest.raises(grid.GridError, match=r"matched on 2 tensors"):
+        grid.split_matched(grid.points({"model.name": ["capsnet"], "prune": [
+            {"method": "rem", "threshold_tensors": ["votes.weight", "conv1.weight"]}, several]}))
