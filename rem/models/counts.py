@@ -50,3 +50,10 @@ def counts_table(rows: list[dict]) -> str:
     lines += [f"| {r['model']} | {r['params']:,} | {millions(r['params'])} | {r['flops']:,} | {millions(r['flops'])} |"
               for r in rows]
     return "\n".join(lines)
+
+
+def decoder_parameters(name: str, in_shape: tuple[int, int, int], num_classes: int) -> int:
+    """Trainable parameters of the reconstruction decoder `name` builds with `decoder=True` for inputs `in_shape`:
+    training uses it, inference does not, so size comparisons count it apart."""
+    model = create_model(name, in_shape=tuple(in_shape), num_classes=num_classes, decoder=True)
+    return sum(p.numel() for n, p in model.named_parameters() if n.startswith("decoder.") and p.requires_grad)

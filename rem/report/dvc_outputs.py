@@ -21,6 +21,7 @@ from pathlib import Path
 import pandas as pd
 
 from rem.io import atomic_write, atomic_write_text
+from rem.report.preconditions import uniform_arms
 from rem.report.tables import Row
 from rem.results.frames import training_points, trial_points
 
@@ -42,6 +43,8 @@ def row_metrics(row: Row) -> dict:
         entry["failed"] = row.failed
     if row.seeds:
         entry["test_acc"] = round(100 * row.acc_mean, 2)
+        if row.uniform:  # its entropy and parse trees measure no routing (rem.report.preconditions)
+            entry["routing_uniform"] = True
         for key, value, digits in (("entropy", row.entropy_mean, 3), ("parse_trees", row.parse_trees_median, 1),
                                    ("sparsity", row.sparsity_median, 2)):
             if not math.isnan(value):
@@ -81,6 +84,9 @@ def write_plot_data(results: pd.DataFrame, plots_dir: Path) -> list[Path]:
     """The data of dvc.yaml's plots as CSV (`dvc plots show` draws them; the PNGs are drawn from the same): each
     arm's mean and spread per epoch, every trial's final point, every trial's epochs."""
     epochs, trials = training_points(results), trial_points(results)
-    frames = {"arms.csv": arm_curves(epochs), "trials.csv": trials.assign(arm=arm_label(trials)), "training.csv": epochs}
+    uniform = uniform_arms(trials)
+    flags = [(d, m, v) in uniform for d, m, v in zip(trials["dataset"], trials["model"], trials["variant"])]
+    frames = {"arms.csv": arm_curves(epochs), "trials.csv": trials.assign(arm=arm_label(trials), routing_uniform=flags),
+              "training.csv": epochs}
     return [atomic_write(plots_dir / name, lambda tmp, frame=frame: frame.to_csv(tmp, index=False))
             for name, frame in frames.items()]

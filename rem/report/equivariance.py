@@ -12,7 +12,9 @@ import pandas as pd
 from rem.analysis.equivariance import equivariance_from_results
 from rem.analysis.forwards import PLAIN
 from rem.analysis.robustness.families import PER_IMAGE
-from rem.report.evidence.tables import VERDICT, Spread, direction
+from rem.report.evidence.tables import Spread
+from rem.report.preconditions import first
+from rem.report.verdicts import Differs, cells, decide
 from rem.report.registry import CLAIMS_PAGE, REPORT_PAGE, Context, report_table
 from rem.report.render import Table
 from rem.report.robustness import (HEADLINE, KEEP, arm_spread, arms, baseline_arms, capsule_arms, per_trial,
@@ -20,7 +22,6 @@ from rem.report.robustness import (HEADLINE, KEEP, arm_spread, arms, baseline_ar
 from rem.results.frames import last_rows
 from rem.results.variants import routed
 
-ERROR_RESOLUTION = 0.001  # the tables print the error to 3 decimals
 PLAIN_ERROR = f"{PLAIN}/error"
 CLAIM = "Capsule poses transform more predictably than a CNN's features of the same width (held-out linear map)"
 
@@ -69,7 +70,7 @@ def equivariance_table(points: pd.DataFrame, dataset: str) -> Table:
         "predictable the transformed representation is from the original, and no claim reads it."])
 
 
-def equivariance_rows(points: pd.DataFrame) -> list[list[str]]:
+def equivariance_rows(points: pd.DataFrame, seeds: dict) -> list[list[str]]:
     """The claim per unpruned capsule arm, CNN and headline transform: capsule error (plain) against the CNN's."""
     rows = []
     for model in capsule_arms(points):
@@ -79,9 +80,11 @@ def equivariance_rows(points: pd.DataFrame) -> list[list[str]]:
                 read, forward = (caps, "plain") if caps.n else (arm_error(points, model, "+Q", family, strengths, "error"), "+Q")
                 base = arm_error(points, cnn, "plain", family, strengths, PLAIN_ERROR)
                 if read.n and base.n:
+                    dataset = str(points["data.dataset"].iloc[0])
+                    untested = first(seeds[(dataset, model, "+Q")].not_learned(), seeds[(dataset, cnn, "plain")].not_learned())
                     rows.append([f"{model} +Q vs {cnn}", f"{CLAIM}: {label}", forward,
                                  f"held-out error {read.text(3)} vs {base.text(3)}",
-                                 VERDICT[direction(base, read, ERROR_RESOLUTION)]])
+                                 *cells(decide(Differs(-1), base.values, read.values, untested), 3)])
     return rows
 
 

@@ -89,6 +89,7 @@ TABLES: Registry[ReportTable] = Registry("report table", "table", built_in={
     "pruning-ablation": "rem.report.protocol",
     "abstract-claims": "rem.report.evidence.page",
     "final": "rem.report.evidence.page",
+    "evaluated": "rem.report.evidence.page",
     "first-epoch": "rem.report.evidence.page",
     "epochs": "rem.report.evidence.page",
     "curve": "rem.report.evidence.page",

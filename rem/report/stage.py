@@ -21,6 +21,7 @@ from rem.report.page import render_page
 from rem.report.registry import REPORT_PAGE
 from rem.report.render import to_latex, to_markdown
 from rem.report.tables import aggregate
+from rem.report.verdicts import MIN_SEEDS
 
 TITLE = "REM capsule-network report"
 
@@ -38,6 +39,21 @@ def write_tables(parts: list[Part], tables_dir: Path) -> list[Path]:
 def not_run_line(sections: list[str]) -> str:
     """The page's one line on the protocols this sweep left out (empty when it ran them all)."""
     return f"Not run by this sweep (no section below): {', '.join(sections)}." if sections else ""
+
+
+def budget_line(rows) -> str:
+    """The page's one line on what this sweep's budget can and cannot show: whether its arms have the seeds a
+    verdict needs, and which routed arms' couplings left uniform (only those have entropies that mean routing)."""
+    done = [r for r in rows if r.seeds]
+    if not done:
+        return ""
+    most = max(len(r.seeds) for r in done)
+    seeds = (f"at most {most} seed{'s' if most > 1 else ''} per arm, so no comparison is decided here (a verdict needs "
+             f"{MIN_SEEDS}, rem.report.verdicts)" if most < MIN_SEEDS else f"up to {most} seeds per arm")
+    uniform = [f"{r.model} {r.variant}" for r in done if r.uniform]
+    routing = (f"routing stayed uniform in {', '.join(uniform)}: their entropy and parse trees measure no routing"
+               if uniform else "every routed arm's couplings left uniform")
+    return f"What this budget can show: every axis, with {seeds}; {routing}."
 
 
 def draw_figures(results: pd.DataFrame, figures_dir: Path, cfg: Config | None, repo_root: Path | None,
@@ -64,7 +80,8 @@ def build_reports(results: pd.DataFrame, out_dir: Path, cfg: Config | None = Non
     written += write_metrics(assembly.context.once(aggregate), out_dir) + write_plot_data(results, out_dir / "plots")
     figures, more = draw_figures(results, out_dir / "figures", cfg, repo_root, checkpoints)
     sections = [(part.section, table) for part in assembly.parts for table in part.tables]
-    scope = " ".join(filter(None, [not_run_line(assembly.absent), precision_note(results)]))
+    scope = " ".join(filter(None, [budget_line(assembly.context.once(aggregate)), not_run_line(assembly.absent),
+                                   precision_note(results)]))
     page = atomic_write_text(out_dir / "index.html", render_page(TITLE, sections, figures, [*notes, *more], out_dir,
                                                                   [p for p in written if p.parent == tables_dir], scope))
     return written + [f.path for f in figures] + [page]

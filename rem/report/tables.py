@@ -31,7 +31,8 @@ from rem.parse_trees import entropy_over_classes
 from rem.report.reference import Published, load_published, lookup
 from rem.report.registry import REPORT_PAGE, Context, report_table
 from rem.report.render import Table
-from rem.results.frames import last_rows, with_final_values
+from rem.report.preconditions import ROUTING_MARGIN_BITS, UNIFORM_MARK, uniform_arms
+from rem.results.frames import last_rows, trial_points, with_final_values
 from rem.results.arms import PLUS_Q, PLUS_REM, Arm
 from rem.results.variants import label_trials, routed
 
@@ -56,6 +57,7 @@ class Row:
     params: int = 0
     failed: int = 0
     trees_per_class: list[float] = field(default_factory=list)  # median over seeds, class by class
+    uniform: bool = False  # routed, but its couplings did not leave uniform in some seed (rem.report.preconditions)
     finals: pd.DataFrame | None = field(default=None, repr=False)  # the seeds' final rows, for further tables
 
     @property
@@ -101,6 +103,7 @@ def _aggregate_group(row: Row, group: pd.DataFrame) -> Row:
     if tree_cols:
         row.trees_per_class = [float(v) for v in np.median(evaluated[tree_cols].to_numpy(dtype=np.float64), axis=0)]
     row.finals = group
+    row.uniform = (row.dataset, row.model, row.variant) in uniform_arms(trial_points(group))
     return row
 
 
@@ -208,14 +211,19 @@ def dataset_table(dataset: str, rows: list[Row], published: list[Published]) -> 
         sparsity = "-" if math.isnan(row.sparsity_median) else f"{row.sparsity_median:.2f}"
         nonzero = "-" if math.isnan(row.nonzero_median) else f"{int(row.nonzero_median):,}"
         routes = routed(row.model)
+        flag = f" ({UNIFORM_MARK})" if row.uniform else ""  # a low entropy there is no routing, not a REM result
         cells.append([row.model, row.variant, pm(row.acc_mean, row.acc_std), cited,
-                      pm(row.entropy_mean, row.entropy_std, scale=1.0, digits=3) if routes else NOT_APPLICABLE,
-                      f"{row.parse_trees_median:g}" if routes else NOT_APPLICABLE, sparsity, nonzero, f"{row.params:,}"])
+                      pm(row.entropy_mean, row.entropy_std, scale=1.0, digits=3) + flag if routes else NOT_APPLICABLE,
+                      f"{row.parse_trees_median:g}{flag}" if routes else NOT_APPLICABLE, sparsity, nonzero, f"{row.params:,}"])
     header = HEADER
     if not sources.cited:  # no reference number for any row: an empty column says nothing
         at = HEADER.index("Published (%)")
         header, cells = HEADER[:at] + HEADER[at + 1:], [c[:at] + c[at + 1:] for c in cells]
-    return Table(dataset, header, cells, notes=[RULES, footnote(rows)] + sources.notes())
+    uniform = [f"{r.model} {r.variant}" for r in rows if r.uniform]
+    flagged = [f"'{UNIFORM_MARK}': {', '.join(uniform)} -- the class layer's couplings stayed within "
+               f"{ROUTING_MARGIN_BITS:g} bits of uniform in some seed, so its entropy and parse trees measure no routing "
+               "(near-uniform couplings round to one tree), not a low-entropy result."] if uniform else []
+    return Table(dataset, header, cells, notes=[RULES, footnote(rows)] + flagged + sources.notes())
 
 
 def parse_trees_table(dataset: str, rows: list[Row]) -> Table:

@@ -15,7 +15,8 @@ import pandas as pd
 from rem.results.variants import label_trials
 
 FINAL = "final/"
-POINT_COLUMNS = ["trial_key", "dataset", "model", "variant", "arm_rank", "seed", "epoch", "sparsity", "test_acc", "entropy"]
+POINT_COLUMNS = ["trial_key", "dataset", "model", "variant", "arm_rank", "seed", "epoch", "sparsity", "test_acc", "entropy",
+                 "coupling_entropy"]
 
 
 def finished_trials(results: pd.DataFrame) -> pd.DataFrame:
@@ -47,8 +48,9 @@ def with_final_values(rows: pd.DataFrame) -> pd.DataFrame:
     return out
 
 
-def _points(rows: pd.DataFrame, test_acc: pd.Series, entropy) -> pd.DataFrame:
-    """`rows` (labelled) as plot points: sparsity and accuracy in %, mean entropy in bits."""
+def _points(rows: pd.DataFrame, test_acc: pd.Series, entropy, coupling) -> pd.DataFrame:
+    """`rows` (labelled) as plot points: sparsity and accuracy in %, mean entropy and the class layer's coupling
+    entropy in bits (whether the routing left uniform: `rem.report.preconditions`)."""
     if rows.empty:
         return pd.DataFrame(columns=POINT_COLUMNS)
     return pd.DataFrame({
@@ -56,17 +58,19 @@ def _points(rows: pd.DataFrame, test_acc: pd.Series, entropy) -> pd.DataFrame:
         "model": rows["model.name"].astype(str), "variant": rows["variant"], "arm_rank": rows["arm_rank"],
         "seed": rows["train.seed"],
         "epoch": rows["epoch"].astype(int), "sparsity": rows["sparsity"] if "sparsity" in rows.columns else 0.0,
-        "test_acc": 100 * test_acc, "entropy": entropy,
+        "test_acc": 100 * test_acc, "entropy": entropy, "coupling_entropy": coupling,
     }).reset_index(drop=True)
 
 
 def training_points(results: pd.DataFrame) -> pd.DataFrame:
     """One row per finished trial x epoch: that epoch's sparsity (%), test accuracy (%) and mean entropy (bits)."""
     done = finished_trials(results)
-    return _points(done, done.get("test/acc", np.nan), done.get("entropy/mean", np.nan))
+    return _points(done, done.get("test/acc", np.nan), done.get("entropy/mean", np.nan),
+                   done.get("routing/coupling_entropy", np.nan))
 
 
 def trial_points(results: pd.DataFrame) -> pd.DataFrame:
     """One row per finished trial, by trial: its final evaluation (accuracy, entropy) at its last epoch's sparsity."""
     last = last_rows(results)
-    return _points(last, final_value(last, "test/acc"), final_value(last, "entropy/mean"))
+    return _points(last, final_value(last, "test/acc"), final_value(last, "entropy/mean"),
+                   final_value(last, "routing/coupling_entropy"))

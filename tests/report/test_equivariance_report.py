@@ -7,6 +7,7 @@ from __future__ import annotations
 import pandas as pd
 
 from rem.report import tables
+from rem.report.arm_seeds import arms_of
 from rem.report.claims import render_tables, verdict_table
 from rem.report.equivariance import equivariance_points, equivariance_rows, equivariance_table
 from rem.report.robustness import robustness_points
@@ -29,6 +30,7 @@ def with_equivariance(results: pd.DataFrame, errors: dict) -> pd.DataFrame:
 
 ERRORS = {"caps-42": (0.50, 0.20), "caps-43": (0.52, 0.22), "rem-42": (0.6, 0.3), "rem-43": (0.6, 0.3),
           "cnn-42": (0.40, None), "cnn-43": (0.42, None)}
+ERRORS3 = {**ERRORS, "caps-44": (0.51, 0.21), "rem-44": (0.6, 0.3), "cnn-44": (0.41, None)}
 
 
 def test_the_table_reads_the_plain_forward_with_plus_q_beside_it_and_the_cnn_once():
@@ -42,13 +44,16 @@ def test_the_table_reads_the_plain_forward_with_plus_q_beside_it_and_the_cnn_onc
 
 def test_the_claim_holds_only_beyond_the_seed_spread_in_the_plain_forward():
     points = equivariance_points(with_equivariance(claims_results(), ERRORS))
-    (row,) = equivariance_rows(points)
+    (row,) = equivariance_rows(points, arms_of(claims_results()))
     assert row[0] == "capsnet +Q vs cnn_matched" and row[2] == "plain"
-    assert row[3] == "held-out error 0.210 ± 0.010 vs 0.410 ± 0.010" and row[4] == "holds"
-    # read in +Q (0.51 against the CNN's 0.41), the same models would fail it: the forward decides
-    only_q = {k: (final, None) for k, (final, _) in ERRORS.items()}
-    (row,) = equivariance_rows(equivariance_points(with_equivariance(claims_results(), only_q)))
-    assert row[2] == "+Q" and row[4] == "does not hold"
+    assert row[3] == "held-out error 0.210 ± 0.010 vs 0.410 ± 0.010" and row[5] == "undecided (n = 2, fewer than 3 seeds)"
+    # three seeds decide it; read in +Q (0.51 against the CNN's 0.41), the same models fail it: the forward decides
+    three = claims_results(seeds=3)
+    (row,) = equivariance_rows(equivariance_points(with_equivariance(three, ERRORS3)), arms_of(three))
+    assert row[2] == "plain" and row[5] == "supported"
+    only_q = {k: (final, None) for k, (final, _) in ERRORS3.items()}
+    (row,) = equivariance_rows(equivariance_points(with_equivariance(three, only_q)), arms_of(three))
+    assert row[2] == "+Q" and row[5] == "not supported"
 
 
 def test_a_family_of_one_map_per_image_is_shown_but_no_claim_reads_it():
@@ -64,14 +69,15 @@ def test_a_family_of_one_map_per_image_is_shown_but_no_claim_reads_it():
     points = equivariance_points(results)
     table = equivariance_table(points, "fashion-mnist")
     assert table.header[-1] == "affNIST-style affine error" and any("no single linear map" in n for n in table.notes)
-    assert [row[1].split(": ")[-1] for row in equivariance_rows(points)] == ["Rotation ±30°"]
+    assert [row[1].split(": ")[-1] for row in equivariance_rows(points, arms_of(results))] == ["Rotation ±30°"]
 
 
 def test_the_claims_page_carries_the_table_and_the_verdict():
     results = with_equivariance(claims_results(), ERRORS)
     out = render_tables(results)
     assert "equivariance_fashion-mnist.md" in out and "0.210 ± 0.010 (+Q 0.510 ± 0.010)" in out["equivariance_fashion-mnist.md"]
-    table = verdict_table(robustness_points(results), tables.aggregate(results), equivariance_points(results))
+    table = verdict_table(robustness_points(results), tables.aggregate(results), arms_of(results),
+                          equivariance_points(results))
     assert any(r[1].startswith("Capsule poses transform more predictably") for r in table.rows)
 
 

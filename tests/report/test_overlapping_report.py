@@ -8,15 +8,15 @@ import pandas as pd
 
 from rem.report import tables
 from rem.report.assemble import assemble_page, markdown_body
+from rem.report.arm_seeds import arms_of
 from rem.report.overlapping import overlapping_rows, overlapping_table
 from rem.report.registry import CLAIMS_PAGE
 from tests.report.test_report import final_row
 
 
-def pair_results() -> pd.DataFrame:
-    rows = [final_row(f"caps-{s}", "multifashion", "capsnet", s, acc, **{"model.decoder": True})
-            for s, acc in ((42, 0.60), (43, 0.62))]
-    rows += [final_row(f"cnn-{s}", "multifashion", "cnn_matched", s, acc) for s, acc in ((42, 0.50), (43, 0.51))]
+def pair_results(caps=((42, 0.60), (43, 0.62)), cnn=((42, 0.50), (43, 0.51))) -> pd.DataFrame:
+    rows = [final_row(f"caps-{s}", "multifashion", "capsnet", s, acc, **{"model.decoder": True}) for s, acc in caps]
+    rows += [final_row(f"cnn-{s}", "multifashion", "cnn_matched", s, acc) for s, acc in cnn]
     rows += [final_row("single", "fashion-mnist", "capsnet", 42, 0.9)]
     return pd.DataFrame(rows)
 
@@ -27,9 +27,20 @@ def test_the_table_lists_each_arm_on_the_pairs_only():
 
 
 def test_the_claim_compares_capsules_and_the_cnn_beyond_the_seed_spread():
-    (row,) = overlapping_rows(tables.aggregate(pair_results()))
-    assert row[0] == "capsnet +Q (decoder) vs cnn_matched (multifashion)" and row[4] == "holds"
+    results = pair_results()
+    (row,) = overlapping_rows(tables.aggregate(results), arms_of(results))
+    assert row[0] == "capsnet +Q (decoder) vs cnn_matched (multifashion)" and row[5] == "undecided (n = 2, fewer than 3 seeds)"
     assert row[3] == "both right 61.00 ± 1.00 vs 50.50 ± 0.50 %"
+    three = pair_results(((42, 0.60), (43, 0.62), (44, 0.61)), ((42, 0.50), (43, 0.51), (44, 0.505)))
+    (row,) = overlapping_rows(tables.aggregate(three), arms_of(three))
+    assert row[5] == "supported" and row[4].startswith("+10.50 [")
+
+
+def test_a_capsule_arm_at_chance_on_pairs_is_not_tested():
+    """CapsNet at 2.3 % both right (chance 1/45 = 2.2 %) did not learn: no verdict about capsules."""
+    results = pair_results(((42, 0.023), (43, 0.020), (44, 0.026)), ((42, 0.23), (43, 0.21), (44, 0.25)))
+    (row,) = overlapping_rows(tables.aggregate(results), arms_of(results))
+    assert row[5].startswith("not tested: capsnet +Q (decoder) did not learn (a seed at 2.00 %, below chance 2.22 %")
 
 
 def test_the_page_places_the_reconstructions_under_the_pairs_table():

@@ -10,8 +10,10 @@ from __future__ import annotations
 import pandas as pd
 
 from rem.analysis.sparsity_curve import curves_from_results
-from rem.report.evidence.tables import METRICS, Spread, direction, spread
+from rem.report.evidence.tables import METRICS, Spread, spread
+from rem.report.preconditions import classes_of, routing_uniform
 from rem.report.render import Table
+from rem.report.verdicts import MIN_SEEDS, RULE_NOTE, Differs, Outcome, decide
 from rem.results.frames import last_rows
 from rem.results.variants import ranked
 
@@ -19,12 +21,12 @@ from rem.results.variants import ranked
 COLUMNS = {c: METRICS[c] for c in ("test/acc", "entropy/mean", "parse_trees/total", "routing/coupling_entropy",
                                    "routing/dead_capsules", "sparsity", "sparsity/votes.weight")}
 SCOPES = {"global": "every REM tensor", "class_capsules": "W only", "primary_conv": "primary conv only"}
-ENTROPY_RESOLUTION = 1e-3  # the tables print entropy to 3 decimals: smaller differences are not called
 
 
 def trial_curves(results: pd.DataFrame) -> pd.DataFrame:
     """Every finished trial's recorded curve in long form (trial, model, variant, seed, scope, target, metrics)."""
-    return curves_from_results(last_rows(results), keep=("trial_key", "model.name", "variant", "arm_rank", "train.seed"))
+    return curves_from_results(last_rows(results), keep=("trial_key", "data.dataset", "model.name", "variant", "arm_rank",
+                                                          "train.seed"))
 
 
 def point_spreads(curves: pd.DataFrame, model: str, variant: str, scope: str) -> dict[float, dict[str, Spread]]:
@@ -34,13 +36,17 @@ def point_spreads(curves: pd.DataFrame, model: str, variant: str, scope: str) ->
             for t, g in rows.groupby("target")}
 
 
+def falls(base: dict[str, Spread], point: dict[str, Spread]):
+    """The verdict on "the entropy at this target is lower than unpruned" (`rem.report.verdicts`)."""
+    return decide(Differs(-1), base["entropy/mean"].values, point["entropy/mean"].values)
+
+
 def onset(points: dict[float, dict[str, Spread]]) -> float | None:
-    """The smallest target at which the entropy is below the unpruned model's by more than the seed spread."""
+    """The smallest target at which the entropy is shown lower than the unpruned model's (`falls` supported)."""
     base = points.get(0.0)
     if base is None:
         return None
-    return next((t for t, p in sorted(points.items())
-                 if t > 0 and direction(base["entropy/mean"], p["entropy/mean"], ENTROPY_RESOLUTION) == -1), None)
+    return next((t for t, p in sorted(points.items()) if t > 0 and falls(base, p).outcome is Outcome.SUPPORTED), None)
 
 
 def curve_table(curves: pd.DataFrame, model: str, variant: str) -> Table:
@@ -57,26 +63,33 @@ def curve_table(curves: pd.DataFrame, model: str, variant: str) -> Table:
 
 def onset_rows(curves: pd.DataFrame, model: str, variant: str) -> list[list[str]]:
     """Per scope: where the entropy starts to fall (or that it does not up to the last target), with the
-    accuracy, W sparsity and routing there."""
+    accuracy, W sparsity and routing there; not tested where the unpruned model's routing stayed uniform."""
     out = []
+    mine = curves[(curves["model.name"].astype(str) == model) & (curves["variant"] == variant)]
+    dataset = str(mine["data.dataset"].iloc[0]) if "data.dataset" in mine and not mine.empty else ""
     for scope, name in SCOPES.items():
         points = point_spreads(curves, model, variant, scope)
         if 0.0 not in points:
             continue
         base, at = points[0.0], onset(points)
         question = f"{model} {variant}: sparsity at which the entropy starts to fall, pruning {name}"
+        uniform = routing_uniform(f"{model} {variant}", base["routing/coupling_entropy"].values, classes_of(dataset),
+                                  "+Q") if dataset else None
+        last = max(points)
         if at is None:
-            last = max(points)
-            out.append([question, f"no fall up to {last:g} %: {base['entropy/mean'].text(3)} → "
+            n = base["entropy/mean"].n
+            verdict = f"not tested: {uniform}" if uniform else f"undecided (n = {n}, fewer than {MIN_SEEDS} seeds)" \
+                if n < MIN_SEEDS else f"undecided (no target up to {last:g} % is shown lower)"
+            out.append([question, f"no fall shown up to {last:g} %: {base['entropy/mean'].text(3)} → "
                         f"{points[last]['entropy/mean'].text(3)} bits, accuracy {points[last]['test/acc'].text(1)} %",
-                        "does not fall"])
+                        verdict])
             continue
         p = points[at]
         out.append([question, f"{at:g} % ({p['sparsity'].text(1)} % global, {p['sparsity/votes.weight'].text(1)} % of W): "
                     f"{base['entropy/mean'].text(3)} → {p['entropy/mean'].text(3)} bits; accuracy "
                     f"{base['test/acc'].text(1)} → {p['test/acc'].text(1)} %; coupling entropy "
                     f"{p['routing/coupling_entropy'].text(4)} bits, dead capsules {p['routing/dead_capsules'].text(1)} %",
-                    f"falls from {at:g} %"])
+                    f"not tested: {uniform}" if uniform else f"falls from {at:g} %"])
     return out
 
 
@@ -94,9 +107,11 @@ def curve_tables(results: pd.DataFrame) -> dict[str, Table]:
     for model in sorted(set(curves["model.name"].astype(str))) if not curves.empty else []:
         variants = curve_variants(curves, model)
         onsets = Table(f"{model}: where the entropy falls as magnitude pruning removes more (no retraining)",
-                       ["Question", "Measured (mean ± std over seeds)", "Here"],
+                       ["Question", "Measured (mean ± std over seeds)", "Verdict"],
                        [r for v in variants for r in onset_rows(curves, model, v)],
-                       notes=["'falls': the entropy is below the unpruned model's by more than the combined seed "
-                              f"spread (and more than {ENTROPY_RESOLUTION:g} bits)."])
+                       notes=["'falls from t %': the first target whose entropy is lower than the unpruned "
+                              "model's by the verdict rule (a difference claim at every target; the unpruned model's "
+                              "routing must have left uniform, else the fall is votes vanishing, not routing).",
+                              RULE_NOTE])
         out[f"curve_{model}"] = [onsets, *(curve_table(curves, model, v) for v in variants)]
     return out

@@ -6,9 +6,9 @@ import pandas as pd
 
 from rem.report.assemble import assemble_page, markdown_body, markdown_files
 from rem.report.evidence.curve import curve_tables
-from rem.report.evidence.tables import (cost_table, epoch_table, final_spreads, final_table, first_epoch_table,
-                                        verdict_tables)
-from rem.report.registry import EVIDENCE_PAGE, Context, report_table
+from rem.report.evidence.tables import (cost_table, epoch_table, evaluated_table, final_spreads, final_table,
+                                        first_epoch_table, verdict_tables)
+from rem.report.registry import CLAIMS_PAGE, EVIDENCE_PAGE, Context, report_table
 from rem.report.render import Table
 from rem.results.frames import finished_trials
 
@@ -18,12 +18,17 @@ from rem.results.frames import finished_trials
 def abstract_claims(frame: pd.DataFrame, context: Context) -> list[Table]:
     """The abstract's verdicts (from the same numbers as the final table), then each model's curve onsets."""
     onsets = [tables[0] for tables in context.once(curve_tables).values()]
-    return verdict_tables(context.once(final_spreads)) + onsets
+    return verdict_tables(context.once(final_spreads), context.results) + onsets
 
 
 @report_table("final", "Final evaluation, per architecture and variant", pages={EVIDENCE_PAGE: 20})
 def final_section(frame: pd.DataFrame, context: Context) -> Table:
     return final_table(context.results, context.once(final_spreads))
+
+
+@report_table("evaluated", "The checkpoint every seed was evaluated at", pages={EVIDENCE_PAGE: 25, CLAIMS_PAGE: 15})
+def evaluated_section(frame: pd.DataFrame, context: Context) -> Table:
+    return evaluated_table(context.results)
 
 
 @report_table("first-epoch", "First epoch of REM's recipe", pages={EVIDENCE_PAGE: 30}, file="first_epoch")

@@ -2,7 +2,8 @@
 
 Every table here is computed from the results table alone (one row per trial x epoch, as the sweep writes it),
 so the Parquet committed under reports/evidence/ regenerates the page without retraining. Numbers are means over
-seeds with their population std (the seed spread); a claim "holds" only when the difference exceeds that spread.
+seeds with their population std (the seed spread); every verdict is `rem.report.verdicts`' (Welch's test on the
+per-seed values, n >= 3, "not tested" where an arm did not learn or its routing stayed uniform).
 """
 
 from __future__ import annotations
@@ -13,7 +14,11 @@ from dataclasses import dataclass, replace
 import numpy as np
 import pandas as pd
 
+from rem.analysis.forwards import PLAIN
+from rem.report.arm_seeds import QUANTIZED, ArmSeeds, arm_seeds, arms_of
+from rem.report.preconditions import PRECONDITIONS_NOTE, evaluation_differs, first
 from rem.report.render import Table
+from rem.report.verdicts import HEADER as VERDICT_HEADER, RULE_NOTE, Differs, NoWorse, Outcome, cells, decide
 from rem.results.frames import final_value, finished_trials, last_rows
 from rem.results.arms import PLUS_Q, Arm
 
@@ -39,7 +44,6 @@ CLAIMS = {
     "parameters": "... with fewer parameters",
     "accuracy": "... and negligible accuracy loss",
 }
-NEGLIGIBLE_POINTS = 1.0  # accuracy loss we call negligible, in points
 
 
 @dataclass(frozen=True)
@@ -47,6 +51,8 @@ class Spread:
     mean: float
     std: float
     n: int
+
+    values: tuple[float, ...] = ()  # per seed (scaled), for the verdicts' tests
 
     def text(self, digits: int) -> str:
         if math.isnan(self.mean):
@@ -56,7 +62,8 @@ class Spread:
 
 def spread(values, scale: float = 1.0) -> Spread:
     v = np.asarray(pd.to_numeric(pd.Series(values), errors="coerce").dropna(), dtype=np.float64) * scale
-    return Spread(float(v.mean()), float(v.std()), len(v)) if len(v) else Spread(math.nan, math.nan, 0)
+    return Spread(float(v.mean()), float(v.std()), len(v), tuple(float(x) for x in v)) if len(v) else \
+        Spread(math.nan, math.nan, 0)
 
 
 def arms(frame: pd.DataFrame) -> list[tuple[str, Arm]]:
@@ -111,81 +118,81 @@ def first_epoch_table(results: pd.DataFrame) -> Table:
     return Table("First epoch of REM's recipe (unpruned, +Q)", ["Model", "Seed", *(l for l, _, _ in FIRST_EPOCH.values())], rows)
 
 
-def _difference(a: Spread, b: Spread) -> tuple[float, float]:
-    """b - a and the combined seed spread of the two means."""
-    return b.mean - a.mean, math.hypot(a.std, b.std)
+NEGLIGIBLE_POINTS = 1.0  # accuracy loss we call negligible, in points: the "no worse" claims' margin
 
 
-def direction(a: Spread, b: Spread, resolution: float = 0.0) -> int:
-    """-1 / +1 when b is below / above a by more than their combined seed spread (and more than `resolution`, the
-    smallest difference the tables show), else 0 (not resolved)."""
-    diff, noise = _difference(a, b)
-    if math.isnan(diff) or abs(diff) <= max(noise, resolution) or min(a.n, b.n) < 2:
-        return 0
-    return 1 if diff > 0 else -1
+def arm_seed_map(results: pd.DataFrame) -> dict[tuple[str, Arm], ArmSeeds]:
+    """(model, arm) -> its seeds as the verdicts read them (accuracy, coupling entropy, evaluated epochs)."""
+    last = last_rows(results)
+    return {(m, a): arm_seeds(arm_rows(last, m, a), f"{m} {a.label}") for m, a in arms(last)}
 
 
-VERDICT = {-1: "holds", 0: "not resolved (within the seed spread)", 1: "does not hold"}
+def judged(claim, a: Spread, b: Spread, digits: int, *reasons: str | None) -> list[str]:
+    """The verdict columns of `claim` on b against a: not tested when a reason is given, else `decide`."""
+    return cells(decide(claim, a.values, b.values, first(*reasons)), digits)
 
 
-def compare(a: dict, b: dict, column: str) -> int:
-    """`direction` of one metric between two arms, at the resolution its table shows."""
-    digits = METRICS[column][2]
-    return direction(a[column], b[column], 10.0 ** -digits)
+def evaluated(a: ArmSeeds, b: ArmSeeds) -> str:
+    """'; evaluated at different epochs: ...' when the two arms were, else ''."""
+    note = evaluation_differs(a.name, a.epochs, a.rules, b.name, b.epochs, b.rules)
+    return f"; {note}" if note else ""
 
 
-def claim_rows(model: str, spreads: dict) -> list[list[str]]:
+def claim_rows(model: str, spreads: dict, seeds: dict) -> list[list[str]]:
     """The abstract's three claims for every REM arm of `model` (+REM as published, then the labelled variants)."""
     q = spreads.get((model, PLUS_Q))
     rem = sorted(a for m, a in spreads if m == model and a.thresholds_by_rem)
-    return [row for a in rem if q is not None for row in _claims_of(f"{model} {a.label}", q, spreads[(model, a)])]
+    return [row for a in rem if q is not None
+            for row in _claims_of(f"{model} {a.label}", q, spreads[(model, a)], seeds[(model, PLUS_Q)], seeds[(model, a)])]
 
 
-def _claims_of(name: str, q: dict, rem: dict) -> list[list[str]]:
+def _claims_of(name: str, q: dict, rem: dict, q_seeds: ArmSeeds, rem_seeds: ArmSeeds) -> list[list[str]]:
     e, t, a, s = "entropy/mean", "parse_trees/total", "test/acc", "sparsity"
-    drop = _difference(q[e], rem[e])[0]
+    drop = rem[e].mean - q[e].mean
     rel = f" ({100 * drop / q[e].mean:+.0f} %)" if q[e].mean else ""
-    acc_delta = rem[a].mean - q[a].mean
+    learned = (q_seeds.not_learned(), rem_seeds.not_learned())
+    routing = (*learned, q_seeds.not_routing(QUANTIZED), rem_seeds.not_routing(QUANTIZED))
+    when = evaluated(q_seeds, rem_seeds)
     return [
         [name, CLAIMS["entropy"], f"{q[e].text(3)} → {rem[e].text(3)} bits{rel}; parse trees {q[t].text(0)} → "
-         f"{rem[t].text(0)}", VERDICT[compare(q, rem, e)]],
+         f"{rem[t].text(0)}{when}", *judged(Differs(-1), q[e], rem[e], 3, *routing)],
         [name, CLAIMS["parameters"], f"{rem[s].text(2)} % of the prunable weights removed",
-         "holds" if rem[s].mean > 0 else "does not hold"],
-        [name, CLAIMS["accuracy"], f"{q[a].text(2)} → {rem[a].text(2)} % ({acc_delta:+.2f} points)",
-         "holds" if acc_delta >= -NEGLIGIBLE_POINTS else "does not hold"],
+         *judged(Differs(+1), q[s], rem[s], 2, rem_seeds.not_learned())],
+        [name, CLAIMS["accuracy"] + f" (margin {NEGLIGIBLE_POINTS:g} point)", f"{q[a].text(2)} → {rem[a].text(2)} %{when}",
+         *judged(NoWorse(NEGLIGIBLE_POINTS), q[a], rem[a], 2, *learned)],
     ]
 
 
-UNIFORM_BITS = math.log2(10)  # coupling entropy of uniform routing over 10 classes: no routing at all
+def routing_kind(arm: dict, seeds: ArmSeeds, lower_coupling: str) -> str:
+    """What a lower entropy is made of: structured routing (couplings leave uniform, and lower than +Q's), or no
+    routing (couplings at uniform: votes too small or zeroed to route), or undecided between them."""
+    uniform = seeds.not_routing(QUANTIZED)
+    if uniform:
+        return f"no routing: {uniform}; dead capsules {arm['routing/dead_capsules'].text(1)} %"
+    if lower_coupling == Outcome.SUPPORTED.value:
+        return "structured routing (couplings left uniform and are more polarised than +Q's)"
+    return "undecided (couplings left uniform, but not shown more polarised than +Q's)"
 
 
-def routing_kind(q: dict, arm: dict) -> str:
-    """What a lower entropy is made of: more structured routing (couplings leave uniform), or less routing
-    (couplings at uniform, capsules dead: votes too small or zeroed to route)."""
-    c, d = "routing/coupling_entropy", "routing/dead_capsules"
-    if compare(q, arm, c) == -1:
-        return "structured routing (couplings leave uniform)"
-    if compare(q, arm, d) == 1 or arm[c].mean >= UNIFORM_BITS - 5e-4:
-        return f"no routing (couplings uniform: {arm[c].text(4)} of {UNIFORM_BITS:.4f} bits; dead {arm[d].text(1)} %)"
-    return "neither resolved (coupling entropy and dead capsules as +Q's)"
-
-
-def arm_rows_against_q(model: str, variant: str, q: dict, arm: dict) -> list[list[str]]:
+def arm_rows_against_q(model: str, variant: str, q: dict, arm: dict, q_seeds: ArmSeeds, seeds: ArmSeeds) -> list[list[str]]:
     """`variant` (a label) against +Q: its entropy, its couplings' polarisation, its dead capsules."""
     e, c, d = "entropy/mean", "routing/coupling_entropy", "routing/dead_capsules"
+    learned = (q_seeds.not_learned(), seeds.not_learned())
+    entropy = judged(Differs(-1), q[e], arm[e], 3, *learned, q_seeds.not_routing(QUANTIZED), seeds.not_routing(QUANTIZED))
+    coupling = judged(Differs(-1), q[c], arm[c], 4, *learned)
     rows = [[model, f"{variant}: entropy lower than +Q's", f"{q[e].text(3)} → {arm[e].text(3)} bits at "
-             f"{arm['sparsity'].text(2)} % sparsity ({arm['sparsity/votes.weight'].text(2)} % of W)",
-             VERDICT[compare(q, arm, e)]],
+             f"{arm['sparsity'].text(2)} % sparsity ({arm['sparsity/votes.weight'].text(2)} % of W)"
+             f"{evaluated(q_seeds, seeds)}", *entropy],
             [model, f"{variant}: couplings more polarised (coupling entropy lower)", f"{q[c].text(4)} → {arm[c].text(4)} bits",
-             VERDICT[compare(q, arm, c)]],
+             *coupling],
             [model, f"{variant}: capsules starved (more dead input capsules)", f"{q[d].text(1)} → {arm[d].text(1)} %",
-             {1: "holds", 0: "not resolved (within the seed spread)", -1: "does not hold (fewer dead)"}[compare(q, arm, d)]]]
-    if compare(q, arm, e) == -1:
-        rows.append([model, f"{variant}: what the lower entropy is made of", routing_kind(q, arm), "–"])
+             *judged(Differs(+1), q[d], arm[d], 1, *learned)]]
+    if arm[e].mean < q[e].mean:
+        rows.append([model, f"{variant}: what the lower entropy is made of", routing_kind(arm, seeds, coupling[1]), "–", "–"])
     return rows
 
 
-def mechanism_rows(model: str, spreads: dict) -> list[list[str]]:
+def mechanism_rows(model: str, spreads: dict, seeds: dict) -> list[list[str]]:
     """Per REM-family arm: is its entropy lower than +Q's, through polarised couplings or starved capsules; then the
     matched controls and the shrinkage-only arms against their REM arm (`reference_rows`)."""
     q = spreads.get((model, PLUS_Q))
@@ -194,25 +201,28 @@ def mechanism_rows(model: str, spreads: dict) -> list[list[str]]:
     rows = []
     family = [a for m, a in spreads if m == model and a.method == "rem"]  # +REM's arms and LOBSTER's alone
     for arm in sorted(family):
-        rows += arm_rows_against_q(model, arm.label, q, spreads[(model, arm)])
-    return (rows + reference_rows(model, spreads, control_reference, "the same sparsity by magnitude: not pruning alone")
-            + reference_rows(model, spreads, shrinkage_reference, "the same shrinkage, no threshold"))
+        rows += arm_rows_against_q(model, arm.label, q, spreads[(model, arm)], seeds[(model, PLUS_Q)], seeds[(model, arm)])
+    return (rows + reference_rows(model, spreads, seeds, control_reference, "the same sparsity by magnitude: not pruning alone")
+            + reference_rows(model, spreads, seeds, shrinkage_reference, "the same shrinkage, no threshold"))
 
 
-SIDE = {-1: "lower", 0: "not resolved (within the seed spread)", 1: "higher"}
-
-
-def versus_rows(model: str, reference_arm: Arm, other_arm: Arm, spreads: dict, why: str) -> list[list[str]]:
-    """`reference_arm` against `other_arm` (an arm that isolates one of its parts, `why`): entropy, accuracy and
-    what each pruned; 'lower'/'higher' is the reference's side, beyond the combined seed spread."""
+def versus_rows(model: str, reference_arm: Arm, other_arm: Arm, spreads: dict, seeds: dict, why: str) -> list[list[str]]:
+    """`reference_arm` (a REM arm) against `other_arm` (an arm that isolates one of its parts, `why`): REM's
+    entropy lower, its accuracy no worse, with what each pruned."""
     ref, alt = spreads[(model, reference_arm)], spreads[(model, other_arm)]
+    ref_seeds, alt_seeds = seeds[(model, reference_arm)], seeds[(model, other_arm)]
     reference, other = reference_arm.label, other_arm.label
     e, a, s, w = "entropy/mean", "test/acc", "sparsity", "sparsity/votes.weight"
-    return [[model, f"{reference}'s entropy against {other}'s ({why})",
+    learned = (ref_seeds.not_learned(), alt_seeds.not_learned())
+    when = evaluated(alt_seeds, ref_seeds)
+    return [[model, f"{reference}'s entropy lower than {other}'s ({why})",
              f"{other} {alt[e].text(3)} vs {reference} {ref[e].text(3)} bits at {alt[s].text(2)} vs {ref[s].text(2)} % "
-             f"sparsity ({alt[w].text(2)} vs {ref[w].text(2)} % of W)", SIDE[compare(alt, ref, e)]],
-            [model, f"{reference}'s accuracy against {other}'s ({why})",
-             f"{other} {alt[a].text(2)} vs {reference} {ref[a].text(2)} %", SIDE[compare(alt, ref, a)]]]
+             f"sparsity ({alt[w].text(2)} vs {ref[w].text(2)} % of W){when}",
+             *judged(Differs(-1), alt[e], ref[e], 3, *learned, alt_seeds.not_routing(QUANTIZED),
+                     ref_seeds.not_routing(QUANTIZED))],
+            [model, f"{reference}'s accuracy no worse than {other}'s (margin {NEGLIGIBLE_POINTS:g} point; {why})",
+             f"{other} {alt[a].text(2)} vs {reference} {ref[a].text(2)} %{when}",
+             *judged(NoWorse(NEGLIGIBLE_POINTS), alt[a], ref[a], 2, *learned)]]
 
 
 def control_reference(arm: Arm) -> Arm | None:
@@ -225,24 +235,42 @@ def shrinkage_reference(arm: Arm) -> Arm | None:
     return replace(arm, shrinkage_only=False) if arm.shrinkage_only else None
 
 
-def reference_rows(model: str, spreads: dict, reference_of, why: str) -> list[list[str]]:
+def reference_rows(model: str, spreads: dict, seeds: dict, reference_of, why: str) -> list[list[str]]:
     """`versus_rows` for every arm of `model` that `reference_of` maps to a REM arm present in `spreads`."""
     rows = []
     for m, arm in sorted(spreads, key=lambda pair: pair[1]):
         reference = reference_of(arm) if m == model else None
         if reference and (model, reference) in spreads:
-            rows += versus_rows(model, reference, arm, spreads, why)
+            rows += versus_rows(model, reference, arm, spreads, seeds, why)
     return rows
 
 
-def verdict_tables(spreads: dict) -> list[Table]:
+def verdict_tables(spreads: dict, results: pd.DataFrame) -> list[Table]:
     models = sorted({m for m, _ in spreads})
-    header = ["Arm", "Claim", "Measured (mean ± std over seeds)", "Here"]
-    return [Table("The abstract's claims against this run", header, [r for m in models for r in claim_rows(m, spreads)],
-                  notes=[f"'holds': the difference exceeds the combined seed spread in the claimed direction; accuracy "
-                         f"loss up to {NEGLIGIBLE_POINTS:g} point counts as negligible."]),
-            Table("Where the entropy drop comes from", ["Model", "Question", "Measured", "Here"],
-                  [r for m in models for r in mechanism_rows(m, spreads)])]
+    seeds = arm_seed_map(results)
+    return [Table("The abstract's claims against this run", ["Arm", "Claim", "Measured (mean ± std over seeds)",
+                                                               *VERDICT_HEADER],
+                  [r for m in models for r in claim_rows(m, spreads, seeds)], notes=[RULE_NOTE, PRECONDITIONS_NOTE]),
+            Table("Where the entropy drop comes from", ["Model", "Question", "Measured", *VERDICT_HEADER],
+                  [r for m in models for r in mechanism_rows(m, spreads, seeds)])]
+
+
+def evaluated_table(results: pd.DataFrame) -> Table:
+    """Every seed's evaluated checkpoint: the epoch and rule each verdict's values come from, and the final
+    forward's coupling entropy (uniform routing is log2 of the classes)."""
+    rows = []
+    for (dataset, model, variant), seeds in arms_of(results).items():
+        coupling = seeds.coupling[QUANTIZED] if any(not math.isnan(v) for v in seeds.coupling[QUANTIZED]) \
+            else seeds.coupling[PLAIN]
+        for i, seed in enumerate(seeds.seeds):
+            rows.append([dataset, model, variant, str(seed), str(seeds.epochs[i]), seeds.rules[i],
+                         f"{seeds.accuracy[i]:.2f}",
+                         "n/a" if not seeds.routes else "–" if math.isnan(coupling[i]) else f"{coupling[i]:.4f}"])
+    return Table("The checkpoint every seed was evaluated at", ["Dataset", "Model", "Variant", "Seed", "Epoch", "Rule",
+                 "Test acc. (%)", "Coupling entropy (bits)"], rows, notes=[
+        "Rule: 'best', the epoch of the lowest validation loss (an unpruned trial); 'last', the last epoch (a pruned "
+        "trial, whose masks only grow). Coupling entropy of the final forward (+Q where it was +Q); uniform routing "
+        "over the classes is log2(classes) bits (3.3219 for 10)."])
 
 
 def cost_table(results: pd.DataFrame, min_epochs: int = 201, seeds: int = 5) -> Table:

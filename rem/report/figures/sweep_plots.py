@@ -13,6 +13,7 @@ from matplotlib.lines import Line2D
 
 from rem.report.dvc_outputs import arm_curves
 from rem.report.figures.style import colours, markers, message_panel, plt, save
+from rem.report.preconditions import UNIFORM_MARK, uniform_arms
 from rem.results import pareto
 from rem.results.variants import ranked
 
@@ -35,12 +36,16 @@ def _front_of(points: pd.DataFrame, column: str, maximize: bool) -> pd.DataFrame
     return front.sort_values("sparsity")
 
 
-def _facet(ax, points: pd.DataFrame, column: str, maximize: bool, palette: dict, shapes: dict, best: pd.DataFrame):
-    """One architecture's trials in one objective: colour and marker by variant, its front dashed and each front
-    member labelled with its arm and seed; rings on the three-objective front (what `rem pareto` lists)."""
+def _facet(ax, points: pd.DataFrame, column: str, maximize: bool, palette: dict, shapes: dict, best: pd.DataFrame,
+           uniform: set = frozenset()):
+    """One architecture's trials in one objective: colour and marker by variant (hollow where the arm's routing
+    stayed uniform), its front dashed and each front member labelled with its arm and seed; rings on the
+    three-objective front (what `rem pareto` lists)."""
     for row in points.itertuples():
+        hollow = (row.dataset, row.model, row.variant) in uniform
         ax.scatter(row.sparsity, getattr(row, column), color=palette[row.variant], marker=shapes[row.variant], s=70,
-                   edgecolor="black", linewidth=0.5, zorder=3)
+                   edgecolor=palette[row.variant] if hollow else "black", facecolor="none" if hollow else None,
+                   linewidth=1.2 if hollow else 0.5, zorder=3)
     front = _front_of(points, column, maximize)
     if not front.empty:
         ax.plot(front["sparsity"], front[column], color="black", linestyle="--", linewidth=1, zorder=2,
@@ -56,9 +61,13 @@ def _facet(ax, points: pd.DataFrame, column: str, maximize: bool, palette: dict,
     ax.tick_params(labelsize=9)
 
 
-def _variant_legend(fig, palette: dict, shapes: dict) -> None:
-    handles = [Line2D([], [], color=palette[v], marker=shapes[v], markeredgecolor="black", linestyle="", markersize=8,
-                      label=v) for v in palette]
+def _variant_legend(fig, palette: dict, shapes: dict, uniform: dict | None = None) -> None:
+    """`uniform`: variant -> the models whose arm of it stayed uniform (drawn hollow, named in the legend)."""
+    uniform = uniform or {}
+    handles = [Line2D([], [], color=palette[v], marker=shapes[v], markeredgecolor=palette[v] if uniform.get(v)
+                      else "black", markerfacecolor="none" if uniform.get(v) else palette[v], linestyle="",
+                      markersize=8, label=f"{v} ({UNIFORM_MARK}: {', '.join(uniform[v])})" if uniform.get(v) else v)
+               for v in palette]
     handles += [Line2D([], [], color="black", linestyle="--", label="front: sparsity vs that panel's objective"),
                 Line2D([], [], marker="o", markerfacecolor="none", markeredgecolor="darkgoldenrod", markeredgewidth=1.6,
                        linestyle="", markersize=13, label="front of accuracy, entropy and sparsity (rem pareto)")]
@@ -84,19 +93,21 @@ def pareto_figure(points: pd.DataFrame, dataset: str, path: Path) -> Path:
     palette, shapes = {v: assigned[v] for v in variants}, markers(variants)  # the legend in variant order
     fig, axes = plt.subplots(len(models), 2, figsize=(12, 3.8 * len(models) + 0.8), squeeze=False)
     best = pareto.front(points)
+    uniform = uniform_arms(points)  # hollow: the entropy there is no routing, not a low-entropy result
     for (left, right), model in zip(axes, models):
         mine = points[points["model"] == model]
         ours = best[best["model"] == model]
-        _facet(left, mine, "test_acc", True, palette, shapes, ours)
-        _facet(right, mine, "entropy", False, palette, shapes, ours)
+        _facet(left, mine, "test_acc", True, palette, shapes, ours, uniform)
+        _facet(right, mine, "entropy", False, palette, shapes, ours, uniform)
         left.set_ylabel(f"{model}\n{ACC_LABEL}", fontsize=10)
         right.set_ylabel(ENTROPY_LABEL, fontsize=10)
     axes[0][0].set_title("Accuracy vs sparsity (higher, further right is better)", fontsize=11)
     axes[0][1].set_title("Entropy vs sparsity (lower, further right is better)", fontsize=11)
     for ax in axes[-1]:
         ax.set_xlabel(SPARSITY_LABEL, fontsize=10)
-    _variant_legend(fig, palette, shapes)
-    fig.suptitle(f"{dataset}: one point per trial (final evaluation), one row per architecture", fontsize=12)
+    _variant_legend(fig, palette, shapes, {v: sorted(m for _, m, w in uniform if w == v) for v in variants})
+    fig.suptitle(f"{dataset}: one point per trial (final evaluation), one row per architecture; hollow: routing "
+                 "uniform", fontsize=12)
     fig.tight_layout(rect=(0, 0.06 + 0.02 / len(models), 1, 0.97))
     return save(fig, path)
 
@@ -108,11 +119,15 @@ def training_figure(points: pd.DataFrame, dataset: str, path: Path) -> Path:
     if arms.empty:
         return _empty(dataset, path)
     palette = colours(list(arms["arm"]))
+    mine = points[points["dataset"] == dataset]
+    last = mine.sort_values("epoch").groupby("trial_key").tail(1)  # each trial's last epoch: where it ended
+    uniform = {f"{m} {v}" for _, m, v in uniform_arms(last)}
     fig, axes = plt.subplots(1, 3, figsize=(15, 4.6))
     for arm, group in arms.groupby("arm", sort=True):
+        flag = f", {UNIFORM_MARK}" if arm in uniform else ""
         for ax, column in zip(axes, ("test_acc", "entropy", "sparsity")):
             mean, std = group[column].to_numpy(float), group[f"{column}_std"].to_numpy(float)
-            ax.plot(group["epoch"], mean, marker="o", color=palette[arm], label=f"{arm} ({int(group['seeds'].max())} seeds)")
+            ax.plot(group["epoch"], mean, marker="o", color=palette[arm], label=f"{arm} ({int(group['seeds'].max())} seeds{flag})")
             ax.fill_between(group["epoch"], mean - std, mean + std, color=palette[arm], alpha=0.15, linewidth=0)
     for ax, label in zip(axes, (ACC_LABEL, ENTROPY_LABEL, SPARSITY_LABEL)):
         ax.set_ylabel(label, fontsize=10)

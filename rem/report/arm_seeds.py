@@ -1,0 +1,88 @@
+"""One arm's seeds as the verdicts read them (`rem.report.verdicts`, `rem.report.preconditions`): per seed its final
+accuracy, its class layer's coupling entropy in each forward, and the epoch and checkpoint rule it was evaluated at.
+Built from the results table alone, so every page that judges arms reads the same values."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+import pandas as pd
+
+from rem.analysis.forwards import PLAIN
+from rem.report.preconditions import chance_accuracy, classes_of, did_not_learn, routing_uniform
+from rem.results.frames import final_value, last_rows
+from rem.results.variants import routed
+
+QUANTIZED = "+Q"
+# the untransformed images of the robustness points, where a +Q trial measured its plain forward beside +Q
+IDENTITY_PLAIN = tuple(f"robust/{point}/{PLAIN}/routing/coupling_entropy"
+                       for point in ("rotation/0", "scale/1", "shear/0", "translation/0"))
+
+
+def _column(rows: pd.DataFrame, column: str) -> np.ndarray:
+    return rows[column].to_numpy(dtype=np.float64) if column in rows else np.full(len(rows), math.nan)
+
+
+def _last_iteration(rows: pd.DataFrame) -> np.ndarray:
+    """Each trial's coupling entropy after its last routing iteration at its last epoch (the plain routing,
+    `eval.iteration_curves`), NaN where not recorded."""
+    found = sorted((int(c.split("/")[1][4:]), c) for c in rows.columns
+                   if c.startswith("routing/iter") and c.endswith("/coupling_entropy"))
+    out = np.full(len(rows), math.nan)
+    for _, column in found:  # the highest iteration a trial recorded wins
+        values = _column(rows, column)
+        out = np.where(np.isnan(values), out, values)
+    return out
+
+
+@dataclass(frozen=True)
+class ArmSeeds:
+    name: str  # "capsnet +Q", as rows name the arm
+    dataset: str
+    routes: bool  # the model has routing (a CNN baseline has none)
+    seeds: tuple[int, ...]
+    accuracy: tuple[float, ...]  # final test accuracy, %
+    coupling: dict  # forward ("+Q", "plain") -> per-seed coupling entropy (bits) of the class layer
+    epochs: tuple[int, ...]  # the evaluated checkpoint's epoch per seed
+    rules: tuple[str, ...]  # "best" (best validation loss) or "last" per seed
+
+    def not_learned(self) -> str | None:
+        return did_not_learn(self.name, self.accuracy, chance_accuracy(self.dataset))
+
+    def not_routing(self, forward: str) -> str | None:
+        """None when the couplings left uniform in `forward` in every seed (a model without routing: never)."""
+        if not self.routes:
+            return f"{self.name} has no routing"
+        return routing_uniform(self.name, self.coupling.get(forward, ()), classes_of(self.dataset), forward)
+
+
+def arm_seeds(last: pd.DataFrame, name: str) -> ArmSeeds:
+    """The arm of `last` (one arm's finished trials, one row each: `rem.results.frames.last_rows`), by seed."""
+    last = last.sort_values("train.seed")
+    model = str(last["model.name"].iloc[0])
+    final_coupling = final_value(last, "routing/coupling_entropy").to_numpy(dtype=np.float64)
+    quantized = final_value(last, "quantized").fillna(1.0).to_numpy(dtype=np.float64) == 1.0 if routed(model) \
+        else np.zeros(len(last), dtype=bool)
+    plain = np.full(len(last), math.nan)
+    for column in (*IDENTITY_PLAIN, None):
+        values = _last_iteration(last) if column is None else _column(last, column)
+        plain = np.where(np.isnan(plain), values, plain)
+    plain = np.where(quantized, plain, final_coupling)  # a trial whose final forward was plain measured it there
+    epoch = final_value(last, "checkpoint_epoch").fillna(last["epoch"]).astype(int)
+    best = final_value(last, "best_checkpoint").fillna(0.0)
+    return ArmSeeds(
+        name=name, dataset=str(last["data.dataset"].iloc[0]), routes=routed(model),
+        seeds=tuple(int(s) for s in last["train.seed"]),
+        accuracy=tuple(100.0 * final_value(last, "test/acc").to_numpy(dtype=np.float64)),
+        coupling={QUANTIZED: tuple(np.where(quantized, final_coupling, math.nan)), PLAIN: tuple(plain)},
+        epochs=tuple(int(e) for e in epoch), rules=tuple("best" if b else "last" for b in best))
+
+
+def arms_of(results: pd.DataFrame) -> dict[tuple[str, str, str], ArmSeeds]:
+    """(dataset, model, variant label) -> the arm's seeds, for every arm with a finished trial."""
+    last = last_rows(results)
+    return {(str(d), str(m), str(v)): arm_seeds(group, f"{m} {v}")
+            for (d, m, v), group in last.groupby([last["data.dataset"].astype(str), last["model.name"].astype(str),
+                                                  last["variant"]])}

@@ -1,0 +1,112 @@
+"""What must hold before a claim about two arms is tested at all (`rem.report.verdicts.decide(not_tested=...)`),
+each a named check with its threshold here and nowhere else:
+
+- `did_not_learn`: every seed of an arm beats chance by `LEARNED_MARGIN_POINTS`; an arm at chance is a training
+  failure, not a result about its architecture (CapsNet on 36 x 36 pairs at 2.3 % both right, chance 2.2 %);
+- `routing_uniform`: a claim about routing (iterations, +Q against plain, REM's entropy, parse trees) needs couplings
+  that left uniform: the class layer's coupling entropy below log2(classes) by `ROUTING_MARGIN_BITS` in every seed,
+  read at the forward the claim reads (+Q rounds near-uniform couplings to exactly uniform);
+- `evaluation_differs`: arms read at different epochs or under different checkpoint rules say so on their row.
+
+Each returns None when the check passes, else the reason in one line (it becomes "not tested: <reason>").
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Sequence
+
+from rem.data.multi import PairedDigits
+from rem.data.registry import find_family
+from rem.results.variants import routed
+
+LEARNED_MARGIN_POINTS = 5.0  # accuracy (points) above chance that every seed must reach to count as learned
+ROUTING_MARGIN_BITS = 0.05  # coupling entropy below uniform (bits) that every seed must reach to count as routing
+
+
+def chance_accuracy(dataset: str) -> float:
+    """Accuracy (%) of guessing: 1/classes, or for a two-item dataset (both items right) 1 over the class pairs."""
+    family = find_family(dataset)
+    if family is None:
+        raise KeyError(f"chance_accuracy: unknown dataset {dataset!r}")
+    classes = family.spec(dataset).num_classes
+    return 100.0 / math.comb(classes, 2) if isinstance(family, PairedDigits) else 100.0 / classes
+
+
+def classes_of(dataset: str) -> int:
+    family = find_family(dataset)
+    if family is None:
+        raise KeyError(f"classes_of: unknown dataset {dataset!r}")
+    return family.spec(dataset).num_classes
+
+
+def did_not_learn(arm: str, accuracies: Sequence[float], chance: float) -> str | None:
+    """`accuracies` per seed in %; the reason when a seed is not `LEARNED_MARGIN_POINTS` above `chance` (%)."""
+    values = [v for v in accuracies if not math.isnan(v)]
+    if not values:
+        return f"{arm} has no finished seed"
+    worst = min(values)
+    if worst < chance + LEARNED_MARGIN_POINTS:
+        return (f"{arm} did not learn (a seed at {worst:.2f} %, below chance {chance:.2f} % + "
+                f"{LEARNED_MARGIN_POINTS:g} points)")
+    return None
+
+
+def routing_uniform(arm: str, entropies: Sequence[float], classes: int, forward: str) -> str | None:
+    """`entropies`: the class layer's coupling entropy (bits) per seed in `forward`; the reason when a seed's is not
+    `ROUTING_MARGIN_BITS` below uniform (log2 classes), or none was measured."""
+    values = [v for v in entropies if not math.isnan(v)]
+    uniform = math.log2(classes)
+    if not values:
+        return f"{arm}'s coupling entropy was not measured in the {forward} forward"
+    worst = max(values)
+    if worst > uniform - ROUTING_MARGIN_BITS:
+        return (f"{arm}'s routing stayed uniform ({forward}: coupling entropy {worst:.4f} of {uniform:.4f} bits, "
+                f"needs below {uniform - ROUTING_MARGIN_BITS:.4f})")
+    return None
+
+
+def first(*reasons: str | None) -> str | None:
+    """The first failed check's reason (checks in the order a reader should hear them), None when all pass."""
+    return next((r for r in reasons if r), None)
+
+
+def evaluation_differs(a: str, epochs_a: Sequence[int], rules_a: Sequence[str], b: str, epochs_b: Sequence[int],
+                       rules_b: Sequence[str]) -> str | None:
+    """A note when two arms' seeds were evaluated at different epochs or under different checkpoint rules
+    ('best' validation loss or 'last' epoch), naming each seed's epoch; None when all match."""
+    if sorted(set(epochs_a)) == sorted(set(epochs_b)) and len(set(epochs_a)) <= 1 and set(rules_a) == set(rules_b):
+        return None
+
+    def seeds(name, epochs, rules):
+        return f"{name} at epochs {', '.join(str(int(e)) for e in epochs)} ({'/'.join(sorted(set(rules)))})"
+
+    return f"evaluated differently: {seeds(a, epochs_a, rules_a)}; {seeds(b, epochs_b, rules_b)}"
+
+
+PRECONDITIONS_NOTE = (f"Preconditions (rem.report.preconditions): an arm learned when every seed's accuracy is at least "
+                      f"{LEARNED_MARGIN_POINTS:g} points above chance; a claim about routing (REM's entropy, parse trees, "
+                      f"iterations, +Q against plain) is tested only where the class layer's coupling entropy is at "
+                      f"least {ROUTING_MARGIN_BITS:g} bits below uniform (log2 of the classes) in every seed, in the "
+                      "forward the claim reads. Arms evaluated at different epochs or checkpoint rules say so in "
+                      "their row.")
+
+
+UNIFORM_MARK = "routing uniform"  # what the main report's tables, figures and metrics say of such an arm
+
+
+def uniform_arms(points) -> set[tuple[str, str, str]]:
+    """(dataset, model, variant) of every arm of `points` (`rem.results.frames.trial_points`: one row per trial, its
+    final `coupling_entropy`) whose routing did not leave uniform in some measured seed; models without routing and
+    arms that measured no coupling entropy never."""
+    out = set()
+    if points.empty or "coupling_entropy" not in points:
+        return out
+    for (dataset, model, variant), group in points.groupby(["dataset", "model", "variant"]):
+        measured = [float(v) for v in group["coupling_entropy"] if not math.isnan(float(v))]
+        if not measured:  # a run that did not measure its couplings is not flagged: there is nothing to read
+            continue
+        if routed(str(model)) and routing_uniform(f"{model} {variant}", measured, classes_of(str(dataset)),
+                                                  "final") is not None:
+            out.add((str(dataset), str(model), str(variant)))
+    return out

@@ -1,0 +1,117 @@
+"""The verdict rule (rem.report.verdicts) and its preconditions (rem.report.preconditions) on constructed cases whose
+answers are known: Welch's test against scipy's, a real difference decided at n = 5, equal means undecided at n = 2,
+non-inferiority decided by its bound only, an arm at chance and an arm whose routing stayed uniform not tested."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pandas as pd
+import pytest
+from scipy import stats
+
+from rem.report.arm_seeds import QUANTIZED, arm_seeds
+from rem.report.preconditions import (LEARNED_MARGIN_POINTS, ROUTING_MARGIN_BITS, chance_accuracy, evaluation_differs,
+                                      first, uniform_arms)
+from rem.report.verdicts import Differs, NoWorse, Outcome, decide, welch
+from tests.report.test_report import final_row
+
+UNIFORM_10 = math.log2(10)
+
+
+def test_welch_matches_scipy_and_its_interval_holds_the_estimate():
+    a, b = [80.1, 79.4, 81.0, 80.6], [77.9, 78.8, 78.1]
+    d = welch(a, b)
+    assert d.p == pytest.approx(stats.ttest_ind(b, a, equal_var=False).pvalue)
+    assert d.estimate == pytest.approx(np.mean(b) - np.mean(a)) and d.low < d.estimate < d.high
+    assert (d.n_a, d.n_b) == (4, 3)
+    # the interval excludes 0 exactly when p < 0.05
+    assert (d.high < 0) == (d.p < 0.05)
+
+
+def test_a_real_difference_at_five_seeds_is_decided():
+    q = [80.0, 80.4, 79.8, 80.2, 80.1]
+    rem = [78.0, 78.3, 77.9, 78.2, 78.1]
+    lower = decide(Differs(-1), q, rem)
+    assert lower.outcome is Outcome.SUPPORTED and lower.text() == "supported"
+    higher = decide(Differs(+1), q, rem)  # the same data against the opposite claim
+    assert higher.outcome is Outcome.NOT_SUPPORTED and higher.text() == "not supported"
+
+
+def test_equal_means_at_two_seeds_are_undecided_whatever_their_spread():
+    verdict = decide(Differs(-1), [80.0, 80.0001], [80.0, 80.0001])
+    assert verdict.outcome is Outcome.UNDECIDED and verdict.text() == "undecided (n = 2, fewer than 3 seeds)"
+    # even a large difference is not decided on two seeds (the old rule decided it beyond hypot(std_a, std_b))
+    assert decide(Differs(-1), [80.0, 80.2], [70.0, 70.2]).outcome is Outcome.UNDECIDED
+
+
+def test_a_difference_not_found_is_undecided_not_evidence_of_none():
+    verdict = decide(Differs(-1), [80.0, 82.0, 78.0], [79.0, 81.5, 77.0])
+    assert verdict.outcome is Outcome.UNDECIDED and "interval holds 0" in verdict.text()
+    assert verdict.interval(2).endswith("n = 3 vs 3")
+
+
+def test_non_inferiority_is_decided_by_the_bound_of_its_interval_only():
+    margin = NoWorse(1.0)
+    q = [80.0, 80.1, 79.9, 80.05, 79.95]
+    # 0.3 points lower, tight: the interval's lower bound is inside -1: supported although the drop is significant
+    tight = decide(margin, q, [79.7, 79.8, 79.6, 79.75, 79.65])
+    assert tight.outcome is Outcome.SUPPORTED and tight.difference.high < 0
+    # no significant difference, but the interval reaches past -1: undecided, not "no worse"
+    loose = decide(margin, [80.0, 82.0, 78.0], [80.5, 82.5, 77.0])
+    assert loose.difference.low < 0 < loose.difference.high and loose.outcome is Outcome.UNDECIDED
+    assert "margin" in loose.text()
+    # 3 points lower, tight: the whole interval is beyond the margin
+    assert decide(margin, q, [77.0, 77.1, 76.9, 77.05, 76.95]).outcome is Outcome.NOT_SUPPORTED
+    # lower is better (accuracy lost): 0.2 more lost is within a 1-point margin
+    lost = decide(NoWorse(1.0, higher_is_better=False), [10.0, 10.1, 9.9, 10.05], [10.2, 10.3, 10.1, 10.25])
+    assert lost.outcome is Outcome.SUPPORTED
+
+
+def trial(seed, acc, coupling, *, dataset="fashion-mnist", epoch=2, best=1.0, **extra):
+    return final_row(f"t{seed}-{acc}", dataset, "capsnet", seed, acc, **{
+        "final/routing/coupling_entropy": coupling, "final/checkpoint_epoch": epoch, "final/best_checkpoint": best,
+        "variant": "+Q", **extra})
+
+
+def test_an_arm_at_chance_is_not_tested():
+    learned = arm_seeds(pd.DataFrame([trial(s, 0.80, 3.0) for s in (1, 2, 3)]), "capsnet +Q")
+    chance = arm_seeds(pd.DataFrame([trial(s, a, 3.0) for s, a in ((1, 0.80), (2, 0.12), (3, 0.81))]), "capsnet +Q (1 iteration)")
+    assert learned.not_learned() is None
+    reason = chance.not_learned()
+    assert reason == (f"capsnet +Q (1 iteration) did not learn (a seed at 12.00 %, below chance 10.00 % + "
+                      f"{LEARNED_MARGIN_POINTS:g} points)")
+    verdict = decide(Differs(-1), learned.accuracy, chance.accuracy, first(learned.not_learned(), chance.not_learned()))
+    assert verdict.outcome is Outcome.NOT_TESTED and verdict.text() == f"not tested: {reason}"
+    # pairs: both right by chance is 1 in 45 class pairs
+    assert chance_accuracy("multifashion") == pytest.approx(100 / 45)
+
+
+def test_a_uniform_routing_arm_is_not_tested_for_a_routing_claim():
+    routes = arm_seeds(pd.DataFrame([trial(s, 0.80, 2.9 + s / 100) for s in (1, 2, 3)]), "capsnet +Q")
+    near = UNIFORM_10 - ROUTING_MARGIN_BITS / 2  # within the margin of uniform: no routing
+    uniform = arm_seeds(pd.DataFrame([trial(s, 0.80, c) for s, c in ((1, 2.9), (2, near), (3, 2.9))]), "capsnet +REM")
+    assert routes.not_routing(QUANTIZED) is None
+    reason = uniform.not_routing(QUANTIZED)
+    assert reason.startswith("capsnet +REM's routing stayed uniform (+Q: coupling entropy") and "3.2969" in reason
+    entropy = decide(Differs(-1), [1.0, 1.1, 0.9], [0.1, 0.1, 0.1], first(routes.not_routing(QUANTIZED), reason))
+    assert entropy.outcome is Outcome.NOT_TESTED
+    # the plain forward is read where the claim reads it: a +Q trial's plain couplings come from its robustness pass
+    plain = arm_seeds(pd.DataFrame([trial(s, 0.8, UNIFORM_10, **{"robust/rotation/0/plain/routing/coupling_entropy": 2.5})
+                                    for s in (1, 2, 3)]), "capsnet +Q")
+    assert plain.not_routing("plain") is None and plain.not_routing(QUANTIZED) is not None
+    # the main report flags the arm (a run that measured no couplings is not flagged)
+    from rem.results.frames import trial_points
+    from rem.results.variants import label_trials
+    frame = pd.DataFrame([trial(s, 0.80, UNIFORM_10) for s in (1, 2, 3)]).drop(columns="variant")
+    assert uniform_arms(trial_points(frame)) == {("fashion-mnist", "capsnet", "+Q")}
+    assert uniform_arms(trial_points(frame.drop(columns="final/routing/coupling_entropy"))) == set()
+    assert len(label_trials(frame)) == 3
+
+
+def test_arms_read_at_different_epochs_or_rules_say_so():
+    assert evaluation_differs("a", (2, 2, 2), ("best",) * 3, "b", (2, 2, 2), ("best",) * 3) is None
+    note = evaluation_differs("capsnet +Q", (2, 1, 2), ("best",) * 3, "capsnet +REM", (2, 2, 2), ("last",) * 3)
+    assert note == ("evaluated differently: capsnet +Q at epochs 2, 1, 2 (best); capsnet +REM at epochs 2, 2, 2 "
+                    "(last)")
