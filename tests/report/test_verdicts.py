@@ -115,3 +115,27 @@ def test_arms_read_at_different_epochs_or_rules_say_so():
     note = evaluation_differs("capsnet +Q", (2, 1, 2), ("best",) * 3, "capsnet +REM", (2, 2, 2), ("last",) * 3)
     assert note == ("evaluated differently: capsnet +Q at epochs 2, 1, 2 (best); capsnet +REM at epochs 2, 2, 2 "
                     "(last)")
+
+
+def test_the_main_report_flags_an_arm_whose_routing_stayed_uniform():
+    """Tables, DVC metrics and the page's budget line: 0 bits of entropy with uniform couplings is no routing."""
+    from rem.report import tables
+    from rem.report.dvc_outputs import row_metrics
+    from rem.report.render import to_markdown
+    from rem.report.stage import budget_line
+
+    frame = pd.DataFrame([trial(s, 0.80, UNIFORM_10 - 0.001) for s in (1, 2)]
+                         + [final_row(f"e{s}", "fashion-mnist", "efficient_capsnet", s, 0.8,
+                                      **{"final/routing/coupling_entropy": 2.0}) for s in (1, 2)]).drop(columns="variant")
+    rows = tables.aggregate(frame)
+    flagged = {r.model: r.uniform for r in rows}
+    assert flagged == {"capsnet": True, "efficient_capsnet": False}
+    markdown = to_markdown(tables.dataset_table("fashion-mnist", rows, []))
+    assert "| capsnet | +Q | 80.00 ± 0.00 | 1.000 ± 0.000 (routing uniform) | 1 (routing uniform) |" in markdown
+    assert "| efficient_capsnet | +Q | 80.00 ± 0.00 | 1.000 ± 0.000 | 1 |" in markdown
+    assert row_metrics(next(r for r in rows if r.model == "capsnet"))["routing_uniform"] is True
+    assert "routing_uniform" not in row_metrics(next(r for r in rows if r.model == "efficient_capsnet"))
+    line = budget_line(rows)
+    assert line == ("What this budget can show: every axis, with at most 2 seeds per arm, so no comparison is decided "
+                    "here (a verdict needs 3, rem.report.verdicts); routing stayed uniform in capsnet +Q: their entropy "
+                    "and parse trees measure no routing.")
