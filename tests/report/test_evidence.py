@@ -49,7 +49,7 @@ def test_the_committed_run_is_the_evidence_profile_of_these_params(committed):
     assert not missing, f"the committed run lacks {missing} of params.yaml's evidence grid: rerun and publish it"
     for key, reference in matched.items():
         control = next(p for p in grid.points(cfg.sweep.grid) if grid.trial_key(p) == key)
-        reached = last.loc[grid.trial_key(reference), "sparsity"] / 100
+        reached = last.loc[grid.trial_key(reference), grid.matched_column(reference)] / 100  # W's, for a W-only one
         expected.add(grid.trial_key(grid.resolve_matched(control, reached)))
     assert set(last.index) == expected
     assert set(committed["train.epochs"]) == {int(p.get("train.epochs", cfg.train.epochs)) for p in first}
