@@ -11,7 +11,7 @@ import numpy as np
 import pandas as pd
 
 from rem.analysis.forwards import PLAIN
-from rem.report.preconditions import chance_accuracy, classes_of, did_not_learn, routing_uniform
+from rem.report.preconditions import chance_accuracy, classes_of, did_not_learn, evaluation_differs, routing_uniform
 from rem.results.frames import final_value, last_rows
 from rem.results.variants import routed
 
@@ -86,3 +86,9 @@ def arms_of(results: pd.DataFrame) -> dict[tuple[str, str, str], ArmSeeds]:
     return {(str(d), str(m), str(v)): arm_seeds(group, f"{m} {v}")
             for (d, m, v), group in last.groupby([last["data.dataset"].astype(str), last["model.name"].astype(str),
                                                   last["variant"]])}
+
+
+def evaluation_note(a: ArmSeeds, b: ArmSeeds) -> str:
+    """'; evaluated differently: ...' for a row comparing arms read at different epochs or checkpoint rules, else ''."""
+    note = evaluation_differs(a.name, a.epochs, a.rules, b.name, b.epochs, b.rules)
+    return f"; {note}" if note else ""

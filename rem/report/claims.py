@@ -20,9 +20,9 @@ from rem.models.counts import decoder_parameters
 from rem.report.ablations import gflops, step_ms
 from rem.report.assemble import assemble_page, markdown_body, markdown_files
 from rem.report.evidence.page import run_lines
-from rem.report.arm_seeds import QUANTIZED, ArmSeeds, arms_of
+from rem.report.arm_seeds import QUANTIZED, ArmSeeds, arms_of, evaluation_note
 from rem.report.evidence.tables import Spread, spread
-from rem.report.preconditions import PRECONDITIONS_NOTE, evaluation_differs, first
+from rem.report.preconditions import PRECONDITIONS_NOTE, first
 from rem.report.verdicts import HEADER as VERDICT_HEADER, RULE_NOTE, Differs, NoWorse, cells, decide
 from rem.report.registry import CLAIMS_PAGE, Context, report_table
 from rem.report.render import Table
@@ -75,7 +75,8 @@ def robust_against_cnn(points: pd.DataFrame, seeds: dict, model: str, cnn: str, 
     mine, theirs = seeds_of(seeds, points, model, "+Q"), seeds_of(seeds, points, cnn, "plain")
     verdict = decide(Differs(-1), base.values, read.values, first(mine.not_learned(), theirs.not_learned()))
     return [f"{model} +Q vs {cnn}", CLAIMS["robust"] + f": {label}", forward,
-            f"accuracy lost {read.text(2)}{beside} vs {base.text(2)} points", *cells(verdict, 2)]
+            f"accuracy lost {read.text(2)}{beside} vs {base.text(2)} points{evaluation_note(mine, theirs)}",
+            *cells(verdict, 2)]
 
 
 def robustness_rows(points: pd.DataFrame, seeds: dict) -> list[list[str]]:
@@ -97,7 +98,8 @@ def robustness_rows(points: pd.DataFrame, seeds: dict) -> list[list[str]]:
                 if q.n and rem.n:
                     verdict = decide(NoWorse(MARGIN_POINTS, higher_is_better=False), q.values, rem.values, untested)
                     rows.append([f"{model} {variant} vs +Q", CLAIMS["rem"] + f": {label}", "+Q",
-                                 f"accuracy lost {rem.text(2)} vs {q.text(2)} points", *cells(verdict, 2)])
+                                 f"accuracy lost {rem.text(2)} vs {q.text(2)} points{evaluation_note(rem_seeds, q_seeds)}",
+                                 *cells(verdict, 2)])
     return rows
 
 
@@ -121,9 +123,7 @@ def routing_rows(rows, seeds: dict) -> list[list[str]]:
             return other, (accuracy(other) if other else None), (seeds_of(seeds, other, model, other.variant) if other else None)
 
         def measured(other_acc, other_seeds, extra=""):
-            note = evaluation_differs(other_seeds.name, other_seeds.epochs, other_seeds.rules, base_seeds.name,
-                                      base_seeds.epochs, base_seeds.rules)
-            return f"{other_acc.text(2)} vs {base.text(2)} %{extra}" + (f"; {note}" if note else "")
+            return f"{other_acc.text(2)} vs {base.text(2)} %{extra}{evaluation_note(other_seeds, base_seeds)}"
 
         learned = base_seeds.not_learned()
         routes = base_seeds.not_routing(QUANTIZED)

@@ -12,6 +12,7 @@ import pandas as pd
 from rem.analysis.equivariance import equivariance_from_results
 from rem.analysis.forwards import PLAIN
 from rem.analysis.robustness.families import PER_IMAGE
+from rem.report.arm_seeds import evaluation_note
 from rem.report.evidence.tables import Spread
 from rem.report.preconditions import first
 from rem.report.verdicts import Differs, cells, decide
@@ -81,9 +82,10 @@ def equivariance_rows(points: pd.DataFrame, seeds: dict) -> list[list[str]]:
                 base = arm_error(points, cnn, "plain", family, strengths, PLAIN_ERROR)
                 if read.n and base.n:
                     dataset = str(points["data.dataset"].iloc[0])
-                    untested = first(seeds[(dataset, model, "+Q")].not_learned(), seeds[(dataset, cnn, "plain")].not_learned())
+                    mine, theirs = seeds[(dataset, model, "+Q")], seeds[(dataset, cnn, "plain")]
+                    untested = first(mine.not_learned(), theirs.not_learned())
                     rows.append([f"{model} +Q vs {cnn}", f"{CLAIM}: {label}", forward,
-                                 f"held-out error {read.text(3)} vs {base.text(3)}",
+                                 f"held-out error {read.text(3)} vs {base.text(3)}{evaluation_note(mine, theirs)}",
                                  *cells(decide(Differs(-1), base.values, read.values, untested), 3)])
     return rows
 

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from rem.data.multi import PairedDigits
 from rem.data.registry import find_family
+from rem.report.arm_seeds import evaluation_note
 from rem.report.evidence.tables import Spread, spread
 from rem.report.verdicts import Differs, cells, decide
 from rem.report.preconditions import first
@@ -52,7 +53,7 @@ def overlapping_rows(rows, seeds: dict) -> list[list[str]]:
             mine, theirs = seeds[(caps.dataset, caps.model, caps.variant)], seeds[(cnn.dataset, cnn.model, cnn.variant)]
             verdict = decide(Differs(+1), base.values, read.values, first(mine.not_learned(), theirs.not_learned()))
             out.append([f"{caps.model} {caps.variant} vs {cnn.model} ({caps.dataset})", CLAIM, forward,
-                        f"both right {read.text(2)} vs {base.text(2)} %", *cells(verdict, 2)])
+                        f"both right {read.text(2)} vs {base.text(2)} %{evaluation_note(mine, theirs)}", *cells(verdict, 2)])
     return out
 
 

@@ -89,7 +89,7 @@ def onset_rows(curves: pd.DataFrame, model: str, variant: str) -> list[list[str]
                     f"{base['entropy/mean'].text(3)} → {p['entropy/mean'].text(3)} bits; accuracy "
                     f"{base['test/acc'].text(1)} → {p['test/acc'].text(1)} %; coupling entropy "
                     f"{p['routing/coupling_entropy'].text(4)} bits, dead capsules {p['routing/dead_capsules'].text(1)} %",
-                    f"not tested: {uniform}" if uniform else f"falls from {at:g} %"])
+                    f"not tested: {uniform}" if uniform else f"supported: falls from {at:g} %"])
     return out
 
 
@@ -109,7 +109,7 @@ def curve_tables(results: pd.DataFrame) -> dict[str, Table]:
         onsets = Table(f"{model}: where the entropy falls as magnitude pruning removes more (no retraining)",
                        ["Question", "Measured (mean ± std over seeds)", "Verdict"],
                        [r for v in variants for r in onset_rows(curves, model, v)],
-                       notes=["'falls from t %': the first target whose entropy is lower than the unpruned "
+                       notes=["'supported: falls from t %': the first target whose entropy is lower than the unpruned "
                               "model's by the verdict rule (a difference claim at every target; the unpruned model's "
                               "routing must have left uniform, else the fall is votes vanishing, not routing).",
                               RULE_NOTE])

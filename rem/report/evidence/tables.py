@@ -15,8 +15,8 @@ import numpy as np
 import pandas as pd
 
 from rem.analysis.forwards import PLAIN
-from rem.report.arm_seeds import QUANTIZED, ArmSeeds, arm_seeds, arms_of
-from rem.report.preconditions import PRECONDITIONS_NOTE, evaluation_differs, first
+from rem.report.arm_seeds import QUANTIZED, ArmSeeds, arm_seeds, arms_of, evaluation_note as evaluated
+from rem.report.preconditions import PRECONDITIONS_NOTE, first
 from rem.report.render import Table
 from rem.report.verdicts import HEADER as VERDICT_HEADER, RULE_NOTE, Differs, NoWorse, Outcome, cells, decide
 from rem.results.frames import final_value, finished_trials, last_rows
@@ -130,12 +130,6 @@ def arm_seed_map(results: pd.DataFrame) -> dict[tuple[str, Arm], ArmSeeds]:
 def judged(claim, a: Spread, b: Spread, digits: int, *reasons: str | None) -> list[str]:
     """The verdict columns of `claim` on b against a: not tested when a reason is given, else `decide`."""
     return cells(decide(claim, a.values, b.values, first(*reasons)), digits)
-
-
-def evaluated(a: ArmSeeds, b: ArmSeeds) -> str:
-    """'; evaluated at different epochs: ...' when the two arms were, else ''."""
-    note = evaluation_differs(a.name, a.epochs, a.rules, b.name, b.epochs, b.rules)
-    return f"; {note}" if note else ""
 
 
 def claim_rows(model: str, spreads: dict, seeds: dict) -> list[list[str]]:
