@@ -4,6 +4,7 @@
     rem sweep [-S key=value ...]      the Ray Tune sweep (what `dvc repro` runs)
     rem report                        tables and figures from results/sweep.parquet
     rem collect [--sweep ID|latest]   results/sweep.parquet rebuilt from MLflow (a sweep run on a cluster)
+    rem register --name N --rule R    the trial a sweep's trade-off rule picks, registered in MLflow, aliased champion
 """
 
 from __future__ import annotations
@@ -15,7 +16,7 @@ import sys
 
 from rem import cli as library_cli
 
-STAGES = ("fetch", "sweep", "report", "collect")  # each the `main` of pipeline.<stage>, with its own options
+STAGES = ("fetch", "sweep", "report", "collect", "register")  # each the `main` of pipeline.<stage>, with its own options
 
 
 def main(argv: list[str] | None = None) -> int:

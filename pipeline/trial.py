@@ -180,7 +180,9 @@ def worker_env() -> dict[str, str]:
     """Environment every trial process gets (quiet, and no surprise threads or auth tokens)."""
     # cuBLAS reads its workspace setting when a process first uses CUDA, before a trial could set it (a reused
     # worker already has): every worker gets the one deterministic trials need (a few MiB of workspace).
-    env = {"PYTHONUNBUFFERED": "1", "TUNE_DISABLE_AUTO_CALLBACK_LOGGERS": "1", "CUBLAS_WORKSPACE_CONFIG": CUBLAS_WORKSPACE}
+    env = {"PYTHONUNBUFFERED": "1", "TUNE_DISABLE_AUTO_CALLBACK_LOGGERS": "1", "CUBLAS_WORKSPACE_CONFIG": CUBLAS_WORKSPACE,
+           # saving a trial's MLflow Model copies its package through MLflow's artifact download: no progress bars
+           "MLFLOW_ENABLE_ARTIFACTS_PROGRESS_BAR": "false"}
     for name in ("REM_DATA_MIRROR", "MLFLOW_TRACKING_URI", PLUGINS):  # plugins: methods, routings, datasets of your own
         if os.environ.get(name):
             env[name] = os.environ[name]

@@ -188,6 +188,11 @@ def stats_from_keys(keys: np.ndarray | torch.Tensor, predicted: np.ndarray | tor
     return frame
 
 
+def hex_keys(keys: np.ndarray) -> list[str]:
+    """Parse-tree keys `(N, I)` (uint8 bins) as the hex strings the parse-tree dictionaries and served models give."""
+    return [row.tobytes().hex() for row in np.ascontiguousarray(keys)]
+
+
 def key_counts(keys: np.ndarray | torch.Tensor, predicted: np.ndarray | torch.Tensor) -> pd.DataFrame:
     """The parse-tree dictionary: one row per distinct (predicted class, key) with its `count`, the key as
     hex of its `(I,)` uint8 quantized couplings; sorted by class, then most frequent first."""
@@ -197,8 +202,7 @@ def key_counts(keys: np.ndarray | torch.Tensor, predicted: np.ndarray | torch.Te
         return pd.DataFrame({"class": pd.Series(dtype=np.int64), "key": pd.Series(dtype=str),
                              "count": pd.Series(dtype=np.int64)})
     first, counts = _distinct_keys(keys, predicted)
-    frame = pd.DataFrame({"class": predicted[first], "key": [keys[i].tobytes().hex() for i in first],
-                          "count": counts.astype(np.int64)})
+    frame = pd.DataFrame({"class": predicted[first], "key": hex_keys(keys[first]), "count": counts.astype(np.int64)})
     return frame.sort_values(["class", "count", "key"], ascending=[True, False, True], ignore_index=True)
 
 

@@ -128,6 +128,15 @@ def free_port() -> int:
         return sock.getsockname()[1]
 
 
+def answers(url: str, timeout: float = 2) -> bool:
+    """Whether a GET of `url` answers 200 (a server's health check)."""
+    try:
+        with urllib.request.urlopen(url, timeout=timeout) as response:
+            return response.status == 200
+    except OSError:
+        return False
+
+
 @contextlib.contextmanager
 def mlflow_server(folder: Path):
     """A real `mlflow server` on a free local port (sqlite store, proxied artifacts under `folder`); yields its URI."""
@@ -138,14 +147,8 @@ def mlflow_server(folder: Path):
          "--workers", "1"], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
     uri = f"http://127.0.0.1:{port}"
     try:
-        def healthy():
-            try:
-                with urllib.request.urlopen(f"{uri}/health", timeout=2) as response:
-                    return response.status == 200
-            except OSError:
-                return False
-
-        wait_for(healthy, timeout=240, what="mlflow server /health")  # its start takes minutes on a busy 2-core CPU
+        # its start takes minutes on a busy 2-core CPU
+        wait_for(lambda: answers(f"{uri}/health"), timeout=240, what="mlflow server /health")
         yield uri
     finally:
         os.killpg(server.pid, signal.SIGKILL)

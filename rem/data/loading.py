@@ -18,7 +18,7 @@ if TYPE_CHECKING:
     from rem.config import Config, DataConfig
 
 
-def _normalisation(spec: DatasetSpec, mean: tuple[float, ...], std: tuple[float, ...]) -> DatasetSpec:
+def with_normalisation(spec: DatasetSpec, mean: tuple[float, ...], std: tuple[float, ...]) -> DatasetSpec:
     """data.mean/data.std override the dataset's values (one per channel)."""
     if not (mean or std):
         return spec
@@ -34,7 +34,7 @@ def load_splits(spec: DatasetSpec, raw: Path, data: DataConfig, cache_dir: Path 
     splits = family_of(spec).load(spec, Path(raw), data, cache_dir)
     return Splits(train=splits.train.head(data.train_subset), val=splits.val.head(data.val_subset),
                   test=splits.test.head(data.test_subset),
-                  spec=_normalisation(splits.spec, tuple(data.mean), tuple(data.std)),
+                  spec=with_normalisation(splits.spec, tuple(data.mean), tuple(data.std)),
                   extra={k: v.head(data.test_subset) for k, v in splits.extra.items()})
 
 

@@ -87,7 +87,11 @@ def download(run_id: str, artifact: str, tracking_uri: str | None, dst: Path) ->
 
     uri = _tracking_uri(tracking_uri)
     try:
-        return Path(mlflow.artifacts.download_artifacts(run_id=run_id, artifact_path=artifact, tracking_uri=uri,
+        # From the run's artifact root, not `runs:/<id>/<artifact>`: for a run with an MLflow Model named `model`
+        # (rem.tracking.mlflow_model) MLflow 3 also looks `model/...` up among logged models, on the process-global
+        # tracking URI, not `uri` (creating ./mlflow.db where none is set).
+        root = mlflow.tracking.MlflowClient(uri).get_run(run_id).info.artifact_uri
+        return Path(mlflow.artifacts.download_artifacts(artifact_uri=f"{root.rstrip('/')}/{artifact}", tracking_uri=uri,
                                                         dst_path=str(dst)))
     except (MlflowException, OSError) as err:
         reason = str(err).strip().splitlines()[0] if str(err).strip() else type(err).__name__

@@ -92,14 +92,22 @@ def find_run(client: MlflowClient, experiment_id: str, tags: dict[str, str]):
     return next((run for run in runs if all(run.data.tags.get(k) == str(v) for k, v in tags.items())), None)
 
 
+def package_versions(packages: tuple[str, ...]) -> dict[str, str]:
+    """The installed version of each of `packages` (one not installed is left out)."""
+    versions = {}
+    for package in packages:
+        try:
+            versions[package] = importlib.metadata.version(package)
+        except importlib.metadata.PackageNotFoundError:
+            pass
+    return versions
+
+
 def environment_tags() -> dict[str, str]:
     """What a run needs to be reproduced: code version, package versions, device."""
     tags = {"rem.host": platform.node(), "rem.python": platform.python_version()}
-    for package in ("torch", "torchvision", "ray", "mlflow", "rem-capsules"):
-        try:
-            tags[f"rem.version.{package}"] = importlib.metadata.version(package)
-        except importlib.metadata.PackageNotFoundError:
-            pass
+    versions = package_versions(("torch", "torchvision", "ray", "mlflow", "rem-capsules"))
+    tags.update({f"rem.version.{package}": version for package, version in versions.items()})
     try:
         commit = subprocess.run(["git", "rev-parse", "HEAD"], capture_output=True, text=True, timeout=5,
                                 cwd=Path(__file__).resolve().parent)

@@ -1,6 +1,7 @@
 """What a trial's MLflow run carries besides its per-epoch metrics, so that it is self-contained and easy to
 browse: the sweep's axes as a few params and in the run name, best-so-far metrics a table can sort on, and at
-the end the resolved config, the final model and the final parse-tree dictionary as artifacts."""
+the end the resolved config, the final model and the final parse-tree dictionary as artifacts -- the model also as
+the run's MLflow Model (`rem.tracking.mlflow_model`), which MLflow loads, registers and serves."""
 
 from __future__ import annotations
 
@@ -15,6 +16,7 @@ from rem.config import Config
 from rem.io import load_plain
 from rem.results.grid import trial_label, value_text
 from rem.tracking import runs as tracking
+from rem.tracking.mlflow_model import log_mlflow_model
 from rem.tracking.model_store import CONFIG_ARTIFACT, MODEL_ARTIFACT, PARSE_TREES_ARTIFACT, model_package, save_package
 from rem.tracking.runs import AXIS_PREFIX
 from rem.training.checkpoint import PARSE_TREES_FILE
@@ -69,7 +71,8 @@ def final_artifacts(state: dict, checkpoint_dir: Path, out_dir: Path, with_model
 
 
 def log_final(client, run_id: str, cfg: Config, checkpoint_file: Path) -> dict[str, float]:
-    """Log the final artifacts and the sizes (`checkpoint/size_bytes`, `model/size_bytes`) to the run."""
+    """Log the final artifacts, the MLflow Model (with `sweep.log_model`) and the sizes (`checkpoint/size_bytes`,
+    `model/size_bytes`) to the run. The run's final metrics must be logged already: the MLflow Model carries them."""
     state = load_plain(checkpoint_file)
     sizes = {"checkpoint/size_bytes": float(checkpoint_file.stat().st_size)}
     with tempfile.TemporaryDirectory(prefix="rem-artifacts-") as tmp:
@@ -79,5 +82,6 @@ def log_final(client, run_id: str, cfg: Config, checkpoint_file: Path) -> dict[s
             client.log_artifact(run_id, str(path), folder)
         if MODEL_ARTIFACT in files:
             sizes["model/size_bytes"] = float(files[MODEL_ARTIFACT].stat().st_size)
+            log_mlflow_model(client, run_id, files[MODEL_ARTIFACT], step=int(state["epoch"]))
     tracking.log_metrics(client, run_id, sizes, step=int(state["epoch"]))
     return sizes
