@@ -13,6 +13,7 @@ sweep.name. Then: `mlflow models serve -m models:/NAME@champion --env-manager lo
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from pathlib import Path
 
@@ -43,6 +44,8 @@ def describe(trial: pd.Series) -> str:
 
 def register(cfg: Config, args: argparse.Namespace) -> int:
     rule = parse_rule(args.rule)  # a bad rule fails before the store is read
+    # registering a run logged before MLflow Models downloads its package: one line of output, not progress bars
+    os.environ.setdefault("MLFLOW_ENABLE_ARTIFACTS_PROGRESS_BAR", "false")
     uri = tracking.tracking_uri(cfg.sweep.tracking_uri, Path.cwd())
     tracking.check_reachable(uri)
     client = MlflowClient(uri)
