@@ -23,6 +23,7 @@ from mlflow.tracking import MlflowClient
 
 from rem.cli import MODEL_SOURCE_ERRORS, run_with_params
 from rem.config import Config, add_params_arguments
+from rem.report.preconditions import classes_of, routing_uniform
 from rem.tracking import runs as tracking
 from rem.tracking.model_registry import register_trial
 from rem.tracking.pareto import points_from_mlflow
@@ -42,6 +43,17 @@ def describe(trial: pd.Series) -> str:
             f"{trial['test_acc']:.2f} %, entropy {trial['entropy']:.4f} bits, sparsity {trial['sparsity']:.1f} %")
 
 
+def routing_warning(client: MlflowClient, trial: pd.Series) -> str:
+    """A line saying the chosen trial's routing never left uniform (`rem.report.preconditions`): its low entropy is
+    then no routing, not the trade-off a user asked for; '' when it routed, or did not measure its couplings."""
+    coupling = client.get_run(str(trial["run_id"])).data.metrics.get("final/routing/coupling_entropy")
+    if coupling is None:
+        return ""
+    reason = routing_uniform(f"{trial['model']} {trial['variant']} seed {trial['seed']}", [coupling],
+                             classes_of(str(trial["dataset"])), "final")
+    return f"warning: {reason}: its entropy of {trial['entropy']:.4f} bits is no routing, not a trade-off" if reason else ""
+
+
 def register(cfg: Config, args: argparse.Namespace) -> int:
     rule = parse_rule(args.rule)  # a bad rule fails before the store is read
     # registering a run logged before MLflow Models downloads its package: one line of output, not progress bars
@@ -55,6 +67,8 @@ def register(cfg: Config, args: argparse.Namespace) -> int:
     version = register_trial(client, trial["run_id"], args.name, args.alias, choice_tags(args.rule, sweep, trial),
                              f"{describe(trial)}; chosen by `{args.rule}` from sweep {sweep}")
     print(f"{args.name} version {version.version} (@{args.alias}) <- run {trial['run_id']}: {describe(trial)}")
+    if warning := routing_warning(client, trial):
+        print(warning, file=sys.stderr)
     print(f"serve it: mlflow models serve -m models:/{args.name}@{args.alias} --env-manager local")
     return 0
 

@@ -143,3 +143,23 @@ def seen_in_a_browser(uri: str, client: MlflowClient, run_id: str) -> None:
         page.get_by_text("champion").first.wait_for(timeout=60_000)
         screenshot(page, "mlflow_registered_model")
         assert "Version 1" in page.inner_text("body")
+
+
+def test_register_warns_when_the_chosen_trial_never_routed(tmp_path):
+    """A 0-bit entropy with uniform couplings is no routing (rem.report.preconditions): the chosen trial says so."""
+    import pandas as pd
+
+    from pipeline.register import routing_warning
+
+    client = MlflowClient(store(tmp_path))
+    experiment = client.create_experiment("warn")
+    trial = {"model": "capsnet", "variant": "+Q", "seed": 42, "dataset": "fashion-mnist", "entropy": 0.0}
+    warnings = []
+    for coupling in (3.3213, 2.9, None):
+        run = client.create_run(experiment).info.run_id
+        if coupling is not None:
+            client.log_metric(run, "final/routing/coupling_entropy", coupling)
+        warnings.append(routing_warning(client, pd.Series({**trial, "run_id": run})))
+    assert warnings[0].startswith("warning: capsnet +Q seed 42's routing stayed uniform (final: coupling entropy 3.3213")
+    assert warnings[0].endswith("its entropy of 0.0000 bits is no routing, not a trade-off")
+    assert warnings[1:] == ["", ""]  # it routed; it did not measure its couplings
