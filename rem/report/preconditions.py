@@ -24,20 +24,21 @@ LEARNED_MARGIN_POINTS = 5.0  # accuracy (points) above chance that every seed mu
 ROUTING_MARGIN_BITS = 0.05  # coupling entropy below uniform (bits) that every seed must reach to count as routing
 
 
-def chance_accuracy(dataset: str) -> float:
-    """Accuracy (%) of guessing: 1/classes, or for a two-item dataset (both items right) 1 over the class pairs."""
+def _family(dataset: str):
     family = find_family(dataset)
     if family is None:
-        raise KeyError(f"chance_accuracy: unknown dataset {dataset!r}")
-    classes = family.spec(dataset).num_classes
-    return 100.0 / math.comb(classes, 2) if isinstance(family, PairedDigits) else 100.0 / classes
+        raise KeyError(f"unknown dataset {dataset!r}: no registered dataset family has it")
+    return family
 
 
 def classes_of(dataset: str) -> int:
-    family = find_family(dataset)
-    if family is None:
-        raise KeyError(f"classes_of: unknown dataset {dataset!r}")
-    return family.spec(dataset).num_classes
+    return _family(dataset).spec(dataset).num_classes
+
+
+def chance_accuracy(dataset: str) -> float:
+    """Accuracy (%) of guessing: 1/classes, or for a two-item dataset (both items right) 1 over the class pairs."""
+    classes = classes_of(dataset)
+    return 100.0 / math.comb(classes, 2) if isinstance(_family(dataset), PairedDigits) else 100.0 / classes
 
 
 def did_not_learn(arm: str, accuracies: Sequence[float], chance: float) -> str | None:
@@ -99,14 +100,14 @@ def uniform_arms(points) -> set[tuple[str, str, str]]:
     """(dataset, model, variant) of every arm of `points` (`rem.results.frames.trial_points`: one row per trial, its
     final `coupling_entropy`) whose routing did not leave uniform in some measured seed; models without routing and
     arms that measured no coupling entropy never."""
-    out = set()
     if points.empty or "coupling_entropy" not in points:
-        return out
-    for (dataset, model, variant), group in points.groupby(["dataset", "model", "variant"]):
-        measured = [float(v) for v in group["coupling_entropy"] if not math.isnan(float(v))]
-        if not measured:  # a run that did not measure its couplings is not flagged: there is nothing to read
-            continue
-        if routed(str(model)) and routing_uniform(f"{model} {variant}", measured, classes_of(str(dataset)),
-                                                  "final") is not None:
-            out.add((str(dataset), str(model), str(variant)))
-    return out
+        return set()
+    return {(str(d), str(m), str(v)) for (d, m, v), group in points.groupby(["dataset", "model", "variant"])
+            if stayed_uniform(str(d), str(m), group["coupling_entropy"])}
+
+
+def stayed_uniform(dataset: str, model: str, couplings) -> bool:
+    """Whether a routed arm's final coupling entropies (per seed) failed `routing_uniform` in some measured seed; a
+    model without routing, or an arm that measured none (nothing to read), is never flagged."""
+    measured = [float(v) for v in couplings if not math.isnan(float(v))]
+    return bool(measured) and routed(model) and routing_uniform(model, measured, classes_of(dataset), "final") is not None

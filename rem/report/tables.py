@@ -31,8 +31,8 @@ from rem.parse_trees import entropy_over_classes
 from rem.report.reference import Published, load_published, lookup
 from rem.report.registry import REPORT_PAGE, Context, report_table
 from rem.report.render import Table
-from rem.report.preconditions import ROUTING_MARGIN_BITS, UNIFORM_MARK, uniform_arms
-from rem.results.frames import last_rows, trial_points, with_final_values
+from rem.report.preconditions import ROUTING_MARGIN_BITS, UNIFORM_MARK, stayed_uniform
+from rem.results.frames import final_value, last_rows, with_final_values
 from rem.results.arms import PLUS_Q, PLUS_REM, Arm
 from rem.results.variants import label_trials, routed
 
@@ -103,7 +103,8 @@ def _aggregate_group(row: Row, group: pd.DataFrame) -> Row:
     if tree_cols:
         row.trees_per_class = [float(v) for v in np.median(evaluated[tree_cols].to_numpy(dtype=np.float64), axis=0)]
     row.finals = group
-    row.uniform = (row.dataset, row.model, row.variant) in uniform_arms(trial_points(group))
+    # from the group's own final values: relabelling the group alone could name its arm differently from the table
+    row.uniform = stayed_uniform(row.dataset, row.model, final_value(group, "routing/coupling_entropy"))
     return row
 
 

@@ -139,3 +139,15 @@ def test_the_main_report_flags_an_arm_whose_routing_stayed_uniform():
     assert line == ("What this budget can show: every axis, with at most 2 seeds per arm, so no comparison is decided "
                     "here (a verdict needs 3, rem.report.verdicts); routing stayed uniform in capsnet +Q: their entropy "
                     "and parse trees measure no routing.")
+
+
+def test_an_arm_named_by_an_axis_is_flagged_too():
+    """Arms told apart by a setting (`+Q · lr=…`) are labelled over the whole table; the flag reads each row's own
+    trials, so it holds for them as for the paper's arms."""
+    from rem.report import tables
+
+    frame = pd.DataFrame([trial(s, 0.80, UNIFORM_10 - 0.001, **{"train.lr": lr, "trial_key": f"t{s}-{lr}"})
+                          for s in (1, 2) for lr in (1e-3, 1e-4)])
+    rows = tables.aggregate(frame.drop(columns="variant"))
+    assert len(rows) == 2 and all("lr=" in r.variant for r in rows)
+    assert [r.uniform for r in rows] == [True, True]
