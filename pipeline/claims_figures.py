@@ -27,6 +27,7 @@ from rem.results.frames import last_rows
 from rem.results.table import sweeps_in
 from rem.tracking import runs as tracking
 from rem.tracking.model_store import ModelNotFoundError, load_package
+from rem.tracking.store import open_client
 
 FIGURE = "multi_reconstructions_{dataset}.png"
 
@@ -47,15 +48,13 @@ def trial_run_id(cfg, row: dict) -> str | None:
     """The MLflow run of the trial of `row` (its sweep and trial key), None when the store or the run is not there;
     a store that answers with an error is a ModelNotFoundError naming it."""
     from mlflow.exceptions import MlflowException
-    from mlflow.tracking import MlflowClient
-
     uri = tracking.tracking_uri(cfg.sweep.tracking_uri, Path.cwd())
     if uri.startswith("sqlite:///") and not Path(uri.removeprefix("sqlite:///")).exists():
         return None  # MLflow would create an empty store there
     tracking.check_reachable(uri)
     tags = tracking.trial_tags(row["sweep_id"], row["trial_key"])
     try:
-        client = MlflowClient(uri)
+        client = open_client(uri)
         experiment = client.get_experiment_by_name(cfg.sweep.name)
         run = tracking.find_run(client, experiment.experiment_id, tags) if experiment is not None else None
     except MlflowException as err:

@@ -23,6 +23,7 @@ from rem.cli import run_with_params
 from rem.config import add_params_arguments
 from rem.io import atomic_write, atomic_write_text
 from rem.tracking import runs as tracking
+from rem.tracking.store import open_client
 
 # Columns that describe the machine, not the experiment (a Ray node id); anything holding a home or scratch
 # path is dropped too, so the committed Parquet is the same wherever it was made.
@@ -50,11 +51,9 @@ def portable(results: pd.DataFrame) -> pd.DataFrame:
 def sweep_record(cfg, results: pd.DataFrame) -> dict[str, str]:
     """The commit the sweep ran (its MLflow parent run's tag: the code may have moved on since, by report-only
     changes) and its start, end and wall time; empty if the store is elsewhere."""
-    from mlflow.tracking import MlflowClient
-
     uri = tracking.tracking_uri(cfg.sweep.tracking_uri, Path.cwd())
     sid = str(results["sweep_id"].iloc[0])
-    client = MlflowClient(uri)
+    client = open_client(uri)
     runs = client.search_runs(
         [e.experiment_id for e in client.search_experiments()],
         filter_string=f"tags.`{tracking.SWEEP_TAG}` = '{sid}' and tags.`{tracking.ROLE_TAG}` = 'sweep'")

@@ -27,6 +27,7 @@ from rem.report.stage import build_reports
 from rem.results.grid import trial_key
 from rem.results.table import sweeps_in
 from rem.tracking import runs as tracking
+from rem.tracking.store import open_client
 from rem.training.checkpoint import final_checkpoint
 
 log = logging.getLogger("pipeline.report")
@@ -52,14 +53,12 @@ def locate_checkpoints(cfg: Config, repo_root: Path, sweep_ids: list[str]) -> tu
 
 def log_to_mlflow(cfg: Config, repo_root: Path, sweep_ids: list[str], out_dir: Path) -> str | None:
     """Best effort: the report's files as artifacts of each sweep's parent run; returns a warning or None."""
-    from mlflow.tracking import MlflowClient
-
     uri = tracking.tracking_uri(cfg.sweep.tracking_uri, repo_root)
     if uri.startswith("sqlite:///") and not Path(uri.removeprefix("sqlite:///")).exists():
         return f"MLflow: no tracking database at {uri}; figures not logged"
     try:
         tracking.check_reachable(uri)
-        client = MlflowClient(uri)
+        client = open_client(uri)
         experiment = client.get_experiment_by_name(cfg.sweep.name)
         if experiment is None:
             return f"MLflow: no experiment {cfg.sweep.name!r} at {uri}; figures not logged"

@@ -26,6 +26,7 @@ from rem.results import grid
 from rem.results.variants import arm_run_names
 from rem.results.table import failed_trials, ordered, summary, sweep_id, trial_rows, write_results
 from rem.tracking import runs as tracking
+from rem.tracking.store import open_client
 from rem.training.checkpoint import load_history
 
 log = logging.getLogger("pipeline.sweep")
@@ -224,11 +225,9 @@ def ensure_data(cfg: Config, repo_root: Path) -> None:
 
 
 def run_sweep(cfg: Config, repo_root: Path) -> pd.DataFrame:
-    from mlflow.tracking import MlflowClient
-
     uri = tracking.tracking_uri(cfg.sweep.tracking_uri, repo_root)
     tracking.check_reachable(uri)  # before any trial starts
-    client = MlflowClient(uri)
+    client = open_client(uri)
     artifacts = None if "://" in uri and not uri.startswith("sqlite") else str((repo_root / "mlartifacts").resolve())
     experiment_id = tracking.ensure_experiment(client, cfg.sweep.name, artifacts)
     sid = sweep_id(cfg)

@@ -21,7 +21,6 @@ from typing import Any
 
 import ray
 import torch
-from mlflow.tracking import MlflowClient
 from ray import tune
 
 from rem.analysis.at_trial_end import AT_TRIAL_END
@@ -33,6 +32,7 @@ from rem.device import (CUBLAS_WORKSPACE, cap_memory, configure_determinism, des
 from rem.registry import PLUGINS
 from rem.results.grid import trial_key
 from rem.tracking import runs as tracking
+from rem.tracking.store import open_client
 from rem.tracking.trial_log import axis_params, best_metrics, log_config, log_final, run_name
 from rem.training.checkpoint import checkpoint_file, final_checkpoint, saved_epoch
 from rem.training.loop import NonFiniteLossError, train
@@ -136,7 +136,7 @@ def run_trial(config: dict[str, Any], *, base: dict[str, Any], context: dict[str
     cfg = on_assigned_gpus(asked, ray.get_gpu_ids())
     configure_determinism(cfg.train.deterministic)  # before anything below starts CUDA
     key = trial_key(point)
-    client = MlflowClient(context["tracking_uri"])
+    client = open_client(context["tracking_uri"])
     tags = {**tracking.trial_tags(context["sweep_id"], key), tracking.PARENT_TAG: context["parent_run_id"]}
     ended = finished_at(client, context["experiment_id"], tags)
     # by its arm (a sweep started before arms named runs: by its grid point)

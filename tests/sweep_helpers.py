@@ -14,8 +14,8 @@ from pathlib import Path
 
 import pandas as pd
 import yaml
-from mlflow.tracking import MlflowClient
 
+from rem.tracking.store import open_client
 from tests.conftest import REPO, synthetic_data
 
 BIN = Path(sys.executable).parent
@@ -74,8 +74,9 @@ def local_uri(folder: Path) -> str:
 
 
 def sweep_runs(uri: str, experiment: str) -> tuple[list, list]:
-    """(parent runs, child runs) of an experiment."""
-    client = MlflowClient(uri)
+    """(parent runs, child runs) of an experiment. Polled while a sweep starts: the store is opened as the sweep
+    opens it, so the two never create a new database at once."""
+    client = open_client(uri)
     found = client.get_experiment_by_name(experiment)
     if found is None:
         return [], []
@@ -119,7 +120,7 @@ class Driver:
 
 
 def epochs_logged(uri: str, run_id: str) -> list[int]:
-    return sorted(int(m.step) for m in MlflowClient(uri).get_metric_history(run_id, "train/loss"))
+    return sorted(int(m.step) for m in open_client(uri).get_metric_history(run_id, "train/loss"))
 
 
 def free_port() -> int:

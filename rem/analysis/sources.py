@@ -21,6 +21,7 @@ from rem.device import HOST, to_device
 from rem.io import atomic_write, load_plain
 from rem.tracking import runs as tracking
 from rem.tracking.model_store import PACKAGE_FORMAT, load_package, model_from_package, model_package
+from rem.tracking.store import open_client
 from rem.training.checkpoint import checkpoint_file, is_trial_state
 
 
@@ -112,9 +113,7 @@ def publish_table(frame: pd.DataFrame, out: Path, name: str, figure: Callable[[P
                atomic_write(out / f"{name}.csv", lambda tmp: frame.to_csv(tmp, index=False))]
     written.append(figure(out / f"{name}.png"))
     if run_id is not None:
-        from mlflow.tracking import MlflowClient
-
-        client = MlflowClient(tracking_uri or tracking.tracking_uri("", Path.cwd()))
+        client = open_client(tracking_uri or tracking.tracking_uri("", Path.cwd()))
         tracking.log_metrics(client, run_id, metrics, step=int(frame["epoch"].iloc[0]))
         for path in written:
             client.log_artifact(run_id, str(path), name)

@@ -19,6 +19,7 @@ from rem.config import Config, from_dict
 from rem.results.table import ordered, trial_rows
 from rem.tracking import runs as tracking
 from rem.tracking.model_store import CONFIG_ARTIFACT
+from rem.tracking.store import open_client
 
 
 class SweepNotFoundError(LookupError):
@@ -90,10 +91,8 @@ def run_rows(client, run, history: bool = True) -> pd.DataFrame:
 def results_from_mlflow(uri: str, experiment: str, sweep: str | None = "latest", history: bool = True,
                         workers: int = 8) -> pd.DataFrame:
     """The results table of sweep `sweep` (an id, `latest`, or None for every trial of the experiment)."""
-    from mlflow.tracking import MlflowClient
-
     tracking.check_reachable(uri)
-    client = MlflowClient(uri)
+    client = open_client(uri)
     exp_id = experiment_id(client, experiment)
     sid = resolve_sweep(client, exp_id, sweep) if sweep else None
     runs = trial_runs(client, exp_id, sid)

@@ -23,6 +23,7 @@ import time
 from typing import TYPE_CHECKING
 
 from rem.tracking import runs as tracking
+from rem.tracking.store import open_client
 
 if TYPE_CHECKING:
     from mlflow.tracking import MlflowClient
@@ -118,10 +119,8 @@ def stop_group(server: subprocess.Popen) -> None:
 
 def serve(uri: str, port: int, open_browser: bool = False) -> int:
     """Publish the runs views, run MLflow's UI on 127.0.0.1:`port` until Ctrl-C / SIGTERM, print the addresses."""
-    from mlflow.tracking import MlflowClient
-
     base = f"http://127.0.0.1:{port}"
-    published = publish_views(MlflowClient(uri))
+    published = publish_views(open_client(uri))
     server = subprocess.Popen([sys.executable, "-m", "mlflow", "ui", "--backend-store-uri", uri, "--host", "127.0.0.1",
                                "--port", str(port), "--workers", "1"], start_new_session=True)
 

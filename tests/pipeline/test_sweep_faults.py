@@ -11,8 +11,8 @@ import subprocess
 import time
 
 import pytest
-from mlflow.tracking import MlflowClient
 
+from rem.tracking.store import open_client
 from tests.sweep_helpers import (Driver, epochs_logged, free_port, local_uri, mlflow_server, results, run_sweep,
                                  sweep_env, sweep_runs, wait_for, write_params)
 from tests.tiny_trials import SMALL_CAPSNET
@@ -133,4 +133,4 @@ def test_sweep_against_a_real_mlflow_server(synthetic_raw, tmp_path):
         assert {r.info.status for r in parents + children} == {"FINISHED"}
         assert all("test/acc" in r.data.metrics for r in children)
         assert not (tmp_path / "mlflow.db").exists()  # everything went to the server
-        assert MlflowClient(uri).get_metric_history(children[0].info.run_id, "entropy/mean")
+        assert open_client(uri).get_metric_history(children[0].info.run_id, "entropy/mean")

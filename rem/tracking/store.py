@@ -1,0 +1,62 @@
+"""One way to open an MLflow client, safe when several processes open a new sqlite store at once.
+
+MLflow creates a sqlite store's tables (and runs its migrations) the first time a process opens it, with no lock:
+two processes that open a new file at the same moment -- the sweep driver and a trial, the driver and `mlflow ui`, a
+test polling a sweep it just started -- both try, and one fails with "table ... already exists", or leaves an
+`_alembic_tmp_*` table behind that breaks every later migration. Our processes take a file lock beside the database
+while the store is first opened, so only one of them creates it; a process outside the lock (`mlflow ui`) that is
+creating it at that moment is waited out.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import time
+from contextlib import contextmanager
+from pathlib import Path
+from typing import TYPE_CHECKING, Iterator
+
+if TYPE_CHECKING:
+    from mlflow.tracking import MlflowClient
+
+SQLITE_PREFIX = "sqlite:///"
+CREATION_RACE = "already exists"  # what sqlite says when another process created a table first
+WAIT_FOR_OTHERS_S = 30.0  # how long a creation by a process outside the lock is waited out
+
+
+def sqlite_path(uri: str) -> Path | None:
+    """The database file of a sqlite tracking URI, or None for any other store."""
+    return Path(uri.removeprefix(SQLITE_PREFIX)) if uri.startswith(SQLITE_PREFIX) else None
+
+
+@contextmanager
+def creation_lock(database: Path) -> Iterator[None]:
+    """Held while a process first opens `database`: `<database>.lock`, an advisory lock released when it closes."""
+    database.parent.mkdir(parents=True, exist_ok=True)
+    with open(database.with_name(database.name + ".lock"), "a") as handle:
+        fcntl.flock(handle, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(handle, fcntl.LOCK_UN)
+
+
+def open_client(uri: str) -> "MlflowClient":
+    """An `MlflowClient` on `uri` whose store exists: for a sqlite file, created by one process at a time."""
+    from mlflow.tracking import MlflowClient
+    from sqlalchemy.exc import OperationalError
+
+    database = sqlite_path(uri)
+    if database is None:
+        return MlflowClient(uri)
+    deadline = time.monotonic() + WAIT_FOR_OTHERS_S
+    with creation_lock(database):
+        while True:
+            try:
+                client = MlflowClient(uri)  # may open the store already (MLflow versions differ)
+                client.search_experiments(max_results=1)  # else the first request does: tables, migrations
+                return client
+            except OperationalError as err:
+                if CREATION_RACE not in str(err) or time.monotonic() > deadline:
+                    raise
+                time.sleep(0.5)  # a process outside the lock is creating the tables: let it finish, then reopen
