@@ -101,10 +101,11 @@ class Publication:
     name: str  # the params profile and the folder under reports/
     render: Callable[[Path, pd.DataFrame, dict], list[Path]]  # (out, results, run) -> files written
     before_render: Callable[[object, Path, pd.DataFrame], None] | None = None  # copies the report stage's figures
+    folder: Path | None = None  # where it goes, when not reports/<name>
 
     @property
     def out(self) -> Path:
-        return Path("reports") / self.name
+        return self.folder or Path("reports") / self.name
 
     @property
     def command(self) -> str:

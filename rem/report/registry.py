@@ -19,8 +19,9 @@ import pandas as pd
 from rem.registry import Registry
 from rem.results.variants import label_trials
 
-# the pages: reports/index.html (the report stage's), reports/evidence/README.md, reports/claims/README.md
-REPORT_PAGE, EVIDENCE_PAGE, CLAIMS_PAGE = "report", "evidence", "claims"
+# the pages: reports/index.html (the report stage's), reports/evidence/README.md, reports/claims/README.md,
+# reports/evidence/horizon/README.md
+REPORT_PAGE, EVIDENCE_PAGE, CLAIMS_PAGE, HORIZON_PAGE = "report", "evidence", "claims", "horizon"
 
 
 class Context:
@@ -94,6 +95,10 @@ TABLES: Registry[ReportTable] = Registry("report table", "table", built_in={
     "epochs": "rem.report.evidence.page",
     "curve": "rem.report.evidence.page",
     "cost": "rem.report.evidence.page",
+    "horizon-claims": "rem.report.horizon.tables",
+    "horizon-stopping": "rem.report.horizon.tables",
+    "horizon-tensors": "rem.report.horizon.tables",
+    "horizon-classes": "rem.report.horizon.tables",
     "capsule-claims": "rem.report.claims",
     "sizes": "rem.report.claims",
     "accuracy-lost": "rem.report.claims",

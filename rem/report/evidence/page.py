@@ -8,7 +8,7 @@ from rem.report.assemble import assemble_page, markdown_body, markdown_files
 from rem.report.evidence.curve import curve_tables
 from rem.report.evidence.tables import (cost_table, epoch_table, evaluated_table, final_spreads, final_table,
                                         first_epoch_table, verdict_tables)
-from rem.report.registry import CLAIMS_PAGE, EVIDENCE_PAGE, Context, report_table
+from rem.report.registry import CLAIMS_PAGE, EVIDENCE_PAGE, HORIZON_PAGE, Context, report_table
 from rem.report.render import Table
 from rem.results.frames import finished_trials
 
@@ -26,7 +26,8 @@ def final_section(frame: pd.DataFrame, context: Context) -> Table:
     return final_table(context.results, context.once(final_spreads))
 
 
-@report_table("evaluated", "The checkpoint every seed was evaluated at", pages={EVIDENCE_PAGE: 25, CLAIMS_PAGE: 15})
+@report_table("evaluated", "The checkpoint every seed was evaluated at",
+              pages={EVIDENCE_PAGE: 25, CLAIMS_PAGE: 15, HORIZON_PAGE: 25})
 def evaluated_section(frame: pd.DataFrame, context: Context) -> Table:
     return evaluated_table(context.results)
 
@@ -51,7 +52,7 @@ def curve_section(frame: pd.DataFrame, context: Context, model: str) -> list[Tab
     return None if tables is None else tables[1:]  # the onsets open the page, with the claims
 
 
-@report_table("cost", "What it costs on this machine", pages={EVIDENCE_PAGE: 60})
+@report_table("cost", "What it costs on this machine", pages={EVIDENCE_PAGE: 60, HORIZON_PAGE: 60})
 def cost_section(frame: pd.DataFrame, context: Context) -> Table:
     return cost_table(context.results)
 
@@ -67,23 +68,20 @@ def run_lines(run: dict) -> list[str]:
     return [f"- **{label}:** {run[key]}" for key, label in keys if run.get(key)]
 
 
+def page_text(title: str, intro: str, run: dict, notes: str, body: list[str]) -> str:
+    """A published run's page: its title, what it is, how it was made (`run`), the hand-written reading of its
+    numbers (`notes`, a notes.md beside it) and the generated tables and figures (`body`)."""
+    return "\n".join([f"# {title}", "", intro, "", *run_lines(run), "", notes.strip(), "", *body]).rstrip() + "\n"
+
+
 def evidence_page(results: pd.DataFrame, run: dict, figures: list[str], notes: str = "") -> str:
     """The page as Markdown: `run` describes how the run was made, `figures` are file names under figures/, `notes`
     is the hand-written reading of the numbers (reports/evidence/notes.md), linked rather than generated."""
     done = finished_trials(results)
     trials = done["trial_key"].nunique()
     epochs = ", ".join(f"{m} {int(e)}" for m, e in done.groupby("model.name")["epoch"].max().items())
-    parts = [
-        "# Evidence: does REM do what its paper claims?",
-        "",
-        f"Fashion-MNIST, {trials} finished trials (epochs: {epochs}), REM's recipe; every number below is computed "
-        "from `sweep.parquet` in this folder (`python -m pipeline.evidence --render-only` regenerates the tables "
-        "and this page from it without retraining).",
-        "",
-        *run_lines(run),
-        "",
-        notes.strip(),
-        "",
-        *markdown_body(assemble_page(results, EVIDENCE_PAGE).parts, figures),
-    ]
-    return "\n".join(parts).rstrip() + "\n"
+    intro = (f"Fashion-MNIST, {trials} finished trials (epochs: {epochs}), REM's recipe; every number below is computed "
+             "from `sweep.parquet` in this folder (`python -m pipeline.evidence --render-only` regenerates the tables "
+             "and this page from it without retraining).")
+    return page_text("Evidence: does REM do what its paper claims?", intro, run, notes,
+                     markdown_body(assemble_page(results, EVIDENCE_PAGE).parts, figures))

@@ -1,0 +1,31 @@
+"""reports/evidence/horizon/README.md: REM against +Q at the training horizon, on one page with how the run was made."""
+
+from __future__ import annotations
+
+import pandas as pd
+
+import rem.report.horizon.tables  # noqa: F401  (registers the page's tables)
+from rem.report.assemble import assemble_page, markdown_body, markdown_files
+from rem.report.evidence.page import page_text
+from rem.report.registry import HORIZON_PAGE
+from rem.results.frames import finished_trials
+
+
+def render_tables(results: pd.DataFrame) -> dict[str, str]:
+    """Every horizon table as Markdown, by file name; the page embeds the same strings."""
+    return markdown_files(assemble_page(results, HORIZON_PAGE).parts)
+
+
+def horizon_page(results: pd.DataFrame, run: dict, figures: list[str], notes: str = "") -> str:
+    done = finished_trials(results)
+    models = ", ".join(sorted(done["model.name"].astype(str).unique()))
+    datasets = ", ".join(sorted(done["data.dataset"].astype(str).unique()))
+    patience, cap = int(done["train.patience"].max()), int(done["train.epochs"].max())
+    intro = (f"{models} on {datasets}, {done['trial_key'].nunique()} finished trials, each trained until its "
+             f"validation loss had not improved for {patience} epochs (REM's patience rule) or for {cap} epochs, "
+             "whichever came first. The CapsNet evidence run is one folder up (`../README.md`); the two come from "
+             "different runs, so no comparison crosses them. Every number below is computed from `sweep.parquet` in "
+             "this folder (`python -m pipeline.horizon --render-only` regenerates the tables and this page from it "
+             "without retraining).")
+    return page_text("REM at a training horizon: Efficient-CapsNet to its stopping rule", intro, run, notes,
+                     markdown_body(assemble_page(results, HORIZON_PAGE).parts, figures))

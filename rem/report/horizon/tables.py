@@ -1,0 +1,123 @@
+"""The horizon page's tables: REM's claims where every trial trained until its validation loss stopped improving
+(REM's patience rule, capped), read from the results table alone.
+
+The claims reuse the evidence page's rows (`rem.report.evidence.tables.claim_rows`: the same metrics, preconditions
+and verdict rule), so the two pages cannot judge the same numbers differently. What this page adds is what a run to
+a stopping point must show: how each seed stopped, what the pruning removed from each tensor, and the entropy and
+parse trees of every class.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+
+from rem.data.registry import get_dataset
+from rem.report.evidence.tables import arm_rows, arm_seed_map, arms, claim_rows, final_spreads, spread
+from rem.report.preconditions import PRECONDITIONS_NOTE
+from rem.report.registry import HORIZON_PAGE, Context, report_table
+from rem.report.render import Table
+from rem.report.verdicts import HEADER as VERDICT_HEADER, RULE_NOTE
+from rem.results.frames import final_value, finished_trials, last_rows
+
+SPARSITY_PREFIX = "sparsity/"  # per prunable tensor, % of its weights pruned (the results table's columns)
+SEED_NOTE = "Mean ± std over seeds (population std, the seed spread)."
+
+
+@report_table("horizon-claims", "REM's claims at the training horizon", pages={HORIZON_PAGE: 10}, file="claims")
+def horizon_claims(frame: pd.DataFrame, context: Context) -> Table:
+    spreads, seeds = context.once(final_spreads), context.once(arm_seed_map)
+    models = sorted({m for m, _ in spreads})
+    return Table("REM's claims where training ran to its stopping rule", ["Arm", "Claim",
+                 "Measured (mean ± std over seeds)", *VERDICT_HEADER],
+                 [row for m in models for row in claim_rows(m, spreads, seeds)], notes=[RULE_NOTE, PRECONDITIONS_NOTE])
+
+
+def stopped_by(rows: pd.DataFrame, patience: int, cap: int) -> str:
+    """How one trial's training ended: its patience ran out, or the epoch cap came first."""
+    last = rows.iloc[-1]
+    if bool(last.get("stopped_early", False)):
+        return f"patience ({patience} epochs without a lower val. loss)"
+    return f"cap ({cap} epochs)" if int(last["epoch"]) >= cap else "ended early (no patience record)"
+
+
+def lowest_val_loss_epoch(rows: pd.DataFrame) -> int:
+    """The first epoch of the lowest plain-forward validation loss: the one REM's rule measures patience from."""
+    loss = rows["val/loss"].to_numpy(dtype=np.float64)
+    return int(rows["epoch"].iloc[int(np.nanargmin(loss))])
+
+
+@report_table("horizon-stopping", "How each seed's training ended", pages={HORIZON_PAGE: 20}, file="stopping")
+def stopping_section(frame: pd.DataFrame, context: Context) -> Table:
+    done = finished_trials(context.results)
+    rows = []
+    for model, arm in arms(done):
+        for seed, trial in arm_rows(done, model, arm).groupby("train.seed"):
+            trial = trial.sort_values("epoch")
+            last = trial.iloc[-1]
+            patience, cap = int(last["train.patience"]), int(last["train.epochs"])
+            images = float(trial["train/images"].sum()) if "train/images" in trial else float("nan")
+            evaluated = final_value(trial.tail(1), "checkpoint_epoch").fillna(last["epoch"]).iloc[0]
+            best = lowest_val_loss_epoch(trial)
+            rows.append([model, arm.label, str(int(seed)), str(int(last["epoch"])), f"{images:,.0f}",
+                         stopped_by(trial, patience, cap), f"{best} ({trial['val/loss'].min():.4f})",
+                         str(int(evaluated)), f"{100 * final_value(trial.tail(1), 'test/acc').iloc[0]:.2f}"])
+    return Table("How each seed's training ended", ["Model", "Variant", "Seed", "Epochs trained", "Images seen",
+                 "Stopped by", "Lowest val. loss: epoch (loss)", "Evaluated epoch", "Test acc. (%)"], rows,
+                 notes=["REM's stopping rule: training ends once the plain forward's validation loss has not been "
+                        "strictly lower for `train.patience` epochs, or at `train.epochs`, whichever comes first. "
+                        "An unpruned trial is evaluated at its lowest-validation-loss epoch, a pruned one at its last "
+                        "(its masks only grow)."])
+
+
+def tensor_columns(frame: pd.DataFrame) -> list[str]:
+    """The per-tensor sparsity columns any trial recorded, in the model's layer order (the results' column order)."""
+    return [c for c in frame.columns if c.startswith(SPARSITY_PREFIX) and frame[c].notna().any()]
+
+
+@report_table("horizon-tensors", "What the pruning removed, per tensor", pages={HORIZON_PAGE: 30},
+              file="tensors_{group}", per="model.name")
+def tensors_section(frame: pd.DataFrame, context: Context, model: str) -> Table | None:
+    last = last_rows(context.results)
+    last = last[last["model.name"].astype(str) == model]
+    columns = tensor_columns(last)
+    if not columns:
+        return None
+    rows = [[arm.label, str(len(mine := arm_rows(last, model, arm))),
+             *(spread(mine[c]).text(2) for c in [*columns, "sparsity"])] for m, arm in arms(last) if m == model]
+    prunable = [f"{c.removeprefix(SPARSITY_PREFIX)} (%)" for c in columns]
+    return Table(f"{model}: sparsity per tensor at the evaluated epoch", ["Variant", "Seeds", *prunable,
+                 "All prunable (%)"], rows, notes=[f"Percent of each tensor's weights pruned. {SEED_NOTE}"])
+
+
+def class_names(dataset: str, classes: int) -> list[str]:
+    named = get_dataset(dataset).classes
+    return list(named) if len(named) == classes else [f"class {k}" for k in range(classes)]
+
+
+def class_indices(frame: pd.DataFrame) -> list[int]:
+    return sorted(int(c.rsplit("_", 1)[1]) for c in frame.columns if c.startswith("entropy/class_"))
+
+
+@report_table("horizon-classes", "Entropy and parse trees per class", pages={HORIZON_PAGE: 40}, file="classes_{group}",
+              per="model.name", figures=("epochs_{group}.png", "couplings_{group}.png"))
+def classes_section(frame: pd.DataFrame, context: Context, model: str) -> Table | None:
+    last = last_rows(context.results)
+    last = last[last["model.name"].astype(str) == model]
+    indices = class_indices(last)
+    if not indices:
+        return None
+    mine = [(arm, arm_rows(last, model, arm)) for m, arm in arms(last) if m == model]
+    names = class_names(str(last["data.dataset"].iloc[0]), len(indices))
+    rows = [[names[k], *(spread(final_value(group, column)).text(digits) for _, group in mine
+                         for column, digits in ((f"entropy/class_{k}", 3), (f"parse_trees/class_{k}", 0)))]
+            for k in indices]
+    rows.append(["all classes", *(spread(final_value(group, column)).text(digits) for _, group in mine
+                                  for column, digits in (("entropy/mean", 3), ("parse_trees/total", 0)))])
+    images = sorted({int(v) for k in indices for v in final_value(last, f"images/class_{k}").dropna()})
+    return Table(f"{model}: entropy and parse trees per class at the evaluated epoch", ["Class", *(
+                 f"{arm.label} {what}" for arm, _ in mine for what in ("entropy (bits)", "parse trees"))], rows,
+                 notes=[f"REM's parse-tree entropy of each class over the test images predicted as that class (REM's "
+                        f"grouping; {images[0]:,}-{images[-1]:,} images a class here): a class's entropy is at most "
+                        "log2 of its images, reached when every image has a parse tree of its own. 'all classes': the mean entropy over classes and the total of parse trees. "
+                        f"{SEED_NOTE} Per class, descriptive only: the verdicts are on the totals (claims table)."])
