@@ -70,6 +70,10 @@ class TrainConfig:
     eval_batch_size: int = 500
     lr: float = 1e-3
     lr_decay: float = 0.99  # ExponentialLR per epoch (REM)
+    # the learning rate rises linearly from lr / warmup_steps to lr over the first warmup_steps optimizer steps
+    # (rem.training.warmup); 0 = none (REM: none). On 36x36 pairs Adam's first full steps saturate CapsNet's class
+    # capsules (lengths near 1 within a few steps) without it.
+    warmup_steps: int = 0
     seed: int = 42
     # bf16 autocast (squash and routing stay fp32) or fp32; auto: bf16 where the trial's device computes it natively
     # (rem.device.resolve_precision), else fp32. A trial records what it resolved to (rem.precision, compute/bf16).

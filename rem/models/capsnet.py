@@ -6,6 +6,15 @@ routing with 3 iterations and a learned 10x16 routing bias (initialised 0.1, REM
 matrix per (primary capsule type, class) shared across the grid instead (32 x 10 matrices instead of 11,520).
 `routing`: another registered routing for the class layer (`model.routing`, rem.routing); the routing bias is kept
 for a routing that adds a per-parent bias, and dropped for one of another form (self_attention's prior).
+
+The scale settings the routing-regime study varies (`model.options`; their defaults are the published ones, so REM's
+reproduction is unchanged):
+- `vote_init_std` (0.1): the std of the N(0, std²) vote matrices;
+- `vote_init_fan_in` (false): true scales that std by sqrt(1152 / inputs), so the class layer's sum over its input
+  capsules starts at the size it has over 28x28's 1,152 primary capsules whatever the canvas (36x36 has 3,200: with
+  the published std its class capsules start 1.7x longer and saturate);
+- `routing_bias_init` (0.1): the routing bias's starting value (REM's addition; `routing_bias: false` drops it);
+- `agreement_scale` (1.0): the factor on the agreement added to the routing logits each iteration (dynamic routing).
 """
 
 from __future__ import annotations
@@ -21,6 +30,8 @@ from rem.models.roles import CapsuleLayout, TensorRoles, sabour_layout
 from rem.routing import PARENTS, own_routing, routing_named
 
 ROUTING = own_routing("capsnet", "dynamic")  # what model.routing "" routes CapsNet's class capsules with
+PUBLISHED_VOTE_STD = 0.1  # REM's and Sabour et al.'s vote matrices: N(0, 0.1²)
+PUBLISHED_INPUTS = 1152  # primary capsules on a 28x28 input (6x6 grid x 32 types): where that std was chosen
 ROLES = TensorRoles(class_capsule_matrices=("votes.weight",), primary_convs=("primary.conv.weight",),
                     capsule_types=("primary.conv.bias", "votes.weight", "primary_types"))
 
@@ -44,16 +55,27 @@ class CapsNet(SabourStem):
         decoder: bool = False,
         shared_votes: bool = False,
         routing: str = "",
+        vote_init_std: float = PUBLISHED_VOTE_STD,
+        vote_init_fan_in: bool = False,
+        routing_bias_init: float = 0.1,
+        agreement_scale: float = 1.0,
     ):
         super().__init__(in_shape, conv_channels=conv_channels, kernel_size=kernel_size, primary_types=primary_types,
                          primary_dim=primary_dim, primary_stride=primary_stride)
         self.routing_iterations = routing_iterations
         self.routing = routing_named(routing, ROUTING)
+        self.routing_options = self.routing.own_options({"agreement_scale": agreement_scale})
+        if agreement_scale != 1.0 and not self.routing_options:
+            raise ValueError(f"capsnet: agreement_scale {agreement_scale:g} needs an agreement routing (dynamic); "
+                             f"model.routing {routing!r} takes none")
+        std = vote_init_std * ((PUBLISHED_INPUTS / self.num_primary) ** 0.5 if vote_init_fan_in else 1.0)
         # shared_votes: one matrix per capsule type and parent across the grid, not one per primary capsule
-        self.votes = (SharedCapsuleVotes(self.num_primary, primary_dim, num_classes, class_dim, types=primary_types)
-                      if shared_votes else CapsuleVotes(self.num_primary, primary_dim, num_classes, class_dim))
+        self.votes = (SharedCapsuleVotes(self.num_primary, primary_dim, num_classes, class_dim, types=primary_types,
+                                         init_std=std)
+                      if shared_votes else CapsuleVotes(self.num_primary, primary_dim, num_classes, class_dim, init_std=std))
         routing_bias = routing_bias and self.routing.bias == PARENTS
-        self.routing_bias = nn.Parameter(torch.full((num_classes, class_dim), 0.1, device=HOST)) if routing_bias else None
+        self.routing_bias = nn.Parameter(torch.full((num_classes, class_dim), float(routing_bias_init), device=HOST)) \
+            if routing_bias else None
         self.decoder = FCDecoder(num_classes, class_dim, in_shape) if decoder else None
 
     def capsule_layout(self) -> CapsuleLayout:
@@ -67,7 +89,7 @@ class CapsNet(SabourStem):
         votes = self.votes(u)
         activations = capsule_lengths(u)
         v, c = self.routing(votes, self.routing_iterations, self.routing_bias, activations=activations,
-                            quantize_levels=quantize_levels)
+                            quantize_levels=quantize_levels, **self.routing_options)
         lengths = capsule_lengths(v)
         recon = self.decoder(v, lengths, target) if self.decoder is not None else None
         return CapsuleOutput(lengths=lengths, capsules=v, couplings=c, reconstruction=recon, input_lengths=activations)

@@ -8,7 +8,7 @@ from rem.routing.common import agreement_iterations, parent_major
 from rem.routing.registry import register_routing
 
 
-@register_routing("dynamic")
+@register_routing("dynamic", options=("agreement_scale",))
 def dynamic_routing(
     votes: torch.Tensor,
     iterations: int,
@@ -16,6 +16,7 @@ def dynamic_routing(
     *,
     quantize_levels: int | None = None,
     trace: list | None = None,
+    agreement_scale: float = 1.0,
 ) -> tuple[torch.Tensor, torch.Tensor]:
     """Sabour et al.'s routing-by-agreement, as REM's official code runs it.
 
@@ -26,7 +27,8 @@ def dynamic_routing(
     `quantize_levels` replaces the last iteration's couplings by their quantized values in the weighted
     sum (REM's "+Q" forward). Returns `(v (B, J, D), c (B, I, J))`, c being the last iteration's couplings.
     `trace`, when given, receives each iteration's `(c (B, I, J), v (B, J, D))`, detached
-    (`rem.analysis.routing_iterations` reads it).
+    (`rem.analysis.routing_iterations` reads it). `agreement_scale` multiplies the agreement added to the logits
+    (1: Sabour et al.'s rule); larger values polarise the couplings in fewer iterations.
     """
     if iterations < 1:
         raise ValueError(f"dynamic_routing: iterations must be >= 1, got {iterations}")
@@ -34,4 +36,4 @@ def dynamic_routing(
         u_hat = parent_major(votes)  # (B, J, I, D)
         detached = u_hat.detach()
         return agreement_iterations(u_hat, detached, iterations, bias, quantize_levels, trace, lambda logits, v:
-                                    logits + torch.matmul(detached, v.unsqueeze(-1)).squeeze(-1))
+                                    logits + agreement_scale * torch.matmul(detached, v.unsqueeze(-1)).squeeze(-1))

@@ -39,6 +39,7 @@ from rem.training.checkpoint import (carry_first_epoch, load_checkpoint, restore
 from rem.training.progress import TrialProgress
 from rem.training.run import TrainingRun
 from rem.training.step_losses import NonFiniteLossError, StepLosses
+from rem.training.warmup import set_rate, warmup_factor
 
 log = logging.getLogger(__name__)
 
@@ -125,8 +126,11 @@ def train_one_epoch(run: TrainingRun, epoch: int) -> EpochTraining:
     run.model.train()
     sums = StepLosses(steps, run.device, epoch, CHECK_EVERY_STEPS)
     run.progress.start_epoch(epoch, steps)
+    rates = [group["lr"] for group in run.optimizer.param_groups]  # the epoch's, restored before the scheduler steps
     for step in range(steps):
         idx = order[step * batch_size:(step + 1) * batch_size]
+        if epoch * steps + step < cfg.train.warmup_steps:  # the trial's step count: the same after a resume
+            set_rate(run.optimizer, rates, warmup_factor(epoch * steps + step, cfg.train.warmup_steps))
         train_step(run, idx, batch_of(draws, step * batch_size, len(idx)), sums, epoch, step)
         if sums.due(step):
             sums.read(step + 1)  # the non-finite check
@@ -134,6 +138,7 @@ def train_one_epoch(run: TrainingRun, epoch: int) -> EpochTraining:
     loss, accuracy = sums.read(steps)
     seconds = time.perf_counter() - start
     run.progress.phase("evaluation")
+    set_rate(run.optimizer, rates, 1.0)
     lr = run.optimizer.param_groups[0]["lr"]
     run.scheduler.step()
     return EpochTraining(loss, accuracy, sums.seen, steps, lr, seconds)
