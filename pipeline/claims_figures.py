@@ -16,20 +16,21 @@ from pathlib import Path
 import pandas as pd
 
 from pipeline.report import locate_checkpoints
-from rem.analysis.sources import load_source
 from rem.data.multi import PairedDigits
 from rem.data.registry import find_family
 from rem.device import resolve_device
 from rem.report.dvc_outputs import file_slug
 from rem.report.figures.internals import DATA_SOURCE_KEYS
-from rem.report.figures.multi_reconstructions import reconstruction_overlay_for_package
+from rem.report.figures.multi_reconstructions import reconstruction_overlay_of
 from rem.results.frames import last_rows
 from rem.results.table import sweeps_in
 from rem.tracking import runs as tracking
+from rem.tracking.model_sources import load_source, package_evaluation
 from rem.tracking.model_store import ModelNotFoundError, load_package
 from rem.tracking.store import open_client
 
 FIGURE = "multi_reconstructions_{dataset}.png"
+PAIRS = 8  # the first test pairs each figure draws
 
 
 def decoder_trials(results: pd.DataFrame) -> pd.DataFrame:
@@ -77,6 +78,13 @@ def trial_package(cfg, row: dict, checkpoints: dict[str, Path]) -> tuple[dict, s
     config = dict(package["config"])
     config["data"] = {**config.get("data", {}), **{k: getattr(cfg.data, k) for k in DATA_SOURCE_KEYS}}
     return {**package, "config": config}, source
+
+
+def reconstruction_overlay_for_package(package: dict, source: str, repo_root: Path, path: Path, device) -> Path:
+    """The figure of a model package's first PAIRS test pairs (its trial's test split, as the trial read it) on
+    `device`; a package that cannot be evaluated is a `rem.tracking.model_sources.SourceError`."""
+    trained = package_evaluation(package, source, repo_root, test_images=PAIRS, device=device)
+    return reconstruction_overlay_of(trained, path)
 
 
 def multi_reconstruction_figures(cfg, out: Path, results: pd.DataFrame) -> list[Path]:

@@ -19,10 +19,9 @@ from pathlib import Path
 import pandas as pd
 
 from rem.analysis.at_trial_end import AT_TRIAL_END
-from rem.analysis.robustness.evaluation import publish_robustness, robustness_for_package
+from rem.analysis.robustness.evaluation import robust_metrics
 from rem.analysis.robustness.families import RobustnessError, check_family_names
-from rem.analysis.sources import SourceError, load_source
-from rem.analysis.sparsity_curve import CurveError, curve_for_package, publish_curve
+from rem.analysis.sparsity_curve import CurveError, curve_metrics
 from rem.config import Config, ConfigError, add_params_arguments, load_from_args
 from rem.data import DataSourceError
 from rem.data.registry import get_dataset, is_known_dataset, list_datasets
@@ -30,7 +29,11 @@ from rem.device import DeviceUnavailableError
 from rem.io import UnsafeFileError
 from rem.models import list_models
 from rem.models.counts import counts_table, model_counts
+from rem.report.analysis_files import write_curve, write_robustness
+from rem.tracking.analysis_runs import log_analysis
+from rem.tracking.model_sources import SourceError, load_source
 from rem.tracking.model_store import ModelNotFoundError, ModelShapeError
+from rem.tracking.package_analyses import curve_for_package, robustness_for_package
 from rem.tracking.pareto import front_from_mlflow
 from rem.tracking.results import SweepNotFoundError
 from rem.tracking.runs import TrackingUnavailableError, tracking_uri
@@ -86,7 +89,9 @@ def ui_command(args: argparse.Namespace) -> int:
 def _sparsity_curve(cfg: Config, args: argparse.Namespace) -> int:
     package, source, run_id = load_source(args.source, args.tracking_uri or None)
     frame = curve_for_package(package, source, Path.cwd(), test_images=args.images, sparsities=args.sparsities)
-    written = publish_curve(frame, Path(args.out), source, run_id, args.tracking_uri or None)
+    written = write_curve(frame, Path(args.out), source)
+    log_analysis(written, "sparsity_curve", curve_metrics(frame), int(frame["epoch"].iloc[0]), run_id,
+                 args.tracking_uri or None)
     shown = frame[["scope", "target", "sparsity", "test/acc", "entropy/mean", "parse_trees/total",
                    *(c for c in ("routing/coupling_entropy", "routing/dead_capsules") if c in frame)]]
     print(shown.to_string(index=False, float_format=lambda v: f"{v:.4g}"))
@@ -107,7 +112,9 @@ def _robustness(cfg: Config, args: argparse.Namespace) -> int:
     check_family_names(args.families or [], "--families")  # a bad name fails before anything is loaded
     package, source, run_id = load_source(args.source, args.tracking_uri or None)
     frame = robustness_for_package(package, source, Path.cwd(), test_images=args.images, families=args.families)
-    written = publish_robustness(frame, Path(args.out), source, run_id, args.tracking_uri or None)
+    written = write_robustness(frame, Path(args.out), source)
+    log_analysis(written, "robustness", robust_metrics(frame), int(frame["epoch"].iloc[0]), run_id,
+                 args.tracking_uri or None)
     shown = frame[["family", "strength", "test/acc", "test/loss", *(c for c in ("entropy/mean",) if c in frame)]]
     print(shown.to_string(index=False, float_format=lambda v: f"{v:.4g}"))
     print(f"robustness: {len(frame)} points -> {', '.join(str(p) for p in written)}")

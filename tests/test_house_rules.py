@@ -232,8 +232,8 @@ def test_the_circle_finder_finds_a_circle():
 # Each import of rem/pipeline inside a function, and the heavy third-party import it defers.
 DEFERRED_IMPORTS = {
     "rem/__init__.py rem.tracking.model_store": "torch and MLflow only when `rem.load_model` is called",
-    "rem/analysis/sparsity_curve.py rem.report.figures.curve": "matplotlib only when a curve is drawn",
-    "rem/analysis/robustness/evaluation.py rem.report.figures.robustness": "matplotlib only when a curve is drawn",
+    "rem/report/analysis_files.py rem.report.figures.curve": "matplotlib only when a curve is drawn",
+    "rem/report/analysis_files.py rem.report.figures.robustness": "matplotlib only when a curve is drawn",
     "rem/report/stage.py rem.report.figures.build": "matplotlib only when figures are asked for",
     "pipeline/sweep.py pipeline.trial": "Ray Tune and MLflow, after the environment Ray reads at import is set",
 }

@@ -9,7 +9,7 @@ import re
 import pandas as pd
 
 from rem.analysis.forwards import metric_name
-from rem.analysis.sources import long_form
+from rem.analysis.long_form import long_form
 
 LABELS = ("family", "strength", "model.name", "epoch")  # the columns of a frame that are not metrics
 KEEP = ("trial_key", "model.name", "variant", "train.seed")  # what a long form keeps of each results row

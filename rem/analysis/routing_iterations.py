@@ -22,7 +22,7 @@ from dataclasses import dataclass, replace
 import pandas as pd
 import torch
 
-from rem.analysis.sources import long_form
+from rem.analysis.long_form import long_form
 from rem.capsules import EPS
 from rem.evaluate import batches_of
 from rem.models import has_routing

@@ -19,14 +19,13 @@ from __future__ import annotations
 
 import math
 import re
-from pathlib import Path
 
 import pandas as pd
 import torch
 
-from rem.analysis.sources import long_form, package_evaluation, publish_table
+from rem.analysis.long_form import long_form
+from rem.analysis.model_on_test import ModelOnTest
 from rem.config import Config
-from rem.device import HOST
 from rem.models import has_routing
 from rem.pruning.imp import magnitude_prune_to
 from rem.pruning.masks import Masks, sparsity_report
@@ -108,20 +107,20 @@ def _measure(model, cfg: Config, split, transform, num_classes: int, loss_kwargs
     return out
 
 
-def curve_for_package(package: dict, source: str, repo_root: Path, *, test_images: int = 0,
-                      sparsities=SPARSITIES, device: torch.device = HOST) -> pd.DataFrame:
-    """The curve of a model package (`rem.tracking.model_store`): its trial's test split (the first `test_images` of it
-    when > 0), read as the trial read it."""
-    sparsities = check_sparsities(sparsities)
-    if not has_routing(package["model_name"]):  # before any data is read: a CNN baseline's curve has nothing to show
-        raise CurveError(f"{source}: model {package['model_name']!r} has no routing, so no entropy or parse trees to "
+def check_has_routing(model_name: str, source: str) -> None:
+    """The curve follows the routing (entropy, parse trees) as the model is pruned: a model without one (a CNN
+    baseline) is refused in one line, before any of its data is read."""
+    if not has_routing(model_name):
+        raise CurveError(f"{source}: model {model_name!r} has no routing, so no entropy or parse trees to "
                          f"follow as it is pruned; the mechanism curve is for capsule models")
-    ev = package_evaluation(package, source, repo_root, test_images=test_images, device=device)
-    frame = sparsity_curve(ev.model, ev.cfg, ev.test, ev.transform, ev.num_classes, sparsities=sparsities,
-                           loss_kwargs=ev.loss_kwargs)
-    frame.insert(0, "model.name", ev.cfg.model.name)
-    frame.insert(1, "epoch", ev.epoch)
-    return frame
+
+
+def curve_of(trained: ModelOnTest, sparsities=SPARSITIES) -> pd.DataFrame:
+    """The curve of a saved model on its trial's test split, read as the trial read it, with its model name and
+    epoch in front (`rem.tracking.package_analyses.curve_for_package` reads one from a checkpoint or run)."""
+    frame = sparsity_curve(trained.model, trained.cfg, trained.test, trained.transform, trained.num_classes,
+                           sparsities=sparsities, loss_kwargs=trained.loss_kwargs)
+    return trained.labelled(frame)
 
 
 def curve_metrics(frame: pd.DataFrame) -> dict[str, float]:
@@ -152,14 +151,3 @@ def curves_from_results(rows: pd.DataFrame, keep=("trial_key", "model.name", "va
     trial, scope and target, with the `keep` columns that exist; empty when no trial recorded a curve."""
     return long_form(rows, CURVE_COLUMN, ("scope", "target"), keep)
 
-
-def publish_curve(frame: pd.DataFrame, out: Path, source: str, run_id: str | None = None,
-                  tracking_uri: str | None = None) -> list[Path]:
-    """The curve as Parquet, CSV and a figure under `out`; with `run_id`, the same logged to that MLflow run (the
-    files as artifacts under sparsity_curve/, the points as `curve_metrics`)."""
-    from rem.report.figures.curve import curve_figure
-
-    labelled = frame.assign(variant=str(frame["model.name"].iloc[0]))
-    return publish_table(frame, out, "sparsity_curve",
-                         lambda path: curve_figure(labelled, path, f"{source}: pruned without retraining"),
-                         curve_metrics(frame), run_id, tracking_uri)

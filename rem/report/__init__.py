@@ -4,7 +4,8 @@
   smallNORB and pruning-ablation tables; capsules: the capsule-pruning table;
 - render: one `Table`, rendered as Markdown, LaTeX or HTML; page: everything on one HTML page;
 - reference: the published numbers shown beside ours (`reference/published.yaml`);
-- figures: one module per figure family;
+- figures: one module per figure family; analysis_files: a one-model analysis's table and figure (`rem
+  sparsity-curve`, `rem robustness`);
 - registry: every table by name, with the pages it sits on (the report, evidence and claims pages); assemble: a
   page's tables from the results table; stage: the report stage's files (`pipeline.report` calls it).
 

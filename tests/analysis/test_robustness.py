@@ -12,17 +12,18 @@ import pytest
 import torch
 
 from rem.analysis.robustness import transforms
-from rem.analysis.robustness.evaluation import (publish_robustness, robust_from_results, robust_metrics, robustness,
-                                                robustness_for_package)
+from rem.analysis.robustness.evaluation import robust_from_results, robust_metrics, robustness
 from rem.analysis.transformed import trial_transformed
 from rem.analysis.robustness.families import IDENTITY, RobustnessError
 from rem.analysis.robustness.transforms import transform_images
-from rem.analysis.sources import load_source, package_evaluation
 from rem.cli import main as rem_cli
 from rem.data import BatchTransform, get_dataset
 from rem.data.splits import Split
 from rem.models.from_config import build_model
 from rem.models.registry import CapsuleOutput
+from rem.report.analysis_files import write_robustness
+from rem.tracking.model_sources import load_source, package_evaluation
+from rem.tracking.package_analyses import robustness_for_package
 from rem.training.checkpoint import trial_checkpoint_dir
 from rem.training.run import evaluate_split
 from tests.analysis.model_runs import run_holding_the_model
@@ -227,12 +228,12 @@ def test_a_trials_final_model_on_its_first_robust_images(synthetic_setup):
     assert {k.replace("/plain/", "/") for k in metrics if "/plain/" in k} == {k for k in metrics if "/plain/" not in k}
 
 
-def test_publish_writes_the_table_and_a_figure(synthetic_setup, tmp_path):
+def test_its_files_are_the_table_and_a_figure(synthetic_setup, tmp_path):
     cfg, model, split, transform = synthetic_setup
     frame = robustness(model, cfg, split, transform, 10)
     frame.insert(0, "model.name", "capsnet")
     frame.insert(1, "epoch", 1)
-    written = publish_robustness(frame, tmp_path, "a model")
+    written = write_robustness(frame, tmp_path, "a model")
     assert [p.name for p in written] == ["robustness.parquet", "robustness.csv", "robustness.png"]
     assert pd.read_parquet(written[0]).equals(frame) and written[2].stat().st_size > 10_000
     from rem.report.figures.robustness import robustness_figure

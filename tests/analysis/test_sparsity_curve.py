@@ -1,5 +1,6 @@
-"""`rem sparsity-curve` and `rem.analysis.sparsity_curve` on a model trained on real Fashion-MNIST: the unpruned row is the
-trial's own final evaluation, each row holds the sparsity it asked for, and bad input is one line."""
+"""`rem sparsity-curve`, `rem.analysis.sparsity_curve` and a package's curve (`rem.tracking.package_analyses`) on a
+model trained on real Fashion-MNIST: the unpruned row is the trial's own final evaluation, each row holds the sparsity
+it asked for, and bad input is one line."""
 
 from __future__ import annotations
 
@@ -8,10 +9,10 @@ import pytest
 import torch
 
 from rem.analysis.at_trial_end import AT_TRIAL_END
-from rem.analysis.sources import load_source
-from rem.analysis.sparsity_curve import curve_for_package
 from rem.cli import main as rem_cli
+from rem.tracking.model_sources import load_source
 from rem.tracking.model_store import MODEL_ARTIFACT, model_package, save_package
+from rem.tracking.package_analyses import curve_for_package
 from rem.training.checkpoint import CHECKPOINT_FILE, trial_checkpoint_dir
 from rem.training.loop import train
 from tests.analysis.model_runs import run_holding_the_model

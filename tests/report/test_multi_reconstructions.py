@@ -12,15 +12,15 @@ import pytest
 import torch
 
 from pipeline import claims_figures
-from rem.analysis.sources import SourceError, load_source
 from rem.data import BatchTransform
 from rem.data.multi import CANVAS
 from rem.evaluate import count_correct
 from rem.models import create_model
 from rem.report.figures.multi_reconstructions import (
     DPI, figure_size, overlay, overlay_figure, reconstruct_pairs, reconstruction_overlay_figure,
-    reconstruction_overlay_for_package)
+    reconstruction_overlay_of)
 from rem.report.figures.style import plt
+from rem.tracking.model_sources import SourceError, load_source, package_evaluation
 from rem.training.checkpoint import final_checkpoint
 from rem.training.loop import train
 from tests.data.test_multi import _splits, raw  # noqa: F401 (raw: the generated IDX files, a fixture)
@@ -109,7 +109,8 @@ def test_single_labels_or_a_model_without_decoder_are_refused(raw):  # noqa: F81
 def test_a_trained_trials_package_draws_its_figure(synthetic_pairs, synthetic_raw, tmp_path):  # noqa: F811
     train(_cfg(NAME, synthetic_raw, tmp_path, "capsnet", decoder=True), workdir=tmp_path / "work")
     package, source, _ = load_source(str(final_checkpoint(tmp_path / "work")))
-    path = reconstruction_overlay_for_package(package, source, tmp_path, tmp_path / "figure.png", images=4)
+    trained = package_evaluation(package, source, tmp_path, test_images=4)
+    path = reconstruction_overlay_of(trained, tmp_path / "figure.png")
     assert path.is_file() and png_size(path) == expected_pixels(4, 2)  # the package's split: no digits row
 
 

@@ -6,25 +6,24 @@ entropy (mean and REM's std over classes), the parse trees and the per-image cou
 couplings (a CNN baseline) has no such columns, never zeros.
 
 The shape of `rem.analysis.sparsity_curve`: a frame per model, its flat metrics `robust/<family>/<strength>/<metric>`,
-the same for a trial's final model, a saved model package, and a results table read back into long form.
+the same for a trial's final model, a saved model (`robustness_of`), and a results table read back into long
+form.
 """
 
 from __future__ import annotations
 
 from contextlib import nullcontext
-from pathlib import Path
 
 import pandas as pd
 import torch
 
+from rem.analysis.model_on_test import ModelOnTest
 from rem.analysis.points import KEEP, point_metrics, points_from_results
 from rem.analysis.representations import Representations
-from rem.analysis.robustness.families import IDENTITY, check_families, check_family_names, select_families
+from rem.analysis.robustness.families import IDENTITY, check_families, select_families
 from rem.analysis.robustness.transforms import transform_images
-from rem.analysis.sources import package_evaluation, publish_table
 from rem.config import Config
 from rem.data.splits import Split
-from rem.device import HOST
 from rem.training.run import evaluate_split
 
 ROUTING_METRICS = ("entropy/mean", "entropy/std", "parse_trees/total", "routing/coupling_entropy")
@@ -75,23 +74,17 @@ def robust_metrics(frame: pd.DataFrame, segment: str = "") -> dict[str, float]:
     return point_metrics(frame, "robust", segment)
 
 
-def robustness_for_package(package: dict, source: str, repo_root: Path, *, test_images: int = 0,
-                           families: dict | list | None = None, seed: int | None = None,
-                           device: torch.device = HOST) -> pd.DataFrame:
-    """The robustness of a model package (`rem.tracking.model_store`): its trial's test split (the first `test_images` of
-    it when > 0), read as the trial read it. `families`: {family: strengths}, or family names at the strengths of
-    the package config's `eval.robust_families` (defaults for one it lacks), or None: all of those; `seed`
-    defaults to the package config's, so the trial's own numbers are reproduced."""
+def robustness_of(trained: ModelOnTest, families: dict | list | None = None, seed: int | None = None) -> pd.DataFrame:
+    """The robustness of a saved model on its trial's test split, read as the trial read it, with its model name and
+    epoch in front (`rem.tracking.package_analyses.robustness_for_package` reads one from a checkpoint or run).
+    `families`: {family: strengths}, or family names at the strengths of the model config's `eval.robust_families`
+    (defaults for one it lacks), or None: all of those; `seed` defaults to the config's, so the trial's own numbers
+    are reproduced."""
     if families is not None and not isinstance(families, dict):
-        check_family_names(families)  # before the data is read
-    ev = package_evaluation(package, source, repo_root, test_images=test_images, device=device)
-    if families is not None and not isinstance(families, dict):
-        families = select_families(ev.cfg.eval.robust_families, families)
-    frame = robustness(ev.model, ev.cfg, ev.test, ev.transform, ev.num_classes, families=families,
-                       loss_kwargs=ev.loss_kwargs, seed=seed)
-    frame.insert(0, "model.name", ev.cfg.model.name)
-    frame.insert(1, "epoch", ev.epoch)
-    return frame
+        families = select_families(trained.cfg.eval.robust_families, families)
+    frame = robustness(trained.model, trained.cfg, trained.test, trained.transform, trained.num_classes,
+                       families=families, loss_kwargs=trained.loss_kwargs, seed=seed)
+    return trained.labelled(frame)
 
 
 def robust_from_results(rows: pd.DataFrame, keep=KEEP) -> pd.DataFrame:
@@ -99,14 +92,3 @@ def robust_from_results(rows: pd.DataFrame, keep=KEEP) -> pd.DataFrame:
     trial, family and strength, with the `keep` columns that exist; empty when no trial recorded any."""
     return points_from_results(rows, "robust", keep)
 
-
-def publish_robustness(frame: pd.DataFrame, out: Path, source: str, run_id: str | None = None,
-                       tracking_uri: str | None = None) -> list[Path]:
-    """The robustness frame as Parquet, CSV and a figure under `out`; with `run_id`, the same logged to that MLflow
-    run (the files as artifacts under robustness/, the points as `robust_metrics`)."""
-    from rem.report.figures.robustness import robustness_figure
-
-    labelled = frame.assign(series=str(frame["model.name"].iloc[0]))
-    return publish_table(frame, out, "robustness",
-                         lambda path: robustness_figure(labelled, path, f"{source}: transformed test images"),
-                         robust_metrics(frame), run_id, tracking_uri)

@@ -6,9 +6,9 @@ shows what each capsule encodes, not whether it was found); the predicted labels
 (`rem.evaluate.predict`), marked ✗ when they are not the two labels. With each digit's own image (a `PairSplit`'s
 `parts`), a middle row shows the digits as placed, in the same two colours, to compare against.
 
-`reconstruction_overlay_for_package` draws it for a trained trial's model package, on its trial's test split as the
-trial read it (`rem.analysis.sources.package_evaluation`), with the forward of its final evaluation (+Q when that
-was quantized).
+`reconstruction_overlay_of` draws it for a trained trial's model on its trial's test split as the trial read it (a
+`rem.analysis.model_on_test.ModelOnTest`, which `rem.tracking.model_sources.package_evaluation` reads from a model
+package), with the forward of its final evaluation (+Q when that was quantized).
 """
 
 from __future__ import annotations
@@ -19,9 +19,9 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from rem.analysis.sources import package_evaluation
+from rem.analysis.model_on_test import ModelOnTest
 from rem.data import BatchTransform, get_dataset
-from rem.device import HOST, to_device
+from rem.device import to_device
 from rem.evaluate import count_correct, model_device, predict
 from rem.io import atomic_write
 from rem.report.figures.style import DPI, plt
@@ -153,17 +153,14 @@ def reconstruction_overlay_figure(model: torch.nn.Module, images: torch.Tensor, 
     return save_as_sized(overlay_figure(pairs, title, class_names), Path(path))
 
 
-def reconstruction_overlay_for_package(package: dict, source: str, repo_root: Path, path: Path, images: int = 8, *,
-                                       device: torch.device = HOST) -> Path:
-    """The figure of a model package's first `images` test pairs (its trial's test split, as the trial read it) on
-    `device`, with the forward of the trial's final evaluation; no digits row (`package_evaluation` keeps the split's
-    images and labels only). A model without a decoder or a dataset of single labels is a ValueError, a package that
-    cannot be evaluated a `rem.analysis.sources.SourceError`."""
-    evaluation = package_evaluation(package, source, repo_root, test_images=images, device=device)
-    cfg = evaluation.cfg
+def reconstruction_overlay_of(trained: ModelOnTest, path: Path) -> Path:
+    """The figure of a trained model's test pairs (`trained.test`: its trial's split, as the trial read it, on the
+    model's device), with the forward of the trial's final evaluation; no digits row (the split holds the pairs'
+    images and labels only). A model without a decoder or a dataset of single labels is a ValueError."""
+    cfg = trained.cfg
     quantize = cfg.eval.levels_for(cfg.model.name) if cfg.eval.final_quantized else None
     names = list(get_dataset(cfg.data.dataset).classes) or None
-    title = (f"{cfg.data.dataset} {cfg.model.name}{' +Q' if quantize else ''}, epoch {evaluation.epoch}: the first "
-             f"{len(evaluation.test)} test pairs")
-    return reconstruction_overlay_figure(evaluation.model, evaluation.test.images, evaluation.test.labels, path, title,
-                                         transform=evaluation.transform, class_names=names, quantize_levels=quantize)
+    title = (f"{cfg.data.dataset} {cfg.model.name}{' +Q' if quantize else ''}, epoch {trained.epoch}: the first "
+             f"{len(trained.test)} test pairs")
+    return reconstruction_overlay_figure(trained.model, trained.test.images, trained.test.labels, path, title,
+                                         transform=trained.transform, class_names=names, quantize_levels=quantize)
