@@ -9,7 +9,8 @@
   `__init__` of each package it passes through included, `if TYPE_CHECKING:` imports left out), form no cycle.
 - Packages are layers: with an edge from package A to package B when a module of A imports one of B, the packages of
   `rem` (each top-level module counts as one) and `pipeline` form no cycle either. `rem.config` is the leaf at the
-  bottom (it imports no other package of `rem`); a check that needs another package is that package's.
+  bottom (it imports no other package of `rem`); a check that needs another package is that package's. Lazy imports
+  and modules named in strings count too in tests/test_package_layers.py.
 - An import of `rem` or `pipeline` inside a function is there only to defer a heavy third-party import (matplotlib,
   MLflow, Ray): each one is listed below with the reason, and there are at most eight.
 """
