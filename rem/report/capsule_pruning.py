@@ -16,7 +16,9 @@ import pandas as pd
 
 from rem.report.registry import REPORT_PAGE, Context, report_table
 from rem.report.render import Table
-from rem.report.tables import UNPRUNED, Row, dataset_rows, pm
+from rem.pruning.capsules.method import CapsuleTypes
+from rem.report.tables import Row, dataset_rows, pm
+from rem.results.arms import PUBLISHED_UNPRUNED
 
 HEADER = ["Model", "Variant", "Test accuracy (%)", "Types kept", "Parameters", "MFLOPs / image", "Train step (s)",
           "Train speed-up", "Eval (s)", "Eval speed-up"]
@@ -42,12 +44,13 @@ def _cell(value: float, fmt: str) -> str:
 
 def capsule_table(dataset: str, rows: list[Row]) -> Table | None:
     """None when no row of `dataset` is capsule-pruned."""
-    pruned = [r for r in rows if r.variant.startswith("+CAPS") and r.seeds]
+    pruned = [r for r in rows if r.arm.method == CapsuleTypes.name and r.seeds]
     if not pruned:
         return None
     models = {r.model for r in pruned}
-    shown = [r for r in rows if r.seeds and r.model in models and (r.variant in UNPRUNED or r.variant.startswith("+CAPS"))]
-    base = {r.model: r for r in shown if r.variant in UNPRUNED}
+    shown = [r for r in rows if r.seeds and r.model in models
+             and (r.arm in PUBLISHED_UNPRUNED or r.arm.method == CapsuleTypes.name)]
+    base = {r.model: r for r in shown if r.arm in PUBLISHED_UNPRUNED}
     cells = []
     for r in shown:
         step, evals = _median(r, "time/step_s"), _eval_seconds(r)

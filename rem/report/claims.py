@@ -31,7 +31,7 @@ from rem.report.overlapping import overlapping_rows
 from rem.report.robustness import (HEADLINE, arm_spread, arms, baseline_arms, capsule_arms, dataset_points, drop,
                                    robustness_points)
 from rem.report.tables import aggregate
-from rem.results.arms import PLUS_Q
+from rem.results.arms import PLAIN_ARM, PLUS_Q
 from rem.results.frames import final_value, finished_trials
 from rem.results.variants import routed
 
@@ -66,15 +66,17 @@ def robust_against_cnn(points: pd.DataFrame, seeds: dict, model: str, cnn: str, 
                        label: str) -> list[str] | None:
     """The robustness claim for one transform: the capsule model's plain forward (the routing as trained) where
     its trials measured it, +Q beside it; the final evaluation's +Q alone where they did not."""
-    base = arm_drop(points, cnn, "plain", family, strengths, PLAIN_ACC)
-    caps, plain = arm_drop(points, model, "+Q", family, strengths), arm_drop(points, model, "+Q", family, strengths, PLAIN_ACC)
-    read, forward = (plain, "plain") if plain.n else (caps, "+Q")
+    q = PLUS_Q.label
+    base = arm_drop(points, cnn, PLAIN_ARM.label, family, strengths, PLAIN_ACC)
+    caps = arm_drop(points, model, q, family, strengths)
+    plain = arm_drop(points, model, q, family, strengths, PLAIN_ACC)
+    read, forward = (plain, PLAIN) if plain.n else (caps, QUANTIZED)
     if read.n == 0 or base.n == 0:
         return None
-    beside = f" (+Q {caps.text(2)})" if plain.n and caps.n else ""
-    mine, theirs = seeds_of(seeds, points, model, "+Q"), seeds_of(seeds, points, cnn, "plain")
+    beside = f" ({QUANTIZED} {caps.text(2)})" if plain.n and caps.n else ""
+    mine, theirs = seeds_of(seeds, points, model, q), seeds_of(seeds, points, cnn, PLAIN_ARM.label)
     verdict = decide(Differs(-1), base.values, read.values, first(mine.not_learned(), theirs.not_learned()))
-    return [f"{model} +Q vs {cnn}", CLAIMS["robust"] + f": {label}", forward,
+    return [f"{model} {q} vs {cnn}", CLAIMS["robust"] + f": {label}", forward,
             f"accuracy lost {read.text(2)}{beside} vs {base.text(2)} points{evaluation_note(mine, theirs)}",
             *cells(verdict, 2)]
 
@@ -88,16 +90,17 @@ def robustness_rows(points: pd.DataFrame, seeds: dict) -> list[list[str]]:
             rows += [row for family, strengths, label in HEADLINE
                      if (row := robust_against_cnn(points, seeds, model, cnn, family, strengths, label))]
         # REM's claims are about its own evaluation, the +Q forward of the pruned model against the unpruned one's
-        q_seeds = seeds_of(seeds, points, model, "+Q")
+        q_seeds = seeds_of(seeds, points, model, PLUS_Q.label)
         for _, variant in [(m, v) for m, v in arms(points, lambda arm: arm.thresholds_by_rem) if m == model]:
             rem_seeds = seeds_of(seeds, points, model, variant)
             untested = first(q_seeds.not_learned(), rem_seeds.not_learned(), q_seeds.not_routing(QUANTIZED),
                              rem_seeds.not_routing(QUANTIZED))
             for family, strengths, label in HEADLINE:
-                q, rem = arm_drop(points, model, "+Q", family, strengths), arm_drop(points, model, variant, family, strengths)
+                q = arm_drop(points, model, PLUS_Q.label, family, strengths)
+                rem = arm_drop(points, model, variant, family, strengths)
                 if q.n and rem.n:
                     verdict = decide(NoWorse(MARGIN_POINTS, higher_is_better=False), q.values, rem.values, untested)
-                    rows.append([f"{model} {variant} vs +Q", CLAIMS["rem"] + f": {label}", "+Q",
+                    rows.append([f"{model} {variant} vs {PLUS_Q.label}", CLAIMS["rem"] + f": {label}", QUANTIZED,
                                  f"accuracy lost {rem.text(2)} vs {q.text(2)} points{evaluation_note(rem_seeds, q_seeds)}",
                                  *cells(verdict, 2)])
     return rows
@@ -186,7 +189,7 @@ def size_table(rows) -> Table:
     def number(value: float, digits: int) -> str:
         return "–" if math.isnan(value) else f"{value:.{digits}f}"
 
-    shown = [r for r in rows if r.seeds and (" (" not in r.variant or r.arm.decoder)]
+    shown = [r for r in rows if r.seeds and (not r.arm.ablated or r.arm.decoder)]
     counts = {id(r): inference_parameters(r) for r in shown}
     cells = [[r.dataset, r.model, r.variant, f"{r.params:,}", f"{counts[id(r)][1]:,}" if counts[id(r)][1] else "–",
               f"{counts[id(r)][0]:,}", number(gflops(r), 4), number(step_ms(r), 0)] for r in shown]

@@ -86,7 +86,8 @@ def write_plot_data(results: pd.DataFrame, plots_dir: Path) -> list[Path]:
     epochs, trials = training_points(results), trial_points(results)
     uniform = uniform_arms(trials)
     flags = [(d, m, v) in uniform for d, m, v in zip(trials["dataset"], trials["model"], trials["variant"])]
+    # a CSV's `arm` is the text "capsnet +REM" (`arm_label`), never the points' Arm values
     frames = {"arms.csv": arm_curves(epochs), "trials.csv": trials.assign(arm=arm_label(trials), routing_uniform=flags),
-              "training.csv": epochs}
+              "training.csv": epochs.drop(columns="arm")}
     return [atomic_write(plots_dir / name, lambda tmp, frame=frame: frame.to_csv(tmp, index=False))
             for name, frame in frames.items()]

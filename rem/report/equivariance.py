@@ -12,7 +12,7 @@ import pandas as pd
 from rem.analysis.equivariance import equivariance_from_results
 from rem.analysis.forwards import PLAIN
 from rem.analysis.robustness.families import PER_IMAGE
-from rem.report.arm_seeds import evaluation_note
+from rem.report.arm_seeds import QUANTIZED, evaluation_note
 from rem.report.evidence.tables import Spread
 from rem.report.preconditions import first
 from rem.report.verdicts import Differs, cells, decide
@@ -20,6 +20,7 @@ from rem.report.registry import CLAIMS_PAGE, REPORT_PAGE, Context, report_table
 from rem.report.render import Table
 from rem.report.robustness import (HEADLINE, KEEP, arm_spread, arms, baseline_arms, capsule_arms, per_trial,
                                    with_plain_forward)
+from rem.results.arms import PLAIN_ARM, PLUS_Q
 from rem.results.frames import last_rows
 from rem.results.variants import routed
 
@@ -77,14 +78,15 @@ def equivariance_rows(points: pd.DataFrame, seeds: dict) -> list[list[str]]:
     for model in capsule_arms(points):
         for cnn in baseline_arms(points):
             for family, strengths, label in [h for h in shown(points) if h[0] not in PER_IMAGE]:
-                caps = arm_error(points, model, "+Q", family, strengths, PLAIN_ERROR)
-                read, forward = (caps, "plain") if caps.n else (arm_error(points, model, "+Q", family, strengths, "error"), "+Q")
-                base = arm_error(points, cnn, "plain", family, strengths, PLAIN_ERROR)
+                caps = arm_error(points, model, PLUS_Q.label, family, strengths, PLAIN_ERROR)
+                read, forward = (caps, PLAIN) if caps.n else \
+                    (arm_error(points, model, PLUS_Q.label, family, strengths, "error"), QUANTIZED)
+                base = arm_error(points, cnn, PLAIN_ARM.label, family, strengths, PLAIN_ERROR)
                 if read.n and base.n:
                     dataset = str(points["data.dataset"].iloc[0])
-                    mine, theirs = seeds[(dataset, model, "+Q")], seeds[(dataset, cnn, "plain")]
+                    mine, theirs = seeds[(dataset, model, PLUS_Q.label)], seeds[(dataset, cnn, PLAIN_ARM.label)]
                     untested = first(mine.not_learned(), theirs.not_learned())
-                    rows.append([f"{model} +Q vs {cnn}", f"{CLAIM}: {label}", forward,
+                    rows.append([f"{model} {PLUS_Q.label} vs {cnn}", f"{CLAIM}: {label}", forward,
                                  f"held-out error {read.text(3)} vs {base.text(3)}{evaluation_note(mine, theirs)}",
                                  *cells(decide(Differs(-1), base.values, read.values, untested), 3)])
     return rows

@@ -17,6 +17,7 @@ from rem.report.protocol import viewpoint_table
 from rem.report.registry import CLAIMS_PAGE, REPORT_PAGE, Context, report_table
 from rem.report.render import Table
 from rem.report.tables import MISSING, NOT_APPLICABLE, aggregate, pm
+from rem.results.arms import PLUS_Q
 from rem.results.frames import last_rows
 from rem.results.variants import routed
 
@@ -87,7 +88,7 @@ def arms(points: pd.DataFrame, which=lambda arm: True) -> list[tuple[str, str]]:
 
 def capsule_arms(points: pd.DataFrame) -> list[str]:
     """The capsule models with an unpruned, unablated (+Q) arm, in name order."""
-    return sorted({str(m) for m, v in zip(points["model.name"], points["variant"]) if v == "+Q" and routed(str(m))})
+    return sorted({str(m) for m, a in zip(points["model.name"], points["arm"]) if a == PLUS_Q and routed(str(m))})
 
 
 def baseline_arms(points: pd.DataFrame) -> list[str]:

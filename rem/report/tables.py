@@ -33,7 +33,7 @@ from rem.report.registry import REPORT_PAGE, Context, report_table
 from rem.report.render import Table
 from rem.report.preconditions import ROUTING_MARGIN_BITS, UNIFORM_MARK, stayed_uniform
 from rem.results.frames import final_value, last_rows, with_final_values
-from rem.results.arms import PLUS_Q, PLUS_REM, Arm
+from rem.results.arms import PLAIN_ARM, PLUS_Q, PLUS_REM, PUBLISHED_UNPRUNED, Arm
 from rem.results.variants import label_trials, routed
 
 MISSING = "not run"
@@ -126,7 +126,6 @@ def aggregate(results: pd.DataFrame) -> list[Row]:
 
 
 EXPECTED_ARMS = (PLUS_Q, PLUS_REM)  # every model's table shows them, run or not
-UNPRUNED = ("plain", "+Q")
 
 HEADER = ["Model", "Variant", "Test accuracy (%)", "Published (%)", "Entropy (bits)", "Parse trees", "Sparsity (%)",
           "Non-zero params", "Parameters"]
@@ -180,7 +179,8 @@ class Sources:
 
 
 def published_for(entries: list[Published], row: Row, split: str = "test") -> Published | None:
-    variant = "plain" if row.variant in UNPRUNED else row.variant
+    # the reference lists the unpruned model once, as plain: +Q only changes how its couplings are read
+    variant = PLAIN_ARM.label if row.arm in PUBLISHED_UNPRUNED else row.variant
     return lookup(entries, row.dataset, row.model, variant, split)
 
 

@@ -13,23 +13,23 @@ from __future__ import annotations
 
 import functools
 import math
+from collections.abc import Iterator
 from dataclasses import dataclass
 
 import pandas as pd
 
 from rem.config import TRIAL_SECTIONS, ModelConfig
 from rem.data.registry import table_settings
-from rem.pruning import PruneConfig, is_class_capsule_matrix
-from rem.pruning.methods.registry import METHODS, REM_RANK, UNPRUNED_RANK, FixedTargetMethod, PruningMethod
+from rem.pruning.methods.arm_settings import ArmSetting
+from rem.pruning.methods.registry import METHODS, REM_RANK, FixedTargetMethod, PruningMethod
 from rem.results.grid import SEED
 
 REPLICATES = frozenset({SEED})
 # Read by the paper name (the variant, the table) or derived from it per trial (a matched control's target sparsity
-# is the sparsity its own seed's reference reached).
+# is the sparsity its own seed's reference reached); every pruning method's arm settings are read by it too
+# (`stated_keys`).
 STATED = frozenset({
-    "data.dataset", "model.name", "model.routing_iterations", "model.decoder",
-    "prune.method", "prune.target_sparsity", "prune.capsule_fraction", "prune.lambda0", "prune.threshold_tensors",
-    "prune.threshold_search", "prune.target_from", "eval.quantized_forward",
+    "data.dataset", "model.name", "model.routing_iterations", "model.decoder", "prune.method", "prune.target_from",
 })
 # Where and how a trial runs or reports, not what it computes.
 HOW_IT_RUNS = frozenset({
@@ -39,9 +39,22 @@ HOW_IT_RUNS = frozenset({
 SEPARATOR = " · "  # between the paper name and the other differences: "+Q · lr=0.0001, batch_size=32"
 
 
+def every_setting() -> Iterator[ArmSetting]:
+    """Every registered method's arm settings (`PruningMethod.arm_settings`, `control_settings`), plugins' included."""
+    for _, method in METHODS.items():
+        yield from (*method.arm_settings, *method.control_settings)
+
+
+def stated_keys() -> frozenset[str]:
+    """The columns an arm's name already says: its own fields' and every method's arm settings', whichever method
+    the trial ran."""
+    return STATED | {column for setting in every_setting() for column in setting.columns}
+
+
 def compared_keys(columns) -> list[str]:
     """The results table's config columns that can set arms apart (the trial sections, dotted, not metrics)."""
-    named = REPLICATES | STATED | HOW_IT_RUNS | set(table_settings())  # a dataset's table setting names its table
+    # a dataset's table setting names its table
+    named = REPLICATES | stated_keys() | HOW_IT_RUNS | set(table_settings())
     return sorted(c for c in map(str, columns) if "/" not in c and c.partition(".")[0] in TRIAL_SECTIONS
                   and "." in c and c not in named)
 
@@ -79,7 +92,6 @@ def arm_differences(last: pd.DataFrame, names: pd.Series) -> dict[str, tuple[tup
 
 
 DEFAULT_ITERATIONS = ModelConfig.routing_iterations  # every family's default; other counts are ablations
-REM_LAMBDA0 = PruneConfig.lambda0  # REM's published max_lmbda: other values are labelled by their ratio to it
 
 
 def method_of(name: str) -> type[PruningMethod]:
@@ -94,9 +106,9 @@ def unregistered_method(name: str) -> type[PruningMethod]:
     return type(name, (FixedTargetMethod,), {"name": name})
 
 
-def tensor_label(name: str) -> str:
-    """A prunable tensor's short name: W for capsule vote matrices (`*votes.weight`), else its module's name."""
-    return "W" if is_class_capsule_matrix(name) else name.removesuffix(".weight")
+def known_setting(name: str) -> ArmSetting | None:
+    """The arm setting `name` as any registered method declares it (the first that does), or None."""
+    return next((setting for setting in every_setting() if setting.name == name), None)
 
 
 def difference_order(value) -> tuple:
@@ -109,24 +121,57 @@ def difference_order(value) -> tuple:
 
 
 @functools.total_ordering
-@dataclass(frozen=True)
+@dataclass(frozen=True, init=False)
 class Arm:
-    """What sets a trial's arm apart. `method` is prune.method ("none" for the unpruned); `target` the fixed-target
-    sparsity (None: the method as a whole, e.g. an ablation row that ran no target); `differences` the other config
-    values that differ within its table, as (short key, value)."""
+    """What sets a trial's arm apart. `method` is prune.method ("none" for the unpruned); `settings` the values of
+    the settings its method names its arms by (`PruningMethod.arm_settings_of`: e.g. REM's λ ratio and tensors, a
+    fixed-target method's target; each also an attribute, `arm.target`); `control_of` the method a matched control
+    takes its sparsity from; `iterations`, `decoder`, `shared_votes` the architecture's ablations; `differences` the
+    other config values that differ within its table, as (short key, value).
 
-    method: str = "none"
-    quantized: bool = False  # the unpruned's final forward rounded the couplings (+Q); never for a CNN
-    target: float | None = None
-    capsule_fraction: float = 0.0
-    lambda_ratio: float = 1.0  # prune.lambda0 over REM's
-    tensors: tuple[str, ...] = ()  # prune.threshold_tensors: the only tensors REM thresholds
-    shrinkage_only: bool = False  # prune.threshold_search none: LOBSTER's shrinkage without REM's threshold
-    control_of: str = ""  # prune.target_from: a control at the sparsity its reference reached
-    iterations: int = DEFAULT_ITERATIONS
-    decoder: bool = False
-    shared_votes: bool = False  # model.options.shared_votes: one vote matrix per capsule type across the grid
-    differences: tuple[tuple[str, object], ...] = ()
+    Built as `Arm(method="rem", tensors=("votes.weight",))`: a setting not given holds its unset value; one the
+    method does not name is an error, except in `settings` (what `dataclasses.replace` passes on when the method
+    changes), where it is dropped."""
+
+    method: str
+    settings: tuple[tuple[str, object], ...]
+    control_of: str
+    iterations: int
+    decoder: bool
+    shared_votes: bool
+    differences: tuple[tuple[str, object], ...]
+
+    def __init__(self, method: str = "none", settings: tuple = (), control_of: str = "",
+                 iterations: int = DEFAULT_ITERATIONS, decoder: bool = False, shared_votes: bool = False,
+                 differences: tuple = (), **named):
+        declared = method_of(method).arm_settings_of(control_of)
+        unknown = sorted(set(named) - {s.name for s in declared})
+        if unknown:
+            raise TypeError(f"Arm: {', '.join(unknown)} does not name an arm of prune.method={method!r}"
+                            + (f" (a control of {control_of!r})" if control_of else ""))
+        given = {**dict(settings), **named}
+        fields = {"method": method, "settings": tuple((s.name, given.get(s.name, s.unset)) for s in declared),
+                  "control_of": control_of, "iterations": iterations, "decoder": decoder,
+                  "shared_votes": shared_votes, "differences": tuple(differences)}
+        for name, value in fields.items():
+            object.__setattr__(self, name, value)  # frozen: set once, here
+
+    def setting(self, name: str):
+        """The value of setting `name`: this arm's, or its unset value where its method does not name it (REM's
+        `shrinkage_only` of an IMP arm is False)."""
+        for key, value in self.settings:
+            if key == name:
+                return value
+        known = known_setting(name)
+        if known is None:
+            raise AttributeError(f"no pruning method names its arms by {name!r}")
+        return known.unset
+
+    def __getattr__(self, name: str):
+        # only what normal lookup misses: a method's setting read as an attribute (`arm.tensors`)
+        if name.startswith("__") or name == "settings":
+            raise AttributeError(name)
+        return self.setting(name)
 
     @property
     def thresholds_by_rem(self) -> bool:
@@ -139,6 +184,24 @@ class Arm:
         return method_of(self.method).arm_rank(self) < REM_RANK
 
     @property
+    def ablated(self) -> bool:
+        """Routing iterations, decoder or vote matrices other than the architecture's default."""
+        return self.iterations != DEFAULT_ITERATIONS or self.decoder or self.shared_votes
+
+    @property
+    def as_published(self) -> bool:
+        """Its method's arm with nothing added to the name: no setting that shows, not a control, no ablation, no
+        other difference ("plain", "+Q", "+REM"; not "+REM λ×100", "+Q (decoder)" or "+Q · lr=0.0001")."""
+        shown = any(s.text(self.setting(s.name)) for s in method_of(self.method).arm_settings_of(self.control_of))
+        return not (shown or self.control_of or self.ablated or self.differences)
+
+    @property
+    def marker(self) -> str | None:
+        """The figures' marker of the arm: its method's (`PruningMethod.marker`) as published, else None (the
+        figure gives it the next spare one)."""
+        return method_of(self.method).marker if self.as_published else None
+
+    @property
     def name(self) -> str:
         """The paper's name: "+Q", "+REM λ×100", "+IMP 50%", "+IMP@REM W only", "+Q (1 iteration, decoder)" ..."""
         return self.pruning_name() + self.ablation_text()
@@ -147,11 +210,6 @@ class Arm:
     def label(self) -> str:
         parts = [f"{key}={value_text(value)}" for key, value in self.differences]
         return self.name + (SEPARATOR + ", ".join(parts) if parts else "")
-
-    def rem_text(self) -> str:
-        """" λ×100", " W only", or "" for REM as published."""
-        text = f" λ×{self.lambda_ratio:g}" if not math.isclose(self.lambda_ratio, 1.0, rel_tol=1e-6) else ""
-        return text + (" " + "+".join(map(tensor_label, self.tensors)) + " only" if self.tensors else "")
 
     def pruning_name(self) -> str:
         return method_of(self.method).arm_name(self)  # each method names its own arms
@@ -170,16 +228,21 @@ class Arm:
 
     @property
     def sort_key(self) -> tuple:
-        """plain, +Q, +REM (as published, then by λ and tensors), then LOBSTER and every other method by name, target,
-        λ and tensors, a control after its method's fixed targets; an ablation right after its variant; arms that
-        differ in another value after their name, by value."""
-        rank = method_of(self.method).arm_rank(self)
-        token = self.pruning_name().split(" ")[0] if rank > REM_RANK else ""
-        target = 100 * (self.capsule_fraction or self.target or 0.0)  # a method sets one of the two
-        return (rank, token, target, self.lambda_ratio, self.tensors, self.iterations != DEFAULT_ITERATIONS,
+        """plain, +Q, +REM (as published, then by λ and tensors), then LOBSTER and every other method by its family
+        ("+IMP", "+IMP@REM", "LOBSTER") and settings (target, λ, tensors), a control after its method's fixed
+        targets; an ablation right after its variant; arms that differ in another value after their name, by
+        value."""
+        method = method_of(self.method)
+        rank = method.arm_rank(self)
+        family = method.arm_family(self) if rank > REM_RANK else ""
+        settings = tuple(s.order(self.setting(s.name)) for s in method.arm_settings_of(self.control_of))
+        # the method and control before its settings: arms of one family always compare settings of one kind
+        return (rank, family, self.method, self.control_of, settings, self.iterations != DEFAULT_ITERATIONS,
                 self.iterations, self.decoder, self.shared_votes,
                 tuple((k, difference_order(v)) for k, v in self.differences))
 
 
-# The paper's pair, which every model's table shows, run or not (unpruned +Q against +REM).
-PLUS_Q, PLUS_REM = Arm(quantized=True), Arm(method="rem")
+# The paper's pair, which every model's table shows, run or not (unpruned +Q against +REM), and the unpruned arm
+# without +Q (a CNN's, or `eval.final_quantized: false`).
+PLAIN_ARM, PLUS_Q, PLUS_REM = Arm(), Arm(quantized=True), Arm(method="rem")
+PUBLISHED_UNPRUNED = (PLAIN_ARM, PLUS_Q)  # the paper's unpruned arms, neither ablated nor set apart by another value

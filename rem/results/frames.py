@@ -15,8 +15,9 @@ import pandas as pd
 from rem.results.variants import label_trials
 
 FINAL = "final/"
+# `arm`: the trial's `rem.results.arms.Arm`, last (what a reader decides by; the label is `variant`)
 POINT_COLUMNS = ["trial_key", "dataset", "model", "variant", "arm_rank", "seed", "epoch", "sparsity", "test_acc", "entropy",
-                 "coupling_entropy"]
+                 "coupling_entropy", "arm"]
 
 
 def finished_trials(results: pd.DataFrame) -> pd.DataFrame:
@@ -58,7 +59,7 @@ def _points(rows: pd.DataFrame, test_acc: pd.Series, entropy, coupling) -> pd.Da
         "model": rows["model.name"].astype(str), "variant": rows["variant"], "arm_rank": rows["arm_rank"],
         "seed": rows["train.seed"],
         "epoch": rows["epoch"].astype(int), "sparsity": rows["sparsity"] if "sparsity" in rows.columns else 0.0,
-        "test_acc": 100 * test_acc, "entropy": entropy, "coupling_entropy": coupling,
+        "test_acc": 100 * test_acc, "entropy": entropy, "coupling_entropy": coupling, "arm": rows["arm"],
     }).reset_index(drop=True)
 
 

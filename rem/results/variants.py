@@ -17,7 +17,8 @@ from rem.data.registry import table_settings
 from rem.data.registry import table_name
 from rem.models import has_routing, list_models
 from rem.results import grid
-from rem.results.arms import DEFAULT_ITERATIONS, REM_LAMBDA0, Arm, arm_differences, method_of
+from rem.pruning.methods.arm_settings import ArmSetting
+from rem.results.arms import DEFAULT_ITERATIONS, Arm, arm_differences, method_of
 from rem.results.table import trial_rows
 
 
@@ -56,31 +57,29 @@ def model_options(row) -> dict:
     return options if isinstance(options, dict) else {}
 
 
+def setting_value(row, setting: ArmSetting, routes: bool):
+    """A method's arm setting (`ArmSetting`) as a trial's row holds it: the first of its columns the row has, read,
+    or its missing value (also for a model without routing, where the setting is about routing)."""
+    if setting.routing_only and not routes:
+        return setting.missing
+    cell = next((row[column] for column in setting.columns if column in row), None)
+    return setting.read(cell) if present(cell) else setting.missing
+
+
 def arm_of(row, differences: tuple = ()) -> Arm:
     """The arm of a results-table row (a trial's last row: only it carries the final evaluation's columns). Only the
-    fields its method names its arms by (`PruningMethod.arm_fields`) are set, so a value a method ignores never splits
-    its trials into two arms."""
+    settings its method names its arms by (`PruningMethod.arm_settings_of`) are read, so a value a method ignores
+    never splits its trials into two arms."""
     method = str(row.get("prune.method", "none"))
     method = "none" if method in ("nan", "None") else method
     control_of = str(row.get("prune.target_from")) if present(row.get("prune.target_from")) else ""
     decoder = row.get("model.decoder", False)
-    quantized = row.get("final/quantized", row.get("eval.quantized_forward", 0.0))
-    tensors = row.get("prune.threshold_tensors", "[]")
-    fields = {
-        # no couplings to quantize: +Q means nothing for a CNN
-        "quantized": routed(str(row.get("model.name"))) and present(quantized) and bool(quantized),
-        "target": number(row, "prune.target_sparsity", 0.0),
-        "capsule_fraction": number(row, "prune.capsule_fraction", 0.0),
-        "lambda_ratio": number(row, "prune.lambda0", REM_LAMBDA0) / REM_LAMBDA0,
-        "tensors": tuple(json.loads(tensors)) if isinstance(tensors, str) else (),  # the table keeps lists as JSON
-        "shrinkage_only": str(row.get("prune.threshold_search", "sorted")) == "none",
-    }
-    named_by = method_of(method).arm_fields_of(bool(control_of))
+    routes = routed(str(row.get("model.name")))
+    named = {s.name: setting_value(row, s, routes) for s in method_of(method).arm_settings_of(control_of)}
     return Arm(method=method, control_of=control_of, differences=differences,
                iterations=int(number(row, "model.routing_iterations", DEFAULT_ITERATIONS)),
                decoder=present(decoder) and str(decoder).lower() in ("true", "1", "1.0"),
-               shared_votes=bool(model_options(row).get("shared_votes", False)),
-               **{name: fields[name] for name in named_by})
+               shared_votes=bool(model_options(row).get("shared_votes", False)), **named)
 
 
 def arm_ranks(arms) -> dict[Arm, int]:

@@ -4,7 +4,12 @@
 from __future__ import annotations
 
 from rem.pruning.capsules.pruner import CapsulePruner
+from rem.pruning.methods.arm_settings import ArmSetting, percent_text
 from rem.pruning.methods.registry import PruningMethod, register_method
+
+# Structured: the fraction of primary-capsule types removed ("+CAPS 25%")
+CAPSULE_FRACTION = ArmSetting("capsule_fraction", ("prune.capsule_fraction",), read=float, missing=0.0,
+                              text=percent_text)
 
 
 @register_method
@@ -12,11 +17,11 @@ class CapsuleTypes(PruningMethod):
     name = "capsules"
     routing_needed_because = "capsule pruning removes capsule types"
     rebuilds_model = True
-    arm_fields = ("capsule_fraction",)
+    arm_settings = (CAPSULE_FRACTION,)
 
     @classmethod
-    def arm_name(cls, arm) -> str:
-        return f"+CAPS {100 * arm.capsule_fraction:g}%"  # structured: the fraction of primary-capsule types removed
+    def arm_family(cls, arm) -> str:
+        return "+CAPS"
 
     @classmethod
     def check(cls, cfg) -> None:

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, ClassVar
 
+from rem.pruning.methods.arm_settings import TARGET, ArmSetting
 from rem.registry import Registry
 
 if TYPE_CHECKING:
@@ -39,9 +40,13 @@ class PruningMethod:
     controls: ClassVar[bool] = False  # can be a matched control (prune.target_from) at a fixed target
     reports_magnitudes: ClassVar[bool] = False  # weights shrunk or pruned: the epoch reports their magnitudes
     rebuilds_model: ClassVar[bool] = False  # True: the method's own pruner (`make_pruner`) instead of the masks
-    # How the results name its arms (`rem.results.arms.Arm`): the Arm fields that set them apart (by default the
-    # target sparsity: "+IMP 50%")
-    arm_fields: ClassVar[tuple[str, ...]] = ("target",)
+    # How the results name its arms (`rem.results.arms.Arm`): the settings that set them apart, each read from the
+    # results table and shown in the name (by default the target sparsity: "+IMP 50%"); a matched control of this
+    # method's arms is named by `control_settings` (+IMP@REM λ×100)
+    arm_settings: ClassVar[tuple[ArmSetting, ...]] = (TARGET,)
+    control_settings: ClassVar[tuple[ArmSetting, ...]] = ()
+    # The figures' marker of its arm as published (no setting shown in its name); None: the next spare one
+    marker: ClassVar[str | None] = None
 
     def __init__(self, cfg: "PruneConfig"):
         self.cfg = cfg
@@ -54,16 +59,25 @@ class PruningMethod:
                              f"(imp or snip); got method={cls.name!r}")
 
     @classmethod
-    def arm_fields_of(cls, control: bool) -> tuple[str, ...]:
-        # a matched control is named by the REM arm it matches (its λ, its tensors); its target derives from it
-        return ("lambda_ratio", "tensors") if control else cls.arm_fields
+    def arm_settings_of(cls, control_of: str) -> tuple[ArmSetting, ...]:
+        """The settings one of its arms is named by: its own, or for a matched control (`control_of`, the method it
+        matches) that method's `control_settings` -- its target derives from the arm it matches."""
+        if not control_of:
+            return cls.arm_settings
+        reference = METHODS.find(control_of)
+        return reference.control_settings if reference is not None else ()
+
+    @classmethod
+    def arm_family(cls, arm) -> str:
+        """The part of its arms' names before their settings, shared by all of them: "+IMP", a matched control
+        "+IMP@REM". Arms of OTHER_RANK sort by it."""
+        return f"+{cls.name.upper()}" + (f"@{arm.control_of.upper()}" if arm.control_of else "")
 
     @classmethod
     def arm_name(cls, arm) -> str:
-        """The paper's name of one of its arms: "+IMP 50%", a matched control "+IMP@REM W only"."""
-        if arm.control_of:
-            return f"+{cls.name.upper()}@{arm.control_of.upper()}{arm.rem_text()}"
-        return f"+{cls.name.upper()}" + ("" if arm.target is None else f" {100 * arm.target:g}%")
+        """The paper's name of one of its arms, its family then each setting's text: "+IMP 50%", a matched control
+        "+IMP@REM W only"."""
+        return cls.arm_family(arm) + "".join(s.text(arm.setting(s.name)) for s in cls.arm_settings_of(arm.control_of))
 
     @classmethod
     def arm_rank(cls, arm) -> int:

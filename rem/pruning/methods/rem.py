@@ -2,9 +2,41 @@
 
 from __future__ import annotations
 
+import json
+import math
+
+from rem.config.prune import PruneConfig
 from rem.pruning.lobster import lobster_shrink_
+from rem.pruning.methods.arm_settings import ArmSetting
 from rem.pruning.methods.registry import OTHER_RANK, REM_RANK, PruningMethod, register_method
+from rem.pruning.parameters import is_class_capsule_matrix
 from rem.pruning.search import threshold_search
+
+REM_LAMBDA0 = PruneConfig.lambda0  # REM's published max_lmbda: other values are named by their ratio to it
+
+
+def tensor_label(name: str) -> str:
+    """A prunable tensor's short name: W for capsule vote matrices (`*votes.weight`), else its module's name."""
+    return "W" if is_class_capsule_matrix(name) else name.removesuffix(".weight")
+
+
+def tensor_names(cell) -> tuple[str, ...]:
+    return tuple(json.loads(cell)) if isinstance(cell, str) else ()  # the results table keeps lists as JSON
+
+
+def lambda_text(ratio: float) -> str:
+    return "" if math.isclose(ratio, 1.0, rel_tol=1e-6) else f" λ×{ratio:g}"
+
+
+def tensors_text(tensors: tuple[str, ...]) -> str:
+    return " " + "+".join(map(tensor_label, tensors)) + " only" if tensors else ""
+
+
+LAMBDA_RATIO = ArmSetting("lambda_ratio", ("prune.lambda0",), read=lambda cell: float(cell) / REM_LAMBDA0,
+                          missing=1.0, text=lambda_text)
+TENSORS = ArmSetting("tensors", ("prune.threshold_tensors",), read=tensor_names, missing=(), text=tensors_text)
+SHRINKAGE_ONLY = ArmSetting("shrinkage_only", ("prune.threshold_search",), read=lambda cell: str(cell) == "none",
+                            missing=False, text=lambda on: " (no threshold)" if on else "")
 
 
 @register_method
@@ -12,12 +44,14 @@ class Rem(PruningMethod):
     name = "rem"
     routing_needed_because = "REM's threshold search minimizes routing entropy"
     reports_magnitudes = True
-    arm_fields = ("lambda_ratio", "tensors", "shrinkage_only")
+    # "+REM", "+REM λ×100", "+REM W only"; with `threshold_search: none`, "LOBSTER λ×100 (no threshold)"
+    arm_settings = (LAMBDA_RATIO, TENSORS, SHRINKAGE_ONLY)
+    control_settings = (LAMBDA_RATIO, TENSORS)  # +IMP@REM W only: the REM arm it matches, not its own target
+    marker = "*"
 
     @classmethod
-    def arm_name(cls, arm) -> str:
-        """"+REM", "+REM λ×100", "+REM W only"; with `threshold_search: none`, LOBSTER's shrinkage alone."""
-        return f"LOBSTER{arm.rem_text()} (no threshold)" if arm.shrinkage_only else f"+REM{arm.rem_text()}"
+    def arm_family(cls, arm) -> str:
+        return "LOBSTER" if arm.shrinkage_only else "+REM"
 
     @classmethod
     def arm_rank(cls, arm) -> int:

@@ -2,17 +2,24 @@
 
 from __future__ import annotations
 
+from rem.pruning.methods.arm_settings import ArmSetting
 from rem.pruning.methods.registry import QUANTIZED_RANK, UNPRUNED_RANK, PruningMethod, register_method
+
+# Whether the final forward rounded the couplings (+Q): the final evaluation's record, else the config's (older
+# runs). No couplings to round in a CNN: +Q means nothing there. It names the arm whole, so it adds no text.
+QUANTIZED = ArmSetting("quantized", ("final/quantized", "eval.quantized_forward"), read=bool, missing=False,
+                       text=lambda quantized: "", routing_only=True)
 
 
 @register_method
 class Unpruned(PruningMethod):
     name = "none"
     final_checkpoint = "best"  # as REM evaluates +Q: the best-validation-loss epoch
-    arm_fields = ("quantized",)
+    arm_settings = (QUANTIZED,)
+    marker = "o"  # plain and +Q alike: the reference every pruned arm is read against
 
     @classmethod
-    def arm_name(cls, arm) -> str:
+    def arm_family(cls, arm) -> str:
         return "+Q" if arm.quantized else "plain"
 
     @classmethod

@@ -13,7 +13,6 @@ matplotlib.use("Agg")  # headless: CI, Ray workers and DVC stages have no displa
 import matplotlib.pyplot as plt  # noqa: E402
 
 DPI = 110
-VARIANT_MARKERS = {"plain": "o", "+Q": "o", "+REM": "*"}
 
 
 def colours(names: list[str]) -> dict[str, tuple]:
@@ -24,16 +23,17 @@ def colours(names: list[str]) -> dict[str, tuple]:
     return {name: palette(i % palette.N) for i, name in enumerate(names)}
 
 
-# Markers of the fixed-target variants, in order of their targets (+IMP 50% and +IMP 80% must not look alike)
+# Markers of the arms whose method gives none (every arm but plain, +Q and +REM as published), in the arms' order
+# (+IMP 50% and +IMP 80% must not look alike)
 TARGET_MARKERS = ["s", "^", "D", "v", "P", "X", "p", "h", "<", ">"]
 
 
-def markers(variants: list[str]) -> dict[str, str]:
-    """A distinct marker per variant (labels in their arms' order): circles for the unpruned, a star for +REM, the
-    rest in that order."""
+def markers(arms: list) -> dict[str, str]:
+    """A marker per arm (`rem.results.arms.Arm`, in their order), by label: its own (`Arm.marker`: circles for the
+    unpruned, a star for +REM), else the next spare one."""
     out, spare = {}, iter(TARGET_MARKERS * 3)
-    for variant in variants:
-        out[variant] = VARIANT_MARKERS.get(variant) or next(spare)
+    for arm in arms:
+        out[arm.label] = arm.marker or next(spare)
     return out
 
 

@@ -90,7 +90,8 @@ def pareto_figure(points: pd.DataFrame, dataset: str, path: Path) -> Path:
     models = sorted(set(points["model"]))
     variants = ranked(points["variant"], points)
     assigned = colours(variants)
-    palette, shapes = {v: assigned[v] for v in variants}, markers(variants)  # the legend in variant order
+    arm_of = dict(zip(points["variant"], points["arm"]))
+    palette, shapes = {v: assigned[v] for v in variants}, markers([arm_of[v] for v in variants])  # in variant order
     fig, axes = plt.subplots(len(models), 2, figsize=(12, 3.8 * len(models) + 0.8), squeeze=False)
     best = pareto.front(points)
     uniform = uniform_arms(points)  # hollow: the entropy there is no routing, not a low-entropy result

@@ -1,0 +1,69 @@
+"""A pruning method brings the settings it names its arms by (`PruningMethod.arm_settings`, rem.pruning.methods
+.arm_settings): the results read them, the label shows them, the arms sort and split by them and its figure marker
+is its own -- with nothing about the method in `rem.results.arms.Arm`. Checked with a method defined here, whose
+arms are named by `prune.scope` besides the target."""
+
+from __future__ import annotations
+
+import pandas as pd
+import pytest
+
+from rem.pruning.methods.arm_settings import TARGET, ArmSetting
+from rem.pruning.methods.registry import METHODS, FixedTargetMethod
+from rem.results.arms import PLAIN_ARM, PLUS_Q, PLUS_REM, Arm, stated_keys
+from rem.results.variants import arm_of, label_trials
+
+SCOPE = ArmSetting("scope", ("prune.scope",), read=str, missing="global",
+                   text=lambda scope: "" if scope == "global" else f" per {scope}")
+
+
+class ByScope(FixedTargetMethod):
+    name = "byscope"
+    arm_settings = (TARGET, SCOPE)
+    marker = "D"
+
+
+@pytest.fixture
+def by_scope(monkeypatch):
+    # registered for this test only: every method's settings are read by all arms' names (`stated_keys`)
+    monkeypatch.setitem(METHODS._entries, ByScope.name, ByScope)
+    return ByScope
+
+
+def trial(key: str, seed: int, scope: str, target: float = 0.5, method: str = "byscope") -> dict:
+    return {"trial_key": key, "epoch": 1, "status": "FINISHED", "data.dataset": "mnist", "model.name": "capsnet",
+            "prune.method": method, "prune.target_sparsity": target, "prune.scope": scope, "train.seed": seed}
+
+
+def test_a_methods_own_setting_names_its_arm(by_scope):
+    assert arm_of(trial("a", 42, "layer")).label == "+BYSCOPE 50% per layer"
+    assert arm_of(trial("a", 42, "global")).label == "+BYSCOPE 50%"
+    assert Arm(method="byscope", target=0.5, scope="layer") == arm_of(trial("a", 42, "layer"))
+    assert "prune.scope" in stated_keys()
+
+
+def test_its_setting_splits_arms_in_the_label_never_as_another_difference(by_scope):
+    results = label_trials(pd.DataFrame([trial("a", 42, "layer"), trial("b", 43, "layer"), trial("c", 42, "global"),
+                                         trial("d", 42, "global", 0.8)]))
+    labels = results.sort_values("arm_rank").drop_duplicates("variant")["variant"].tolist()
+    assert labels == ["+BYSCOPE 50%", "+BYSCOPE 50% per layer", "+BYSCOPE 80%"]  # by target, then scope
+
+
+def test_its_marker_is_its_arm_as_published_only(by_scope):
+    assert Arm(method="byscope").marker == "D"
+    assert Arm(method="byscope", scope="layer").marker is None and Arm(method="byscope", target=0.5).marker is None
+    assert (PLAIN_ARM.marker, PLUS_Q.marker, PLUS_REM.marker) == ("o", "o", "*")
+    assert Arm(method="rem", lambda_ratio=100).marker is None
+
+
+def test_a_setting_the_method_does_not_name_is_an_error(by_scope):
+    with pytest.raises(TypeError, match="lambda_ratio does not name an arm of prune.method='byscope'"):
+        Arm(method="byscope", lambda_ratio=100)
+    assert Arm(method="byscope").shrinkage_only is False  # REM's setting, unset on this method's arms
+
+
+def test_an_arm_asks_its_method_not_its_label():
+    assert PLUS_Q.unpruned and PLUS_Q.quantized and not PLAIN_ARM.quantized and not PLUS_REM.unpruned
+    assert Arm(method="rem", tensors=("votes.weight",)).label == "+REM W only"
+    assert Arm(method="imp", control_of="rem", lambda_ratio=100).label == "+IMP@REM λ×100"
+    assert Arm(method="capsules", capsule_fraction=0.25).label == "+CAPS 25%"
