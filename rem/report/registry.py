@@ -20,8 +20,8 @@ from rem.registry import Registry
 from rem.results.variants import label_trials
 
 # the pages: reports/index.html (the report stage's), reports/evidence/README.md, reports/claims/README.md,
-# reports/evidence/horizon/README.md
-REPORT_PAGE, EVIDENCE_PAGE, CLAIMS_PAGE, HORIZON_PAGE = "report", "evidence", "claims", "horizon"
+# reports/evidence/horizon/README.md, reports/routing/README.md
+REPORT_PAGE, EVIDENCE_PAGE, CLAIMS_PAGE, HORIZON_PAGE, ROUTING_PAGE = "report", "evidence", "claims", "horizon", "routing"
 
 
 class Context:
@@ -99,6 +99,9 @@ TABLES: Registry[ReportTable] = Registry("report table", "table", built_in={
     "horizon-stopping": "rem.report.horizon.tables",
     "horizon-tensors": "rem.report.horizon.tables",
     "horizon-classes": "rem.report.horizon.tables",
+    "routing-onset": "rem.report.routing_study.tables",
+    "routing-verdicts": "rem.report.routing_study.tables",
+    "routing-by-images": "rem.report.routing_study.tables",
     "capsule-claims": "rem.report.claims",
     "sizes": "rem.report.claims",
     "accuracy-lost": "rem.report.claims",

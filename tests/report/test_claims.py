@@ -13,6 +13,7 @@ from rem.config import load
 from rem.report.claims import claims_page, render_tables
 from rem.results import grid
 from tests.conftest import REPO
+from tests.report.published_pages import assert_rendered_from_the_parquet_alone
 
 CLAIMS = REPO / "reports" / "claims"
 
@@ -22,15 +23,8 @@ def committed() -> pd.DataFrame:
     return pd.read_parquet(CLAIMS / "sweep.parquet")
 
 
-def test_every_committed_table_and_the_page_are_rendered_from_the_parquet_alone(committed):
-    for name, text in render_tables(committed).items():
-        assert (CLAIMS / "tables" / name).read_text() == text, name
-    run = json.loads((CLAIMS / "run.json").read_text())
-    figures = sorted(p.name for p in (CLAIMS / "figures").glob("*.png"))
-    notes = (CLAIMS / "notes.md").read_text() if (CLAIMS / "notes.md").is_file() else ""
-    page = claims_page(committed, run, figures, notes)
-    assert (CLAIMS / "README.md").read_text() == page
-    assert figures and all(f"(figures/{name})" in page for name in figures)
+def test_every_committed_table_and_the_page_are_rendered_from_the_parquet_alone():
+    assert_rendered_from_the_parquet_alone(CLAIMS, render_tables, claims_page)
 
 
 def test_the_committed_run_is_the_claims_profile_of_these_params(committed):

@@ -17,6 +17,7 @@ from rem.report.evidence.tables import METRICS, mechanism_rows, spread as spread
 from rem.results import grid
 from rem.results.arms import PLUS_Q, Arm
 from tests.conftest import REPO
+from tests.report.published_pages import assert_rendered_from_the_parquet_alone
 
 EVIDENCE = REPO / "reports" / "evidence"
 
@@ -26,15 +27,8 @@ def committed() -> pd.DataFrame:
     return pd.read_parquet(EVIDENCE / "sweep.parquet")
 
 
-def test_every_committed_table_and_the_page_are_rendered_from_the_parquet_alone(committed):
-    for name, text in render_tables(committed).items():
-        assert (EVIDENCE / "tables" / name).read_text() == text, name
-    run = json.loads((EVIDENCE / "run.json").read_text())
-    figures = sorted(p.name for p in (EVIDENCE / "figures").glob("*.png"))
-    page = evidence_page(committed, run, figures, (EVIDENCE / "notes.md").read_text())
-    assert (EVIDENCE / "README.md").read_text() == page
-    for name in figures:  # every figure the page shows is committed beside it
-        assert f"(figures/{name})" in page
+def test_every_committed_table_and_the_page_are_rendered_from_the_parquet_alone():
+    assert_rendered_from_the_parquet_alone(EVIDENCE, render_tables, evidence_page)
 
 
 def test_the_committed_run_is_the_evidence_profile_of_these_params(committed):

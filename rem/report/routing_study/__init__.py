@@ -1,0 +1,1 @@
+"""The routing-regime study's page (reports/routing/): when does a capsule network's routing leave uniform?"""

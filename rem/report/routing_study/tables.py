@@ -1,0 +1,115 @@
+"""The routing-regime study's tables: when each setting's routing leaves uniform, by how much, at what accuracy, and
+the verdicts of each CapsNet setting against CapsNet as published (`rem.report.verdicts`, n >= 3 seeds).
+
+"Leaves uniform" is the verdicts' own routing precondition (coupling entropy at least `ROUTING_MARGIN_BITS` below
+log2 of the classes in every seed), read at every epoch, so this page and every claim that needs routing agree.
+"""
+
+from __future__ import annotations
+
+import math
+
+import pandas as pd
+
+from rem.report.evidence.tables import NEGLIGIBLE_POINTS, spread
+from rem.report.preconditions import PRECONDITIONS_NOTE, chance_accuracy, classes_of, did_not_learn, first
+from rem.report.registry import ROUTING_PAGE, Context, report_table
+from rem.report.render import Table
+from rem.report.routing_study.measures import MEASURES, curves, onset, routing_threshold
+from rem.report.verdicts import HEADER as VERDICT_HEADER, RULE_NOTE, Differs, NoWorse, cells, decide
+from rem.results import grid
+
+PUBLISHED_MODEL = "capsnet"  # the reference: CapsNet as REM publishes it (`as_published`)
+SEED_NOTE = "Mean ± std over seeds (population std)."
+
+
+def arm_groups(table: pd.DataFrame):
+    """((model, arm), that arm's curve rows) in table order: models by name, arms by their fields."""
+    keys = sorted(set(zip(table["model.name"].astype(str), table["arm"])))
+    return [(key, table[(table["model.name"].astype(str) == key[0]) & (table["arm"] == key[1])]) for key in keys]
+
+
+def final_rows(arm_curves: pd.DataFrame) -> pd.DataFrame:
+    """Each seed's last epoch."""
+    return arm_curves.sort_values("epoch").groupby("train.seed").tail(1)
+
+
+@report_table("routing-onset", "When routing leaves uniform", pages={ROUTING_PAGE: 10}, file="onset")
+def onset_section(frame: pd.DataFrame, context: Context) -> Table:
+    table = context.once(curves)
+    rows = []
+    for (model, arm), mine in arm_groups(table):
+        last = final_rows(mine)
+        dataset = str(mine["data.dataset"].iloc[0])
+        uniform = math.log2(classes_of(dataset))
+        epoch, images = onset(mine)
+        entropy = spread(last["coupling_entropy"])
+        routes = f"{images:,} (epoch {epoch})" if images else f"not within {int(last['images'].max()):,}"
+        below = "–" if math.isnan(entropy.mean) else f"{uniform - entropy.mean:.4f}"
+        rows.append([model, arm.label, str(len(last)), routes, entropy.text(4), below,
+                     *(spread(last[name]).text(MEASURES[name][3]) for name in ("agreement", "parse_tree_entropy",
+                                                                             "parse_trees", "accuracy"))])
+    return Table("When each setting's routing leaves uniform, and by how much", ["Model", "Setting", "Seeds",
+                 "Routes from (images seen)", "Coupling entropy at the end (bits)", "Below uniform (bits)",
+                 "Agreement", "Parse-tree entropy (bits)", "Parse trees", "Test acc. (%)"], rows, notes=[
+        "'Routes from': the first epoch at which every seed's class-layer coupling entropy was below uniform "
+        "(log2 of the classes: 3.3219 bits for 10) by the routing precondition's margin, and the training images "
+        "seen by its end; 'not within N': no epoch of the run. The other columns are each seed's last epoch. "
+        "Agreement: the coupling-weighted cosine between votes and their parent's output after the last routing "
+        f"iteration (0: unrelated). {SEED_NOTE}"])
+
+
+def as_published(rows: pd.DataFrame) -> bool:
+    """Whether these trials are CapsNet as published: their grid point sets the model and the seed, nothing else."""
+    return all(str(key) == grid.trial_key({"model.name": PUBLISHED_MODEL, "train.seed": int(seed)})
+               for key, seed in zip(rows["trial_key"], rows["train.seed"]))
+
+
+def reference_of(groups) -> tuple[tuple[str, object], pd.DataFrame] | None:
+    return next(((key, rows) for key, rows in groups if key[0] == PUBLISHED_MODEL and as_published(rows)), None)
+
+
+@report_table("routing-verdicts", "Each CapsNet setting against CapsNet as published", pages={ROUTING_PAGE: 20},
+              file="verdicts")
+def verdicts_section(frame: pd.DataFrame, context: Context) -> Table | None:
+    groups = arm_groups(context.once(curves))
+    found = reference_of(groups)
+    if found is None:
+        return None
+    (_, published), reference = found
+    base = final_rows(reference)
+    dataset = str(reference["data.dataset"].iloc[0])
+    chance = chance_accuracy(dataset)
+    rows = []
+    for (model, arm), mine in groups:
+        if model != PUBLISHED_MODEL or arm == published:
+            continue
+        last = final_rows(mine)
+        learned = (did_not_learn(f"{model} {published.label}", list(base["accuracy"]), chance),
+                   did_not_learn(f"{model} {arm.label}", list(last["accuracy"]), chance))
+        a, b = spread(base["coupling_entropy"]), spread(last["coupling_entropy"])
+        rows.append([arm.label, "couplings further from uniform than published (coupling entropy lower)",
+                     f"{a.text(4)} → {b.text(4)} bits", *cells(decide(Differs(-1), a.values, b.values,
+                                                                     first(*learned)), 4)])
+        a, b = spread(base["accuracy"]), spread(last["accuracy"])
+        rows.append([arm.label, f"accuracy no worse than published (margin {NEGLIGIBLE_POINTS:g} point)",
+                     f"{a.text(2)} → {b.text(2)} %", *cells(decide(NoWorse(NEGLIGIBLE_POINTS), a.values, b.values,
+                                                                   first(*learned)), 2)])
+    threshold = routing_threshold(dataset)
+    return Table("Each CapsNet setting against CapsNet as published (each seed's last epoch)", ["Setting", "Claim",
+                 "Measured (published → setting)", *VERDICT_HEADER], rows, notes=[
+        RULE_NOTE, PRECONDITIONS_NOTE, f"A setting whose couplings are lower but not below {threshold:.4f} bits in "
+        "every seed has moved, but does not route by the precondition: the onset table says which do."])
+
+
+@report_table("routing-by-images", "Coupling entropy against images seen", pages={ROUTING_PAGE: 30}, file="by_images",
+              figures=("routing_by_images.png",))
+def by_images_section(frame: pd.DataFrame, context: Context) -> Table:
+    table = context.once(curves)
+    rows = []
+    for (model, arm), mine in arm_groups(table):
+        for epoch, group in mine.groupby("epoch"):
+            rows.append([model, arm.label, str(int(epoch)), f"{int(group['images'].max()):,}",
+                         *(spread(group[name]).text(MEASURES[name][3]) for name in MEASURES)])
+    return Table("Every epoch: routing and accuracy against images seen", ["Model", "Setting", "Epoch", "Images seen",
+                 *(label for _, _, label, _ in MEASURES.values())], rows, notes=[SEED_NOTE])
