@@ -25,6 +25,7 @@ from rem.models import create_model
 from rem.models.from_config import model_options
 from rem.pruning.capsules import build_args_from_weights
 from rem.tracking.runs import tracking_uri as default_uri
+from rem.tracking.store import open_client
 from rem.training.checkpoint import final_model, saved_config
 
 PACKAGE_FORMAT = "rem-model/1"
@@ -90,7 +91,7 @@ def download(run_id: str, artifact: str, tracking_uri: str | None, dst: Path) ->
         # From the run's artifact root, not `runs:/<id>/<artifact>`: for a run with an MLflow Model named `model`
         # (rem.tracking.mlflow_model) MLflow 3 also looks `model/...` up among logged models, on the process-global
         # tracking URI, not `uri` (creating ./mlflow.db where none is set).
-        root = mlflow.tracking.MlflowClient(uri).get_run(run_id).info.artifact_uri
+        root = open_client(uri).get_run(run_id).info.artifact_uri
         return Path(mlflow.artifacts.download_artifacts(artifact_uri=f"{root.rstrip('/')}/{artifact}", tracking_uri=uri,
                                                         dst_path=str(dst)))
     except (MlflowException, OSError) as err:
