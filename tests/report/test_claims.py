@@ -3,7 +3,6 @@ profile of these params."""
 
 from __future__ import annotations
 
-import json
 import subprocess
 
 import pandas as pd
