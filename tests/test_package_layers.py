@@ -25,8 +25,6 @@ from tests.test_house_rules import MODULES, ROOT, cycles, package_of
 # "importer -> imported" module patterns whose edges the package graph leaves out, with why each is there for now
 ALLOWED = {
     "rem.config.checks -> rem.*.checks": "config checks by name: being replaced by registry-owned options",
-    "rem.routing.registry -> rem.models.*": "routing's ARCHITECTURES registry names the model modules it loads on "
-                                            "lookup: the architectures should register themselves from rem.models",
 }
 MAX_ALLOWED = 3
 

@@ -25,8 +25,8 @@ import torch
 from rem.analysis.long_form import long_form
 from rem.capsules import EPS
 from rem.evaluate import batches_of
-from rem.models import has_routing
-from rem.routing import ARCHITECTURES, ROUTINGS, Routing, dynamic_routing
+from rem.models.registry import default_routing
+from rem.routing import ROUTINGS, Routing, dynamic_routing
 
 METRICS = ("coupling_entropy", "agreement")
 # the long form needs a label beside the number; "routing" is the only one, dropped again
@@ -102,7 +102,7 @@ def iterates(name: str) -> bool:
 def class_routing(cfg) -> str | None:
     """The registered routing of the config's class layer (`model.routing`, else the architecture's own); None for a
     family that takes none by config (a CNN baseline: no routing to follow)."""
-    own = ARCHITECTURES.find(cfg.model.name) if has_routing(cfg.model.name) else None
+    own = default_routing(cfg.model.name)
     return None if own is None else (cfg.model.routing or own)
 
 

@@ -20,25 +20,21 @@ reproduction is unchanged):
 from __future__ import annotations
 
 import torch
-from torch import nn
 
-from rem.capsules import CapsuleVotes, SabourStem, SharedCapsuleVotes, capsule_lengths
+from rem.capsules import CapsuleVotes, SabourStem, SharedCapsuleVotes
 from rem.device import HOST  # built on the host by the seed, then moved
-from rem.models.decoder import FCDecoder
+from rem.models.class_head import ClassCapsuleHead, LearnedBias
 from rem.models.registry import CapsuleOutput, register_model
 from rem.models.roles import CapsuleLayout, TensorRoles, sabour_layout
-from rem.routing import PARENTS, own_routing, routing_named
+from rem.routing import PARENTS
 
-ROUTING = own_routing("capsnet", "dynamic")  # what model.routing "" routes CapsNet's class capsules with
 PUBLISHED_VOTE_STD = 0.1  # REM's and Sabour et al.'s vote matrices: N(0, 0.1²)
 PUBLISHED_INPUTS = 1152  # primary capsules on a 28x28 input (6x6 grid x 32 types): where that std was chosen
 ROLES = TensorRoles(class_capsule_matrices=("votes.weight",), primary_convs=("primary.conv.weight",),
                     capsule_types=("primary.conv.bias", "votes.weight", "primary_types"))
 
 
-class CapsNet(SabourStem):
-    roles = ROLES
-
+class CapsNet(SabourStem, ClassCapsuleHead):
     def __init__(
         self,
         in_shape: tuple[int, int, int],
@@ -54,7 +50,7 @@ class CapsNet(SabourStem):
         routing_bias: bool = True,
         decoder: bool = False,
         shared_votes: bool = False,
-        routing: str = "",
+        routing: str,  # the class layer's: create_model passes model.routing or the registered one
         vote_init_std: float = PUBLISHED_VOTE_STD,
         vote_init_fan_in: bool = False,
         routing_bias_init: float = 0.1,
@@ -62,21 +58,18 @@ class CapsNet(SabourStem):
     ):
         super().__init__(in_shape, conv_channels=conv_channels, kernel_size=kernel_size, primary_types=primary_types,
                          primary_dim=primary_dim, primary_stride=primary_stride)
-        self.routing_iterations = routing_iterations
-        self.routing = routing_named(routing, ROUTING)
-        self.routing_options = self.routing.own_options({"agreement_scale": agreement_scale})
+        std = vote_init_std * ((PUBLISHED_INPUTS / self.num_primary) ** 0.5 if vote_init_fan_in else 1.0)
+        # shared_votes: one matrix per capsule type and parent across the grid, not one per primary capsule
+        votes = (SharedCapsuleVotes(self.num_primary, primary_dim, num_classes, class_dim, types=primary_types,
+                                    init_std=std)
+                 if shared_votes else CapsuleVotes(self.num_primary, primary_dim, num_classes, class_dim, init_std=std))
+        bias = LearnedBias("routing_bias", PARENTS, wanted=routing_bias,
+                           start=lambda: torch.full((num_classes, class_dim), float(routing_bias_init), device=HOST))
+        self.build_class_capsules(votes, in_shape=in_shape, routing=routing, iterations=routing_iterations,
+                                  bias=bias, options={"agreement_scale": agreement_scale}, decoder=decoder)
         if agreement_scale != 1.0 and not self.routing_options:
             raise ValueError(f"capsnet: agreement_scale {agreement_scale:g} needs an agreement routing (dynamic); "
                              f"model.routing {routing!r} takes none")
-        std = vote_init_std * ((PUBLISHED_INPUTS / self.num_primary) ** 0.5 if vote_init_fan_in else 1.0)
-        # shared_votes: one matrix per capsule type and parent across the grid, not one per primary capsule
-        self.votes = (SharedCapsuleVotes(self.num_primary, primary_dim, num_classes, class_dim, types=primary_types,
-                                         init_std=std)
-                      if shared_votes else CapsuleVotes(self.num_primary, primary_dim, num_classes, class_dim, init_std=std))
-        routing_bias = routing_bias and self.routing.bias == PARENTS
-        self.routing_bias = nn.Parameter(torch.full((num_classes, class_dim), float(routing_bias_init), device=HOST)) \
-            if routing_bias else None
-        self.decoder = FCDecoder(num_classes, class_dim, in_shape) if decoder else None
 
     def capsule_layout(self) -> CapsuleLayout:
         if getattr(self.votes, "shared_over_grid", False):
@@ -85,17 +78,10 @@ class CapsNet(SabourStem):
         return sabour_layout(self, "votes")
 
     def forward(self, x: torch.Tensor, target: torch.Tensor | None = None, *, quantize_levels: int | None = None) -> CapsuleOutput:
-        u = self.primary_capsules(x)
-        votes = self.votes(u)
-        activations = capsule_lengths(u)
-        v, c = self.routing(votes, self.routing_iterations, self.routing_bias, activations=activations,
-                            quantize_levels=quantize_levels, **self.routing_options)
-        lengths = capsule_lengths(v)
-        recon = self.decoder(v, lengths, target) if self.decoder is not None else None
-        return CapsuleOutput(lengths=lengths, capsules=v, couplings=c, reconstruction=recon, input_lengths=activations)
+        return self.class_capsules(self.primary_capsules(x), target, quantize_levels)
 
 
-@register_model("capsnet", roles=ROLES)
+@register_model("capsnet", routing="dynamic", roles=ROLES)
 def capsnet(*, in_shape: tuple[int, int, int], num_classes: int, **overrides) -> CapsNet:
     """REM's CapsNet; 64 primary types for colour inputs (REM's CIFAR-10 setting), 32 otherwise."""
     overrides.setdefault("primary_types", 64 if in_shape[0] == 3 else 32)

@@ -1,17 +1,34 @@
-"""The `model` section against the model registry (`rem.config.checks`): a known family, and nothing a family without
-routing cannot have."""
+"""The `model` section against the model registry (`rem.config.checks`): a known family, a routing it can take, and
+nothing a family without routing cannot have."""
 
 from __future__ import annotations
 
 from rem.config import ConfigError, ModelConfig
-from rem.models.registry import has_routing, list_models
-from rem.routing import check_routing
+from rem.models.registry import has_routing, list_models, routing_models
+from rem.registry import PLUGINS
+from rem.routing import ROUTINGS
+
+
+def check_routing(cfg, source: str) -> None:
+    """`model.routing` of config `cfg`: "" or a registered routing, for a family that routes (its registration names
+    the routing "" means); else a ConfigError of one line, prefixed by `source`, naming the routings or saying why
+    the model takes none."""
+    name, model = cfg.model.routing, cfg.model.name
+    if not name:
+        return
+    if name not in ROUTINGS:
+        raise ConfigError(f"{source}: model.routing {name!r} is unknown; allowed: {', '.join(ROUTINGS.names())} "
+                          f"(a routing of your own: register it in a module named in {PLUGINS})")
+    if not has_routing(model):
+        raise ConfigError(f"{source}: model.routing is {name!r}, but model.name {model!r} takes no routing (it has "
+                          f"none; those that do: {', '.join(routing_models())}); leave model.routing empty")
 
 
 def check_section(cfg, source: str) -> None:
     name = cfg.model.name
     if name not in list_models():
-        raise ConfigError(f"{source}: model.name {name!r} is unknown; allowed: {', '.join(list_models())}")
+        raise ConfigError(f"{source}: model.name {name!r} is unknown; allowed: {', '.join(list_models())} "
+                          f"(a model of your own: register it in a module named in {PLUGINS})")
     check_routing(cfg, source)
     if has_routing(name):
         return

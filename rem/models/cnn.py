@@ -13,7 +13,7 @@
 Both return `CapsuleOutput` with `logits` (which makes `rem.losses.classification_loss` use cross-entropy),
 lengths = softmax(logits), so argmax and accuracy read them as a capsule model's, and capsules = those
 probabilities as (B, J, 1): one 1-D "capsule" per class, keeping `lengths == capsules.norm(dim=-1)` as for every
-capsule model. There are no couplings (registered with `routing=False`): no parse trees, no routing metrics.
+capsule model. There are no couplings (registered with `routing=None`): no parse trees, no routing metrics.
 With two labels per image (MultiMNIST, rem/data/multi.py) the loss is the cross-entropy against half the
 probability on each label (`rem.losses.classification_loss` says why) and an image is right when its two largest
 logits are its labels, as for a capsule model's two longest capsules.
@@ -82,13 +82,13 @@ def cnn_options(name: str, overrides: dict) -> dict:
     return {"dropout": DROPOUT, **overrides}
 
 
-@register_model("cnn_sabour", routing=False)
+@register_model("cnn_sabour", routing=None)
 def cnn_sabour(*, in_shape: tuple[int, int, int], num_classes: int, **overrides) -> CNNBaseline:
     return CNNBaseline(in_shape, num_classes, convs=((256, 5, 1, 2), (256, 5, 1, 2), (128, 5, 1, 2)),
                        hidden=(328, 192), **cnn_options("cnn_sabour", overrides))
 
 
-@register_model("cnn_matched", routing=False)
+@register_model("cnn_matched", routing=None)
 def cnn_matched(*, in_shape: tuple[int, int, int], num_classes: int, primary_types: int | None = None,
                 **overrides) -> CNNBaseline:
     """CapsNet's convolutions (its default for `primary_types`: 64 for colour inputs, 32 otherwise -- see

@@ -25,17 +25,16 @@ import math
 import torch
 from torch import nn
 
-from rem.capsules import CapsuleVotes, capsule_lengths, squash
+from rem.capsules import CapsuleVotes, squash
 from rem.device import HOST  # built on the host by the seed, then moved
-from rem.models.decoder import build_decoder
+from rem.models.class_head import ClassCapsuleHead, LearnedBias
 from rem.models.registry import CapsuleOutput, register_model
 from rem.models.roles import CapsuleLayout, TensorRoles
-from rem.routing import PARENTS, own_routing, routing_named
+from rem.routing import PARENTS
 
 # REM's threshold search zeroes only tensors named `weight`; its class-capsule matrix is named `W`, so REM shrinks it
 # (LOBSTER) but never thresholds it. rem.pruning keeps it out likewise unless prune.rem_tensors=false.
 ROLES = TensorRoles(class_capsule_matrices=("votes.weight",), unthresholded=("votes.weight",))
-ROUTING = own_routing("deepcaps", "dynamic")  # what model.routing "" routes the class capsules with (not the 3-D cell)
 
 
 class _ScalarSquash(torch.autograd.Function):
@@ -157,9 +156,7 @@ def flatten_capsules(x: torch.Tensor) -> torch.Tensor:
     return x.permute(0, 3, 4, 1, 2).reshape(b, h * w * t, d)
 
 
-class DeepCaps(nn.Module):
-    roles = ROLES
-
+class DeepCaps(nn.Module, ClassCapsuleHead):
     def __init__(
         self,
         in_shape: tuple[int, int, int],
@@ -174,12 +171,10 @@ class DeepCaps(nn.Module):
         conv3d_softmax: str = "space_and_parents",
         caps_init_gain: float | None = 2.0,
         decoder: bool | str = False,
-        routing: str = "",
+        routing: str,  # the class layer's: create_model passes model.routing or the registered one
     ):
         super().__init__()
         c, h, w = in_shape
-        self.routing_iterations = routing_iterations
-        self.routing = routing_named(routing, ROUTING)
         self.conv1 = nn.Conv2d(c, stem_channels, 3, padding=1)
         # REM's momentum 0.99 (PyTorch convention: running statistics ~ the last training batch's), eps 1e-8
         self.bn1 = nn.BatchNorm2d(stem_channels, eps=1e-8, momentum=0.99)
@@ -205,10 +200,10 @@ class DeepCaps(nn.Module):
         for _ in cell_dims:
             sizes.append(tuple(math.ceil(z / 2) for z in sizes[-1]))
         self.num_inputs = caps_types * (sizes[-2][0] * sizes[-2][1] + sizes[-1][0] * sizes[-1][1])
-        self.votes = CapsuleVotes(self.num_inputs, cell_dims[-1], num_classes, class_dim, init_std=0.05)
-        class_bias = self.routing.bias == PARENTS
-        self.class_bias = nn.Parameter(torch.randn(num_classes, class_dim, device=HOST) * 0.05) if class_bias else None
-        self.decoder = build_decoder(decoder, num_classes, class_dim, in_shape)
+        votes = CapsuleVotes(self.num_inputs, cell_dims[-1], num_classes, class_dim, init_std=0.05)
+        bias = LearnedBias("class_bias", PARENTS, start=lambda: torch.randn(num_classes, class_dim, device=HOST) * 0.05)
+        self.build_class_capsules(votes, in_shape=in_shape, routing=routing, iterations=routing_iterations,
+                                  bias=bias, decoder=decoder)
 
     def capsule_layout(self) -> CapsuleLayout:
         raise ValueError("capsule pruning supports capsnet, gamma_capsnet and efficient_capsnet, not DeepCaps: its "
@@ -223,15 +218,9 @@ class DeepCaps(nn.Module):
             x = cell["b"](cell["a"](x)) + cell["skip"](x)
             outputs.append(x)
         u = torch.cat([flatten_capsules(outputs[-2]), flatten_capsules(outputs[-1])], dim=1)
-        votes = self.votes(u)
-        activations = capsule_lengths(u)
-        v, c = self.routing(votes, self.routing_iterations, self.class_bias, activations=activations,
-                            quantize_levels=quantize_levels)
-        lengths = capsule_lengths(v)
-        recon = self.decoder(v, lengths, target) if self.decoder is not None else None
-        return CapsuleOutput(lengths=lengths, capsules=v, couplings=c, reconstruction=recon, input_lengths=activations)
+        return self.class_capsules(u, target, quantize_levels)
 
 
-@register_model("deepcaps", roles=ROLES)
+@register_model("deepcaps", routing="dynamic", roles=ROLES)
 def deepcaps(*, in_shape: tuple[int, int, int], num_classes: int, **overrides) -> DeepCaps:
     return DeepCaps(in_shape, num_classes, **overrides)

@@ -19,16 +19,15 @@ from __future__ import annotations
 import torch
 from torch import nn
 
-from rem.capsules import CapsuleVotes, capsule_lengths, conv_output_size, efficient_squash
+from rem.capsules import CapsuleVotes, conv_output_size, efficient_squash
 from rem.device import HOST  # built on the host by the seed, then moved
-from rem.models.decoder import build_decoder
+from rem.models.class_head import ClassCapsuleHead, LearnedBias
 from rem.models.registry import CapsuleOutput, register_model
 from rem.models.roles import CapsuleLayout, TensorRoles
-from rem.routing import PRIOR, own_routing, routing_named
+from rem.routing import PRIOR
 
 ROLES = TensorRoles(class_capsule_matrices=("votes.weight",), primary_convs=("primary.weight",),
                     capsule_types=("primary.bias", "votes.weight", "primary_caps"))
-ROUTING = own_routing("efficient_capsnet", "self_attention")  # what model.routing "" routes the class capsules with
 
 STEMS = {
     # (out_channels, kernel, stride) per conv
@@ -37,9 +36,7 @@ STEMS = {
 }
 
 
-class EfficientCapsNet(nn.Module):
-    roles = ROLES
-
+class EfficientCapsNet(nn.Module, ClassCapsuleHead):
     def __init__(
         self,
         in_shape: tuple[int, int, int],
@@ -52,7 +49,7 @@ class EfficientCapsNet(nn.Module):
         routing_prior: bool = True,
         votes_init_std: float = 0.5,
         decoder: bool | str = False,
-        routing: str = "",
+        routing: str,  # the class layer's: create_model passes model.routing or the registered one
         routing_iterations: int = 3,
     ):
         super().__init__()
@@ -88,13 +85,13 @@ class EfficientCapsNet(nn.Module):
         # Depthwise conv covering the whole map: one (H x W) filter per channel -> (B, 128, 1, 1).
         self.primary = nn.Conv2d(channels, channels, tuple(size), groups=channels)
         self.primary_caps, self.primary_dim = primary_caps, primary_dim
-        self.votes = CapsuleVotes(primary_caps, primary_dim, num_classes, class_dim, init_std=votes_init_std)
-        self.routing, self.routing_iterations = routing_named(routing, ROUTING), routing_iterations
-        routing_prior = routing_prior and self.routing.bias == PRIOR
-        self.prior = nn.Parameter(torch.zeros(primary_caps, num_classes, device=HOST)) if routing_prior else None
+        votes = CapsuleVotes(primary_caps, primary_dim, num_classes, class_dim, init_std=votes_init_std)
+        prior = LearnedBias("prior", PRIOR, wanted=routing_prior,
+                            start=lambda: torch.zeros(primary_caps, num_classes, device=HOST))
         if decoder is True:
             decoder = "conv" if c == 2 else "fc"
-        self.decoder = build_decoder(decoder, num_classes, class_dim, in_shape)
+        self.build_class_capsules(votes, in_shape=in_shape, routing=routing, iterations=routing_iterations,
+                                  bias=prior, decoder=decoder)
 
     def capsule_layout(self) -> CapsuleLayout:
         """The primary capsules come from a depthwise conv: channel c only from the stem's last conv's channel c, so a
@@ -114,15 +111,9 @@ class EfficientCapsNet(nn.Module):
     def forward(self, x: torch.Tensor, target: torch.Tensor | None = None, *, quantize_levels: int | None = None) -> CapsuleOutput:
         feat = self.primary(self.stem(x))
         u = efficient_squash(feat.reshape(x.shape[0], self.primary_caps, self.primary_dim))
-        votes = self.votes(u)
-        activations = capsule_lengths(u)
-        v, c = self.routing(votes, self.routing_iterations, self.prior, activations=activations,
-                            quantize_levels=quantize_levels)
-        lengths = capsule_lengths(v)
-        recon = self.decoder(v, lengths, target) if self.decoder is not None else None
-        return CapsuleOutput(lengths=lengths, capsules=v, couplings=c, reconstruction=recon, input_lengths=activations)
+        return self.class_capsules(u, target, quantize_levels)
 
 
-@register_model("efficient_capsnet", roles=ROLES)
+@register_model("efficient_capsnet", routing="self_attention", roles=ROLES)
 def efficient_capsnet(*, in_shape: tuple[int, int, int], num_classes: int, **overrides) -> EfficientCapsNet:
     return EfficientCapsNet(in_shape, num_classes, **overrides)

@@ -7,7 +7,7 @@ import torch
 
 from rem.config import Config
 from rem.models import create_model
-from rem.routing import check_routing
+from rem.models.checks import check_routing
 
 
 def model_options(cfg: Config, **extra) -> dict:

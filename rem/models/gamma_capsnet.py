@@ -25,20 +25,17 @@ from torch import nn
 
 from rem.capsules import CapsuleVotes, SabourStem, capsule_lengths
 from rem.device import HOST  # built on the host by the seed, then moved
-from rem.models.decoder import build_decoder
+from rem.models.class_head import ClassCapsuleHead, LearnedBias
 from rem.models.registry import CapsuleOutput, register_model
 from rem.models.roles import CapsuleLayout, TensorRoles, sabour_layout
-from rem.routing import PARENTS, own_routing, routing_named, scaled_distance_routing
+from rem.routing import PARENTS, scaled_distance_routing
 
 ROLES = TensorRoles(class_capsule_matrices=("fc_votes.weight", "class_votes.weight"),
                     primary_convs=("primary.conv.weight",),
                     capsule_types=("primary.conv.bias", "fc_votes.weight", "primary_types"))
-ROUTING = own_routing("gamma_capsnet", "scaled_distance")  # what model.routing "" routes the class capsules with
 
 
-class GammaCapsNet(SabourStem):
-    roles = ROLES
-
+class GammaCapsNet(SabourStem, ClassCapsuleHead):
     def __init__(
         self,
         in_shape: tuple[int, int, int],
@@ -59,42 +56,39 @@ class GammaCapsNet(SabourStem):
         vote_init_std: float | None = None,
         fc_quantize_levels: int = 11,
         decoder: bool | str = False,
-        routing: str = "",
+        routing: str,  # the class layer's: create_model passes model.routing or the registered one
     ):
         super().__init__(in_shape, conv_channels=conv_channels, kernel_size=kernel_size, primary_types=primary_types,
                          primary_dim=primary_dim, primary_stride=primary_stride)
-        self.routing_iterations, self.p, self.grad_through_routing = routing_iterations, p, grad_through_routing
-        self.routing = routing_named(routing, ROUTING)
+        self.p, self.grad_through_routing = p, grad_through_routing
         # REM's +Q quantizes both routings: the FC capsule layer with K = 11, the class layer with the K asked
         # for (REM: 6, rem.config's eval.levels_per_model)
         self.fc_quantize_levels = fc_quantize_levels
         self.fc_votes = CapsuleVotes(self.num_primary, primary_dim, fc_caps, fc_dim,
                                      init_std=vote_init_std or primary_dim ** -0.5)
-        self.class_votes = CapsuleVotes(fc_caps, fc_dim, num_classes, class_dim, init_std=vote_init_std or fc_dim ** -0.5)
         self.fc_bias = nn.Parameter(torch.full((fc_caps, fc_dim), 0.1, device=HOST)) if routing_bias else None
-        class_bias = routing_bias and self.routing.bias == PARENTS
-        self.class_bias = nn.Parameter(torch.full((num_classes, class_dim), 0.1, device=HOST)) if class_bias else None
-        self.decoder = build_decoder(decoder, num_classes, class_dim, in_shape)
+        class_votes = CapsuleVotes(fc_caps, fc_dim, num_classes, class_dim, init_std=vote_init_std or fc_dim ** -0.5)
+        bias = LearnedBias("class_bias", PARENTS, wanted=routing_bias,
+                           start=lambda: torch.full((num_classes, class_dim), 0.1, device=HOST))
+        self.build_class_capsules(class_votes, in_shape=in_shape, routing=routing, iterations=routing_iterations,
+                                  bias=bias, options=self.sda_options(), decoder=decoder, votes_attribute="class_votes")
+
+    def sda_options(self) -> dict:
+        """The FC capsule layer's SDA keywords; the class layer's routing gets those it takes."""
+        return {"p": self.p, "grad_through_routing": self.grad_through_routing}
 
     def capsule_layout(self) -> CapsuleLayout:
         return sabour_layout(self, "fc_votes")  # the primary capsules feed the FC capsule layer
 
     def forward(self, x: torch.Tensor, target: torch.Tensor | None = None, *, quantize_levels: int | None = None) -> CapsuleOutput:
         u = self.primary_capsules(x)
-        routing = {"p": self.p, "grad_through_routing": self.grad_through_routing}
         fc_levels = self.fc_quantize_levels if quantize_levels else None
         h, _ = scaled_distance_routing(self.fc_votes(u), self.routing_iterations, self.fc_bias, capsule_lengths(u),
-                                       quantize_levels=fc_levels, **routing)
-        votes = self.class_votes(h)
-        activations = capsule_lengths(h)  # after the votes: autograd then sums h's gradient in the order it always did
-        v, c = self.routing(votes, self.routing_iterations, self.class_bias, activations=activations,
-                            quantize_levels=quantize_levels, **self.routing.own_options(routing))
-        lengths = capsule_lengths(v)
-        recon = self.decoder(v, lengths, target) if self.decoder is not None else None
-        return CapsuleOutput(lengths=lengths, capsules=v, couplings=c, reconstruction=recon, input_lengths=activations)
+                                       quantize_levels=fc_levels, **self.sda_options())
+        return self.class_capsules(h, target, quantize_levels)
 
 
-@register_model("gamma_capsnet", roles=ROLES)
+@register_model("gamma_capsnet", routing="scaled_distance", roles=ROLES)
 def gamma_capsnet(*, in_shape: tuple[int, int, int], num_classes: int, **overrides) -> GammaCapsNet:
     """REM's γ-CapsNet; 32 primary types for every input (REM's CIFAR-10 γ-CapsNet also uses 32)."""
     return GammaCapsNet(in_shape, num_classes, **overrides)

@@ -1,7 +1,9 @@
 """Model registry: families register small builder functions; `create_model` fails loudly on unknown names.
 
-A family registered with `routing=False` (the CNN baselines) has no routing couplings: `has_routing(name)` tells
-config validation, the mechanism curve and the report so without building the model."""
+One registration says all a family is to the rest of the package, known without building a model: its builder, the
+routing its class layer runs when `model.routing` is "" (None for a family without routing couplings, the CNN
+baselines: `has_routing(name)` tells config validation, the mechanism curve and the report so), and what its tensors
+are to pruning (`roles`; `create_model` hands them to every model it builds, which is where pruning reads them)."""
 
 from __future__ import annotations
 
@@ -39,17 +41,19 @@ class CapsuleOutput:
 @dataclass(frozen=True)
 class ModelFamily:
     builder: Callable[..., nn.Module]  # (in_shape, num_classes, **overrides) -> nn.Module
-    routing: bool  # False: no routing couplings (a CNN baseline), so no parse trees
+    routing: str | None  # the routing model.routing "" means; None: no routing couplings (a CNN), so no parse trees
     roles: TensorRoles  # what its tensors are to pruning (known without building one)
 
 
 MODELS: Registry[ModelFamily] = Registry("model", "model.name")
 
 
-def register_model(name: str, *, routing: bool = True, roles: TensorRoles = NO_ROLES):
-    """Decorator: `@register_model("capsnet", roles=ROLES)` on a builder `(in_shape, num_classes, **overrides) ->
-    nn.Module`; `routing=False` for a family whose forward has no routing couplings; `roles`: the tensor roles its
-    models declare (`rem.models.roles`)."""
+def register_model(name: str, *, routing: str | None, roles: TensorRoles = NO_ROLES):
+    """Decorator: `@register_model("capsnet", routing="dynamic", roles=ROLES)` on a builder `(in_shape, num_classes,
+    **overrides) -> nn.Module` (a function, or the model's class itself), returned unchanged. `routing`: the
+    registered routing (`rem.routing`) its class layer runs when `model.routing` is "", which also says the family
+    takes `model.routing`; None for a family whose forward has no routing couplings. `roles`: what its tensors are to
+    pruning (`rem.models.roles`)."""
 
     def wrap(builder: Callable[..., nn.Module]) -> Callable[..., nn.Module]:
         MODELS.register(name, ModelFamily(builder, routing, roles))
@@ -59,8 +63,8 @@ def register_model(name: str, *, routing: bool = True, roles: TensorRoles = NO_R
 
 
 def list_models() -> list[str]:
-    """Names accepted by `create_model`, sorted."""
-    return sorted(MODELS.names())
+    """Names accepted by `create_model`, sorted: the built-in families and those of the REM_PLUGINS modules."""
+    return sorted(name for name, _ in MODELS.items())
 
 
 def family(name: str) -> ModelFamily:
@@ -72,7 +76,17 @@ def family(name: str) -> ModelFamily:
 
 def has_routing(name: str) -> bool:
     """Whether model `name` routes (has couplings, hence parse trees), known without building it."""
+    return family(name).routing is not None
+
+
+def default_routing(name: str) -> str | None:
+    """The routing model `name`'s class layer runs when `model.routing` is "" (None: it has no routing)."""
     return family(name).routing
+
+
+def routing_models() -> list[str]:
+    """The families that route, hence take `model.routing`, sorted."""
+    return [name for name in list_models() if has_routing(name)]
 
 
 def family_roles(name: str) -> TensorRoles:
@@ -86,11 +100,16 @@ def declared_class_capsule_matrices() -> set[str]:
 
 
 def create_model(name: str, *, in_shape: tuple[int, int, int], num_classes: int, **overrides) -> nn.Module:
-    """Build model `name` for inputs `(C, H, W)`; `overrides` pin family options (e.g. `decoder=True`)."""
-    build = family(name).builder
+    """Build model `name` for inputs `(C, H, W)`; `overrides` pin family options (e.g. `decoder=True`). A family that
+    routes gets `routing`: the one asked for, else ("" or none) the one it registered with."""
+    entry = family(name)
     if len(in_shape) != 3 or min(in_shape) < 1:
         raise ValueError(f"create_model({name!r}): in_shape must be (C, H, W) with positive sizes, got {in_shape}")
-    return build(in_shape=tuple(in_shape), num_classes=num_classes, **overrides)
+    if entry.routing is not None and not overrides.get("routing"):
+        overrides["routing"] = entry.routing  # model.routing "" is the routing the family registered with
+    model = entry.builder(in_shape=tuple(in_shape), num_classes=num_classes, **overrides)
+    model.roles = entry.roles  # declared once, at registration; pruning reads them off the model (`roles_of`)
+    return model
 
 
 def count_parameters(model: nn.Module) -> int:

@@ -1,9 +1,10 @@
 """What a model's tensors are to pruning, declared by the model, so pruning reads a declaration instead of guessing
 from parameter names or model classes.
 
-A family sets `roles = TensorRoles(...)` on its class (and gives the same object to `register_model`, so the results
-and the report know it without building a model). Structured pruning also needs each primary-capsule type's slice of
-every tensor it touches: a family that supports it implements `capsule_layout()` returning a `CapsuleLayout`.
+A family gives its `TensorRoles(...)` to `register_model`, once: the results and the report read them from the
+registry without building a model, and `create_model` sets them on every model it builds (`roles_of`). Structured
+pruning also needs each primary-capsule type's slice of every tensor it touches: a family that supports it
+implements `capsule_layout()` returning a `CapsuleLayout`.
 """
 
 from __future__ import annotations

@@ -1,5 +1,5 @@
-"""Routing algorithms by name (`model.routing`), one calling convention for all of them, and the capsule
-architectures that take one by config.
+"""Routing algorithms by name (`model.routing`), one calling convention for all of them. Which routing a model
+family runs when `model.routing` is "" is the family's registration (`rem.models.register_model(..., routing=)`).
 
 A routing is called as
     routing(votes (B, I, J, D), iterations, bias, *, activations=None, quantize_levels=None, trace=None, **options)
@@ -24,8 +24,7 @@ from dataclasses import dataclass
 
 import torch
 
-from rem.config import ConfigError
-from rem.registry import PLUGINS, Registry
+from rem.registry import Registry
 
 PARENTS, PRIOR = "parents", "prior"
 BIAS_FORMS = (PARENTS, PRIOR, None)
@@ -58,19 +57,9 @@ class Routing:
         return {key: value for key, value in options.items() if key in self.options}
 
 
-ROUTINGS: Registry[Routing] = Registry("routing", "model.routing", built_in={
-    "dynamic": "rem.routing.dynamic",
-    "scaled_distance": "rem.routing.scaled_distance",
-    "self_attention": "rem.routing.self_attention",
-})
-# model.name -> the routing it runs when model.routing is "": the architectures that take one by config. A family
-# not here (a CNN baseline, which has no routing) refuses model.routing.
-ARCHITECTURES: Registry[str] = Registry("capsule architecture that takes model.routing", "model.name", built_in={
-    "capsnet": "rem.models.capsnet",
-    "deepcaps": "rem.models.deepcaps",
-    "efficient_capsnet": "rem.models.efficient_capsnet",
-    "gamma_capsnet": "rem.models.gamma_capsnet",
-})
+# The built-in routings register themselves when rem.routing is imported (its __init__ imports each module, which
+# any import of this one runs first), in that order: no map here repeats their names.
+ROUTINGS: Registry[Routing] = Registry("routing", "model.routing")
 
 
 def register_routing(name: str, *, bias: str | None = PARENTS, activations: bool = False,
@@ -84,29 +73,3 @@ def register_routing(name: str, *, bias: str | None = PARENTS, activations: bool
         return route
 
     return wrap
-
-
-def own_routing(model: str, routing: str) -> str:
-    """Declare that architecture `model` takes `model.routing`, and routes with `routing` when it is ""."""
-    ARCHITECTURES.register(model, routing)
-    return routing
-
-
-def routing_named(name: str, own: str) -> Routing:
-    """The routing `model.routing` names ("" = the architecture's `own`); one line naming the known ones if none."""
-    return ROUTINGS.get(name or own)
-
-
-def check_routing(cfg, source: str) -> None:
-    """`model.routing` of config `cfg`: "" or a registered routing, for an architecture that takes one; else a
-    ConfigError of one line, prefixed by `source`, naming the routings or saying why the model takes none."""
-    name, model = cfg.model.routing, cfg.model.name
-    if not name:
-        return
-    if name not in ROUTINGS:
-        raise ConfigError(f"{source}: model.routing {name!r} is unknown; allowed: {', '.join(ROUTINGS.names())} "
-                          f"(a routing of your own: register it in a module named in {PLUGINS})")
-    if ARCHITECTURES.find(model) is None:
-        raise ConfigError(f"{source}: model.routing is {name!r}, but model.name {model!r} takes no routing by config "
-                          f"(it has none, or only its own; those that do: {', '.join(ARCHITECTURES.names())}); "
-                          f"leave model.routing empty")

@@ -12,9 +12,10 @@ import torch
 from rem.capsules import efficient_squash, squash
 from rem.config import Config, ConfigError, ModelConfig
 from rem.models import create_model
+from rem.models.checks import check_routing
 from rem.models.from_config import model_options
-from rem.routing import (ARCHITECTURES, PARENTS, PRIOR, ROUTINGS, Routing, check_routing, quantize_couplings,
-                         register_routing)
+from rem.models.registry import default_routing, routing_models
+from rem.routing import PARENTS, PRIOR, ROUTINGS, Routing, quantize_couplings, register_routing
 from tests.extending.toy_routing import uniform_routing
 from tests.tiny_trials import SMALL_CAPSNET
 
@@ -33,8 +34,9 @@ def votes_and_bias(routing: Routing) -> tuple[torch.Tensor, torch.Tensor | None]
 
 def test_the_built_in_routings_are_registered_in_order():
     assert ROUTINGS.names()[:3] == BUILT_IN
-    assert dict(ARCHITECTURES.items()) == {"capsnet": "dynamic", "deepcaps": "dynamic",
-                                           "efficient_capsnet": "self_attention", "gamma_capsnet": "scaled_distance"}
+    assert {name: default_routing(name) for name in routing_models()} == {
+        "capsnet": "dynamic", "deepcaps": "dynamic", "efficient_capsnet": "self_attention",
+        "gamma_capsnet": "scaled_distance"}
 
 
 @pytest.mark.parametrize("name", BUILT_IN)
@@ -87,7 +89,7 @@ def test_each_architecture_runs_each_built_in_routing(model, routing):
 
 @pytest.mark.parametrize("model", list(SMALL))
 def test_the_empty_routing_is_the_architectures_own_to_the_bit(model):
-    own = ARCHITECTURES.get(model)
+    own = default_routing(model)
     outputs = []
     for routing in ("", own):
         torch.manual_seed(0)
