@@ -40,6 +40,7 @@ CHANGED_SINCE = {
     "equivariance": "issue 36: eval.equivariance, equivariance tested directly at a trial's end (off by default)",
     "iteration_curves": "issue 36: eval.iteration_curves, routing per iteration every epoch (off by default)",
     "iteration_images": "issue 36: eval.iteration_images, the validation images those curves read",
+    "warmup_steps": "issue 44: train.warmup_steps, a linear learning-rate warm-up (0, the default, trains as before)",
 }
 ARMS = {
     "none": {}, "rem": {"prune.method": "rem"},
