@@ -85,26 +85,13 @@ def fashion_mnist(repo_root: Path = REPO, **data_overrides):
     return prepare_data(Config().with_overrides(overrides, "benchmark"), repo_root)
 
 
-def cpu_model() -> str:
-    """The CPU's model name as the kernel reports it (e.g. "AMD EPYC", "Intel(R) Xeon(R) Platinum 8481C")."""
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                return line.split(":", 1)[1].strip()
-    except OSError:
-        pass
-    import platform
-
-    return platform.processor() or "unknown CPU"
-
-
 def environment_line() -> str:
     """What every timing depends on: the CPU (model, vector extensions, bf16), threads, load."""
     import torch
 
-    from rem.device import bf16_capability, resolve_precision
+    from rem.device import bf16_capability, cpu_name, resolve_precision
 
     busy = os.getloadavg()[0]
-    return (f"torch {torch.__version__}, {cpu_model()} ({bf16_capability('cpu')}; train.precision auto -> "
+    return (f"torch {torch.__version__}, {cpu_name()} ({bf16_capability('cpu')}; train.precision auto -> "
             f"{resolve_precision('cpu', 'auto')}), {torch.get_num_threads()} threads, {os.cpu_count()} CPUs, "
             f"load average {busy:.2f} at start (others' work on the CPUs slows every variant alike)")

@@ -21,6 +21,7 @@ import pandas as pd
 
 from rem.cli import run_with_params
 from rem.config import add_params_arguments
+from rem.device import bf16_capability, cpu_name
 from rem.io import atomic_write, atomic_write_text
 from rem.tracking import runs as tracking
 from rem.tracking.store import open_client
@@ -66,13 +67,6 @@ def sweep_record(cfg, results: pd.DataFrame) -> dict[str, str]:
             "wall": f"{minutes // 60:.0f} h {minutes % 60:.0f} min (the sweep; fetch and report add about a minute)"}
 
 
-def cpu_name() -> str:
-    cpuinfo = Path("/proc/cpuinfo")
-    lines = cpuinfo.read_text().splitlines() if cpuinfo.exists() else []
-    return next((line.split(":", 1)[1].strip() for line in lines if line.startswith("model name")),
-                platform.processor() or "unknown CPU")
-
-
 def gpus() -> str:
     """The GPUs this process sees (the trials' devices when the sweep ran here), or 'no GPU'."""
     import torch
@@ -87,7 +81,8 @@ def machine() -> dict[str, str]:
     import torch
 
     memory = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") / 2**30
-    return {"hardware": f"{os.cpu_count()} CPU cores ({cpu_name()}), {memory:.0f} GiB RAM, {gpus()}",
+    return {"hardware": f"{os.cpu_count()} CPU cores ({cpu_name()}; {bf16_capability('cpu')}), {memory:.0f} GiB RAM, "
+                        f"{gpus()}",
             "software": f"Python {platform.python_version()}, torch {torch.__version__}, {platform.system()}"}
 
 

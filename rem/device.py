@@ -18,8 +18,10 @@ from __future__ import annotations
 
 import logging
 import os
+import platform
 import re
 from dataclasses import fields, replace
+from pathlib import Path
 
 import torch
 
@@ -92,6 +94,26 @@ def bf16_capability(device: torch.device | str) -> str:
         return f"cuda:{index}: {torch.cuda.get_device_name(index)}, compute capability {major}.{minor}, {native}"
     kernels = "oneDNN bf16 kernels" if has else "no oneDNN bf16 kernels"
     return f"{device.type}: {torch.backends.cpu.get_cpu_capability()}, {native} ({kernels})"
+
+
+def cpu_name() -> str:
+    """The CPU as the kernel names it, with its family and model where the name alone does not tell the kind
+    (an "AMD EPYC" may be a Zen 2 without native bf16 or a Zen 4 with it), e.g. "AMD EPYC, family 25 model 17"."""
+    try:
+        lines = Path("/proc/cpuinfo").read_text().splitlines()
+    except OSError:  # not Linux
+        lines = []
+    entry = {}
+    for line in lines:
+        if not line.strip():
+            break  # the first CPU's entry is enough
+        key, sep, value = line.partition(":")
+        if sep:
+            entry.setdefault(key.strip(), value.strip())
+    name = entry.get("model name") or platform.processor() or "unknown CPU"
+    if "cpu family" in entry and "model" in entry:
+        name += f", family {entry['cpu family']} model {entry['model']}"
+    return name
 
 
 def resolve_precision(device: torch.device | str, setting: str, warn: bool = False) -> str:

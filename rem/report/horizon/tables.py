@@ -99,6 +99,14 @@ def class_indices(frame: pd.DataFrame) -> list[int]:
     return sorted(int(c.rsplit("_", 1)[1]) for c in frame.columns if c.startswith("entropy/class_"))
 
 
+def ceiling(group: pd.DataFrame, indices: list[int]) -> tuple[str, str]:
+    """The highest entropy and parse-tree count an arm's test images allow (every image a tree of its own): per
+    seed, the mean over classes of log2(images of the class), and the images in all."""
+    images = np.stack([final_value(group, f"images/class_{k}").to_numpy(float) for k in indices])
+    return (spread(pd.Series(np.log2(np.maximum(images, 1)).mean(axis=0))).text(3),
+            spread(pd.Series(images.sum(axis=0))).text(0))
+
+
 @report_table("horizon-classes", "Entropy and parse trees per class", pages={HORIZON_PAGE: 40}, file="classes_{group}",
               per="model.name", figures=("epochs_{group}.png", "couplings_{group}.png"))
 def classes_section(frame: pd.DataFrame, context: Context, model: str) -> Table | None:
@@ -114,10 +122,12 @@ def classes_section(frame: pd.DataFrame, context: Context, model: str) -> Table 
             for k in indices]
     rows.append(["all classes", *(spread(final_value(group, column)).text(digits) for _, group in mine
                                   for column, digits in (("entropy/mean", 3), ("parse_trees/total", 0)))])
+    rows.append(["ceiling: every image its own tree", *(cell for _, group in mine for cell in ceiling(group, indices))])
     images = sorted({int(v) for k in indices for v in final_value(last, f"images/class_{k}").dropna()})
     return Table(f"{model}: entropy and parse trees per class at the evaluated epoch", ["Class", *(
                  f"{arm.label} {what}" for arm, _ in mine for what in ("entropy (bits)", "parse trees"))], rows,
                  notes=[f"REM's parse-tree entropy of each class over the test images predicted as that class (REM's "
                         f"grouping; {images[0]:,}-{images[-1]:,} images a class here): a class's entropy is at most "
-                        "log2 of its images, reached when every image has a parse tree of its own. 'all classes': the mean entropy over classes and the total of parse trees. "
+                        "log2 of its images, reached when every image has a parse tree of its own (the last row). 'all classes': the "
+                        "mean entropy over classes and the total of parse trees. "
                         f"{SEED_NOTE} Per class, descriptive only: the verdicts are on the totals (claims table)."])
