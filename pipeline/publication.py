@@ -2,7 +2,8 @@
 machine), how the run was made (run.json: command, commit, wall time, hardware, load), and the tables, figures and
 page its own `render` makes from the Parquet alone -- so `--render-only` regenerates them without retraining.
 
-`pipeline.evidence` (profile `evidence`) and `pipeline.claims` (profile `claims`) are two `Publication`s.
+`pipeline.evidence` (profile `evidence`) and `pipeline.claims` (profile `claims`) are two `Publication`s. `--add`
+adds a later sweep's trials to a published run (pipeline/added_trials.py says when that is allowed).
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ from typing import Callable
 
 import pandas as pd
 
+from pipeline.added_trials import AddedTrialsError, added_record, check_same_run
 from rem.cli import run_with_params
 from rem.config import add_params_arguments
 from rem.device import bf16_capability, cpu_name
@@ -116,24 +118,52 @@ class Publication:
                                    f"run `{self.command}` first")
         return results
 
-    def publish(self, cfg, out: Path, load: str = "") -> list[Path]:
+    def finished(self, cfg) -> tuple[pd.DataFrame, list[str]]:
+        """The sweep's finished trials, and the keys of those that failed or were stopped: not evidence, so named in
+        run.json and left out of the Parquet and the page."""
         everything = portable(self.read(Path(cfg.sweep.results)))
-        # A trial that failed or was stopped is not evidence: named in run.json, left out of the Parquet and the page.
         last = everything.sort_values("epoch").groupby("trial_key").tail(1)
         stopped = sorted(last.loc[last["status"] != "FINISHED", "trial_key"].astype(str))
-        results = everything[~everything["trial_key"].isin(stopped)]
+        return everything[~everything["trial_key"].isin(stopped)], stopped
+
+    def record(self, cfg, results: pd.DataFrame, stopped: list[str], load: str) -> dict:
+        """How the sweep that produced `results` was made: command, commit, times, machine, load, trials stopped."""
+        return {"command": f"`{self.command}`", "commit": commit(), **sweep_record(cfg, results), **machine(),
+                **({"load": load} if load else {}), **({"not published": "; ".join(stopped)} if stopped else {})}
+
+    def publish(self, cfg, out: Path, load: str = "") -> list[Path]:
+        results, stopped = self.finished(cfg)
         atomic_write(out / "sweep.parquet", lambda tmp: results.to_parquet(tmp, index=False))
         if self.before_render is not None:
             self.before_render(cfg, out, results)
-        run = {"command": f"`{self.command}`", "commit": commit(), **sweep_record(cfg, results), **machine(),
-               **({"load": load} if load else {}), **({"not published": "; ".join(stopped)} if stopped else {})}
+        run = self.record(cfg, results, stopped, load)
         atomic_write_text(out / "run.json", json.dumps(run, indent=2) + "\n")
+        return self.render(out, results, run)
+
+    def add(self, cfg, out: Path, load: str = "") -> list[Path]:
+        """The sweep's finished trials added to the run published in `out` (pipeline/added_trials.py): checked to
+        be the same comparison first, recorded under run.json's "added". The published figures drawn from
+        checkpoints (coupling histograms) stay those of the first run."""
+        published = self.read(out / "sweep.parquet")
+        later, stopped = self.finished(cfg)
+        check_same_run(published, later, cfg.sweep.grid, str(cfg.sweep.results))
+        keys = sorted(set(later["trial_key"].astype(str)))
+        results = pd.concat([published, later], ignore_index=True)
+        run_file = out / "run.json"
+        how = f"python -m pipeline.sweep -S profile={self.name} -S 'sweep.grid={json.dumps(cfg.sweep.grid)}' && " \
+              f"python -m pipeline.{self.name} --add"  # the later sweep ran only its own arms
+        addition = {**self.record(cfg, later, stopped, load), "command": f"`{how}`"}
+        run = added_record(json.loads(run_file.read_text()) if run_file.is_file() else {}, addition, keys)
+        atomic_write(out / "sweep.parquet", lambda tmp: results.to_parquet(tmp, index=False))
+        atomic_write_text(run_file, json.dumps(run, indent=2) + "\n")
         return self.render(out, results, run)
 
     def run(self, cfg, args: argparse.Namespace) -> int:
         if args.render_only:
             run = json.loads((args.out / "run.json").read_text()) if (args.out / "run.json").is_file() else {}
             written = self.render(args.out, self.read(args.out / "sweep.parquet"), run)
+        elif args.add:
+            written = self.add(cfg, args.out, args.load)
         else:
             written = self.publish(cfg, args.out, args.load)
         print(f"{self.name}: {len(written)} files -> {args.out}")
@@ -144,5 +174,7 @@ class Publication:
         add_params_arguments(parser)
         parser.add_argument("--out", type=Path, default=self.out, help=f"where it goes (default {self.out})")
         parser.add_argument("--render-only", action="store_true", help="re-render from OUT/sweep.parquet and OUT/run.json")
+        parser.add_argument("--add", action="store_true", help="add the sweep's trials to the run published in OUT "
+                            "(arms it cut to fit, run later with the same settings)")
         parser.add_argument("--load", default="", help="what else the machine ran meanwhile (recorded in run.json)")
-        return run_with_params(self.run, parser.parse_args(argv), (PublicationError,))
+        return run_with_params(self.run, parser.parse_args(argv), (PublicationError, AddedTrialsError))

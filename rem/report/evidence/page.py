@@ -62,10 +62,20 @@ def render_tables(results: pd.DataFrame) -> dict[str, str]:
     return markdown_files(assemble_page(results, EVIDENCE_PAGE).parts)
 
 
+RUN_KEYS = [("command", "Command"), ("commit", "Commit"), ("started", "Started (UTC)"), ("finished", "Finished (UTC)"),
+            ("wall", "Wall time"), ("load", "Load"), ("not published", "Stopped, not published"),
+            ("hardware", "Hardware"), ("software", "Software")]
+
+
 def run_lines(run: dict) -> list[str]:
-    keys = [("command", "Command"), ("commit", "Commit"), ("started", "Started (UTC)"), ("finished", "Finished (UTC)"),
-            ("wall", "Wall time"), ("load", "Load"), ("not published", "Stopped, not published"), ("hardware", "Hardware"), ("software", "Software")]
-    return [f"- **{label}:** {run[key]}" for key, label in keys if run.get(key)]
+    """How the run was made, a line a fact; a later sweep added to it (`python -m pipeline.<name> --add`) follows
+    with its own facts and the trials it brought."""
+    lines = [f"- **{label}:** {run[key]}" for key, label in RUN_KEYS if run.get(key)]
+    for added in run.get("added", []):
+        trials = added["trials"].split("; ")
+        lines.append(f"- **Added later ({len(trials)} trials: {added['trials']}):**")
+        lines += [f"  - **{label}:** {added[key]}" for key, label in RUN_KEYS if added.get(key)]
+    return lines
 
 
 def page_text(title: str, intro: str, run: dict, notes: str, body: list[str]) -> str:

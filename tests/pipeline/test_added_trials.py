@@ -1,0 +1,91 @@
+"""A later sweep's trials join a published run only as the same comparison (pipeline/added_trials.py), and
+`--add` keeps the published run's record beside the later one's. Exercised on the committed evidence run: its
+W-only REM arm plays the later sweep, the other arms the published run."""
+
+from __future__ import annotations
+
+import json
+
+import pandas as pd
+import pytest
+
+from pipeline.added_trials import AddedTrialsError, added_record, check_same_run
+from pipeline.evidence import EVIDENCE
+from rem.config import load
+from tests.conftest import REPO
+
+PUBLISHED = REPO / "reports" / "evidence" / "sweep.parquet"
+W_ONLY = "prune.threshold_tensors"
+
+
+@pytest.fixture(scope="module")
+def split() -> tuple[pd.DataFrame, pd.DataFrame]:
+    frame = pd.read_parquet(PUBLISHED)
+    later = (frame["prune.method"].astype(str) == "rem") & (frame[W_ONLY].astype(str).str.contains("votes"))
+    return frame[~later].reset_index(drop=True), frame[later].reset_index(drop=True)
+
+
+@pytest.fixture(scope="module")
+def profile_grid():
+    return load(REPO / "params.yaml", {"profile": "evidence"}).sweep.grid
+
+
+def test_trials_of_the_grid_run_by_the_same_settings_join(split, profile_grid):
+    published, later = split
+    check_same_run(published, later, profile_grid, "later.parquet")
+    # a setting the code gained since the published run joins at its default (it changes nothing)
+    check_same_run(published.drop(columns=["train.warmup_steps"], errors="ignore"), later.assign(
+        **{"train.warmup_steps": 0}), profile_grid, "later.parquet")
+
+
+def test_a_fixed_setting_that_differs_is_named_with_both_values(split, profile_grid):
+    published, later = split
+    with pytest.raises(AddedTrialsError, match=r"later.parquet: column 'train.max_steps_per_epoch' is 100; the "
+                                               r"published run has 150"):
+        check_same_run(published, later.assign(**{"train.max_steps_per_epoch": 100}), profile_grid, "later.parquet")
+    with pytest.raises(AddedTrialsError, match=r"column 'compute/bf16' is 0.0; the published run has 1.0"):
+        check_same_run(published, later.assign(**{"compute/bf16": 0.0}), profile_grid, "later.parquet")
+    with pytest.raises(AddedTrialsError, match=r"'train.warmup_steps' is new since the published run and must be "
+                                               r"at its default 0; got 200"):
+        check_same_run(published.drop(columns=["train.warmup_steps"], errors="ignore"),
+                       later.assign(**{"train.warmup_steps": 200}), profile_grid, "later.parquet")
+
+
+def test_published_trials_and_trials_outside_the_grid_do_not_join(split, profile_grid):
+    published, later = split
+    with pytest.raises(AddedTrialsError, match="trials already published: .*model.name=capsnet,prune.method=none,train.seed=42"):
+        check_same_run(published, published, profile_grid, "later.parquet")
+    stray = later.assign(trial_key=later["trial_key"].str.replace("train.seed=", "train.seed=9"))
+    with pytest.raises(AddedTrialsError, match="trials outside the profile's grid: .*train.seed=942"):
+        check_same_run(published, stray, profile_grid, "later.parquet")
+
+
+def test_the_later_sweep_is_recorded_beside_the_first_and_leaves_its_stopped_list():
+    first = {"commit": "aaa", "not published": "k1; k2; k3"}
+    run = added_record(first, {"commit": "bbb", "load": "alone"}, ["k1", "k2"])
+    assert run["commit"] == "aaa" and run["not published"] == "k3"
+    assert run["added"] == [{"commit": "bbb", "load": "alone", "trials": "k1; k2"}]
+    assert "not published" not in added_record(run, {"commit": "ccc"}, ["k3"])
+
+
+def test_add_writes_the_joined_run_and_its_page(split, tmp_path, monkeypatch):
+    published, later = split
+    monkeypatch.chdir(tmp_path)  # the sweep's MLflow store and results are looked up from here
+    out = tmp_path / "evidence"
+    out.mkdir()
+    published.to_parquet(out / "sweep.parquet", index=False)
+    later_keys = sorted(set(later["trial_key"]))
+    (out / "run.json").write_text(json.dumps({"commit": "first", "not published": later_keys[0]}))
+    later.to_parquet(tmp_path / "later.parquet", index=False)
+    cfg = load(REPO / "params.yaml", {"profile": "evidence", "sweep.results": str(tmp_path / "later.parquet")})
+    EVIDENCE.add(cfg, out, load="alone on the machine")
+    joined = pd.read_parquet(out / "sweep.parquet")
+    assert sorted(set(joined["trial_key"])) == sorted(set(pd.read_parquet(PUBLISHED)["trial_key"]))
+    run = json.loads((out / "run.json").read_text())
+    assert run["commit"] == "first" and "not published" not in run
+    assert run["added"][0]["trials"] == "; ".join(later_keys) and run["added"][0]["load"] == "alone on the machine"
+    assert "--add" in run["added"][0]["command"]
+    page = (out / "README.md").read_text()
+    assert f"- **Added later (3 trials: {'; '.join(later_keys)}):**" in page
+    with pytest.raises(AddedTrialsError, match="trials already published"):
+        EVIDENCE.add(cfg, out)  # twice is refused: nothing is counted twice
