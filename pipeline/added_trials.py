@@ -41,8 +41,10 @@ def setting_columns(frame: pd.DataFrame) -> list[str]:
 
 
 def text_values(frame: pd.DataFrame, column: str) -> set[str]:
-    """The column's values as text (lists and mappings compare by their text), rows without one left out."""
-    return set(frame[column].dropna().astype(str))
+    """The column's values as text (lists and mappings compare by their text); rows without one count as one more
+    value, "(empty)", so a setting only some published arms carry is not taken for a fixed one."""
+    values = set(frame[column].dropna().astype(str))
+    return values | {"(empty)"} if frame[column].isna().any() else values
 
 
 def check_same_run(published: pd.DataFrame, added: pd.DataFrame, profile_grid, source: str) -> None:

@@ -38,6 +38,16 @@ def test_trials_of_the_grid_run_by_the_same_settings_join(split, profile_grid):
         **{"train.warmup_steps": 0}), profile_grid, "later.parquet")
 
 
+def test_a_setting_only_some_published_arms_carry_is_not_a_fixed_one(split):
+    """The later sweep lists only its own arms (as the real `--add` run did), so `prune.target_from`, which only the
+    matched IMP arm sets, is no axis of its grid; the published rows without it make it no fixed setting either."""
+    published, later = split
+    assert published["prune.target_from"].isna().any() and published["prune.target_from"].notna().any()
+    own_grid = [{"model.name": ["capsnet"], "prune": [{"method": "rem", "threshold_tensors": ["votes.weight"]}],
+                 "train.seed": [42, 43, 44]}]
+    check_same_run(published, later, own_grid, "later.parquet")
+
+
 def test_a_fixed_setting_that_differs_is_named_with_both_values(split, profile_grid):
     published, later = split
     with pytest.raises(AddedTrialsError, match=r"later.parquet: column 'train.max_steps_per_epoch' is 100; the "
