@@ -23,6 +23,7 @@ import ray
 import torch
 from ray import tune
 
+import rem.checks  # noqa: F401  every package's checks of a trial's config, registered before it is read
 from rem.analysis.at_trial_end import AT_TRIAL_END
 from rem.config import from_dict
 from rem.data import fetch_dataset, get_dataset

@@ -18,6 +18,7 @@ from pathlib import Path
 
 import pandas as pd
 
+import rem.checks  # noqa: F401  every package's checks of params.yaml, registered before any is read
 from rem.analysis.at_trial_end import AT_TRIAL_END
 from rem.analysis.robustness.evaluation import robust_metrics
 from rem.analysis.robustness.families import RobustnessError, check_family_names

@@ -27,6 +27,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+import rem.checks  # noqa: F401  the packages' config checks, registered as the CLI and the pipeline register them
 from rem.config import DataConfig
 from rem.data import DataSourceError, DatasetSpec, RemoteFile, fetch, get_dataset, mirror_folders
 from rem.data.sources import fetch_file

@@ -43,3 +43,17 @@ def test_every_entry_a_module_of_rem_registers_is_listed_under_it(kind):
             if defined_in(entry).startswith("rem.")}  # entries of tests or plugins may be registered too
     assert ours == {name: registry.built_in.get(name) for name in ours}, "registered but listed nowhere (or elsewhere)"
     assert set(ours) == set(registry.built_in)
+
+
+def test_rem_checks_imports_every_package_check_and_each_registers():
+    """rem.checks is the one list of the packages' config checks: it names every `checks` module of rem's packages,
+    and each of them registers at least one check with rem.config.checks."""
+    import rem.checks
+    from rem.config.checks import FIELDS_CHECKS, SECTION_CHECKS
+
+    check_modules = {m for m in every_rem_module() if m.count(".") == 2 and m.endswith(".checks") and m != "rem.config.checks"}
+    listed = {getattr(rem.checks, name).__name__ for name in dir(rem.checks) if name.endswith("_checks")}
+    assert listed == check_modules, f"rem.checks lists {sorted(listed)}; the packages' checks are {sorted(check_modules)}"
+    registered = {check.__module__ for table in (SECTION_CHECKS, FIELDS_CHECKS) for checks in table.values()
+                  for check in checks}
+    assert check_modules <= registered, f"registering nothing: {sorted(check_modules - registered)}"

@@ -1,11 +1,12 @@
 """The `eval` section's robustness families against the ones the evaluation knows, and the size of what its analyses
-measure (`rem.config.checks`)."""
+measure (registered with `rem.config.checks`)."""
 
 from __future__ import annotations
 
 from rem.analysis.equivariance import MIN_IMAGES
 from rem.analysis.robustness.families import RobustnessError, check_families
 from rem.config import ConfigError
+from rem.config.checks import register_section_check
 
 
 def check_section(cfg, source: str) -> None:
@@ -20,3 +21,6 @@ def check_section(cfg, source: str) -> None:
         # half of the images fit the map: fewer fitting rows than its width would fit any change exactly
         raise ConfigError(f"{source}: eval.equivariance needs eval.robust_images 0 (all) or >= {MIN_IMAGES}, more than "
                           f"twice the widest representation measured (DeepCaps' 10 x 32 poses); got {few}")
+
+
+register_section_check("eval", check_section)

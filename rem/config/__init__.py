@@ -5,8 +5,9 @@ and a `profiles` mapping of per-profile overrides. Resolution order: base -> pro
 overrides (dotted keys such as `train.epochs=3`). Every key is checked against the section dataclasses: an
 unknown or ill-typed key raises ConfigError naming the key and what is allowed, before any work starts.
 
-This package imports no other package of `rem` (they all import it): a check that needs one -- is this model, dataset,
-method known -- is that package's, named in `rem.config.checks`.
+This package imports no other package of `rem` (they all import it) and builds without torch: a check that needs
+one -- is this model, dataset, method known -- is that package's, which registers it in `rem.config.checks` when it is
+imported (`import rem.checks` imports them all).
 """
 
 from rem.config.loading import add_params_arguments, deep_merge, load, load_from_args, parse_override, resolve

@@ -1,12 +1,12 @@
 """`PruneConfig`: the `prune` section of params.yaml (the pruning library's own config, `rem.pruning.PruneConfig`),
-validated where it is built: its choices and ranges here, the named method's own fields by the method
-(`rem.config.checks.check_prune_method`)."""
+validated where it is built: its choices and ranges here, the named method's own fields by the checks the pruning
+package registers (`rem.config.checks.register_fields_check`)."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from rem.config.checks import check_prune_method
+from rem.config.checks import check_fields
 
 SEARCHES = ("bisection", "sorted", "none")  # none: LOBSTER shrinks, nothing is thresholded (a control)
 SEARCH_PRECISIONS = ("fp32", "train")
@@ -92,5 +92,5 @@ class PruneConfig:
             raise ValueError(f"PruneConfig.threshold_tensors={self.threshold_tensors!r} must be a list of parameter names")
         if self.target_from not in (None, "rem"):
             raise ValueError(f"PruneConfig.target_from={self.target_from!r} must be 'rem' (or null)")
-        check_prune_method(self)  # the method's own fields (an unknown method: one line naming them all)
+        check_fields("prune", self)  # the method's own fields (an unknown method: one line naming them all)
         return self

@@ -11,10 +11,10 @@ from rem.data.registry import (DATASETS, DatasetFamily, DatasetSpec, RemoteFile,
                                is_known_dataset, list_datasets, register_family, table_name)
 from rem.data.sources import fetch, fetch_dataset, fetch_datasets, mirror_folders
 from rem.data.verify import ChecksumError, DataSourceError, FormatError
+from rem.data.checks import check_data_section  # registers the data section's checks: a config read here knows them
 
 _LAZY = {"BatchTransform": "rem.data.augment", "Split": "rem.data.splits", "Splits": "rem.data.splits",
-         "load_splits": "rem.data.loading", "prepare_data": "rem.data.loading",
-         "check_data_section": "rem.data.checks"}
+         "load_splits": "rem.data.loading", "prepare_data": "rem.data.loading"}
 
 __all__ = [
     "BatchTransform", "ChecksumError", "DATASETS", "DataSourceError", "DatasetFamily", "DatasetSpec", "FormatError",

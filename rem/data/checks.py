@@ -1,12 +1,13 @@
-"""The `data` section (and `fetch.datasets`) against the dataset families (`rem.config.checks`): every dataset named
-is one a family has, the settings every family reads are consistent, and each family's own settings pass its checks
-(every family's, whichever dataset is chosen: a params.yaml value is wrong or right on its own)."""
+"""The `data` section (and `fetch.datasets`) against the dataset families (registered with `rem.config.checks`): every
+dataset named is one a family has, the settings every family reads are consistent, and each family's own settings
+pass its checks (every family's, whichever dataset is chosen: a params.yaml value is wrong or right on its own)."""
 
 from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
 from rem.config import ConfigError
+from rem.config.checks import register_section_check
 from rem.data.registry import FAMILIES, DatasetFamily, find_family, list_datasets, named_forms
 
 if TYPE_CHECKING:
@@ -39,4 +40,4 @@ def check_data_section(cfg: Config, source: str) -> None:
             raise ConfigError(f"{source}: {problem}")
 
 
-check_section = check_data_section  # the name `rem.config.checks` calls each section's check by
+register_section_check("data", check_data_section)

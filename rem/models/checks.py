@@ -1,9 +1,10 @@
-"""The `model` section against the model registry (`rem.config.checks`): a known family, a routing it can take, and
-nothing a family without routing cannot have."""
+"""The `model` section against the model registry (registered with `rem.config.checks`): a known family, a routing
+it can take, and nothing a family without routing cannot have."""
 
 from __future__ import annotations
 
 from rem.config import ConfigError, ModelConfig
+from rem.config.checks import register_section_check
 from rem.models.registry import has_routing, list_models, routing_models
 from rem.registry import PLUGINS
 from rem.routing import ROUTINGS
@@ -39,3 +40,6 @@ def check_section(cfg, source: str) -> None:
     if cfg.model.routing_iterations != ModelConfig.routing_iterations:
         raise ConfigError(f"{source}: model.routing_iterations is {cfg.model.routing_iterations}, but model.name "
                           f"{name!r} has no routing; leave it at its default")
+
+
+register_section_check("model", check_section)

@@ -26,6 +26,7 @@ from rem.pruning.methods import PruningMethod, get_method, method_names, registe
 from rem.pruning.parameters import (is_class_capsule_matrix, is_primary_conv, prunable_parameters,
                                     shrinkable_parameters)
 from rem.pruning.probe import ThresholdProbe
+from rem.pruning import checks  # noqa: F401  (registers the methods' own checks: PruneConfig(method=...) is checked)
 from rem.pruning.pruner import Pruner, TrialPruner
 from rem.pruning.search import Bisection, SortedSearch, ThresholdResult, threshold_search
 from rem.pruning.snip import snip_prune

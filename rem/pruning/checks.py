@@ -1,9 +1,10 @@
-"""The `prune` section against the method registry (`rem.config.checks`): the method's own fields, how long it needs
-to run, and whether the model has the routing it prunes by."""
+"""The `prune` section against the method registry (registered with `rem.config.checks`): the method's own fields, how
+long it needs to run, and whether the model has the routing it prunes by."""
 
 from __future__ import annotations
 
 from rem.config import ConfigError
+from rem.config.checks import register_fields_check, register_section_check
 from rem.models import has_routing
 from rem.pruning.methods.registry import get_method, method_names
 
@@ -22,3 +23,7 @@ def check_section(cfg, source: str) -> None:
         usable = [m for m in method_names() if not get_method(m).routing_needed_because]
         raise ConfigError(f"{source}: prune.method {cfg.prune.method!r} needs routing, and model.name "
                           f"{cfg.model.name!r} has none ({method.routing_needed_because}); use {', '.join(usable)}")
+
+
+register_fields_check("prune", check_method)
+register_section_check("prune", check_section)

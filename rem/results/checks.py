@@ -1,11 +1,12 @@
-"""The `sweep` section (`rem.config.checks`): per-model resources, the grid's shape, matched controls, and every
-grid point as a config of its own."""
+"""The `sweep` section (registered with `rem.config.checks`): per-model resources, the grid's shape, matched controls,
+and every grid point as a config of its own."""
 
 from __future__ import annotations
 
 import copy
 
 from rem.config import ConfigError
+from rem.config.checks import register_section_check
 from rem.config.root import build_config, check_config, set_dotted
 from rem.models import list_models
 from rem.results import grid
@@ -28,3 +29,6 @@ def check_section(cfg, source: str) -> None:
         for key, value in point.items():
             set_dotted(point_tree, key, value, where)
         check_config(build_config(point_tree, where), where, check_grid=False)
+
+
+register_section_check("sweep", check_section)

@@ -1,8 +1,9 @@
-"""The `train` section against the devices this library knows (`rem.config.checks`)."""
+"""The `train` section against the devices this library knows (registered with `rem.config.checks`)."""
 
 from __future__ import annotations
 
 from rem.config import ConfigError
+from rem.config.checks import register_section_check
 from rem.device import check_setting
 
 
@@ -11,3 +12,6 @@ def check_section(cfg, source: str) -> None:
         check_setting(cfg.train.device)
     except ValueError as err:
         raise ConfigError(f"{source}: {err}") from None
+
+
+register_section_check("train", check_section)
