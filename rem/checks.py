@@ -1,4 +1,5 @@
-"""Every package's checks of params.yaml: importing this module registers each with `rem.config.checks`.
+"""Every package's checks of params.yaml: importing this module registers each with `rem.config.checks`; and the
+reference of the settings the registries' entries declare (`settings_reference`, README's copy).
 
 The CLI and the pipeline's stages import it before they read params.yaml, so an unknown model, dataset, routing or
 pruning method, or a grid point that cannot run, stops the run in one line before any work starts. `rem.config` itself
@@ -6,9 +7,50 @@ names none of these modules (it is the leaf every package imports); tests/test_r
 the `checks` modules of rem's packages one.
 """
 
+import inspect
+
+from rem.data.registry import FAMILIES, named_forms
+from rem.models.registry import MODELS, family_options, list_models
 from rem.models import checks as model_checks  # noqa: F401  (importing registers)
 from rem.data import checks as data_checks  # noqa: F401
 from rem.training import checks as train_checks  # noqa: F401
 from rem.analysis import checks as eval_checks  # noqa: F401
 from rem.pruning import checks as prune_checks  # noqa: F401
 from rem.results import checks as sweep_checks  # noqa: F401  (its grid check builds every point: registered last)
+
+
+def _default(value) -> str:
+    """A default as params.yaml writes it."""
+    if value is inspect.Parameter.empty:
+        return "required"
+    if isinstance(value, (tuple, list)):
+        return "[" + ", ".join(map(_default, value)) + "]"
+    return "null" if value is None else str(value).lower() if isinstance(value, bool) else str(value)
+
+
+def _ours(module: str) -> bool:
+    return module.startswith("rem.")  # a plugin's entries (or a test's) document themselves
+
+
+def settings_reference() -> str:
+    """README's reference of the settings each registry entry declares, as Markdown: every model family's
+    `model.options` with their defaults (from its registration), and the `data` keys each dataset reads beyond those
+    every dataset reads (from its family). `python -m rem.checks` prints it; tests/test_settings_reference.py keeps
+    README's copy equal to it."""
+    lines = ["| `model.name` | `model.options` (default) |", "|---|---|"]
+    for name in list_models():
+        if not _ours(MODELS.get(name).builder.__module__):
+            continue
+        options = ", ".join(f"`{key}` ({_default(value)})" for key, value in family_options(name).items())
+        lines.append(f"| `{name}` | {options or 'none'} |")
+    lines += ["", "| `data.dataset` | the `data` keys it reads beyond every dataset's |", "|---|---|"]
+    for name, family in FAMILIES.items():
+        if not _ours(type(family).__module__):
+            continue
+        name = next((form for form in named_forms() if form.startswith(name)), name) if name.endswith(":") else name
+        lines.append(f"| `{name}` | {', '.join(f'`data.{key}`' for key in family.settings) or 'none'} |")
+    return "\n".join(lines) + "\n"
+
+
+if __name__ == "__main__":
+    print(settings_reference(), end="")

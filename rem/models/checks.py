@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from rem.config import ConfigError, ModelConfig
 from rem.config.checks import register_section_check
-from rem.models.registry import has_routing, list_models, routing_models
+from rem.models.registry import SECTION_KEYS, family_options, has_routing, list_models, routing_models
 from rem.registry import PLUGINS
 from rem.routing import ROUTINGS
 
@@ -25,12 +25,25 @@ def check_routing(cfg, source: str) -> None:
                           f"none; those that do: {', '.join(routing_models())}); leave model.routing empty")
 
 
+def check_options(cfg, source: str) -> None:
+    """`model.options` of config `cfg`: only options its family declares (`rem.models.registry.family_options`);
+    the model section's own keys are set there, not as options."""
+    name, known = cfg.model.name, family_options(cfg.model.name)
+    for key in cfg.model.options:
+        if key in SECTION_KEYS:
+            raise ConfigError(f"{source}: model.options.{key}: set model.{key} instead (the model section's own key)")
+        if key not in known:
+            raise ConfigError(f"{source}: model.options.{key} is not an option of model {name!r}; its options: "
+                              f"{', '.join(known) or 'none'}")
+
+
 def check_section(cfg, source: str) -> None:
     name = cfg.model.name
     if name not in list_models():
         raise ConfigError(f"{source}: model.name {name!r} is unknown; allowed: {', '.join(list_models())} "
                           f"(a model of your own: register it in a module named in {PLUGINS})")
     check_routing(cfg, source)
+    check_options(cfg, source)
     if has_routing(name):
         return
     # a CNN baseline has no couplings to reconstruct from or iterate

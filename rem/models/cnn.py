@@ -23,6 +23,7 @@ Neither model has a decoder or routing iterations; asking for one is a ValueErro
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import dataclass
 
 import torch
 from torch import nn
@@ -82,13 +83,25 @@ def cnn_options(name: str, overrides: dict) -> dict:
     return {"dropout": DROPOUT, **overrides}
 
 
-@register_model("cnn_sabour", routing=None)
+@dataclass(frozen=True)
+class CNNOptions:
+    """The `model.options` of a CNN baseline (its layers are the builder's own)."""
+
+    dropout: float = DROPOUT
+
+
+@dataclass(frozen=True)
+class MatchedCNNOptions(CNNOptions):
+    primary_types: int | None = None  # CapsNet's primary capsule types it matches (None: CapsNet's default)
+
+
+@register_model("cnn_sabour", routing=None, options=CNNOptions)
 def cnn_sabour(*, in_shape: tuple[int, int, int], num_classes: int, **overrides) -> CNNBaseline:
     return CNNBaseline(in_shape, num_classes, convs=((256, 5, 1, 2), (256, 5, 1, 2), (128, 5, 1, 2)),
                        hidden=(328, 192), **cnn_options("cnn_sabour", overrides))
 
 
-@register_model("cnn_matched", routing=None)
+@register_model("cnn_matched", routing=None, options=MatchedCNNOptions)
 def cnn_matched(*, in_shape: tuple[int, int, int], num_classes: int, primary_types: int | None = None,
                 **overrides) -> CNNBaseline:
     """CapsNet's convolutions (its default for `primary_types`: 64 for colour inputs, 32 otherwise -- see

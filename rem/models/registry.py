@@ -7,8 +7,10 @@ are to pruning (`roles`; `create_model` hands them to every model it builds, whi
 
 from __future__ import annotations
 
+import inspect
+import typing
 from dataclasses import dataclass
-from typing import Callable
+from typing import Any, Callable
 
 import torch
 from torch import nn
@@ -38,25 +40,52 @@ class CapsuleOutput:
     logits: torch.Tensor | None = None
 
 
+# Build arguments every family takes from the data (not options), and those the config's own model keys set
+# (rem.models.from_config): model.options may name neither.
+BUILD_ARGUMENTS = ("self", "in_shape", "num_classes")
+SECTION_KEYS = ("decoder", "routing_iterations", "routing")
+
+
 @dataclass(frozen=True)
 class ModelFamily:
     builder: Callable[..., nn.Module]  # (in_shape, num_classes, **overrides) -> nn.Module
     routing: str | None  # the routing model.routing "" means; None: no routing couplings (a CNN), so no parse trees
     roles: TensorRoles  # what its tensors are to pruning (known without building one)
+    options: Callable[..., Any] | None = None  # whose keyword arguments are its model.options (`declared_options`)
+
+    def declared_options(self) -> dict[str, Any]:
+        """Option -> default (inspect.Parameter.empty: none) of the family, read from the signature that declares
+        them: `options` if it registered one, else the builder's own keyword arguments and, where it passes the
+        rest on (`**overrides`), those of the class it is annotated to return."""
+        sources = [self.options] if self.options is not None else [self.builder, *self._passed_on_to()]
+        found: dict[str, Any] = {}
+        for source in sources:
+            for name, param in inspect.signature(source).parameters.items():
+                if name not in BUILD_ARGUMENTS and param.kind not in (param.VAR_KEYWORD, param.VAR_POSITIONAL):
+                    found.setdefault(name, param.default)
+        return found
+
+    def _passed_on_to(self) -> list[type]:
+        takes_rest = any(p.kind is p.VAR_KEYWORD for p in inspect.signature(self.builder).parameters.values())
+        returned = typing.get_type_hints(self.builder).get("return") if inspect.isfunction(self.builder) else None
+        return [returned] if takes_rest and inspect.isclass(returned) else []
 
 
 MODELS: Registry[ModelFamily] = Registry("model", "model.name")
 
 
-def register_model(name: str, *, routing: str | None, roles: TensorRoles = NO_ROLES):
+def register_model(name: str, *, routing: str | None, roles: TensorRoles = NO_ROLES,
+                   options: Callable[..., Any] | None = None):
     """Decorator: `@register_model("capsnet", routing="dynamic", roles=ROLES)` on a builder `(in_shape, num_classes,
     **overrides) -> nn.Module` (a function, or the model's class itself), returned unchanged. `routing`: the
     registered routing (`rem.routing`) its class layer runs when `model.routing` is "", which also says the family
     takes `model.routing`; None for a family whose forward has no routing couplings. `roles`: what its tensors are to
-    pruning (`rem.models.roles`)."""
+    pruning (`rem.models.roles`). `options`: a callable whose keyword arguments (with their defaults) are the
+    family's `model.options`, for a builder that fixes some of its class's arguments itself; by default they are
+    read off the builder and the class it returns (`ModelFamily.declared_options`)."""
 
     def wrap(builder: Callable[..., nn.Module]) -> Callable[..., nn.Module]:
-        MODELS.register(name, ModelFamily(builder, routing, roles))
+        MODELS.register(name, ModelFamily(builder, routing, roles, options))
         return builder
 
     return wrap
@@ -87,6 +116,11 @@ def default_routing(name: str) -> str | None:
 def routing_models() -> list[str]:
     """The families that route, hence take `model.routing`, sorted."""
     return [name for name in list_models() if has_routing(name)]
+
+
+def family_options(name: str) -> dict[str, Any]:
+    """The `model.options` model family `name` takes, each with its default, without building one."""
+    return {k: v for k, v in family(name).declared_options().items() if k not in SECTION_KEYS}
 
 
 def family_roles(name: str) -> TensorRoles:
