@@ -30,6 +30,11 @@ MATCHED_TARGET_RE = re.escape(MATCHED_TARGET) + r"=[^,]*,"
 PRECISION = "compute/bf16"  # what train.precision resolved to on the machine, per epoch
 
 
+def grid_point_key(key: str) -> str:
+    """A trial's key as its grid point names it (a matched control's resolved target left out)."""
+    return re.sub(MATCHED_TARGET_RE, "", key)
+
+
 class AddedTrialsError(ValueError):
     """The later sweep is not the published run's comparison; the message names what differs."""
 
@@ -53,7 +58,7 @@ def check_same_run(published: pd.DataFrame, added: pd.DataFrame, profile_grid, s
     allowed = {grid.trial_key(p) for p in grid.points(profile_grid)}
     axes = {axis for p in grid.points(profile_grid) for axis in p} | {MATCHED_TARGET}
     keys = set(added["trial_key"].astype(str))
-    if unknown := sorted(k for k in keys if re.sub(MATCHED_TARGET_RE, "", k) not in allowed):
+    if unknown := sorted(k for k in keys if grid_point_key(k) not in allowed):
         raise AddedTrialsError(f"{source}: trials outside the profile's grid: {'; '.join(unknown)}")
     if again := sorted(keys & set(published["trial_key"].astype(str))):
         raise AddedTrialsError(f"{source}: trials already published: {'; '.join(again)}")

@@ -20,11 +20,12 @@ from typing import Callable
 
 import pandas as pd
 
-from pipeline.added_trials import AddedTrialsError, added_record, check_same_run
+from pipeline.added_trials import AddedTrialsError, added_record, check_same_run, grid_point_key
 from rem.cli import run_with_params
 from rem.config import add_params_arguments
 from rem.device import bf16_capability, cpu_name
 from rem.io import atomic_write, atomic_write_text
+from rem.results import grid
 from rem.tracking import runs as tracking
 from rem.tracking.store import open_client
 
@@ -119,12 +120,15 @@ class Publication:
         return results
 
     def finished(self, cfg) -> tuple[pd.DataFrame, list[str]]:
-        """The sweep's finished trials, and the keys of those that failed or were stopped: not evidence, so named in
+        """The sweep's finished trials, and the keys of those that failed or were stopped, and of the grid's points
+        it never started (a sweep stopped to fit, its table collected from MLflow): not evidence, so named in
         run.json and left out of the Parquet and the page."""
         everything = portable(self.read(Path(cfg.sweep.results)))
         last = everything.sort_values("epoch").groupby("trial_key").tail(1)
         stopped = sorted(last.loc[last["status"] != "FINISHED", "trial_key"].astype(str))
-        return everything[~everything["trial_key"].isin(stopped)], stopped
+        present = {grid_point_key(k) for k in everything["trial_key"].astype(str)}
+        never = [key for key in map(grid.trial_key, grid.points(cfg.sweep.grid)) if key not in present]
+        return everything[~everything["trial_key"].isin(stopped)], stopped + sorted(never)
 
     def record(self, cfg, results: pd.DataFrame, stopped: list[str], load: str) -> dict:
         """How the sweep that produced `results` was made: command, commit, times, machine, load, trials stopped."""

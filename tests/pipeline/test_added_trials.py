@@ -9,9 +9,10 @@ import json
 import pandas as pd
 import pytest
 
-from pipeline.added_trials import AddedTrialsError, added_record, check_same_run
+from pipeline.added_trials import AddedTrialsError, added_record, check_same_run, grid_point_key
 from pipeline.evidence import EVIDENCE
 from rem.config import load
+from rem.results import grid
 from tests.conftest import REPO
 
 PUBLISHED = REPO / "reports" / "evidence" / "sweep.parquet"
@@ -99,3 +100,19 @@ def test_add_writes_the_joined_run_and_its_page(split, tmp_path, monkeypatch):
     assert f"- **Added later (3 trials: {'; '.join(later_keys)}):**" in page
     with pytest.raises(AddedTrialsError, match="trials already published"):
         EVIDENCE.add(cfg, out)  # twice is refused: nothing is counted twice
+
+
+def test_a_stopped_sweep_names_its_unfinished_trials_and_the_points_it_never_started(split, tmp_path):
+    """A sweep stopped to fit (its table collected from MLflow) publishes its finished trials; run.json's
+    "not published" names the trial it stopped mid-run and every grid point it never started."""
+    published, later = split
+    stopped_key = sorted(set(published["trial_key"]))[0]
+    partial = published.assign(status=published["status"].where(published["trial_key"] != stopped_key, "KILLED"))
+    partial.to_parquet(tmp_path / "partial.parquet", index=False)
+    cfg = load(REPO / "params.yaml", {"profile": "evidence", "sweep.results": str(tmp_path / "partial.parquet")})
+    results, not_published = EVIDENCE.finished(cfg)
+    assert stopped_key not in set(results["trial_key"])
+    never = {k for k in map(grid.trial_key, grid.points(cfg.sweep.grid))} - {
+        grid_point_key(k) for k in published["trial_key"]}
+    assert never >= {grid_point_key(k) for k in later["trial_key"]}  # the W-only arm: never started here
+    assert not_published == [stopped_key, *sorted(never)]
