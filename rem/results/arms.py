@@ -12,6 +12,7 @@ one colour. A profile whose trials differ only where the paper names them keeps 
 from __future__ import annotations
 
 import functools
+import json
 import math
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -69,6 +70,25 @@ def value_text(value) -> str:
     if isinstance(value, float) and value.is_integer():
         return str(int(value))
     return str(value)
+
+
+def as_mapping(value) -> dict | None:
+    """A mapping setting (`model.options`, kept in the results table as JSON text) as a dict; None for any other."""
+    if isinstance(value, str) and value.startswith("{"):
+        try:
+            value = json.loads(value)
+        except ValueError:
+            return None
+    return value if isinstance(value, dict) else None
+
+
+def difference_parts(key: str, value) -> list[str]:
+    """How one difference reads in a label: `lr=0.003`; a mapping by its own keys (`agreement_scale=3`), an empty
+    one (the defaults: the arm as published) by nothing."""
+    mapping = as_mapping(value)
+    if mapping is None:
+        return [f"{key}={value_text(value)}"]
+    return [f"{k}={json.dumps(v) if isinstance(v, bool) else value_text(v)}" for k, v in mapping.items()]
 
 
 def comparable(value):
@@ -208,7 +228,7 @@ class Arm:
 
     @property
     def label(self) -> str:
-        parts = [f"{key}={value_text(value)}" for key, value in self.differences]
+        parts = [part for key, value in self.differences for part in difference_parts(key, value)]
         return self.name + (SEPARATOR + ", ".join(parts) if parts else "")
 
     def pruning_name(self) -> str:

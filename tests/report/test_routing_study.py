@@ -10,9 +10,10 @@ import pytest
 from pipeline.routing import render
 from rem.config import load
 from rem.report.routing_study.measures import curves, onset, routing_threshold
-from rem.report.routing_study.page import render_tables
+from rem.report.routing_study.page import render_tables, routing_page
 from rem.results import grid
 from tests.conftest import REPO
+from tests.report.published_pages import assert_rendered_from_the_parquet_alone
 
 ROUTED_BITS = 3.0  # the generated setting's coupling entropy from epoch 2 on (uniform over 10 classes: 3.3219)
 
@@ -68,3 +69,8 @@ def test_every_setting_of_the_profile_has_three_seeds_and_a_published_default():
         settings.setdefault(setting, set()).add(point["train.seed"])
     assert all(len(seeds) >= 3 for seeds in settings.values())
     assert "model.name=capsnet" in settings, "CapsNet as published (its grid point sets nothing else) is the reference"
+
+
+def test_the_committed_study_is_rendered_from_its_parquet_alone():
+    """reports/routing/: every table and the page equal what its sweep.parquet, run.json and notes.md give."""
+    assert_rendered_from_the_parquet_alone(REPO / "reports" / "routing", render_tables, routing_page)
