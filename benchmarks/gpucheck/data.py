@@ -35,7 +35,9 @@ def raw_root(data: dict) -> Path:
 
 
 def params_config(profile: str, overrides: dict):
-    """params.yaml's `profile` with the check's overrides: the trials' own settings, not the benchmark's."""
+    """params.yaml's `profile` with the check's overrides: the trials' own settings, not the benchmark's. One
+    trial's config: the profile's grid is not re-checked with them (a model's small options are not its other
+    models')."""
     from rem.config import load
 
-    return load(REPO / "params.yaml", {"profile": profile, **overrides})
+    return load(REPO / "params.yaml", {"profile": profile}).with_overrides(overrides, "gpu check")
