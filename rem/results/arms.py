@@ -19,7 +19,7 @@ from dataclasses import dataclass
 
 import pandas as pd
 
-from rem.config import TRIAL_SECTIONS, ModelConfig
+from rem.config import TRIAL_SECTIONS, Config, ModelConfig
 from rem.data.registry import table_settings
 from rem.pruning.methods.arm_settings import ArmSetting
 from rem.pruning.methods.registry import METHODS, REM_RANK, FixedTargetMethod, PruningMethod
@@ -107,8 +107,25 @@ def arm_differences(last: pd.DataFrame, names: pd.Series) -> dict[str, tuple[tup
         varying = [k for k in keys if group[k].astype(str).nunique(dropna=False) > 1]
         short = short_keys(varying)
         for row in group.to_dict("records"):
-            out[row["trial_key"]] = tuple((short[k], comparable(row[k])) for k in varying)
+            out[row["trial_key"]] = tuple((short[k], comparable(row[k])) for k in varying if not at_default(k, row[k]))
     return out
+
+
+@functools.cache
+def config_defaults() -> dict[str, object]:
+    return Config().flat()
+
+
+def at_default(key: str, value) -> bool:
+    """Whether a trial's setting is the config's default (the arm as published): an arm's label names only what it
+    changed, so CapsNet as published stays "+Q" beside "+Q · warmup_steps=200". Two configurations still get two
+    labels: where they differ, at most one of them is at the default."""
+    if key not in config_defaults():
+        return False
+    default = config_defaults()[key]
+    if isinstance(default, dict):
+        return as_mapping(value) == default
+    return value_text(value) == value_text(default)
 
 
 DEFAULT_ITERATIONS = ModelConfig.routing_iterations  # every family's default; other counts are ablations

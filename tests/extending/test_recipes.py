@@ -25,9 +25,10 @@ GRID = [  # a union of three products, all on the toy dataset
     {"data.dataset": [NAME], "model.routing": ["uniform"]},
     {"data.dataset": [NAME], "prune.method": ["random"], "prune.target_sparsity": [0.3, 0.6]},
 ]
-# the +Q trials differ in routing and learning rate: each pair is its arm; the random ones only in their target
-ARMS = {"+Q · routing=dynamic, lr=0.001": [42, 43], "+Q · routing=dynamic, lr=0.003": [42, 43],
-        "+Q · routing=uniform, lr=0.001": [42], "+RANDOM 30%": [42], "+RANDOM 60%": [42]}
+# the +Q trials differ in routing and learning rate: each pair is its arm, named by what it changed from the defaults
+# (lr 0.001 is one); the random ones only in their target
+ARMS = {"+Q · routing=dynamic": [42, 43], "+Q · routing=dynamic, lr=0.003": [42, 43],
+        "+Q · routing=uniform": [42], "+RANDOM 30%": [42], "+RANDOM 60%": [42]}
 
 
 def on_toy_dataset(params: Path, mirror: Path) -> None:
