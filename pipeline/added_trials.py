@@ -35,6 +35,11 @@ def grid_point_key(key: str) -> str:
     return re.sub(MATCHED_TARGET_RE, "", key)
 
 
+def grid_point_keys(sweep_grid) -> list[str]:
+    """The key of every point of a sweep grid, in the grid's order."""
+    return [grid.trial_key(p) for p in grid.points(sweep_grid)]
+
+
 class AddedTrialsError(ValueError):
     """The later sweep is not the published run's comparison; the message names what differs."""
 
@@ -55,7 +60,7 @@ def text_values(frame: pd.DataFrame, column: str) -> set[str]:
 def check_same_run(published: pd.DataFrame, added: pd.DataFrame, profile_grid, source: str) -> None:
     """Raise AddedTrialsError unless `added` holds trials the profile's grid defines, none published yet, all run
     with the published run's fixed settings."""
-    allowed = {grid.trial_key(p) for p in grid.points(profile_grid)}
+    allowed = set(grid_point_keys(profile_grid))
     axes = {axis for p in grid.points(profile_grid) for axis in p} | {MATCHED_TARGET}
     keys = set(added["trial_key"].astype(str))
     if unknown := sorted(k for k in keys if grid_point_key(k) not in allowed):

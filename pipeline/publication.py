@@ -20,12 +20,11 @@ from typing import Callable
 
 import pandas as pd
 
-from pipeline.added_trials import AddedTrialsError, added_record, check_same_run, grid_point_key
+from pipeline.added_trials import AddedTrialsError, added_record, check_same_run, grid_point_key, grid_point_keys
 from rem.cli import run_with_params
 from rem.config import add_params_arguments
 from rem.device import bf16_capability, cpu_name
 from rem.io import atomic_write, atomic_write_text
-from rem.results import grid
 from rem.tracking import runs as tracking
 from rem.tracking.store import open_client
 
@@ -127,7 +126,7 @@ class Publication:
         last = everything.sort_values("epoch").groupby("trial_key").tail(1)
         stopped = sorted(last.loc[last["status"] != "FINISHED", "trial_key"].astype(str))
         present = {grid_point_key(k) for k in everything["trial_key"].astype(str)}
-        never = [key for key in map(grid.trial_key, grid.points(cfg.sweep.grid)) if key not in present]
+        never = [key for key in grid_point_keys(cfg.sweep.grid) if key not in present]
         return everything[~everything["trial_key"].isin(stopped)], stopped + sorted(never)
 
     def record(self, cfg, results: pd.DataFrame, stopped: list[str], load: str) -> dict:

@@ -83,8 +83,8 @@ def as_mapping(value) -> dict | None:
 
 
 def difference_parts(key: str, value) -> list[str]:
-    """How one difference reads in a label: `lr=0.003`; a mapping by its own keys (`agreement_scale=3`), an empty
-    one (the defaults: the arm as published) by nothing."""
+    """How one difference reads in a label: `lr=0.003`; a mapping by its own keys (`agreement_scale=3`). A setting
+    at its default never gets here (`at_default`)."""
     mapping = as_mapping(value)
     if mapping is None:
         return [f"{key}={value_text(value)}"]
