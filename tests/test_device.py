@@ -234,13 +234,15 @@ def test_a_cuda_training_step_runs_everything_on_the_gpu(synthetic_raw, tmp_path
 
 @needs_cuda
 def test_a_cuda_threshold_search_prunes_and_its_checkpoint_resumes_on_the_cpu(synthetic_raw, tmp_path):
+    # A 5 % tolerance on the validation loss, no accuracy guard: REM's own (none at all) let the H200's first run
+    # (2026-12-04) prune nothing on this tiny model, which tests the search's mechanics no less but its pruning not.
     cfg = tiny_cfg(synthetic_raw, device="cuda", epochs=1).with_overrides(
-        {"prune.method": "rem", "prune.search_tolerance_pp": 1.0})
+        {"prune.method": "rem", "prune.search_tolerance_pp": 1.0, "prune.twt": 0.05, "prune.require_accuracy": False})
     with ComputeDevices() as compute:
         first = train(cfg, workdir=tmp_path)
     assert compute.devices == {"cuda"}
     assert first["sparsity"] > 0 and first["prune/evaluations"] >= 2
-    assert first["prune/val_loss"] <= first["prune/base_val_loss"] + 1e-12
+    assert first["prune/val_loss"] <= first["prune/base_val_loss"] * 1.05 + 1e-12
     resumed = train(cfg.with_overrides({"train.device": "cpu", "train.epochs": 2}), workdir=tmp_path)
     assert resumed["epoch"] == 2 and resumed["sparsity"] >= first["sparsity"]  # masks came back from the GPU run
 

@@ -19,6 +19,9 @@ class Sizes:
     share_counts: tuple[int, ...]  # part d: trials at once
     share_seconds: float
     share_precisions: tuple[str, ...]
+    pairs_steps: tuple[int, ...]  # part g: steps per epoch (2 epochs) of each round, shortest first
+    pairs_seeds: tuple[int, ...]
+    pairs_test: int  # test pairs read
     evidence_subsets: dict  # part f
     evidence_arms: int  # part f: at most this many trials
     evidence_epochs: int  # part f: 0 = the profile's epochs
@@ -31,6 +34,7 @@ GPU = Sizes(small_models=False, architectures=("capsnet", "gamma_capsnet", "deep
             subsets={"train_subset": 256, "val_subset": 500, "test_subset": 500}, batch=128, eval_batch=500,
             epoch_subsets={"train_subset": 0, "val_subset": 0, "test_subset": 0}, epochs=2,
             share_counts=(1, 2, 4, 8), share_seconds=6.0, share_precisions=("fp32", "bf16"), first_estimate_s=40.0,
+            pairs_steps=(150, 600), pairs_seeds=(42, 43, 44), pairs_test=2000,
             evidence_subsets={"train_subset": 0, "val_subset": 0, "test_subset": 0}, evidence_arms=99, evidence_epochs=0,
             # the CPU's run of the guard is CI's job: here only the GPU's
             pytest_args=("--deselect", "tests/training/test_factory_guard.py::test_every_architecture_and_method_names_its_devices[cpu]"))
@@ -39,5 +43,6 @@ CPU = Sizes(small_models=True, architectures=("capsnet",), methods=("none", "rem
             subsets={"train_subset": 32, "val_subset": 32, "test_subset": 32}, batch=16, eval_batch=32,
             epoch_subsets={"train_subset": 64, "val_subset": 32, "test_subset": 32}, epochs=1,
             share_counts=(1, 2), share_seconds=0.5, share_precisions=("fp32",), first_estimate_s=5.0,
+            pairs_steps=(2,), pairs_seeds=(42,), pairs_test=32,
             evidence_subsets={"train_subset": 64, "val_subset": 32, "test_subset": 32}, evidence_arms=1, evidence_epochs=1,
             pytest_args=("-k", "setting_forms or autocast or describe_names"))

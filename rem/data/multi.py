@@ -1,5 +1,5 @@
 """MultiMNIST as Sabour et al. built it ("Dynamic Routing Between Capsules", 2017, section 6), and the same built from
-Fashion-MNIST: `multimnist`, `multifashion`.
+Fashion-MNIST: `multimnist`, `multifashion`; and `multimnist-halves`, MultiMNIST from MNIST's test set alone.
 
 An example overlays two images of different classes on a 36x36 canvas: each is placed at the centre and shifted by
 up to ±4 px along each axis (each digit and axis drawn independently), so no digit ever leaves the canvas. The two are
@@ -20,6 +20,14 @@ pairs per digit (60M training, 10M test images); here training draws one pair pe
 is one fixed pair per test digit (10,000). Files: the base dataset's four IDX files, fetched and verified as its own
 (a mirror's `mnist/`/`fashion-mnist/` folder, the system's Fashion-MNIST, the canonical URLs).
 
+`multimnist-halves` exists because MNIST's training images are on none of this project's machines (only its 10,000
+test digits are staged), and training and testing on the same digits would measure memory, not recognition. Its
+files are MNIST's two t10k files only; a fixed shuffle (data.split_seed) splits those digits into disjoint halves:
+the first 5,000 are the training digits, less a validation carve of min(data.val_size, a tenth of them) (the default
+val_size, 5,500, is larger than the half: 4,500 train + 500 validation), and the test pairs (5,000) are drawn from
+the other half only, so no digit image is in both a training or validation pair and a test pair. Everything else is
+`multimnist`'s. A twelfth of the training digits: its numbers are not comparable to Sabour's or to `multimnist`'s.
+
 Published: Sabour et al. report 5.2% test error on MultiMNIST (CapsNet with reconstruction, 3 routing iterations).
 """
 
@@ -32,7 +40,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 import torch
 
-from rem.data.idx import FASHION_MNIST, MNIST, read_idx_pair
+from rem.data.idx import FASHION_MNIST, IDX_NAMES, MNIST, read_idx_pair
 from rem.data.registry import DatasetFamily, DatasetSpec, register_family
 from rem.data.splits import Split, Splits, carve
 from rem.device import HOST, to_device
@@ -46,6 +54,7 @@ CANVAS = DIGIT + 2 * SHIFT  # 36: the largest shift keeps the whole digit
 # Streams of pair draws, kept apart: entropy words of numpy's SeedSequence (stable across numpy versions).
 TRAIN_PAIRS, VAL_PAIRS, TEST_PAIRS = 1, 2, 3
 MAX_ROUNDS = 100  # redraws of partners of the same class; each round leaves ~1/10 of the previous ones
+HALVES_VAL_SHARE = 10  # multimnist-halves validates on at most 1/10 of its training half
 
 
 def pair_generator(*words: int) -> torch.Generator:
@@ -140,24 +149,41 @@ class EpochPairs(PairSplit):
         self.draw(pair_generator(TRAIN_PAIRS, seed, epoch), len(self))
 
 
-def paired_spec(base: DatasetSpec, name: str, mean: float, std: float) -> DatasetSpec:
-    """The two-digit dataset `name` built from `base`'s files, found where `base`'s are (its mirror folder)."""
-    files = tuple(replace(remote, folder=remote.folder or base.name) for remote in base.files)
+def paired_spec(base: DatasetSpec, name: str, mean: float, std: float, halves: bool = False) -> DatasetSpec:
+    """The two-digit dataset `name` built from `base`'s files, found where `base`'s are (its mirror folder);
+    `halves`: from its test files alone, split into halves (`digit_splits`)."""
+    files = tuple(replace(remote, folder=remote.folder or base.name) for remote in base.files
+                  if not halves or remote.name in IDX_NAMES[2:])
     return replace(base, name=name, files=files, in_shape=(1, CANVAS, CANVAS), mean=(mean,), std=(std,),
                    augment="none")
 
 
+def digit_splits(spec: DatasetSpec, raw: Path, data: DataConfig) -> tuple[Split, Split, Split]:
+    """(train, val, test) digits to pair: the base's training set less the data.val_size carve, and its test set; for
+    a spec of the test files alone, the test set's two halves of a fixed shuffle (module docstring)."""
+    if any(remote.name == IDX_NAMES[0] for remote in spec.files):
+        train, val = carve(*read_idx_pair(raw, "train"), data.val_size, data.split_seed)
+        return train, val, Split(*read_idx_pair(raw, "t10k"))
+    images, labels = read_idx_pair(raw, "t10k")
+    test, half = carve(images, labels, len(labels) // 2, data.split_seed)  # half: the shuffle's first half
+    train, val = carve(half.images, half.labels, min(data.val_size, len(half) // HALVES_VAL_SHARE), data.split_seed)
+    return train, val, test
+
+
 # Mean/std, measured once: multifashion's over the composites of its training pairs (data.split_seed 0: 54,500);
 # multimnist's over those of MNIST's 10,000 test digits, MNIST's training images being on none of the machines that
-# measured them (MNIST's own test digits, 0.1325/0.3105, are within 0.003 of its training values, 0.1307/0.3081).
+# measured them (MNIST's own test digits, 0.1325/0.3105, are within 0.003 of its training values, 0.1307/0.3081);
+# multimnist-halves' over the composites of its training pairs as loaded from the real MNIST t10k files (data.split_seed
+# 0, val_size 5,500: 4,500 pairs; three epochs' redraws of them are within 0.001).
 MULTIMNIST = paired_spec(MNIST, "multimnist", 0.1385, 0.3199)
 MULTIFASHION = paired_spec(FASHION_MNIST, "multifashion", 0.2717, 0.3624)
+MULTIMNIST_HALVES = paired_spec(MNIST, "multimnist-halves", 0.1388, 0.3202, halves=True)
 
 
 class PairedDigits(DatasetFamily):
     """Two different-class images of an IDX-layout dataset on one canvas (module docstring)."""
 
-    specs = (MULTIMNIST, MULTIFASHION)
+    specs = (MULTIMNIST, MULTIFASHION, MULTIMNIST_HALVES)
 
     def check(self, data: DataConfig) -> str | None:
         if data.dataset in self.names() and data.flip == "on":  # a flipped composite would not match its parts
@@ -165,13 +191,10 @@ class PairedDigits(DatasetFamily):
         return None
 
     def load(self, spec: DatasetSpec, raw: Path, data: DataConfig, cache_dir: Path | None) -> Splits:
-        """Pairs of the base dataset's train/val carve and test set (decoding IDX is cheap: no prepared cache). The
-        training pairs are only as many as data.train_subset keeps (every epoch draws its own: drawing the rest here
-        would be thrown away); validation and test pairs are drawn for every digit, so a capped test set is the
-        first pairs of the full one."""
-        full_x, full_y = read_idx_pair(raw, "train")
-        train, val = carve(full_x, full_y, data.val_size, data.split_seed)
-        test = Split(*read_idx_pair(raw, "t10k"))
+        """Pairs of `digit_splits` (decoding IDX is cheap: no prepared cache). The training pairs are only as many as
+        data.train_subset keeps (every epoch draws its own: drawing the rest here would be thrown away); validation
+        and test pairs are drawn for every digit, so a capped test set is the first pairs of the full one."""
+        train, val, test = digit_splits(spec, raw, data)
         kept = min(data.train_subset, len(train)) if data.train_subset > 0 else 0
         return Splits(train=EpochPairs.drawn(train, pair_generator(TRAIN_PAIRS, data.split_seed), kept),
                       val=PairSplit.drawn(val, pair_generator(VAL_PAIRS, data.split_seed)),

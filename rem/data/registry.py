@@ -10,7 +10,7 @@ by a module named in REM_PLUGINS (see `rem.registry`). Nothing outside the famil
 Built-in families (module: datasets):
   rem.data.idx          mnist, fashion-mnist (MNIST's IDX layout)
   rem.data.synthetic    synthetic-fashion (generated, Fashion-MNIST's layout)
-  rem.data.multi        multimnist, multifashion (Sabour et al.'s MultiMNIST: two classes overlaid on 36x36)
+  rem.data.multi        multimnist, multimnist-halves, multifashion (Sabour et al.'s MultiMNIST: two classes overlaid on 36x36)
   rem.data.svhn         svhn
   rem.data.cifar        cifar10, cifar10-jpeg (the complete CIFAR-10 as JPEGs, read as an image folder)
   rem.data.affnist      affnist
@@ -119,6 +119,7 @@ FAMILIES: Registry[DatasetFamily] = Registry("dataset", "data.dataset", built_in
     "mnist": "rem.data.idx", "fashion-mnist": "rem.data.idx", "svhn": "rem.data.svhn", "cifar10": "rem.data.cifar",
     "cifar10-jpeg": "rem.data.cifar", "affnist": "rem.data.affnist", "synthetic-fashion": "rem.data.synthetic",
     "smallnorb": "rem.data.smallnorb", "multimnist": "rem.data.multi", "multifashion": "rem.data.multi",
+    "multimnist-halves": "rem.data.multi",
     "imagefolder:": "rem.data.imagefolder",
 })
 

@@ -41,11 +41,13 @@ def test_the_gpu_check_runs_every_part_on_the_cpu_without_ray_mlflow_or_dvc(fash
     summary = json.loads((out / "summary.json").read_text())
     statuses = {name: (p["status"], p["error"][-300:]) for name, p in summary["parts"].items()}
     assert done.returncode == 0, (statuses, done.stdout[-3000:], done.stderr[-3000:])
-    assert list(statuses) == ["a_tests", "b_trials", "c_epochs", "d_sharing", "e_packing", "f_evidence"]
+    assert list(statuses) == ["a_tests", "b_trials", "c_epochs", "d_sharing", "e_packing", "g_pairs", "f_evidence"]
     parts = summary["parts"]
     assert parts["b_trials"]["resume"]["device->device"]["exact"]
     assert all(row["host_waits_per_step"] <= 1 for t in parts["c_epochs"]["trials"].values() for row in t["epochs"])
     assert [r["n"] for r in parts["d_sharing"]["fp32"]] == [1, 2]
+    assert [(r["setting"], r["steps"]) for r in parts["g_pairs"]["runs"]] == [("published", 4), ("vote_init_fan_in", 4)]
+    assert len(parts["g_pairs"]["verdicts"]) == 2
     assert "gpus_per_trial:" in (out / "gpus_per_trial_fp32.yaml").read_text()
     evidence = pd.read_parquet(out / "evidence_gpu.parquet")
     committed = pd.read_parquet(REPO / "reports" / "evidence" / "sweep.parquet")

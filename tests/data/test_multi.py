@@ -1,14 +1,18 @@
 """MultiMNIST / multifashion (rem/data/multi.py): pairs of different classes placed within the canvas at the drawn
 shifts, training pairs drawn afresh each epoch and repeated for the same seed and epoch, fixed test pairs; the
 two-label margin loss, CNN loss and metric on hand-made numbers; reconstructions masked by each label.
+multimnist-halves: only the t10k files, split into disjoint halves (no digit in both a training and a test pair).
 
 The pair tests read small IDX files written here with generated pixels (each image a distinct pattern, so where it
-landed can be checked pixel for pixel): a format fixture, not MNIST.
+landed can be checked pixel for pixel, and a pair's digit traced back to its index in the file): a format fixture,
+not MNIST. The `realdata` test builds multimnist-halves from the real MNIST test set.
 """
 
 from __future__ import annotations
 
 import math
+from dataclasses import replace
+from pathlib import Path
 from types import SimpleNamespace
 
 import numpy as np
@@ -17,13 +21,14 @@ import torch
 import torch.nn.functional as F
 
 from rem.config import ConfigError, DataConfig, from_dict
-from rem.data import get_dataset, load_splits
+from rem.data import DataSourceError, fetch, get_dataset, load_splits
 from rem.data.multi import CANVAS, DIGIT, SHIFT, EpochPairs, PairSplit, pair_generator
 from rem.data.splits import Split
+from rem.data.verify import md5_of
 from rem.evaluate import count_correct, predict
 from rem.losses import classification_loss, margin_loss
 from rem.models.decoder import ConvDecoder, FCDecoder, mask_capsules
-from tests.conftest import write_idx
+from tests.conftest import idx_pair, write_idx
 
 
 def _digits(n: int, seed: int) -> tuple[np.ndarray, np.ndarray]:
@@ -117,6 +122,109 @@ def test_flipping_a_pair_dataset_is_refused():
     with pytest.raises(ConfigError, match="data.flip must be auto or off for multifashion"):
         from_dict({"data": {"dataset": "multifashion", "flip": "on"}})
     assert from_dict({"data": {"dataset": "fashion-mnist", "flip": "on"}}).data.flip == "on"
+
+
+HALVES = "multimnist-halves"
+T10K = ("t10k-images-idx3-ubyte", "t10k-labels-idx1-ubyte")
+
+
+@pytest.fixture(scope="module")
+def t10k_only(tmp_path_factory):
+    """A mirror's mnist/ folder with a 200-digit test set and nothing else (no training files)."""
+    folder = tmp_path_factory.mktemp("halves-mirror") / "mnist"
+    folder.mkdir()
+    images, labels = _digits(200, 3)
+    write_idx(folder / T10K[0], images)
+    write_idx(folder / T10K[1], labels)
+    return folder
+
+
+def _halves(folder, **data):
+    return load_splits(get_dataset(HALVES), folder, DataConfig(**{"split_seed": 0, **data}))
+
+
+def _traced(folder: Path, splits) -> dict[str, tuple[set[int], set[int]]]:
+    """Per split, (the test-set indices of its digits, those of its pairs' first and second digits), each digit
+    found in the test file by its pixels (every image a distinct pattern)."""
+    images, labels = idx_pair(folder, "t10k")
+    index = {image.tobytes(): k for k, image in enumerate(images)}
+    assert len(index) == len(images)
+    traced = {}
+    for name in ("train", "val", "test"):
+        split = getattr(splits, name)
+        digits = [index[d.numpy().tobytes()] for d in split.digits[:, 0]]
+        assert [int(labels[k]) for k in digits] == split.digit_labels.tolist()  # each digit keeps its label
+        paired = {digits[k] for k in split.first.tolist() + split.second.tolist()}
+        traced[name] = (set(digits), paired)
+    return traced
+
+
+def test_halves_are_disjoint_and_sized_as_documented(t10k_only):
+    splits = _halves(t10k_only, val_size=5500)  # the default, larger than the half: a tenth of the half validates
+    assert (len(splits.train.digits), len(splits.val.digits), len(splits.test.digits)) == (90, 10, 100)
+    assert (len(splits.train), len(splits.val), len(splits.test)) == (90, 10, 100)  # a pair per digit
+    traced = _traced(t10k_only, splits)
+    train, val, test = (traced[name][0] for name in ("train", "val", "test"))
+    assert not train & val and not (train | val) & test and train | val | test == set(range(200))
+    for name in ("train", "val"):  # no pair of the training half holds a digit of the test half, nor the reverse
+        assert traced[name][1] <= traced[name][0] and not traced[name][1] & test
+    assert traced["test"][1] <= test
+    small = _halves(t10k_only, val_size=4)  # a val_size under a tenth of the half is kept
+    assert (len(small.train.digits), len(small.val.digits), len(small.test.digits)) == (96, 4, 100)
+    assert _traced(t10k_only, small)["test"][0] == test  # the halves do not depend on val_size
+
+
+def test_the_same_split_seed_gives_the_same_halves(t10k_only):
+    one, two, other = _halves(t10k_only), _halves(t10k_only), _halves(t10k_only, split_seed=1)
+    for name in ("train", "val", "test"):
+        x, y = getattr(one, name), getattr(two, name)
+        assert torch.equal(x.digits, y.digits) and torch.equal(x.images, y.images) and torch.equal(x.labels, y.labels)
+    assert _traced(t10k_only, other)["test"][0] != _traced(t10k_only, one)["test"][0]
+
+
+def test_halves_pairs_are_multimnists(t10k_only):
+    splits = _halves(t10k_only, test_subset=7)
+    for split in (splits.train, splits.val, splits.test):
+        assert isinstance(split, PairSplit) and split.images.shape == (len(split), 1, CANVAS, CANVAS)
+        assert split.labels.shape == (len(split), 2) and bool((split.labels[:, 0] != split.labels[:, 1]).all())
+    assert type(splits.train) is EpochPairs and type(splits.test) is PairSplit
+    assert torch.equal(splits.test.images, _halves(t10k_only).test.images[:7])  # test_subset: the first pairs
+    splits.train.for_epoch(42, 1)
+    assert bool((splits.train.labels[:, 0] != splits.train.labels[:, 1]).all())
+
+
+def test_halves_need_only_the_t10k_files(t10k_only, tmp_path):
+    spec, mnist = get_dataset(HALVES), get_dataset("mnist")
+    assert [f.name for f in spec.files] == list(T10K) and {f.folder for f in spec.files} == {"mnist"}
+    assert [(f.md5, f.size) for f in spec.files] == [(f.md5, f.size) for f in mnist.files[2:]]  # MNIST's own
+    # Verified as fetched: here against the generated files' checksums (the real ones: the realdata test below).
+    made = tuple(replace(f, md5=md5_of(t10k_only / f.name), size=(t10k_only / f.name).stat().st_size)
+                 for f in spec.files)
+    origins = fetch(replace(spec, files=made), tmp_path / HALVES, mirrors=[t10k_only.parent], download_ok=False)
+    assert origins == {name: str(t10k_only / name) for name in T10K}
+    with pytest.raises(DataSourceError, match="multimnist/train-images-idx3-ubyte: no verified source"):
+        fetch(get_dataset("multimnist"), tmp_path / "multimnist", mirrors=[t10k_only.parent], download_ok=False)
+
+
+@pytest.mark.realdata
+def test_multimnist_halves_from_the_real_mnist_test_set(mnist_raw, tmp_path):
+    mirror = tmp_path / "mirror"
+    (mirror / "mnist").mkdir(parents=True)
+    for name in T10K:  # the test set only, as the staged mirror holds it
+        (mirror / "mnist" / name).symlink_to(mnist_raw / name)
+    spec = get_dataset(HALVES)
+    raw = tmp_path / HALVES
+    fetch(spec, raw, mirrors=[mirror], download_ok=False)
+    assert all(md5_of(raw / f.name) == f.md5 for f in spec.files)
+    splits = load_splits(spec, raw, DataConfig())  # val_size 5,500 > the half: 500 validate
+    assert (len(splits.train), len(splits.val), len(splits.test)) == (4500, 500, 5000)
+    traced = _traced(raw, splits)
+    train, val, test = (traced[name][0] for name in ("train", "val", "test"))
+    assert len(train | val | test) == 10000 and not (train | val) & test
+    assert not (traced["train"][1] | traced["val"][1]) & test and traced["test"][1] <= test
+    pixels = splits.train.images.double() / 255  # the spec's constants were measured on these composites
+    assert pixels.mean().item() == pytest.approx(spec.mean[0], abs=5e-4)
+    assert pixels.std().item() == pytest.approx(spec.std[0], abs=5e-4)
 
 
 LENGTHS = torch.tensor([[0.95, 0.05, 0.92, 0.0],   # labels 0 and 2: the two longest -> right
