@@ -102,6 +102,7 @@ TABLES: Registry[ReportTable] = Registry("report table", "table", built_in={
     "routing-onset": "rem.report.routing_study.tables",
     "routing-verdicts": "rem.report.routing_study.tables",
     "routing-by-images": "rem.report.routing_study.tables",
+    "routing-activity": "rem.report.routing_activity",
     "capsule-claims": "rem.report.claims",
     "sizes": "rem.report.claims",
     "accuracy-lost": "rem.report.claims",

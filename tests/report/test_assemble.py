@@ -54,5 +54,5 @@ def test_the_three_pages_list_their_built_in_tables_in_order():
                                              "smallnorb", "pruning-ablation"]
     assert page_tables(EVIDENCE_PAGE) == ["abstract-claims", "final", "evaluated", "first-epoch", "epochs", "curve",
                                              "cost"]
-    assert page_tables(CLAIMS_PAGE) == ["capsule-claims", "evaluated", "sizes", "routing-ablation", "overlapping-digits",
+    assert page_tables(CLAIMS_PAGE) == ["routing-activity", "capsule-claims", "evaluated", "sizes", "routing-ablation", "overlapping-digits",
                                         "routing-iterations", "robustness", "equivariance", "accuracy-lost"]
