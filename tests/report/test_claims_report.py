@@ -165,7 +165,7 @@ def test_ablation_table_and_iteration_claims():
 
 def test_claims_tables_render_from_a_results_table_alone():
     out = render_tables(claims_results())
-    assert set(out) == {"claims.md", "evaluated.md", "sizes.md", "robustness_fashion-mnist.md"}
+    assert set(out) == {"routing-activity.md", "claims.md", "evaluated.md", "sizes.md", "robustness_fashion-mnist.md"}
     assert "accuracy lost" in out["claims.md"] and "Rotation ±30°" in out["robustness_fashion-mnist.md"]
 
 
