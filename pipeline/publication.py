@@ -146,10 +146,14 @@ class Publication:
     def add(self, cfg, out: Path, load: str = "") -> list[Path]:
         """The sweep's finished trials added to the run published in `out` (pipeline/added_trials.py): checked to
         be the same comparison first, recorded under run.json's "added". The published figures drawn from
-        checkpoints (coupling histograms) stay those of the first run."""
+        checkpoints (coupling histograms, reconstructions) stay those of the first run; a dataset the first run had
+        no trial of gets them from the later sweep's trials."""
         published = self.read(out / "sweep.parquet")
         later, stopped = self.finished(cfg)
         check_same_run(published, later, cfg.sweep.grid, str(cfg.sweep.results))
+        new_data = ~later["data.dataset"].astype(str).isin(set(published["data.dataset"].astype(str)))
+        if self.before_render is not None and new_data.any():
+            self.before_render(cfg, out, later[new_data])
         keys = sorted(set(later["trial_key"].astype(str)))
         results = pd.concat([published, later], ignore_index=True)
         run_file = out / "run.json"

@@ -4,12 +4,14 @@ W-only REM arm plays the later sweep, the other arms the published run."""
 
 from __future__ import annotations
 
+import dataclasses
 import json
 
 import pandas as pd
 import pytest
 
 from pipeline.added_trials import AddedTrialsError, added_record, check_same_run, grid_point_key
+from pipeline.claims import CLAIMS
 from pipeline.evidence import EVIDENCE
 from rem.config import load
 from rem.results import grid
@@ -116,3 +118,21 @@ def test_a_stopped_sweep_names_its_unfinished_trials_and_the_points_it_never_sta
         grid_point_key(k) for k in published["trial_key"]}
     assert never >= {grid_point_key(k) for k in later["trial_key"]}  # the W-only arm: never started here
     assert not_published == [stopped_key, *sorted(never)]
+
+
+def test_figures_drawn_from_checkpoints_come_from_the_later_sweep_only_for_a_dataset_it_brings(tmp_path, monkeypatch):
+    """Played on the committed claims run: its pairs' trials and the CNN's on Fashion-MNIST are the later sweep."""
+    frame = pd.read_parquet(REPO / "reports" / "claims" / "sweep.parquet")
+    pairs = frame["data.dataset"].astype(str) == "multifashion"
+    cnn = (frame["model.name"].astype(str) == "cnn_matched") & ~pairs
+    monkeypatch.chdir(tmp_path)
+    out = tmp_path / "claims"
+    out.mkdir()
+    frame[~pairs & ~cnn].to_parquet(out / "sweep.parquet", index=False)
+    frame[pairs | cnn].to_parquet(tmp_path / "later.parquet", index=False)
+    drawn = []
+    publication = dataclasses.replace(CLAIMS, before_render=lambda cfg, where, results: drawn.append(
+        (where, sorted(set(results["data.dataset"].astype(str))), len(results))))
+    cfg = load(REPO / "params.yaml", {"profile": "claims", "sweep.results": str(tmp_path / "later.parquet")})
+    publication.add(cfg, out)
+    assert drawn == [(out, ["multifashion"], int(pairs.sum()))]
