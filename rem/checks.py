@@ -1,5 +1,6 @@
 """Every package's checks of params.yaml: importing this module registers each with `rem.config.checks`; and the
-reference of the settings the registries' entries declare (`settings_reference`, README's copy).
+reference of the settings the registries' entries declare (`settings_reference`, README's copy): model families',
+dataset families' and pruning methods' options.
 
 The CLI and the pipeline's stages import it before they read params.yaml, so an unknown model, dataset, routing or
 pruning method, or a grid point that cannot run, stops the run in one line before any work starts. `rem.config` itself
@@ -11,6 +12,7 @@ import inspect
 
 from rem.data.registry import FAMILIES, named_forms
 from rem.models.registry import MODELS, family_options, list_models
+from rem.pruning.methods.registry import METHODS
 from rem.models import checks as model_checks  # noqa: F401  (importing registers)
 from rem.data import checks as data_checks  # noqa: F401
 from rem.training import checks as train_checks  # noqa: F401
@@ -32,23 +34,32 @@ def _ours(module: str) -> bool:
     return module.startswith("rem.")  # a plugin's entries (or a test's) document themselves
 
 
+def _options(declared: dict) -> str:
+    return ", ".join(f"`{key}` ({_default(value)})" for key, value in declared.items()) or "none"
+
+
 def settings_reference() -> str:
     """README's reference of the settings each registry entry declares, as Markdown: every model family's
-    `model.options` with their defaults (from its registration), and the `data` keys each dataset reads beyond those
-    every dataset reads (from its family). `python -m rem.checks` prints it; tests/test_settings_reference.py keeps
-    README's copy equal to it."""
+    `model.options` with their defaults (from its registration); the `data` keys each dataset reads beyond those
+    every dataset reads and its `data.options` (from its family); each pruning method's `prune.options`. `python -m
+    rem.checks` prints it; tests/test_settings_reference.py keeps README's copy equal to it."""
     lines = ["| `model.name` | `model.options` (default) |", "|---|---|"]
     for name in list_models():
         if not _ours(MODELS.get(name).builder.__module__):
             continue
-        options = ", ".join(f"`{key}` ({_default(value)})" for key, value in family_options(name).items())
-        lines.append(f"| `{name}` | {options or 'none'} |")
-    lines += ["", "| `data.dataset` | the `data` keys it reads beyond every dataset's |", "|---|---|"]
+        lines.append(f"| `{name}` | {_options(family_options(name))} |")
+    lines += ["", "| `data.dataset` | the `data` keys it reads beyond every dataset's | `data.options` (default) |",
+              "|---|---|---|"]
     for name, family in FAMILIES.items():
         if not _ours(type(family).__module__):
             continue
         name = next((form for form in named_forms() if form.startswith(name)), name) if name.endswith(":") else name
-        lines.append(f"| `{name}` | {', '.join(f'`data.{key}`' for key in family.settings) or 'none'} |")
+        settings = ", ".join(f"`data.{key}`" for key in family.settings) or "none"
+        lines.append(f"| `{name}` | {settings} | {_options(family.declared_options())} |")
+    lines += ["", "| `prune.method` | `prune.options` (default) |", "|---|---|"]
+    for name, method in METHODS.items():
+        if _ours(method.__module__):
+            lines.append(f"| `{name}` | {_options(method.declared_options())} |")
     return "\n".join(lines) + "\n"
 
 

@@ -13,7 +13,8 @@ from rem.config.sections import ConfigError
 
 
 def deep_merge(base: dict[str, Any], extra: dict[str, Any]) -> dict[str, Any]:
-    """`extra` over `base`, mapping by mapping; a grid or model options are replaced whole."""
+    """`extra` over `base`, mapping by mapping; a grid or a section's options (model, data, prune) are replaced
+    whole."""
     out = copy.deepcopy(base)
     for key, value in extra.items():
         if isinstance(value, dict) and isinstance(out.get(key), dict) and key not in ("grid", "options"):

@@ -76,6 +76,9 @@ class PruneConfig:
     capsule_fraction: float = 0.0  # fraction of the types removed by the end of the schedule
     capsule_criterion: str = "weight_norm"  # weight_norm | coupling_mass | sensitivity
     capsule_rule: str = "fraction"  # fraction (the schedule's count) | rem (at most that, if the val loss holds)
+    # The selected method's own options, as it declares them (`PruningMethod.options`): checked and read by the
+    # method (`rem.config.options.read_options`); the built-in methods' settings are the keys above
+    options: dict = field(default_factory=dict)
 
     def __post_init__(self):
         self.validate()
@@ -90,6 +93,8 @@ class PruneConfig:
                 raise ValueError(f"PruneConfig.{name}={getattr(self, name)!r} must be {allowed}")
         if not all(isinstance(n, str) and n for n in self.threshold_tensors):
             raise ValueError(f"PruneConfig.threshold_tensors={self.threshold_tensors!r} must be a list of parameter names")
+        if not isinstance(self.options, dict):
+            raise ValueError(f"PruneConfig.options={self.options!r} must be a mapping (the method's own options)")
         if self.target_from not in (None, "rem"):
             raise ValueError(f"PruneConfig.target_from={self.target_from!r} must be 'rem' (or null)")
         check_fields("prune", self)  # the method's own fields (an unknown method: one line naming them all)

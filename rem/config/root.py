@@ -49,6 +49,9 @@ class Config:
         tree = {k: v for k, v in self.to_dict().items() if k in TRIAL_SECTIONS}
         tree["train"].pop("device")  # where a trial runs, not what it computes: a sweep resumes on another device
         tree["train"].pop("checkpoint_every")  # how often its state is saved, not what it computes
+        for section, key in LATER_KEYS:  # at their default, as before they existed: the sweep keeps its id
+            if tree[section][key] == getattr(SECTION_CLASSES[section](), key):
+                tree[section].pop(key)
         tree["grid"] = self.sweep.grid
         return hashlib.sha256(json.dumps(tree, sort_keys=True).encode()).hexdigest()[:10]
 
@@ -65,10 +68,13 @@ SECTION_CLASSES = {  # params.yaml section -> its dataclass
     "eval": EvalConfig, "sweep": SweepConfig, "report": ReportConfig, "fetch": FetchConfig, "prune": PruneConfig,
 }
 TRIAL_SECTIONS = ("data", "model", "train", "eval", "prune")  # the sections that decide a trial's result
+# Trial keys added after sweeps were named by their digest: one at its default leaves the digest as it was, so a
+# sweep started before the key existed resumes (and is collected) under the same id.
+LATER_KEYS = (("data", "options"), ("prune", "options"))
 
 
 def flatten(tree: dict[str, Any], prefix: str = "") -> dict[str, Any]:
-    """Nested sections -> dotted keys; the grid, model options and per-model levels stay whole values."""
+    """Nested sections -> dotted keys; the grid, every section's options and per-model levels stay whole values."""
     out: dict[str, Any] = {}
     for key, value in tree.items():
         name = f"{prefix}{key}"

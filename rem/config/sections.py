@@ -49,6 +49,9 @@ class DataConfig:
     mean: list = field(default_factory=list)  # per-channel normalisation override; empty = the dataset's REM values
     std: list = field(default_factory=list)  # ... its std (same length as mean)
     prepared: str = "data/prepared"  # decoded uint8 arrays cached here, keyed by source checksums ("" = no cache)
+    # The selected dataset's own options, as its family declares them (`DatasetFamily.options`): checked and read by
+    # the family (`rem.config.options.read_options`); the built-in families' settings are the keys above
+    options: dict = field(default_factory=dict)
 
 
 @dataclass(frozen=True)

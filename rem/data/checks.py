@@ -1,6 +1,7 @@
 """The `data` section (and `fetch.datasets`) against the dataset families (registered with `rem.config.checks`): every
-dataset named is one a family has, the settings every family reads are consistent, and each family's own settings
-pass its checks (every family's, whichever dataset is chosen: a params.yaml value is wrong or right on its own)."""
+dataset named is one a family has, the settings every family reads are consistent, `data.options` holds only what
+the selected dataset's family declares, and each family's own settings pass its checks (every family's, whichever
+dataset is chosen: a params.yaml value is wrong or right on its own)."""
 
 from __future__ import annotations
 
@@ -8,7 +9,7 @@ from typing import TYPE_CHECKING
 
 from rem.config import ConfigError
 from rem.config.checks import register_section_check
-from rem.data.registry import FAMILIES, DatasetFamily, find_family, list_datasets, named_forms
+from rem.data.registry import FAMILIES, DatasetFamily, find_family, get_family, list_datasets, named_forms
 
 if TYPE_CHECKING:
     from rem.config import Config
@@ -30,6 +31,10 @@ def check_data_section(cfg: Config, source: str) -> None:
     if len(cfg.data.mean) != len(cfg.data.std):
         raise ConfigError(f"{source}: data.mean and data.std need the same length; "
                           f"got {cfg.data.mean!r} / {cfg.data.std!r}")
+    try:  # the selected dataset's own options (its family's `options`)
+        get_family(cfg.data.dataset).options_of(cfg.data)
+    except ValueError as err:
+        raise ConfigError(f"{source}: {err}") from None
     for family in families_to_check(names):
         unknown = [key for key in family.settings if not hasattr(cfg.data, key)]
         if unknown:

@@ -33,6 +33,7 @@ from dataclasses import dataclass, field, replace
 from importlib import import_module
 from typing import TYPE_CHECKING, Any
 
+from rem.config.options import check_declaration, declared_options, read_options
 from rem.registry import Registry, load_plugins
 
 if TYPE_CHECKING:
@@ -85,6 +86,9 @@ class DatasetFamily:
     argument: str = ""  # what follows the prefix, as error messages show it ("folder")
     settings: tuple[str, ...] = ()  # the data.* keys it reads beyond those every family reads (val_size, subsets...)
     table_settings: tuple[str, ...] = ()  # the data.* keys its results table's name reads (`table_name`)
+    # A dataclass whose fields, with their defaults, are its own `data.options` (None: it takes none); a key it does
+    # not declare is refused in one line naming them. Its code reads them with `options_of(data)`.
+    options: type | None = None
 
     def names(self) -> list[str]:
         return [spec.name for spec in self.specs] + ([self.prefix] if self.prefix else [])
@@ -95,6 +99,16 @@ class DatasetFamily:
             if spec.name == name:
                 return spec
         raise KeyError(f"{type(self).__name__} has no dataset {name!r}; it has {', '.join(self.names())}")
+
+    def declared_options(self) -> dict[str, Any]:
+        """Option -> default of its `data.options` (inspect.Parameter.empty: none), read off `options`."""
+        return declared_options(self.options)
+
+    def options_of(self, data: DataConfig) -> Any:
+        """Its options as `data` sets them (`data.options`), every other at its default: an instance of `options`
+        (None if it declares none); ValueError in one line naming the dataset and its options for a key it does not
+        declare."""
+        return read_options(self.options, data.options, "data.options", f"dataset {data.dataset!r}")
 
     def load(self, spec: DatasetSpec, raw: Path, data: DataConfig, cache_dir: Path | None) -> Splits:
         """Train/val/test of `spec` from its verified files in `raw` (`cache_dir`: the prepared arrays, or None)."""
@@ -129,6 +143,7 @@ def register_family(family: DatasetFamily) -> DatasetFamily:
     for spec in family.specs:
         if ":" in spec.name:
             raise ValueError(f"dataset name {spec.name!r} has a colon; expected a plain name (a colon ends a prefix)")
+    check_declaration(family.options, type(family).__name__)
     if family.prefix and not family.prefix.endswith(":"):
         raise ValueError(f"{type(family).__name__}.prefix {family.prefix!r} must end with ':'")
     for name in family.names():
@@ -165,6 +180,11 @@ def get_family(name: str) -> DatasetFamily:
         raise KeyError(f"unknown dataset {name!r}; known datasets: {', '.join(list_datasets())}, "
                        f"or {' or '.join(named_forms())}")
     return family
+
+
+def dataset_options(name: str) -> dict[str, Any]:
+    """The `data.options` dataset `name` takes (its family's), each with its default."""
+    return get_family(name).declared_options()
 
 
 def get_dataset(name: str) -> DatasetSpec:
@@ -223,6 +243,6 @@ def __getattr__(name: str):
     raise AttributeError(f"module 'rem.data.registry' has no attribute {name!r}")
 
 
-__all__ = ["DATASETS", "FAMILIES", "DatasetFamily", "DatasetSpec", "RemoteFile", "family_of", "find_family",
-           "get_dataset", "get_family", "image_folder_spec", "is_known_dataset", "list_datasets", "named_forms",
-           "register_family", "replace", "table_name", "table_settings"]
+__all__ = ["DATASETS", "FAMILIES", "DatasetFamily", "DatasetSpec", "RemoteFile", "dataset_options", "family_of",
+           "find_family", "get_dataset", "get_family", "image_folder_spec", "is_known_dataset", "list_datasets",
+           "named_forms", "register_family", "replace", "table_name", "table_settings"]

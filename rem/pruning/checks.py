@@ -1,5 +1,5 @@
-"""The `prune` section against the method registry (registered with `rem.config.checks`): the method's own fields, how
-long it needs to run, and whether the model has the routing it prunes by."""
+"""The `prune` section against the method registry (registered with `rem.config.checks`): the method's own fields and
+options (`prune.options`), how long it needs to run, and whether the model has the routing it prunes by."""
 
 from __future__ import annotations
 
@@ -16,6 +16,10 @@ def check_method(prune) -> None:
 
 def check_section(cfg, source: str) -> None:
     method = get_method(cfg.prune.method)
+    try:  # its own options (the method's `options`)
+        method.options_of(cfg.prune)
+    except ValueError as err:
+        raise ConfigError(f"{source}: {err}") from None
     problem = method.check_epochs(cfg.prune, cfg.train.epochs)
     if problem:
         raise ConfigError(f"{source}: {problem}")

@@ -1,11 +1,13 @@
 """A dataset family of one's own, registered from outside `rem/` (README, "Extending"): `toy-npz`, one .npz file of
 uint8 images (N, 1, 28, 28) and int labels for a fixed train/val/test split, read with numpy. Its files come as any
 dataset's do (a mirror folder, data.root; here no URL), verified by what the format fixes -- a zip's leading bytes:
-the file is the user's own, so no md5 is published for it. Trials find it through
+the file is the user's own, so no md5 is published for it. Its own option, `data.options.noise`, adds Gaussian pixel
+noise to the stored images (declared once, on the family: `options = NpzOptions`). Trials find it through
 REM_PLUGINS=tests.extending.toy_dataset."""
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
@@ -23,11 +25,23 @@ TOY = DatasetSpec(name=NAME, files=(RemoteFile(FILE, md5="", size=0, header=ZIP_
                   format="npz", augment="shift")
 
 
+@dataclass(frozen=True)
+class NpzOptions:
+    """Its `data.options`: anything else there is refused in one line naming these."""
+
+    noise: float = 0.0  # std of Gaussian noise added to every stored pixel (0-255 levels), drawn once; 0: none
+
+    def __post_init__(self):
+        if self.noise < 0:
+            raise ValueError(f"noise={self.noise!r} must be >= 0")
+
+
 class NpzImages(DatasetFamily):
     """The splits as stored: `<split>_x` uint8 images and `<split>_y` labels for train, val and test."""
 
     specs = (TOY,)
     settings = ("shift",)  # its augmentation ("shift") reads data.shift
+    options = NpzOptions
 
     def load(self, spec: DatasetSpec, raw: Path, data, cache_dir: Path | None) -> Splits:
         path = raw / FILE
@@ -36,6 +50,13 @@ class NpzImages(DatasetFamily):
         missing = [f"{split}_{part}" for split in SPLITS for part in "xy" if f"{split}_{part}" not in arrays]
         if missing:
             raise FormatError(f"{path}: no array {missing[0]!r}; expected train_x/_y, val_x/_y and test_x/_y")
+        noise = self.options_of(data).noise  # data.options, its defaults filled in
+        if noise:
+            generator = np.random.default_rng(data.split_seed)
+            for split in SPLITS:
+                stored = arrays[f"{split}_x"].astype(np.float32)
+                noisy = stored + generator.normal(0, noise, stored.shape)
+                arrays[f"{split}_x"] = np.clip(np.rint(noisy), 0, 255).astype(np.uint8)
         return from_arrays(arrays, spec, data.val_size, data.split_seed)
 
 

@@ -7,8 +7,9 @@ by a module named in REM_PLUGINS, which every process, a trial's worker included
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar
 
+from rem.config.options import check_declaration, declared_options, read_options
 from rem.pruning.methods.arm_settings import TARGET, ArmSetting
 from rem.registry import Registry
 
@@ -47,6 +48,9 @@ class PruningMethod:
     control_settings: ClassVar[tuple[ArmSetting, ...]] = ()
     # The figures' marker of its arm as published (no setting shown in its name); None: the next spare one
     marker: ClassVar[str | None] = None
+    # A dataclass whose fields, with their defaults, are its own `prune.options` (None: it takes none); a key it does
+    # not declare is refused in one line naming them. Its code reads them with `options_of(self.cfg)`.
+    options: ClassVar[type | None] = None
 
     def __init__(self, cfg: "PruneConfig"):
         self.cfg = cfg
@@ -57,6 +61,18 @@ class PruningMethod:
         if cfg.target_from is not None and not cls.controls:
             raise ValueError(f"PruneConfig.target_from={cfg.target_from!r} needs a method that prunes to a target "
                              f"(imp or snip); got method={cls.name!r}")
+
+    @classmethod
+    def declared_options(cls) -> dict[str, Any]:
+        """Option -> default of its `prune.options` (inspect.Parameter.empty: none), read off `options`."""
+        return declared_options(cls.options)
+
+    @classmethod
+    def options_of(cls, cfg: "PruneConfig") -> Any:
+        """Its options as `cfg` sets them (`prune.options`), every other at its default: an instance of `options`
+        (None if it declares none); ValueError in one line naming the method and its options for a key it does not
+        declare."""
+        return read_options(cls.options, cfg.options, "prune.options", f"pruning method {cls.name!r}")
 
     @classmethod
     def arm_settings_of(cls, control_of: str) -> tuple[ArmSetting, ...]:
@@ -131,6 +147,7 @@ def register_method(cls: type[PruningMethod]) -> type[PruningMethod]:
     """Class decorator: make `cls` the method `cls.name`."""
     if not cls.name:
         raise ValueError(f"{cls.__qualname__}: a pruning method needs a name")
+    check_declaration(cls.options, cls.__qualname__)
     return METHODS.register(cls.name, cls)
 
 
@@ -141,3 +158,8 @@ def method_names() -> list[str]:
 
 def get_method(name: str) -> type[PruningMethod]:
     return METHODS.get(name)
+
+
+def method_options(name: str) -> dict[str, Any]:
+    """The `prune.options` method `name` takes, each with its default."""
+    return get_method(name).declared_options()
