@@ -1,6 +1,6 @@
 """Every package's checks of params.yaml: importing this module registers each with `rem.config.checks`; and the
 reference of the settings the registries' entries declare (`settings_reference`, README's copy): model families',
-dataset families' and pruning methods' options.
+routings', dataset families' and pruning methods' options.
 
 The CLI and the pipeline's stages import it before they read params.yaml, so an unknown model, dataset, routing or
 pruning method, or a grid point that cannot run, stops the run in one line before any work starts. `rem.config` itself
@@ -13,6 +13,7 @@ import inspect
 from rem.data.registry import FAMILIES, named_forms
 from rem.models.registry import MODELS, family_options, list_models
 from rem.pruning.methods.registry import METHODS
+from rem.routing import ROUTINGS
 from rem.models import checks as model_checks  # noqa: F401  (importing registers)
 from rem.data import checks as data_checks  # noqa: F401
 from rem.training import checks as train_checks  # noqa: F401
@@ -40,7 +41,8 @@ def _options(declared: dict) -> str:
 
 def settings_reference() -> str:
     """README's reference of the settings each registry entry declares, as Markdown: every model family's
-    `model.options` with their defaults (from its registration); the `data` keys each dataset reads beyond those
+    `model.options` with their defaults (from its registration); each routing's `model.routing_options` and the
+    keywords its models pass it (`model.options`, from its registration); the `data` keys each dataset reads beyond those
     every dataset reads and its `data.options` (from its family); each pruning method's `prune.options`. `python -m
     rem.checks` prints it; tests/test_settings_reference.py keeps README's copy equal to it."""
     lines = ["| `model.name` | `model.options` (default) |", "|---|---|"]
@@ -48,6 +50,12 @@ def settings_reference() -> str:
         if not _ours(MODELS.get(name).builder.__module__):
             continue
         lines.append(f"| `{name}` | {_options(family_options(name))} |")
+    lines += ["", "| `model.routing` | `model.routing_options` (default) | what its models pass (`model.options`) |",
+              "|---|---|---|"]
+    for name, routing in ROUTINGS.items():
+        if _ours(routing.route.__module__):
+            passed = ", ".join(f"`{key}`" for key in routing.options) or "none"
+            lines.append(f"| `{name}` | {_options(routing.declared_settings())} | {passed} |")
     lines += ["", "| `data.dataset` | the `data` keys it reads beyond every dataset's | `data.options` (default) |",
               "|---|---|---|"]
     for name, family in FAMILIES.items():

@@ -1,5 +1,5 @@
 """The options a registry entry declares for itself -- a dataset family's `data.options`, a pruning method's
-`prune.options` -- as a dataclass whose fields, with their defaults, are the keys it takes (as a CNN baseline declares
+`prune.options`, a routing's `model.routing_options` -- as a dataclass whose fields, with their defaults, are the keys it takes (as a CNN baseline declares
 its `model.options`). The sections hold only the open mapping; the entry's package checks it (`rem.config.checks`)
 and the entry's code reads it, both through `read_options`, so a key is refused, and a default filled in, the same
 way wherever it is read. Here, beside the sections, because this needs nothing but the standard library and names

@@ -70,7 +70,7 @@ SECTION_CLASSES = {  # params.yaml section -> its dataclass
 TRIAL_SECTIONS = ("data", "model", "train", "eval", "prune")  # the sections that decide a trial's result
 # Trial keys added after sweeps were named by their digest: one at its default leaves the digest as it was, so a
 # sweep started before the key existed resumes (and is collected) under the same id.
-LATER_KEYS = (("data", "options"), ("prune", "options"))
+LATER_KEYS = (("data", "options"), ("prune", "options"), ("model", "routing_options"))
 
 
 def flatten(tree: dict[str, Any], prefix: str = "") -> dict[str, Any]:

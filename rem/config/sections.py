@@ -64,6 +64,10 @@ class ModelConfig:
     # (CapsNet: dynamic, γ-CapsNet: scaled_distance, Efficient-CapsNet: self_attention)
     routing: str = ""
     options: dict = field(default_factory=dict)  # extra keyword overrides for the model builder
+    # The selected routing's own settings (model.routing, or for "" the family's), as the routing declares them
+    # (`register_routing(..., settings=<dataclass>)`): checked and read by the routing's package, each a keyword of its
+    # call; a key the model's family declares in `options` is set there
+    routing_options: dict = field(default_factory=dict)
 
 
 @dataclass(frozen=True)

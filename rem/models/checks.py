@@ -1,11 +1,12 @@
 """The `model` section against the model registry (registered with `rem.config.checks`): a known family, a routing
-it can take, and nothing a family without routing cannot have."""
+it can take, the options and routing settings they declare, and nothing a family without routing cannot have."""
 
 from __future__ import annotations
 
 from rem.config import ConfigError, ModelConfig
 from rem.config.checks import register_section_check
-from rem.models.registry import SECTION_KEYS, family_options, has_routing, list_models, routing_models
+from rem.models.registry import (SECTION_KEYS, family_options, has_routing, list_models, read_routing_options,
+                                 routing_models)
 from rem.registry import PLUGINS
 from rem.routing import ROUTINGS
 
@@ -37,6 +38,16 @@ def check_options(cfg, source: str) -> None:
                               f"{', '.join(known) or 'none'}")
 
 
+def check_routing_options(cfg, source: str) -> None:
+    """`model.routing_options` of config `cfg`: only settings the routing it selects declares (`rem.routing`'s
+    `register_routing(..., settings=)`), none its family declares as `model.options`, none for a family without
+    routing; a ConfigError of one line, prefixed by `source`."""
+    try:
+        read_routing_options(cfg.model.name, cfg.model.routing, cfg.model.routing_options)
+    except ValueError as err:
+        raise ConfigError(f"{source}: {err}") from None
+
+
 def check_section(cfg, source: str) -> None:
     name = cfg.model.name
     if name not in list_models():
@@ -44,6 +55,7 @@ def check_section(cfg, source: str) -> None:
                           f"(a model of your own: register it in a module named in {PLUGINS})")
     check_routing(cfg, source)
     check_options(cfg, source)
+    check_routing_options(cfg, source)
     if has_routing(name):
         return
     # a CNN baseline has no couplings to reconstruct from or iterate

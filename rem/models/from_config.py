@@ -21,6 +21,8 @@ def model_options(cfg: Config, **extra) -> dict:
     if cfg.model.routing:  # "" (the architecture's own) stays out, so a default trial logs the options it always did
         check_routing(cfg, "model")
         options["routing"] = cfg.model.routing
+    if cfg.model.routing_options:  # as "" above: a trial without them logs the options it always did
+        options["routing_options"] = dict(cfg.model.routing_options)
     return options
 
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import inspect
 import typing
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Callable
 
@@ -17,6 +18,7 @@ from torch import nn
 
 from rem.models.roles import NO_ROLES, TensorRoles
 from rem.registry import Registry
+from rem.routing import routing_settings
 
 
 @dataclass
@@ -123,6 +125,24 @@ def family_options(name: str) -> dict[str, Any]:
     return {k: v for k, v in family(name).declared_options().items() if k not in SECTION_KEYS}
 
 
+def read_routing_options(name: str, routing: str, given: Mapping[str, Any]) -> dict[str, Any]:
+    """The settings `given` (`model.routing_options`) sets for the routing model `name`'s class layer runs (`routing`;
+    "" for the one it registered with), each the routing declares at its default unless given. ValueError in one line
+    for a family without routing given any, a key the family declares in `model.options` (one setting, one place) or
+    one the routing does not declare."""
+    if given and not has_routing(name):
+        raise ValueError(f"model.routing_options is set, but model {name!r} takes no routing (it has none; those "
+                         f"that do: {', '.join(routing_models())}); leave it empty")
+    if not has_routing(name):
+        return {}
+    own = family_options(name)
+    for key in given:
+        if key in own:
+            raise ValueError(f"model.routing_options.{key}: set model.options.{key} instead (model {name!r} "
+                             "declares it)")
+    return routing_settings(routing or default_routing(name), given)
+
+
 def family_roles(name: str) -> TensorRoles:
     """The tensor roles model family `name` declares, without building one."""
     return family(name).roles
@@ -135,13 +155,21 @@ def declared_class_capsule_matrices() -> set[str]:
 
 def create_model(name: str, *, in_shape: tuple[int, int, int], num_classes: int, **overrides) -> nn.Module:
     """Build model `name` for inputs `(C, H, W)`; `overrides` pin family options (e.g. `decoder=True`). A family that
-    routes gets `routing`: the one asked for, else ("" or none) the one it registered with."""
+    routes gets `routing`: the one asked for, else ("" or none) the one it registered with; `routing_options`, that
+    routing's own settings (`model.routing_options`), reach its class-capsule head (`read_routing_options`)."""
     entry = family(name)
     if len(in_shape) != 3 or min(in_shape) < 1:
         raise ValueError(f"create_model({name!r}): in_shape must be (C, H, W) with positive sizes, got {in_shape}")
+    settings = overrides.pop("routing_options", None) or {}
+    read_routing_options(name, overrides.get("routing") or "", settings)  # refused before anything is built
     if entry.routing is not None and not overrides.get("routing"):
         overrides["routing"] = entry.routing  # model.routing "" is the routing the family registered with
     model = entry.builder(in_shape=tuple(in_shape), num_classes=num_classes, **overrides)
+    if settings:  # the head fills in the routing's defaults itself; a family's builder never sees its settings
+        if not callable(getattr(model, "use_routing_settings", None)):
+            raise ValueError(f"create_model({name!r}): model.routing_options needs the class-capsule head "
+                             "(rem.models.class_head.ClassCapsuleHead), which this model does not end in")
+        model.use_routing_settings(settings)
     model.roles = entry.roles  # declared once, at registration; pruning reads them off the model (`roles_of`)
     return model
 

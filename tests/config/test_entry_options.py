@@ -1,7 +1,8 @@
-"""`data.options` and `prune.options`: open mappings, like `model.options`, that the selected dataset's family and the
-selected pruning method declare (a dataclass on their one registration) and read (`options_of`, defaults filled in
-by `rem.config.options.read_options`); any other key is one line naming the entry and its options. The built-in
-entries declare none (their settings are the flat keys the results tables hold), and a default run records `{}`."""
+"""`data.options`, `prune.options` and `model.routing_options`: open mappings, like `model.options`, that the selected
+dataset's family, pruning method and routing declare (a dataclass on their one registration) and read (`options_of`,
+`rem.routing.routing_settings`, defaults filled in by `rem.config.options.read_options`); any other key is one line
+naming the entry and its options. The built-in entries declare none (their settings are the flat keys the results
+tables hold), and a default run records `{}`."""
 
 from __future__ import annotations
 
@@ -11,7 +12,7 @@ from dataclasses import dataclass, field
 import pytest
 import yaml
 
-from rem.config import Config, ConfigError, DataConfig, PruneConfig, deep_merge, resolve
+from rem.config import Config, ConfigError, DataConfig, ModelConfig, PruneConfig, deep_merge, resolve
 from rem.config.options import declared_options, read_options
 from rem.data.registry import DatasetFamily, dataset_options, register_family
 from rem.pruning.methods.registry import METHODS, PruningMethod, method_options, register_method
@@ -100,11 +101,19 @@ def test_the_built_in_entries_declare_none_and_refuse_any_in_one_line():
         Config().with_overrides({"sweep.grid": {"prune.method": ["rem"], "prune.options": [{"seed": 1}]}}, "x")
     with pytest.raises(ConfigError, match=r"^x: data.options must be a mapping; got 3 \(int\)$"):
         Config().with_overrides({"data.options": 3}, "x")
+    for routing in ("", "dynamic", "scaled_distance", "self_attention"):
+        shown = routing or "dynamic"  # "" is the family's own: CapsNet's dynamic routing
+        with pytest.raises(ConfigError, match=rf"^x: model.routing_options.t is not an option of routing '{shown}'; "
+                                              r"its options: none$"):
+            Config().with_overrides({"model.routing": routing, "model.routing_options": {"t": 1}}, "x")
+    with pytest.raises(ConfigError, match=r"^x: model.routing_options must be a mapping; got 3 \(int\)$"):
+        Config().with_overrides({"model.routing_options": 3}, "x")
 
 
 def test_a_default_run_records_empty_options_as_it_records_model_options():
     flat = Config().flat()
-    assert flat["data.options"] == flat["prune.options"] == flat["model.options"] == {}
+    assert flat["data.options"] == flat["prune.options"] == flat["model.options"] == flat["model.routing_options"] == {}
+    assert Config().with_overrides({"model.routing_options": {}}).flat()["model.routing_options"] == {}
     row = Config().with_overrides({"model.name": "capsnet"}).flat()  # a trial's row: the same config, flattened
     assert row["data.options"] == {} and row["prune.options"] == {}
 
@@ -121,11 +130,12 @@ def test_empty_options_leave_the_sweep_digest_as_it_was_before_they_existed(monk
     base = Config()
     assert base.digest() != Config(data=DataConfig(options={"noise": 1})).digest()  # set, they are trial settings
     assert base.digest() != Config(prune=PruneConfig(options={"seed": 1})).digest()
+    assert base.digest() != Config(model=ModelConfig(routing_options={"t": 1})).digest()
     to_dict = Config.to_dict
 
-    def without_them(self):  # the config as it was before data.options and prune.options
+    def without_them(self):  # the config as it was before data.options, prune.options and model.routing_options
         tree = to_dict(self)
-        tree["data"].pop("options"), tree["prune"].pop("options")
+        tree["data"].pop("options"), tree["prune"].pop("options"), tree["model"].pop("routing_options")
         return tree
 
     monkeypatch.setattr(Config, "to_dict", without_them)

@@ -1,8 +1,9 @@
 """README's four recipes at once, each a file outside `rem/` named in REM_PLUGINS -- a pruning method
 (toy_pruning.py), a routing (toy_routing.py), a dataset family (toy_dataset.py) and a report table (toy_table.py) --
 through one real sweep (Ray, MLflow) and the report, beside an axis no paper names (the learning rate): the report
-and MLflow show every arm apart, each with its own seeds, never averaged as seeds. The dataset's and the method's own
-options (`data.options`, `prune.options`) reach every trial's results row and MLflow params. One sweep serves all
+and MLflow show every arm apart, each with its own seeds, never averaged as seeds. The dataset's, the method's and the
+routing's own options (`data.options`, `prune.options`, `model.routing_options`) reach every trial's results row and
+MLflow params. One sweep serves all
 four because a sweep's fixed cost (Ray's and MLflow's start, the report) is most of a tiny one's."""
 
 from __future__ import annotations
@@ -23,16 +24,17 @@ from tests.tiny_trials import SMALL_CAPSNET
 
 PLUGINS = ",".join(f"tests.extending.toy_{name}" for name in ("pruning", "routing", "dataset", "table"))
 DATA_OPTIONS, RANDOM_OPTIONS = {"noise": 8.0}, {"seed": 7}  # the toy dataset's and the random method's own options
+UNIFORM_OPTIONS = {"sharpness": 2.0}  # the uniform routing's own setting
 GRID = [  # a union of three products, all on the toy dataset
     {"data.dataset": [NAME], "model.routing": ["dynamic"], "train.lr": [0.001, 0.003], "train.seed": [42, 43]},
-    {"data.dataset": [NAME], "model.routing": ["uniform"]},
+    {"data.dataset": [NAME], "model.routing": ["uniform"], "model.routing_options": [UNIFORM_OPTIONS]},
     {"data.dataset": [NAME], "prune.method": ["random"], "prune.target_sparsity": [0.3, 0.6],
      "prune.options": [RANDOM_OPTIONS]},
 ]
 # the +Q trials differ in routing and learning rate: each pair is its arm, named by what it changed from the defaults
-# (lr 0.001 is one); the random ones only in their target
+# (lr 0.001 is one), the uniform one by its setting too; the random ones only in their target
 ARMS = {"+Q · routing=dynamic": [42, 43], "+Q · routing=dynamic, lr=0.003": [42, 43],
-        "+Q · routing=uniform": [42], "+RANDOM 30%": [42], "+RANDOM 60%": [42]}
+        "+Q · routing=uniform, sharpness=2": [42], "+RANDOM 30%": [42], "+RANDOM 60%": [42]}
 
 
 def on_toy_dataset(params: Path, mirror: Path) -> None:
@@ -60,6 +62,9 @@ def test_four_registered_extensions_and_a_learning_rate_axis_through_one_sweep_t
     assert sorted(round(s) for s in random["sparsity"]) == [30, 60]  # each pruned to its own target
     assert set(last["data.options"]) == {json.dumps(DATA_OPTIONS)}  # as a results table keeps a mapping
     assert set(random["prune.options"]) == {json.dumps(RANDOM_OPTIONS)} and (last["prune.options"] == "{}").sum() == 5
+    uniform = last["model.routing"] == "uniform"
+    assert set(last[uniform]["model.routing_options"]) == {json.dumps(UNIFORM_OPTIONS)}
+    assert set(last[~uniform]["model.routing_options"]) == {"{}"}
     done = subprocess.run([sys.executable, "-m", "pipeline.report", "-S", "report.checkpoint_figures=false"],
                           cwd=tmp_path, env=env, capture_output=True, text=True, timeout=600)
     assert done.returncode == 0, done.stderr[-3000:]
@@ -72,7 +77,9 @@ def test_four_registered_extensions_and_a_learning_rate_axis_through_one_sweep_t
     assert f"| {NAME} | capsnet | +RANDOM 30% | 1 | 1 |" in tables["trials-per-arm"]  # the plugin's table
     _, children = sweep_runs(local_uri(tmp_path), "recipes")
     named = sorted((r.data.tags[ARM_TAG], r.info.run_name) for r in children)
-    logged = {(r.data.tags[ARM_TAG], r.data.params["data.options"], r.data.params["prune.options"]) for r in children}
-    assert logged == {(label, str(DATA_OPTIONS), str(RANDOM_OPTIONS if "RANDOM" in label else {})) for label in ARMS}
+    logged = {(r.data.tags[ARM_TAG], r.data.params["data.options"], r.data.params["prune.options"],
+               r.data.params["model.routing_options"]) for r in children}
+    assert logged == {(label, str(DATA_OPTIONS), str(RANDOM_OPTIONS if "RANDOM" in label else {}),
+                       str(UNIFORM_OPTIONS if "uniform" in label else {})) for label in ARMS}
     assert named == sorted((label, f"capsnet·{NAME}·{label}·s{seed}") for label, seeds in ARMS.items()
                            for seed in seeds)

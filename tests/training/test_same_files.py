@@ -51,7 +51,8 @@ ARMS = {
 
 
 # Keys added since f60dabf that are left out only while empty: model.options is recorded (and compared) set.
-EMPTY_SINCE = {"options": "issue 45: data.options and prune.options, an entry's own options ({} by default)"}
+EMPTY_SINCE = {"options": "issue 45: data.options and prune.options, an entry's own options ({} by default)",
+               "routing_options": "issue 45: model.routing_options, the routing's own settings ({} by default)"}
 
 
 def timeless(value, root: str):
