@@ -119,9 +119,13 @@ def config_defaults() -> dict[str, object]:
 def at_default(key: str, value) -> bool:
     """Whether a trial's setting is the config's default (the arm as published): an arm's label names only what it
     changed, so CapsNet as published stays "+Q" beside "+Q · warmup_steps=200". Two configurations still get two
-    labels: where they differ, at most one of them is at the default."""
+    labels: where they differ, at most one of them is at the default. A missing value (NaN, None) is the default: the
+    trial's run had no such column yet, and a setting joins the config at the value that keeps its old behaviour (a
+    run joined by `--add` reads NaN where the first run predates the setting)."""
     if key not in config_defaults():
         return False
+    if value is None or (isinstance(value, float) and math.isnan(value)):
+        return True
     default = config_defaults()[key]
     if isinstance(default, dict):
         return as_mapping(value) == default

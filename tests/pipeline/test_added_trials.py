@@ -15,6 +15,7 @@ from pipeline.claims import CLAIMS
 from pipeline.evidence import EVIDENCE
 from rem.config import load
 from rem.results import grid
+from rem.results.variants import label_trials
 from tests.conftest import REPO
 
 PUBLISHED = REPO / "reports" / "evidence" / "sweep.parquet"
@@ -136,3 +137,14 @@ def test_figures_drawn_from_checkpoints_come_from_the_later_sweep_only_for_a_dat
     cfg = load(REPO / "params.yaml", {"profile": "claims", "sweep.results": str(tmp_path / "later.parquet")})
     publication.add(cfg, out)
     assert drawn == [(out, ["multifashion"], int(pairs.sum()))]
+
+
+def test_a_setting_the_first_run_predates_labels_its_trials_as_the_later_sweep_at_its_default():
+    """Joined rows read NaN where the first run had no column yet: the same arms, not "· warmup_steps=nan"."""
+    frame = pd.read_parquet(PUBLISHED)
+    first = frame["train.seed"] != 44  # seed 44 of every arm plays the later sweep
+    joined = pd.concat([frame[first].drop(columns=["train.warmup_steps"], errors="ignore"),
+                        frame[~first].assign(**{"train.warmup_steps": 0})], ignore_index=True)
+    labels = label_trials(joined)
+    assert not labels["variant"].astype(str).str.contains("warmup").any()
+    assert labels["variant"].nunique() == label_trials(frame)["variant"].nunique()
