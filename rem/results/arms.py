@@ -92,19 +92,37 @@ def difference_parts(key: str, value) -> list[str]:
 
 
 def comparable(value):
-    """A missing value as the text "nan": NaN is unequal to itself, so two arms missing the same key would differ."""
+    """A missing value as the text "nan": NaN is unequal to itself, so two arms missing the same key would differ; a
+    mapping (a frame holding model.options as a dict) as its JSON, so an arm stays hashable."""
+    if isinstance(value, dict):
+        return json.dumps(value, sort_keys=True)
     return "nan" if isinstance(value, float) and math.isnan(value) else value
+
+
+# The model's own options: where an arm of one paper name takes another value of them on another dataset, they are
+# named on every dataset, also one where no other arm of that name differs ("+Q (decoder)" alone on a dataset would
+# read as the published model when the claims run has it as published on the dataset beside).
+ACROSS_DATASETS = ("model.options",)
+NAME_OPTIONS = ("shared_votes",)  # model.options the paper name already shows ("+Q (shared votes)")
+
+
+def beyond_name(value):
+    """An option mapping without the keys the arm's paper name shows, as comparable text; any other value as it is."""
+    mapping = as_mapping(value)
+    return comparable(value if mapping is None else {k: v for k, v in mapping.items() if k not in NAME_OPTIONS})
 
 
 def arm_differences(last: pd.DataFrame, names: pd.Series) -> dict[str, tuple[tuple[str, object], ...]]:
     """trial_key -> the config values that set its arm apart beyond its paper name, as (short key, value), from each
     trial's last row `last` and its paper name `names` (same index), comparing the trials of one dataset, model and
-    name."""
+    name (`ACROSS_DATASETS`: of one model and name)."""
     keys = compared_keys(last.columns)
     frame = last.assign(_name=names.to_numpy())
+    across = {group_key: [k for k in ACROSS_DATASETS if k in keys and group[k].map(beyond_name).nunique() > 1]
+              for group_key, group in frame.groupby(["model.name", "_name"], dropna=False, sort=False)}
     out: dict[str, tuple] = {}
-    for _, group in frame.groupby(["data.dataset", "model.name", "_name"], dropna=False, sort=False):
-        varying = [k for k in keys if group[k].astype(str).nunique(dropna=False) > 1]
+    for (_, model, name), group in frame.groupby(["data.dataset", "model.name", "_name"], dropna=False, sort=False):
+        varying = [k for k in keys if group[k].astype(str).nunique(dropna=False) > 1 or k in across[(model, name)]]
         short = short_keys(varying)
         for row in group.to_dict("records"):
             out[row["trial_key"]] = tuple((short[k], comparable(row[k])) for k in varying if not at_default(k, row[k]))

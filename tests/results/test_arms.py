@@ -47,25 +47,26 @@ def rows_of(results: pd.DataFrame, model: str, prefix: str) -> dict[str, list[in
 
 
 def test_the_committed_claims_run_keeps_its_labels(claims):
-    assert rows_of(claims, "capsnet", "+Q") == {"+Q": [42, 43], "+Q (1 iteration)": [42, 43],
-                                                "+Q (2 iterations)": [42, 43], "+Q (5 iterations)": [42, 43],
-                                                "+Q (decoder)": [42, 43], "+Q (shared votes)": [42, 43]}
+    seeds = [42, 43, 44]
+    assert rows_of(claims, "capsnet", "+Q") == {"+Q": seeds, "+Q (1 iteration)": seeds, "+Q (2 iterations)": seeds,
+                                                "+Q (5 iterations)": seeds, "+Q (decoder)": seeds,
+                                                "+Q (shared votes)": seeds}
 
 
 def test_a_learning_rate_axis_makes_two_arms_each_with_its_seeds(claims, tmp_path):
     results = changed(claims, "train.lr", 1e-4)
     # the default learning rate is the arm as published ("+Q"); the other names what it changed
     assert rows_of(results, "capsnet", "+Q ·") == {"+Q · lr=0.0001": [43]}
-    assert rows_of(results, "capsnet", "+Q")["+Q"] == [42]  # no row averages the two
+    assert rows_of(results, "capsnet", "+Q")["+Q"] == [42, 44]  # no row averages the two
     # every reader sees the same two arms: the figures' points, DVC's plots, the Pareto front, the claims tables
     for points in (training_points(results), trial_points(results)):
         capsnet = points[(points["model"] == "capsnet") & points["variant"].isin(["+Q", "+Q · lr=0.0001"])]
         assert dict(capsnet.groupby("variant")["seed"].agg(lambda s: sorted(set(s)))) == {
-            "+Q": [42], "+Q · lr=0.0001": [43]}
+            "+Q": [42, 44], "+Q · lr=0.0001": [43]}
     curves = arm_curves(training_points(results))
     assert {"capsnet +Q", "capsnet +Q · lr=0.0001"} <= set(curves["arm"])
     assert set(curves[curves["arm"] == "capsnet +Q · lr=0.0001"]["seeds"]) == {1}
-    assert set(curves[curves["arm"] == "capsnet +Q"]["seeds"]) == {1}
+    assert set(curves[curves["arm"] == "capsnet +Q"]["seeds"]) == {2}
     best = front(trial_points(results))  # `rem pareto` and the report's front
     assert not best.empty
     sizes = render_tables(results)["sizes.md"]
@@ -73,7 +74,7 @@ def test_a_learning_rate_axis_makes_two_arms_each_with_its_seeds(claims, tmp_pat
     # the robustness table, the evidence page's spreads, DVC's metrics files: one entry per arm, never one for both
     assert {("capsnet", "+Q"), ("capsnet", "+Q · lr=0.0001")} <= set(robustness_arms(robustness_points(results)))
     spreads = {(model, arm.label): values for (model, arm), values in final_spreads(results).items()}
-    assert spreads[("capsnet", "+Q · lr=0.0001")]["test/acc"].n == 1 and spreads[("capsnet", "+Q")]["test/acc"].n == 1
+    assert spreads[("capsnet", "+Q · lr=0.0001")]["test/acc"].n == 1 and spreads[("capsnet", "+Q")]["test/acc"].n == 2
     written = {p.name for p in write_metrics(aggregate(results), tmp_path) if p.parent.name == "capsnet"}
     assert {"Q.json", "Q_-_lr-0.0001.json"} <= written
 
@@ -82,7 +83,7 @@ def test_an_axis_over_a_model_option_makes_two_arms(claims):
     results = changed(claims, "model.options", json.dumps({"primary_types": 16}))
     # the option reads by its own key; the defaults ({}) add nothing to the arm as published, still its own row
     assert rows_of(results, "capsnet", "+Q · ") == {"+Q · primary_types=16": [43]}
-    assert rows_of(results, "capsnet", "+Q")["+Q"] == [42]
+    assert rows_of(results, "capsnet", "+Q")["+Q"] == [42, 44]
 
 
 def test_an_axis_over_prune_twt_makes_two_arms(claims):
@@ -90,7 +91,7 @@ def test_an_axis_over_prune_twt_makes_two_arms(claims):
         return (results["model.name"] == "capsnet") & (results["prune.method"] == "rem") & (results["train.seed"] == seed)
 
     results = changed(claims, "prune.twt", 0.1, which=rem_capsnet)
-    assert rows_of(results, "capsnet", "+REM") == {"+REM": [42], "+REM · twt=0.1": [43]}
+    assert rows_of(results, "capsnet", "+REM") == {"+REM": [42, 44], "+REM · twt=0.1": [43]}
 
 
 def test_what_names_an_arm_already_and_how_a_trial_runs_are_not_compared():
