@@ -21,6 +21,7 @@ from benchmarks._common import environment_line, fashion_mnist, timed
 from benchmarks._steps import Variant, build, train_step_fn
 from rem.config import DataConfig
 from rem.data import BatchTransform, get_dataset
+from rem.data.smallnorb import NorbOptions
 from rem.device import resolve_precision
 
 # stored (C, H, W) of the training images after the one-off preprocessing (resize 24, 96->48, ...)
@@ -57,7 +58,7 @@ def main() -> None:
             source = "shape-only"
             images = torch.randint(0, 256, (20000, *shape), dtype=torch.uint8, generator=torch.Generator().manual_seed(0))
         if name == "smallnorb":
-            spec = dataclasses.replace(spec, in_shape=(2, cfg.norb_crop, cfg.norb_crop))
+            spec = dataclasses.replace(spec, in_shape=(2, NorbOptions().crop, NorbOptions().crop))  # its default crop
         transform = BatchTransform.from_config(spec, cfg)
         gen = torch.Generator().manual_seed(0)
         order = torch.randperm(len(images), generator=gen)

@@ -10,6 +10,7 @@ from __future__ import annotations
 import copy
 import dataclasses
 import inspect
+import json
 from collections.abc import Mapping
 from typing import Any
 
@@ -52,3 +53,13 @@ def read_options(options: type | None, given: Mapping[str, Any], key: str, entry
         return options(**copy.deepcopy(dict(given)))
     except (TypeError, ValueError) as err:  # its own checks (__post_init__)
         raise ValueError(f"{key} of {entry}: {err}") from None
+
+
+def as_mapping(value: Any) -> dict | None:
+    """An options mapping as a dict, also where a results table keeps it as JSON text; None for any other value."""
+    if isinstance(value, str) and value.startswith("{"):
+        try:
+            value = json.loads(value)
+        except ValueError:
+            return None
+    return value if isinstance(value, dict) else None

@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from rem.config.checks import check_sections
+from rem.config.moved import MOVED, upgrade_stored, where_now, with_old_defaults
 from rem.config.prune import PruneConfig  # the pruning library's own config is the `prune` section
 from rem.config.sections import (ConfigError, DataConfig, EvalConfig, FetchConfig, ModelConfig, ReportConfig,
                                  SweepConfig, TrainConfig)
@@ -52,6 +53,7 @@ class Config:
         for section, key in LATER_KEYS:  # at their default, as before they existed: the sweep keeps its id
             if tree[section][key] == getattr(SECTION_CLASSES[section](), key):
                 tree[section].pop(key)
+        with_old_defaults(tree)  # the settings that moved into an entry's options, hashed as before: same id
         tree["grid"] = self.sweep.grid
         return hashlib.sha256(json.dumps(tree, sort_keys=True).encode()).hexdigest()[:10]
 
@@ -96,6 +98,7 @@ def set_dotted(tree: dict[str, Any], key: str, value: Any, source: str = "overri
 
 # Keys that old params files or checkpoints may still carry: the error says what replaced them.
 RENAMED = {
+    **{old: where_now(old) for old in MOVED},
     "prune.min_step_weights": "prune.search_tolerance_pp (the sorted search's stop, in percentage points of the "
                               "prunable weights instead of a weight count)",
     "train.log_every_steps": "train.progress_every_s (a progress line at least every so many seconds)",
@@ -182,6 +185,20 @@ def from_dict(tree: dict[str, Any], source: str = "params", check_grid: bool = T
     cfg = build_config(tree, source)
     check_config(cfg, source, check_grid)
     return cfg
+
+
+def upgraded(tree: dict[str, Any]) -> dict[str, Any]:
+    """A config tree stored by this or an older version, as this one reads it: settings that moved into an entry's
+    options where they live now (`rem.config.moved.upgrade_stored`)."""
+    selectors = {moved.selector for moved in MOVED.values()}
+    defaults = {key: getattr(SECTION_CLASSES[key.partition(".")[0]](), key.partition(".")[2]) for key in selectors}
+    return upgrade_stored(tree, defaults)
+
+
+def from_stored(tree: dict[str, Any], source: str) -> Config:
+    """A config stored with a trial (checkpoint, MLflow run, model package), written by this or an older version,
+    validated; its grid is the sweep's, not checked again."""
+    return from_dict(upgraded(tree), source, check_grid=False)
 
 
 def build_config(tree: dict[str, Any], source: str) -> Config:

@@ -40,17 +40,12 @@ class DataConfig:
     resize: int = 24  # cifar10/svhn/image folders: REM resizes whole images to 24x24 (0 keeps the stored size)
     brightness: float = 0.25  # cifar10/svhn/image folders: ColorJitter brightness (factor in [1-b, 1+b])
     contrast: list = field(default_factory=lambda: [0.2, 1.8])  # ... and contrast factor range (REM: 0.2-1.8)
-    affnist_shift: int = 6  # affnist: 28x28 MNIST placed at a random offset <= this inside 40x40 (REM: ±6)
-    norb_split: Literal["standard", "azimuth", "elevation"] = "standard"  # smallNORB protocol (novel viewpoints)
-    norb_size: int = 48  # smallNORB: 96x96 downsampled to this once (capsule papers: 48)
-    norb_crop: int = 32  # smallNORB: random crops of this size for training, centre crop for eval (32)
-    norb_brightness: float = 0.125  # smallNORB jitter (EM-routing reimplementations: max_delta 32/255); 0 = off
-    norb_contrast: list = field(default_factory=lambda: [0.5, 1.5])  # smallNORB contrast factor range
     mean: list = field(default_factory=list)  # per-channel normalisation override; empty = the dataset's REM values
     std: list = field(default_factory=list)  # ... its std (same length as mean)
     prepared: str = "data/prepared"  # decoded uint8 arrays cached here, keyed by source checksums ("" = no cache)
     # The selected dataset's own options, as its family declares them (`DatasetFamily.options`): checked and read by
-    # the family (`rem.config.options.read_options`); the built-in families' settings are the keys above
+    # the family (`rem.config.options.read_options`). affnist: shift; smallnorb: split, size, crop, brightness,
+    # contrast (README's settings reference lists every family's, with their defaults)
     options: dict = field(default_factory=dict)
 
 

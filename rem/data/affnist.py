@@ -1,9 +1,10 @@
-"""The affNIST family (REM's protocol): train on MNIST's 60k digits, placed at a random offset <= data.affnist_shift
-inside 40x40 by the batch transform; validate on MNIST's test digits centred in 40x40; test on affNIST's 320k-image
+"""The affNIST family (REM's protocol): train on MNIST's 60k digits, placed at a random offset <= `shift` (its own
+`data.options`, `AffnistOptions`) inside 40x40 by the batch transform; validate on MNIST's test digits centred in 40x40; test on affNIST's 320k-image
 transformed test.mat. No normalisation (mean 0, std 1), as REM has none on affNIST."""
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -61,14 +62,29 @@ def read_affnist(path: Path) -> tuple[np.ndarray, np.ndarray]:
     return np.ascontiguousarray(images[:, None]), label.astype(np.int64)
 
 
+CANVAS_ROOM = (40 - 28) // 2  # pixels a centred 28x28 digit can move each way inside 40x40
+
+
+@dataclass(frozen=True)
+class AffnistOptions:
+    """affNIST's own `data.options`."""
+
+    shift: int = 6  # training digits placed at a random offset <= this from the centre of 40x40 (REM: ±6)
+
+    def __post_init__(self):
+        if isinstance(self.shift, bool) or not isinstance(self.shift, int) or not 0 <= self.shift <= CANVAS_ROOM:
+            raise ValueError(f"shift must be a whole number of pixels in 0..{CANVAS_ROOM} (a 28x28 digit inside "
+                             f"40x40); got {self.shift!r}")
+
+
 class AffNist(DatasetFamily):
     """MNIST to train on, affNIST's transformed digits to test on."""
 
     specs = (AFFNIST,)
-    settings = ("affnist_shift",)
+    options = AffnistOptions
 
     def transform_options(self, data: DataConfig) -> dict:
-        return {"place_shift": data.affnist_shift}
+        return {"place_shift": self.options_of(data).shift}
 
     def load(self, spec: DatasetSpec, raw: Path, data: DataConfig, cache_dir: Path | None) -> Splits:
         def build():
@@ -76,7 +92,7 @@ class AffNist(DatasetFamily):
             va_x, va_y = read_idx_pair(raw, "t10k")
             te_x, te_y = read_affnist(raw / "test.mat")
             return {"train_x": tr_x.numpy(), "train_y": tr_y.numpy(),
-                    "val_x": np.pad(va_x.numpy(), ((0, 0), (0, 0), (6, 6), (6, 6))), "val_y": va_y.numpy(),
+                    "val_x": np.pad(va_x.numpy(), ((0, 0), (0, 0)) + ((CANVAS_ROOM, CANVAS_ROOM),) * 2), "val_y": va_y.numpy(),
                     "test_x": te_x, "test_y": te_y}
         return from_arrays(prepared(spec, raw, {}, build, cache_dir), spec, data.val_size, data.split_seed)
 

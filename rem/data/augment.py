@@ -17,12 +17,11 @@ from rem.device import HOST, to_device
 COLOUR_SETTINGS = ("resize", "brightness", "contrast")  # what a family with REM's CIFAR-10 protocol reads
 
 
-def range_problem(data, key: str) -> str | None:
-    """What is wrong with a [low, high] factor range `data.<key>` (a contrast jitter's), None when nothing."""
-    bounds = getattr(data, key)
-    if len(bounds) != 2 or not all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in bounds) \
+def range_problem(bounds, name: str) -> str | None:
+    """What is wrong with a [low, high] factor range (a contrast jitter's, the setting `name`), None when nothing."""
+    if not isinstance(bounds, (list, tuple)) or len(bounds) != 2 or not all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in bounds) \
             or not 0 <= bounds[0] <= bounds[1]:
-        return f"data.{key} must be [low, high] with 0 <= low <= high; got {bounds!r}"
+        return f"{name} must be [low, high] with 0 <= low <= high; got {bounds!r}"
     return None
 
 

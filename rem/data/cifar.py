@@ -111,7 +111,7 @@ class Cifar10(DatasetFamily):
     settings = COLOUR_SETTINGS
 
     def check(self, data: DataConfig) -> str | None:
-        return range_problem(data, "contrast")
+        return range_problem(data.contrast, "data.contrast")
 
     def read(self, raw: Path, train: bool) -> tuple[np.ndarray, np.ndarray]:
         """(N,3,H,W) uint8 images and (N,) int64 labels of the training or the test split."""

@@ -96,7 +96,7 @@ class ImageFolder(DatasetFamily):
                            format="imagefolder", augment="color_flip", root_dir=name[len(self.prefix):])
 
     def check(self, data: DataConfig) -> str | None:
-        return range_problem(data, "contrast")
+        return range_problem(data.contrast, "data.contrast")
 
     def load(self, spec: DatasetSpec, raw: Path, data: DataConfig, cache_dir: Path | None) -> Splits:
         train_dir = raw / "train" if (raw / "train").is_dir() else raw

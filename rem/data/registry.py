@@ -85,7 +85,6 @@ class DatasetFamily:
     prefix: str = ""  # a family named with an argument (`imagefolder:<folder>`): the name up to its colon
     argument: str = ""  # what follows the prefix, as error messages show it ("folder")
     settings: tuple[str, ...] = ()  # the data.* keys it reads beyond those every family reads (val_size, subsets...)
-    table_settings: tuple[str, ...] = ()  # the data.* keys its results table's name reads (`table_name`)
     # A dataclass whose fields, with their defaults, are its own `data.options` (None: it takes none); a key it does
     # not declare is refused in one line naming them. Its code reads them with `options_of(data)`.
     options: type | None = None
@@ -208,11 +207,6 @@ def table_name(row: Mapping) -> str:
     return family.table_name(row) if family is not None else str(row.get("data.dataset"))
 
 
-def table_settings() -> list[str]:
-    """The `data.*` keys (dotted) some family's results-table name reads: they set trials' tables apart."""
-    return sorted({f"data.{key}" for _, family in FAMILIES.items() for key in family.table_settings})
-
-
 class _Specs(Mapping):
     """`DATASETS`: the spec of every dataset name with no argument, read from the families on demand."""
 
@@ -245,4 +239,4 @@ def __getattr__(name: str):
 
 __all__ = ["DATASETS", "FAMILIES", "DatasetFamily", "DatasetSpec", "RemoteFile", "dataset_options", "family_of",
            "find_family", "get_dataset", "get_family", "image_folder_spec", "is_known_dataset", "list_datasets",
-           "named_forms", "register_family", "replace", "table_name", "table_settings"]
+           "named_forms", "register_family", "replace", "table_name"]

@@ -1,22 +1,23 @@
 """The smallNORB family (LeCun's binary matrix files, both cameras): the files' manifest (sizes, headers, URLs), the
-reader, the 96 -> data.norb_size downsampling, the novel-viewpoint protocols (data.norb_split) with their
-familiar-viewpoint test set, and the settings only smallNORB reads.
+reader, the 96 -> `size` downsampling, the novel-viewpoint protocols (`split`) with their familiar-viewpoint test
+set, and the options only smallNORB reads (`NorbOptions`, set as `data.options`).
 
-Protocol (as the capsule papers do it): 96 -> data.norb_size (48) once; train on random data.norb_crop (32) crops
-with brightness/contrast jitter (data.norb_brightness, data.norb_contrast), evaluate on the centre crop; per-image
-standardisation. Each norb_split other than "standard" is a results table of its own ("smallnorb (azimuth)").
+Protocol (as the capsule papers do it): 96 -> size (48) once; train on random `crop` (32) crops with
+brightness/contrast jitter (`brightness`, `contrast`), evaluate on the centre crop; per-image standardisation. Each
+split other than "standard" is a results table of its own ("smallnorb (azimuth)").
 """
 
 from __future__ import annotations
 
 import math
 import struct
-from dataclasses import replace
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 import numpy as np
 
+from rem.config.options import as_mapping
 from rem.data.augment import range_problem
 from rem.data.cache import prepared, resize_uint8
 from rem.data.registry import DatasetFamily, DatasetSpec, RemoteFile, register_family
@@ -119,7 +120,7 @@ def read_norb_split(raw: Path, split: str, size: int) -> dict[str, np.ndarray]:
 def _viewpoint_split(a: dict[str, np.ndarray], mode: str) -> tuple[dict[str, np.ndarray], dict]:
     """Novel viewpoints: train on the familiar azimuths/elevations, test on the others; `familiar` test set."""
     if mode not in NORB_SPLITS:
-        raise ValueError(f"data.norb_split {mode!r}; expected one of {', '.join(NORB_SPLITS)}")
+        raise ValueError(f"smallNORB split {mode!r}; expected one of {', '.join(NORB_SPLITS)}")
     if mode == "standard":
         return a, {}
     col, familiar = (2, NORB_AZIMUTH_TRAIN) if mode == "azimuth" else (1, NORB_ELEVATION_TRAIN)
@@ -130,40 +131,60 @@ def _viewpoint_split(a: dict[str, np.ndarray], mode: str) -> tuple[dict[str, np.
             "test_x": a["test_x"][~te_fam], "test_y": a["test_y"][~te_fam]}, extra
 
 
+@dataclass(frozen=True)
+class NorbOptions:
+    """smallNORB's own `data.options`."""
+
+    split: str = "standard"  # the protocol: standard | azimuth | elevation (train on familiar, test on novel views)
+    size: int = 48  # the 96x96 images downsampled to this once (capsule papers: 48)
+    crop: int = 32  # random crops of this size for training, the centre crop for evaluation (32)
+    brightness: float = 0.125  # jitter (EM-routing reimplementations: max_delta 32/255); 0 = off
+    contrast: list = field(default_factory=lambda: [0.5, 1.5])  # contrast factor range [low, high]
+
+    def __post_init__(self):
+        if self.split not in NORB_SPLITS:
+            raise ValueError(f"split must be one of {', '.join(NORB_SPLITS)}; got {self.split!r}")
+        for name in ("size", "crop"):
+            if isinstance(getattr(self, name), bool) or not isinstance(getattr(self, name), int) \
+                    or getattr(self, name) < 1:
+                raise ValueError(f"{name} must be a whole number of pixels >= 1; got {getattr(self, name)!r}")
+        if self.crop > self.size:
+            raise ValueError(f"crop {self.crop} must be <= size {self.size}")
+        if isinstance(self.brightness, bool) or not isinstance(self.brightness, (int, float)) or self.brightness < 0:
+            raise ValueError(f"brightness must be a number >= 0; got {self.brightness!r}")
+        problem = range_problem(self.contrast, "contrast")
+        if problem:
+            raise ValueError(problem)
+
+
 class SmallNorb(DatasetFamily):
     """Both cameras' 96x96 images, downsampled once; a viewpoint protocol picks what is trained and tested on."""
 
     specs = (SMALLNORB,)
-    settings = ("norb_split", "norb_size", "norb_crop", "norb_brightness", "norb_contrast")
-    table_settings = ("norb_split",)
-
-    def check(self, data: DataConfig) -> str | None:
-        if data.norb_split not in NORB_SPLITS:
-            return f"data.norb_split must be one of {', '.join(NORB_SPLITS)}; got {data.norb_split!r}"
-        if data.norb_crop > data.norb_size:
-            return f"data.norb_crop {data.norb_crop} must be <= data.norb_size {data.norb_size}"
-        return range_problem(data, "norb_contrast")
+    options = NorbOptions
 
     def transform_options(self, data: DataConfig) -> dict:
-        return {"brightness": data.norb_brightness, "contrast": tuple(data.norb_contrast), "crop": data.norb_crop}
+        norb = self.options_of(data)
+        return {"brightness": norb.brightness, "contrast": tuple(norb.contrast), "crop": norb.crop}
 
     def table_name(self, row) -> str:
-        """"smallnorb (azimuth)" / "smallnorb (elevation)": a novel-viewpoint protocol is a table of its own (an
-        older results table without the column, or with NaN in it, ran the standard one)."""
-        name, split = super().table_name(row), str(row.get("data.norb_split", "standard"))
+        """"smallnorb (azimuth)" / "smallnorb (elevation)": a novel-viewpoint protocol is a table of its own. Its
+        split is in `data.options`; a results table from before the options were smallNORB's own has it as
+        `data.norb_split` (and one without either, or with NaN, ran the standard protocol)."""
+        options = as_mapping(row.get("data.options")) or {}
+        split = str(options.get("split", row.get("data.norb_split", "standard")))
+        name = super().table_name(row)
         return f"{name} ({split})" if split not in ("standard", "nan", "None") else name
 
     def load(self, spec: DatasetSpec, raw: Path, data: DataConfig, cache_dir: Path | None) -> Splits:
-        size, crop = data.norb_size, data.norb_crop
-        problem = self.check(data)
-        if problem:
-            raise ValueError(problem)
+        norb = self.options_of(data)  # ValueError in one line for an option out of range
+        size, crop = norb.size, norb.crop
 
         def build():
             tr, te = read_norb_split(raw, "training", size), read_norb_split(raw, "testing", size)
             return {"train_x": tr["x"], "train_y": tr["y"], "train_info": tr["info"],
                     "test_x": te["x"], "test_y": te["y"], "test_info": te["info"]}
-        arrays, extra = _viewpoint_split(prepared(spec, raw, {"size": size}, build, cache_dir), data.norb_split)
+        arrays, extra = _viewpoint_split(prepared(spec, raw, {"size": size}, build, cache_dir), norb.split)
         return from_arrays(arrays, replace(spec, in_shape=(2, crop, crop)), data.val_size, data.split_seed, extra)
 
 

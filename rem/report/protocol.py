@@ -31,7 +31,7 @@ NOVEL_VIEWPOINTS = ("azimuth", "elevation")  # smallNORB's protocols, each its o
 
 def viewpoint_table(protocol: str) -> str:
     """The results table of smallNORB's `protocol`, as its family names it."""
-    return table_name({"data.dataset": "smallnorb", "data.norb_split": protocol})
+    return table_name({"data.dataset": "smallnorb", "data.options": {"split": protocol}})
 
 
 def ablation_method(arm: Arm) -> str | None:

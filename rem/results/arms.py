@@ -19,8 +19,8 @@ from dataclasses import dataclass
 
 import pandas as pd
 
-from rem.config import TRIAL_SECTIONS, Config, ModelConfig
-from rem.data.registry import table_settings
+from rem.config import RENAMED, TRIAL_SECTIONS, Config, ModelConfig
+from rem.config.options import as_mapping
 from rem.pruning.methods.arm_settings import ArmSetting
 from rem.pruning.methods.registry import METHODS, REM_RANK, FixedTargetMethod, PruningMethod
 from rem.results.grid import SEED
@@ -54,8 +54,8 @@ def stated_keys() -> frozenset[str]:
 
 def compared_keys(columns) -> list[str]:
     """The results table's config columns that can set arms apart (the trial sections, dotted, not metrics)."""
-    # a dataset's table setting names its table
-    named = REPLICATES | stated_keys() | HOW_IT_RUNS | set(table_settings())
+    # a renamed setting's column in an older results table: its value is in the new key's column for newer trials
+    named = REPLICATES | stated_keys() | HOW_IT_RUNS | set(RENAMED)
     return sorted(c for c in map(str, columns) if "/" not in c and c.partition(".")[0] in TRIAL_SECTIONS
                   and "." in c and c not in named)
 
@@ -70,16 +70,6 @@ def value_text(value) -> str:
     if isinstance(value, float) and value.is_integer():
         return str(int(value))
     return str(value)
-
-
-def as_mapping(value) -> dict | None:
-    """A mapping setting (`model.options`, kept in the results table as JSON text) as a dict; None for any other."""
-    if isinstance(value, str) and value.startswith("{"):
-        try:
-            value = json.loads(value)
-        except ValueError:
-            return None
-    return value if isinstance(value, dict) else None
 
 
 def difference_parts(key: str, value) -> list[str]:
@@ -115,7 +105,8 @@ def beyond_name(value):
 def arm_differences(last: pd.DataFrame, names: pd.Series) -> dict[str, tuple[tuple[str, object], ...]]:
     """trial_key -> the config values that set its arm apart beyond its paper name, as (short key, value), from each
     trial's last row `last` and its paper name `names` (same index), comparing the trials of one dataset, model and
-    name (`ACROSS_DATASETS`: of one model and name)."""
+    name (`ACROSS_DATASETS`: of one model and name). `data.dataset` holds the trial's results table by then
+    (`label_trials`), so two tables of one dataset, smallNORB's viewpoint protocols, are not compared."""
     keys = compared_keys(last.columns)
     frame = last.assign(_name=names.to_numpy())
     across = {group_key: [k for k in ACROSS_DATASETS if k in keys and group[k].map(beyond_name).nunique() > 1]

@@ -13,7 +13,7 @@ import math
 import pandas as pd
 
 from rem.config import TRIAL_SECTIONS
-from rem.data.registry import table_settings
+from rem.config.options import as_mapping
 from rem.data.registry import table_name
 from rem.models import has_routing, list_models
 from rem.results import grid
@@ -48,13 +48,7 @@ def number(row, key: str, default: float) -> float:
 
 def model_options(row) -> dict:
     """The trial's `model.options` (the results table keeps a mapping as JSON text)."""
-    options = row.get("model.options", {})
-    if isinstance(options, str):
-        try:
-            options = json.loads(options)
-        except json.JSONDecodeError:
-            return {}
-    return options if isinstance(options, dict) else {}
+    return as_mapping(row.get("model.options")) or {}
 
 
 def setting_value(row, setting: ArmSetting, routes: bool):
@@ -131,8 +125,7 @@ def arm_run_names(cfg, points: list[dict]) -> dict[str, dict[str, str]]:
     arms = grid_arms(cfg, points, configs)
     names = {}
     for point, resolved in zip(points, configs):
-        table = dataset_label({"data.dataset": resolved.data.dataset, **{
-            key: getattr(resolved.data, key.partition(".")[2]) for key in table_settings()}})
+        table = dataset_label({"data.dataset": resolved.data.dataset, "data.options": resolved.data.options})
         extra = [f"{k.rsplit('.', 1)[-1]}={grid.value_text(point[k])}" for k in sorted(point)
                  if k.partition(".")[0] not in TRIAL_SECTIONS]
         label = arms[grid.trial_key(point)].label

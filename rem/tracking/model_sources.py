@@ -12,7 +12,7 @@ from pathlib import Path
 import torch
 
 from rem.analysis.model_on_test import ModelOnTest
-from rem.config import from_dict
+from rem.config import from_stored
 from rem.data import BatchTransform, prepare_data
 from rem.data.splits import Split
 from rem.device import HOST, to_device
@@ -30,7 +30,7 @@ def package_evaluation(package: dict, source: str, repo_root: Path, *, test_imag
     """A model package (`rem.tracking.model_store`) ready to evaluate on its trial's test split (the first
     `test_images` of it when > 0), read as the trial read it; a dataset of another shape than the model's is one
     line."""
-    cfg = from_dict(package["config"], f"{source} config", check_grid=False)
+    cfg = from_stored(package["config"], f"{source} config")
     model = model_from_package(package, source).to(device)
     splits = prepare_data(cfg, repo_root)
     spec = splits.spec

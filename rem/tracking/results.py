@@ -15,7 +15,7 @@ from pathlib import Path
 import pandas as pd
 import yaml
 
-from rem.config import Config, from_dict
+from rem.config import Config, from_stored
 from rem.results.table import ordered, trial_rows
 from rem.tracking import runs as tracking
 from rem.tracking.model_store import CONFIG_ARTIFACT
@@ -61,7 +61,7 @@ def trial_runs(client, exp_id: str, sweep: str | None) -> list:
 def run_config(client, run) -> Config:
     with tempfile.TemporaryDirectory(prefix="rem-config-") as tmp:
         path = client.download_artifacts(run.info.run_id, CONFIG_ARTIFACT, tmp)
-        return from_dict(yaml.safe_load(Path(path).read_text()), f"run {run.info.run_id} {CONFIG_ARTIFACT}", check_grid=False)
+        return from_stored(yaml.safe_load(Path(path).read_text()), f"run {run.info.run_id} {CONFIG_ARTIFACT}")
 
 
 def run_rows(client, run, history: bool = True) -> pd.DataFrame:

@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING
 
 import torch
 
-from rem.config import Config, from_dict
+from rem.config import Config, from_stored
 from rem.io import atomic_write, atomic_write_text, load_plain
 from rem.parse_trees import key_counts
 
@@ -152,7 +152,7 @@ def saved_weights(saved: dict) -> tuple[dict, int]:
 
 def saved_config(state: dict, source: str) -> Config:
     """The trial's config a checkpoint state holds (`source` names it in errors)."""
-    return from_dict(state["config"], source, check_grid=False)  # a trial's config: its grid is the sweep's
+    return from_stored(state["config"], source)  # a trial's config: its grid is the sweep's
 
 
 @dataclass(frozen=True)

@@ -283,24 +283,24 @@ def test_norb_splits_and_preprocessing(norb_raw, tmp_path):
     spec = get_dataset("smallnorb")
     kw = dict(val_size=60, split_seed=0)
     cache = tmp_path / "prep"
-    std = load_splits(spec, raw, DataConfig(norb_split="standard", **kw), cache)
+    std = load_splits(spec, raw, DataConfig(options={"split": "standard"}, **kw), cache)
     assert (len(std.train), len(std.val), len(std.test)) == (750, 60, 810) and std.extra == {}
     assert std.test.images.shape[1:] == (2, 48, 48) and std.spec.in_shape == (2, 32, 32)
     expect = F.avg_pool2d(torch.from_numpy(written["testing"][0]).float(), 2).round().to(torch.uint8)
     assert torch.equal(std.test.images, expect)  # 96 -> 48 area downsampling
-    az = load_splits(spec, raw, DataConfig(norb_split="azimuth", **kw), cache)
+    az = load_splits(spec, raw, DataConfig(options={"split": "azimuth"}, **kw), cache)
     assert len(az.train) + len(az.val) == 810 * 6 // 18 and len(az.test) == 810 * 12 // 18
     assert len(az.extra["familiar"]) == 270
     assert len(np.unique(written["training"][2][:, 2])) == 18 and len(NORB_AZIMUTH_TRAIN) == 6
     assert torch.cat([az.train.labels, az.val.labels]).bincount().tolist() == [54] * 5  # every category kept
-    el = load_splits(spec, raw, DataConfig(norb_split="elevation", **kw), cache)
+    el = load_splits(spec, raw, DataConfig(options={"split": "elevation"}, **kw), cache)
     assert len(el.train) + len(el.val) == 270 and len(el.test) == 540 and len(el.extra["familiar"]) == 270
     tf = BatchTransform(std.spec, augment=True, brightness=0.125, contrast=(0.5, 1.5), crop=32)
     x, _ = tf(std.train.images[:16], train=True, gen=torch.Generator().manual_seed(0))
     assert x.shape == (16, 2, 32, 32) and x.flatten(1).mean(1).abs().max() < 1e-4
     xe, ue = tf(std.test.images[:4], train=False)
     assert torch.equal(ue, std.test.images[:4, :, 8:40, 8:40].float() / 255)
-    small = load_splits(spec, raw, DataConfig(norb_size=40, norb_crop=28, **kw), cache)
+    small = load_splits(spec, raw, DataConfig(options={"size": 40, "crop": 28}, **kw), cache)
     assert small.test.images.shape[1:] == (2, 40, 40) and small.spec.in_shape == (2, 28, 28)
 
 

@@ -11,7 +11,7 @@ import pytest
 from rem.config import Config, ConfigError, DataConfig
 from rem.data import BatchTransform, get_dataset, load_splits
 from rem.data.registry import (DATASETS, FAMILIES, DatasetFamily, DatasetSpec, find_family, list_datasets,
-                               register_family, table_name, table_settings)
+                               register_family, table_name)
 
 # <name>-<key>.npz as the prepared cache has always named them (key: format, the files' recorded md5s, the reader's
 # parameters at their defaults): a changed key would rebuild every user's cache.
@@ -57,7 +57,7 @@ def test_every_name_has_its_family_and_an_argument_only_where_the_family_takes_o
 class _Tiny(DatasetFamily):
     specs = (DatasetSpec(name="tiny-test", files=(), urls=(), num_classes=2, in_shape=(1, 8, 8), mean=(0.5,),
                          std=(0.5,), augment="place"),)
-    settings = ("affnist_shift",)
+    settings = ("shift",)
 
     def transform_options(self, data):
         return {"place_shift": 1, "canvas": 12}
@@ -91,8 +91,17 @@ def test_a_family_reading_a_setting_params_lacks_is_one_line(own_registry):
 
 
 @pytest.mark.parametrize("override,pattern", [
-    ({"data.norb_crop": 64}, r"^params: data.norb_crop 64 must be <= data.norb_size 48$"),
-    ({"data.norb_contrast": [1.5, 0.5]}, r"data.norb_contrast must be \[low, high\] with 0 <= low <= high"),
+    ({"data.dataset": "smallnorb", "data.options": {"crop": 64}},
+     r"^params: data.options of dataset 'smallnorb': crop 64 must be <= size 48$"),
+    ({"data.dataset": "smallnorb", "data.options": {"contrast": [1.5, 0.5]}},
+     r"^params: data.options of dataset 'smallnorb': contrast must be \[low, high\] with 0 <= low <= high"),
+    ({"data.dataset": "smallnorb", "data.options": {"split": "diagonal"}},
+     r"^params: data.options of dataset 'smallnorb': split must be one of standard, azimuth, elevation; got 'diagonal'$"),
+    ({"data.dataset": "affnist", "data.options": {"shift": 8}},
+     r"^params: data.options of dataset 'affnist': shift must be a whole number of pixels in 0..6"),
+    ({"data.options": {"split": "azimuth"}}, r"^params: data.options.split is not an option of dataset 'mnist'; its options: none$"),
+    ({"data.norb_crop": 28}, r"^params: key 'data.norb_crop' was replaced by data.options.crop \(with data.dataset: smallnorb; "),
+    ({"data.affnist_shift": 4}, r"^params: key 'data.affnist_shift' was replaced by data.options.shift \(with data.dataset: affnist; "),
     ({"data.contrast": [0.5]}, r"data.contrast must be \[low, high\] with 0 <= low <= high; got \[0.5\]"),
     ({"data.mean": [0.5, 0.5], "data.std": [0.5]}, r"data.mean and data.std need the same length"),
     ({"fetch.datasets": ["mnist", "norb"]}, r"dataset 'norb' is unknown; allowed: affnist, .*, imagefolder:<folder>$"),
@@ -102,18 +111,28 @@ def test_the_data_section_is_checked_by_the_families_whatever_the_dataset(overri
         Config().with_overrides({"data.dataset": "mnist", **override}, "params")
 
 
-def test_smallnorb_reads_its_own_settings():
-    data = DataConfig(norb_brightness=0.1, norb_contrast=[0.7, 1.3], norb_crop=28, brightness=0.3, affnist_shift=4)
-    norb = BatchTransform.from_config(get_dataset("smallnorb"), data)
+def test_smallnorb_and_affnist_read_their_own_options():
+    norb_options = {"brightness": 0.1, "contrast": [0.7, 1.3], "crop": 28}
+    norb = BatchTransform.from_config(get_dataset("smallnorb"),
+                                      DataConfig(dataset="smallnorb", brightness=0.3, options=norb_options))
     assert (norb.brightness, norb.contrast, norb.crop) == (0.1, (0.7, 1.3), 28)
-    cifar = BatchTransform.from_config(get_dataset("cifar10"), data)
+    default = BatchTransform.from_config(get_dataset("smallnorb"), DataConfig(dataset="smallnorb"))
+    assert (default.brightness, default.contrast, default.crop) == (0.125, (0.5, 1.5), 32)  # the options' defaults
+    cifar = BatchTransform.from_config(get_dataset("cifar10"), DataConfig(dataset="cifar10", brightness=0.3))
     assert (cifar.brightness, cifar.contrast) == (0.3, (0.2, 1.8))
-    assert BatchTransform.from_config(get_dataset("affnist"), data).place_shift == 4
-    with pytest.raises(ValueError, match="data.norb_crop 60 must be <= data.norb_size 48"):
-        load_splits(get_dataset("smallnorb"), "nowhere", DataConfig(norb_crop=60))
+    affnist = DataConfig(dataset="affnist", options={"shift": 4})
+    assert BatchTransform.from_config(get_dataset("affnist"), affnist).place_shift == 4
+    assert BatchTransform.from_config(get_dataset("affnist"), DataConfig(dataset="affnist")).place_shift == 6
+    with pytest.raises(ValueError, match="crop 60 must be <= size 48"):
+        load_splits(get_dataset("smallnorb"), "nowhere", DataConfig(dataset="smallnorb", options={"crop": 60}))
 
 
 @pytest.mark.parametrize("row,table", [
+    ({"data.dataset": "smallnorb", "data.options": {"split": "azimuth"}}, "smallnorb (azimuth)"),
+    ({"data.dataset": "smallnorb", "data.options": '{"split": "elevation"}'}, "smallnorb (elevation)"),  # as JSON
+    ({"data.dataset": "smallnorb", "data.options": {"split": "standard"}}, "smallnorb"),
+    ({"data.dataset": "smallnorb", "data.options": {}}, "smallnorb"),
+    # a results table from before the split was smallNORB's own option: its column
     ({"data.dataset": "smallnorb", "data.norb_split": "azimuth"}, "smallnorb (azimuth)"),
     ({"data.dataset": "smallnorb", "data.norb_split": "elevation"}, "smallnorb (elevation)"),
     ({"data.dataset": "smallnorb", "data.norb_split": "standard"}, "smallnorb"),
@@ -129,4 +148,3 @@ def test_the_family_names_its_results_table(row, table):
     from rem.results.variants import dataset_label
 
     assert table_name(row) == dataset_label(row) == table
-    assert table_settings() == ["data.norb_split"]

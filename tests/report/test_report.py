@@ -166,8 +166,8 @@ def test_affnist_and_smallnorb_tables_against_hand_computed_means():
     frame = pd.DataFrame([
         final_row("a1", "affnist", "capsnet", 1, 0.70, **{"val/acc": 0.99}),
         final_row("a2", "affnist", "capsnet", 2, 0.80, **{"val/acc": 0.97}),
-        final_row("n1", "smallnorb", "capsnet", 1, 0.80, **{"data.norb_split": "azimuth", "extra/familiar/acc": 0.95}),
-        final_row("n2", "smallnorb", "capsnet", 2, 0.90, **{"data.norb_split": "azimuth", "extra/familiar/acc": 0.97}),
+        final_row("n1", "smallnorb", "capsnet", 1, 0.80, **{"data.options": '{"split": "azimuth"}', "extra/familiar/acc": 0.95}),
+        final_row("n2", "smallnorb", "capsnet", 2, 0.90, **{"data.options": '{"split": "azimuth"}', "extra/familiar/acc": 0.97}),
     ])
     rows = tables.aggregate(frame)
     affnist = to_markdown(protocol.affnist_table(rows, load_published()))

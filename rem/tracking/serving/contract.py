@@ -15,7 +15,7 @@ from dataclasses import asdict, dataclass, replace
 import numpy as np
 import torch
 
-from rem.config import Config, from_dict
+from rem.config import Config, from_stored
 from rem.data.augment import BatchTransform
 from rem.data.loading import with_normalisation
 from rem.data.registry import DatasetSpec, get_dataset
@@ -56,7 +56,7 @@ class InputContract:
 
 
 def trial_config(package: dict) -> Config:
-    return from_dict(package["config"], "model package config", check_grid=False)
+    return from_stored(package["config"], "model package config")
 
 
 def trial_spec(package: dict) -> DatasetSpec:

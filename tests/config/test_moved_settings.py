@@ -1,0 +1,56 @@
+"""Settings that moved from flat `data.*` keys into their dataset family's own `data.options` (issue 45): what was
+written before the move still reads, a sweep keeps its id, and a params file with an old key gets one line naming
+the new one (that line: tests/data/test_families.py)."""
+
+from __future__ import annotations
+
+import copy
+
+import rem.checks  # noqa: F401  (every package's checks: smallNORB's and affNIST's options among them)
+from rem.config import Config, DataConfig, from_stored
+from rem.config.moved import MOVED
+from rem.results.variants import arm_run_names
+
+OLD_DATA = {"affnist_shift": 6, "norb_split": "standard", "norb_size": 48, "norb_crop": 32, "norb_brightness": 0.125,
+            "norb_contrast": [0.5, 1.5]}  # the data keys as every stored config before the move has them
+
+
+def stored_before_the_move(dataset: str, **data) -> dict:
+    tree = Config().to_dict()
+    del tree["data"]["options"]  # the section had no options then
+    tree["data"].update(OLD_DATA, dataset=dataset, **data)
+    return tree
+
+
+def test_a_config_stored_before_the_move_reads_its_settings_as_options():
+    assert from_stored(stored_before_the_move("fashion-mnist"), "old").data == DataConfig()  # unread: dropped
+    affnist = from_stored(stored_before_the_move("affnist", affnist_shift=4, norb_crop=28), "old checkpoint")
+    assert affnist.data.options == {"shift": 4}  # smallNORB's crop was never read by an affNIST trial
+    norb = from_stored(stored_before_the_move("smallnorb", norb_split="azimuth", norb_size=40, norb_crop=28), "old")
+    assert norb.data.options == {"split": "azimuth", "size": 40, "crop": 28}  # the defaults stay defaults
+
+
+def test_a_sweep_named_before_the_move_keeps_its_id(monkeypatch):
+    base = Config()
+    now = base.digest()
+    to_dict = Config.to_dict
+
+    def as_before(self):  # the tree the digest hashed before the move: the old keys, no data.options
+        tree = to_dict(self)
+        tree["data"].update(copy.deepcopy(OLD_DATA))
+        return tree
+
+    monkeypatch.setattr(Config, "to_dict", as_before)
+    monkeypatch.setattr("rem.config.root.with_old_defaults", lambda tree: None)
+    assert base.digest() == now
+    assert {old.partition(".")[2] for old in MOVED} == set(OLD_DATA)  # every moved key is hashed as it was
+
+
+def test_smallnorbs_protocols_are_tables_not_arms():
+    cfg = Config().with_overrides({"data.dataset": "smallnorb"})
+    points = [{"data.options": {"split": split}, "train.seed": 42} for split in ("standard", "azimuth", "elevation")]
+    names = sorted(name["run_name"] for name in arm_run_names(cfg, points).values())
+    assert names == ["capsnet·smallnorb (azimuth)·+Q·s42", "capsnet·smallnorb (elevation)·+Q·s42",
+                     "capsnet·smallnorb·+Q·s42"]
+    sized = [{"data.options": options, "train.seed": 42} for options in ({}, {"size": 40})]  # another option: an arm
+    assert sorted(name["arm"] for name in arm_run_names(cfg, sized).values()) == ["+Q", "+Q · size=40"]
