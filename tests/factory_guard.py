@@ -29,7 +29,7 @@ SMALL = {"capsnet": {"conv_channels": 32, "primary_types": 8},
          "deepcaps": {"stem_channels": 16, "caps_types": 4},
          "efficient_capsnet": {}}
 PRUNE = {"none": {}, "rem": {"search_tolerance_pp": 5.0, "max_evaluations": 3}, "imp": {"target_sparsity": 0.5},
-         "snip": {"target_sparsity": 0.5, "snip_batches": 1}, "capsules": {"capsule_fraction": 0.5}}
+         "snip": {"target_sparsity": 0.5, "options": {"batches": 1}}, "capsules": {"options": {"fraction": 0.5}}}
 
 
 def applies(architecture: str, method: str) -> bool:

@@ -24,6 +24,10 @@ MOVED: dict[str, Moved] = {
     "data.norb_crop": Moved("data.dataset", "smallnorb", "crop", 32),
     "data.norb_brightness": Moved("data.dataset", "smallnorb", "brightness", 0.125),
     "data.norb_contrast": Moved("data.dataset", "smallnorb", "contrast", [0.5, 1.5]),
+    "prune.snip_batches": Moved("prune.method", "snip", "batches", 1),
+    "prune.capsule_fraction": Moved("prune.method", "capsules", "fraction", 0.0),
+    "prune.capsule_criterion": Moved("prune.method", "capsules", "criterion", "weight_norm"),
+    "prune.capsule_rule": Moved("prune.method", "capsules", "rule", "fraction"),
 }
 
 

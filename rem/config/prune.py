@@ -12,13 +12,9 @@ SEARCHES = ("bisection", "sorted", "none")  # none: LOBSTER shrinks, nothing is 
 SEARCH_PRECISIONS = ("fp32", "train")
 SCHEDULES = ("cubic", "linear")
 SCOPES = ("global", "layer")
-# Capsule pruning's options (rem.pruning.capsules reads them from here, so the config validates them without
-# importing the models the capsule pruner rebuilds).
-CRITERIA = ("weight_norm", "coupling_mass", "sensitivity")  # how the types are ranked (capsules.criteria)
-RULES = ("fraction", "rem")  # how many of them a pruning step removes (capsules.pruner)
 
 _CHOICES = {"threshold_search": SEARCHES, "schedule": SCHEDULES, "scope": SCOPES,
-            "search_precision": SEARCH_PRECISIONS, "capsule_criterion": CRITERIA, "capsule_rule": RULES}
+            "search_precision": SEARCH_PRECISIONS}
 # field -> (what it must be, the check)
 _RANGES = {
     "lambda0": (">= 0", lambda v: v >= 0),
@@ -30,8 +26,6 @@ _RANGES = {
     "accuracy_tolerance": (">= 0", lambda v: v >= 0),
     "target_sparsity": ("in [0, 1)", lambda v: 0 <= v < 1),
     "schedule_epochs": ("None or >= 1", lambda v: v is None or v >= 1),
-    "snip_batches": (">= 1", lambda v: v >= 1),
-    "capsule_fraction": ("in [0, 1)", lambda v: 0 <= v < 1),
 }
 
 
@@ -71,13 +65,11 @@ class PruneConfig:
     schedule: str = "cubic"  # cubic | linear (IMP)
     schedule_epochs: int | None = None  # epochs to reach the target (None: all but the run's last)
     scope: str = "global"  # global | layer (IMP; SNIP is global)
-    snip_batches: int = 1
-    # capsules (rem.pruning.capsules): whole primary-capsule types removed, the model rebuilt smaller
-    capsule_fraction: float = 0.0  # fraction of the types removed by the end of the schedule
-    capsule_criterion: str = "weight_norm"  # weight_norm | coupling_mass | sensitivity
-    capsule_rule: str = "fraction"  # fraction (the schedule's count) | rem (at most that, if the val loss holds)
     # The selected method's own options, as it declares them (`PruningMethod.options`): checked and read by the
-    # method (`rem.config.options.read_options`); the built-in methods' settings are the keys above
+    # method (`rem.config.options.read_options`). snip: batches; capsules: fraction, criterion, rule (README's
+    # settings reference lists every method's). The keys above are the pruning library's, read by more than one
+    # method: REM's threshold search also decides capsule pruning's "rem" rule, and REM's lambda0/lambda_decay name
+    # the REM arm a matched control (an IMP trial with target_from: rem) takes its sparsity from.
     options: dict = field(default_factory=dict)
 
     def __post_init__(self):

@@ -96,10 +96,24 @@ ACROSS_DATASETS = ("model.options",)
 NAME_OPTIONS = ("shared_votes",)  # model.options the paper name already shows ("+Q (shared votes)")
 
 
-def beyond_name(value):
-    """An option mapping without the keys the arm's paper name shows, as comparable text; any other value as it is."""
+def unstated(key: str, value):
+    """An options mapping (`key` its column) without the options the arm's name already states -- a method's arm
+    setting that is one of its own options (capsule pruning's `fraction`: "+CAPS 75%"), the model's
+    `NAME_OPTIONS` -- in its own order; any other value, or a mapping with none of those, as it is."""
     mapping = as_mapping(value)
-    return comparable(value if mapping is None else {k: v for k, v in mapping.items() if k not in NAME_OPTIONS})
+    if mapping is None:
+        return value
+    stated = stated_keys()
+    kept = {k: v for k, v in mapping.items()
+            if f"{key}.{k}" not in stated and not (key == "model.options" and k in NAME_OPTIONS)}
+    if kept == mapping:
+        return value
+    return kept if isinstance(value, dict) else json.dumps(kept)  # as the frame held it: a dict or JSON text
+
+
+def beyond_name(value):
+    """A model.options mapping without the keys the arm's paper name shows, as comparable text."""
+    return comparable(unstated("model.options", value))
 
 
 def arm_differences(last: pd.DataFrame, names: pd.Series) -> dict[str, tuple[tuple[str, object], ...]]:
@@ -108,7 +122,8 @@ def arm_differences(last: pd.DataFrame, names: pd.Series) -> dict[str, tuple[tup
     name (`ACROSS_DATASETS`: of one model and name). `data.dataset` holds the trial's results table by then
     (`label_trials`), so two tables of one dataset, smallNORB's viewpoint protocols, are not compared."""
     keys = compared_keys(last.columns)
-    frame = last.assign(_name=names.to_numpy())
+    frame = last.assign(_name=names.to_numpy(), **{k: [unstated(k, v) for v in last[k]] for k in keys
+                                                   if k.endswith(".options")})
     across = {group_key: [k for k in ACROSS_DATASETS if k in keys and group[k].map(beyond_name).nunique() > 1]
               for group_key, group in frame.groupby(["model.name", "_name"], dropna=False, sort=False)}
     out: dict[str, tuple] = {}

@@ -56,8 +56,23 @@ def setting_value(row, setting: ArmSetting, routes: bool):
     or its missing value (also for a model without routing, where the setting is about routing)."""
     if setting.routing_only and not routes:
         return setting.missing
-    cell = next((row[column] for column in setting.columns if column in row), None)
+    cell = next((held for held in (cell_of(row, column) for column in setting.columns) if held is not ABSENT), None)
     return setting.read(cell) if present(cell) else setting.missing
+
+
+ABSENT = object()  # a row without the column (or an options mapping without the key)
+
+
+def cell_of(row, column: str):
+    """The row's cell of `column`, or ABSENT. A column `<section>.options.<key>` is the key of that options mapping
+    (kept as JSON text), held where the mapping has it: a method's setting that is one of its own options."""
+    if column in row:
+        return row[column]
+    mapping_column, _, key = column.rpartition(".")
+    if mapping_column.endswith(".options"):
+        mapping = as_mapping(row.get(mapping_column)) or {}
+        return mapping.get(key, ABSENT)
+    return ABSENT
 
 
 def arm_of(row, differences: tuple = ()) -> Arm:

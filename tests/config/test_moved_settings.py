@@ -13,6 +13,7 @@ from rem.results.variants import arm_run_names
 
 OLD_DATA = {"affnist_shift": 6, "norb_split": "standard", "norb_size": 48, "norb_crop": 32, "norb_brightness": 0.125,
             "norb_contrast": [0.5, 1.5]}  # the data keys as every stored config before the move has them
+OLD_PRUNE = {"snip_batches": 1, "capsule_fraction": 0.0, "capsule_criterion": "weight_norm", "capsule_rule": "fraction"}
 
 
 def stored_before_the_move(dataset: str, **data) -> dict:
@@ -35,15 +36,16 @@ def test_a_sweep_named_before_the_move_keeps_its_id(monkeypatch):
     now = base.digest()
     to_dict = Config.to_dict
 
-    def as_before(self):  # the tree the digest hashed before the move: the old keys, no data.options
+    def as_before(self):  # the tree the digest hashed before the move: the old keys (the options, empty, are left out)
         tree = to_dict(self)
         tree["data"].update(copy.deepcopy(OLD_DATA))
+        tree["prune"].update(OLD_PRUNE)
         return tree
 
     monkeypatch.setattr(Config, "to_dict", as_before)
     monkeypatch.setattr("rem.config.root.with_old_defaults", lambda tree: None)
     assert base.digest() == now
-    assert {old.partition(".")[2] for old in MOVED} == set(OLD_DATA)  # every moved key is hashed as it was
+    assert set(MOVED) == {f"data.{k}" for k in OLD_DATA} | {f"prune.{k}" for k in OLD_PRUNE}  # each hashed as it was
 
 
 def test_smallnorbs_protocols_are_tables_not_arms():
@@ -54,3 +56,23 @@ def test_smallnorbs_protocols_are_tables_not_arms():
                      "capsnet·smallnorb·+Q·s42"]
     sized = [{"data.options": options, "train.seed": 42} for options in ({}, {"size": 40})]  # another option: an arm
     assert sorted(name["arm"] for name in arm_run_names(cfg, sized).values()) == ["+Q", "+Q · size=40"]
+
+
+def test_capsule_pruning_and_snip_read_their_moved_settings_as_options():
+    tree = Config().to_dict()
+    tree["prune"].update(method="capsules", capsule_fraction=0.5, capsule_criterion="sensitivity",
+                         capsule_rule="fraction", snip_batches=1)
+    del tree["prune"]["options"]
+    assert from_stored(tree, "old checkpoint").prune.options == {"fraction": 0.5, "criterion": "sensitivity"}
+    tree["prune"].update(method="snip", snip_batches=3, target_sparsity=0.5)
+    assert from_stored(tree, "old checkpoint").prune.options == {"batches": 3}  # capsules' were unread
+
+
+def test_an_older_results_row_keeps_its_arm():
+    from rem.results.variants import arm_of
+
+    old = {"prune.method": "capsules", "prune.capsule_fraction": 0.75, "model.name": "capsnet"}
+    new = {"prune.method": "capsules", "prune.options": '{"fraction": 0.75, "criterion": "coupling_mass"}',
+           "model.name": "capsnet"}
+    both = {**new, "prune.capsule_fraction": float("nan")}  # a run joined by --add: the old column empty
+    assert arm_of(old).label == arm_of(new).label == arm_of(both).label == "+CAPS 75%"

@@ -102,7 +102,7 @@ def test_a_decoder_or_routing_iterations_is_one_clear_line(name):
 
 
 @pytest.mark.parametrize("prune,why", [({"method": "rem"}, "routing entropy"),
-                                       ({"method": "capsules", "capsule_fraction": 0.5}, "capsule types")],
+                                       ({"method": "capsules", "options": {"fraction": 0.5}}, "capsule types")],
                          ids=["rem", "capsules"])
 def test_pruning_that_needs_routing_is_refused_for_a_cnn(prune, why):
     with pytest.raises(ConfigError) as err:

@@ -3,6 +3,8 @@ criteria, config errors, and a real capsules trial that resumes and is logged to
 
 from __future__ import annotations
 
+import json
+
 import pytest
 import torch
 import yaml
@@ -126,40 +128,49 @@ def test_unsupported_family_and_bad_keep_are_named():
 
 
 @pytest.mark.parametrize("prune, message", [
-    ({"method": "capsules"}, "capsule_fraction"),
-    ({"method": "capsules", "capsule_fraction": 1.0}, "capsule_fraction"),
-    ({"method": "capsules", "capsule_fraction": 0.5, "capsule_criterion": "entropy"}, "capsule_criterion"),
-    ({"method": "capsules", "capsule_fraction": 0.5, "capsule_rule": "best"}, "capsule_rule"),
+    ({"method": "capsules"}, r"prune.options.fraction is required by pruning method 'capsules'; its options: "
+                             r"fraction, criterion, rule$"),
+    ({"method": "capsules", "options": {"fraction": 1.0}}, r"fraction must be in \(0, 1\); got 1.0$"),
+    ({"method": "capsules", "options": {"fraction": 0.5, "criterion": "entropy"}},
+     r"criterion must be one of weight_norm, coupling_mass, sensitivity; got 'entropy'$"),
+    ({"method": "capsules", "options": {"fraction": 0.5, "rule": "best"}}, r"rule must be one of fraction, rem; got"),
+    ({"method": "capsules", "options": {"fraction": 0.5, "types": 2}},
+     r"prune.options.types is not an option of pruning method 'capsules'; its options: fraction, criterion, rule$"),
+    ({"method": "capsules", "capsule_fraction": 0.5},
+     r"key 'prune.capsule_fraction' was replaced by prune.options.fraction \(with prune.method: capsules; "),
+    ({"method": "snip", "snip_batches": 2},
+     r"key 'prune.snip_batches' was replaced by prune.options.batches \(with prune.method: snip; "),
 ])
 def test_config_rejects_bad_capsule_options(prune, message):
     with pytest.raises(ConfigError, match=message):
         from_dict({"prune": prune, "sweep": {"grid": {"train.seed": [1]}}})
 
 
-def capsules_cfg(raw_root, epochs, **prune):
+def capsules_cfg(raw_root, epochs, options=None, **prune):
+    options = options or {}
     return from_dict({
         "data": {**synthetic_data(raw_root), "train_subset": 256, "val_subset": 128, "test_subset": 128},
         "model": {"options": SMALL_CAPSNET},
         "train": {"epochs": epochs, "batch_size": 64, "eval_batch_size": 128, "precision": "fp32",
                   "device": "cpu"},  # exact resume is the CPU's; the GPU's capsule pruning: tests/training/test_factory_guard.py
-        "prune": {"method": "capsules", "capsule_fraction": 0.5, "schedule": "linear", **prune},
+        "prune": {"method": "capsules", "options": {"fraction": 0.5, **options}, "schedule": "linear", **prune},
         "sweep": {"grid": {"train.seed": [1]}},
     })
 
 
 def test_capsules_trial_shrinks_the_model_and_resumes_exactly(synthetic_raw, tmp_path):
     straight = []
-    train(capsules_cfg(synthetic_raw, 3, capsule_criterion="sensitivity"), workdir=tmp_path / "a",
+    train(capsules_cfg(synthetic_raw, 3, {"criterion": "sensitivity"}), workdir=tmp_path / "a",
           on_epoch=lambda m, *_: straight.append(m))
     assert [m["capsules/types"] for m in straight] == [6, 4, 4]  # 8 types, half removed over epochs 1-2
     assert straight[0]["params"] == capsnet_params(32, 6) and straight[-1]["params"] == capsnet_params(32, 4)
     assert straight[0]["capsules/flops"] > straight[-1]["capsules/flops"]
 
-    train(capsules_cfg(synthetic_raw, 1, capsule_criterion="sensitivity", schedule_epochs=2), workdir=tmp_path / "b")
+    train(capsules_cfg(synthetic_raw, 1, {"criterion": "sensitivity"}, schedule_epochs=2), workdir=tmp_path / "b")
     state = load_checkpoint(trial_checkpoint_dir(tmp_path / "b"))
     assert state["pruner"]["build_args"] == {"primary_types": 6}
     resumed = []
-    train(capsules_cfg(synthetic_raw, 3, capsule_criterion="sensitivity"), workdir=tmp_path / "b",
+    train(capsules_cfg(synthetic_raw, 3, {"criterion": "sensitivity"}), workdir=tmp_path / "b",
           on_epoch=lambda m, *_: resumed.append(m))
     assert [m["epoch"] for m in resumed] == [2, 3]
     for key in ("train/loss", "test/loss", "test/acc", "entropy/mean", "params"):
@@ -168,18 +179,15 @@ def test_capsules_trial_shrinks_the_model_and_resumes_exactly(synthetic_raw, tmp
 
 
 def test_rem_rule_removes_no_more_than_the_schedule(synthetic_raw, tmp_path):
-    metrics = train(capsules_cfg(synthetic_raw, 1, capsule_rule="rem", capsule_criterion="coupling_mass"),
+    metrics = train(capsules_cfg(synthetic_raw, 1, {"rule": "rem", "criterion": "coupling_mass"}),
                     workdir=tmp_path)
     assert 4 <= metrics["capsules/types"] <= 8 and metrics["prune/evaluations"] >= 1
 
 
 @pytest.mark.slow
 def test_capsules_sweep_logs_every_metric_to_mlflow(synthetic_raw, tmp_path):
-    path = write_params(tmp_path, synthetic_raw, grid={"prune.method": ["capsules"]}, name="caps", epochs=2,
-                        model_options=SMALL_CAPSNET)
-    params = yaml.safe_load(path.read_text())
-    params.setdefault("prune", {})["capsule_fraction"] = 0.5  # each grid value is checked against the base
-    path.write_text(yaml.safe_dump(params, sort_keys=False))
+    write_params(tmp_path, synthetic_raw, grid={"prune": [{"method": "capsules", "options": {"fraction": 0.5}}]},
+                 name="caps", epochs=2, model_options=SMALL_CAPSNET)
     run_sweep(tmp_path)
     _, children = sweep_runs(local_uri(tmp_path), "caps")
     assert len(children) == 1 and children[0].info.status == "FINISHED"
@@ -200,7 +208,8 @@ def test_report_shows_caps_rows_with_types_kept_and_speedups():
     def final(key, method, fraction, acc, step, **extra):
         return {"trial_key": key, "status": "FINISHED", "epoch": 2, "data.dataset": "fashion-mnist",
                 "model.name": "capsnet", "train.seed": 1, "params": 100, "prune.method": method,
-                "prune.target_sparsity": 0.0, "prune.capsule_fraction": fraction, "final/quantized": 1.0,
+                "prune.target_sparsity": 0.0, "prune.options": json.dumps({"fraction": fraction} if fraction else {}),
+                "final/quantized": 1.0,
                 "final/test/acc": acc, "time/step_s": step, "time/epoch_s": step * 10 + 2, "time/train_s": step * 10,
                 "final/entropy/class_0": 1.0, "final/parse_trees/class_0": 1, **extra}
 

@@ -512,7 +512,7 @@ def test_imp_ties_deterministic():
 def test_snip_prunes_at_init_to_target():
     model = tiny_capsnet()
     x, y = batches(32)
-    pruner = Pruner(model, PruneConfig(method="snip", target_sparsity=0.8, snip_batches=2))
+    pruner = Pruner(model, PruneConfig(method="snip", target_sparsity=0.8, options={"batches": 2}))
     rep = pruner.at_start(model, lambda m: margin_loss(m(x).lengths, y))
     n = rep["prunable_params"]
     assert n - rep["nonzero_params"] == round(0.8 * n)

@@ -15,8 +15,8 @@ from tests.tiny_trials import tiny_cfg
 @pytest.mark.parametrize("method", ["none", "capsules"])  # capsules: its sensitivity sums grow every step
 def test_a_training_step_waits_for_the_device_at_most_once(synthetic_raw, tmp_path, method):
     cfg = tiny_cfg(synthetic_raw, epochs=2, batch_size=16, progress_every_s=0).with_overrides(
-        {"data.augment": True, "prune.method": method, "prune.capsule_fraction": 0.5,
-         "prune.capsule_criterion": "sensitivity"})
+        {"data.augment": True, "prune.method": method,
+         "prune.options": {"fraction": 0.5, "criterion": "sensitivity"} if method == "capsules" else {}})
     with counted_epochs() as epochs:
         train(cfg, workdir=tmp_path)
     assert [e["steps"] for e in epochs] == [16, 16]

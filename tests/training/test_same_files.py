@@ -47,7 +47,7 @@ ARMS = {
     "none": {}, "rem": {"prune.method": "rem"},
     "imp": {"prune.method": "imp", "prune.target_sparsity": 0.5},
     "snip": {"prune.method": "snip", "prune.target_sparsity": 0.5},
-    "capsules": {"prune.method": "capsules", "prune.capsule_fraction": 0.5, "prune.capsule_criterion": "sensitivity"},
+    "capsules": {"prune.method": "capsules", "prune.options": {"fraction": 0.5, "criterion": "sensitivity"}},
 }
 
 
@@ -57,8 +57,12 @@ EMPTY_SINCE = {"options": "issue 45: data.options and prune.options, an entry's 
 
 
 def timeless(value, root: str):
-    if isinstance(value, dict) and {"data", "model", "train"} <= set(value):  # a stored config tree
-        value = upgraded(value)  # settings that moved into an entry's options since (issue 45), as they read now
+    # settings that moved into an entry's options since (issue 45), as they read now: in a stored config tree, and
+    # in the pruner's own record of its prune section
+    if isinstance(value, dict) and {"data", "model", "train"} <= set(value):
+        value = upgraded(value)
+    elif isinstance(value, dict) and {"method", "threshold_search"} <= set(value):
+        value = upgraded({"prune": value})["prune"]
     if isinstance(value, dict):
         return {k: timeless(v, root) for k, v in value.items()
                 if "time" not in k and "seconds" not in k and k not in CHANGED_SINCE

@@ -33,8 +33,7 @@ ARMS = {
     "capsnet-none": {}, "capsnet-rem": {"prune.method": "rem"},
     "capsnet-imp": {"prune.method": "imp", "prune.target_sparsity": 0.5},
     "capsnet-snip": {"prune.method": "snip", "prune.target_sparsity": 0.5},
-    "capsnet-capsules": {"prune.method": "capsules", "prune.capsule_fraction": 0.5,
-                         "prune.capsule_criterion": "sensitivity"},
+    "capsnet-capsules": {"prune.method": "capsules", "prune.options": {"fraction": 0.5, "criterion": "sensitivity"}},
     "efficient-rem": {"model.name": "efficient_capsnet", "model.options": {}, "prune.method": "rem"},
 }
 

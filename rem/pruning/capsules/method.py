@@ -3,13 +3,15 @@
 
 from __future__ import annotations
 
+from rem.pruning.capsules.options import CapsuleOptions
 from rem.pruning.capsules.pruner import CapsulePruner
 from rem.pruning.methods.arm_settings import ArmSetting, percent_text
 from rem.pruning.methods.registry import PruningMethod, register_method
 
-# Structured: the fraction of primary-capsule types removed ("+CAPS 25%")
-CAPSULE_FRACTION = ArmSetting("capsule_fraction", ("prune.capsule_fraction",), read=float, missing=0.0,
-                              text=percent_text)
+# Structured: the fraction of primary-capsule types removed ("+CAPS 25%"); a results table from before it was the
+# method's own option has it as prune.capsule_fraction
+CAPSULE_FRACTION = ArmSetting("capsule_fraction", ("prune.options.fraction", "prune.capsule_fraction"), read=float,
+                              missing=0.0, text=percent_text)
 
 
 @register_method
@@ -18,17 +20,11 @@ class CapsuleTypes(PruningMethod):
     routing_needed_because = "capsule pruning removes capsule types"
     rebuilds_model = True
     arm_settings = (CAPSULE_FRACTION,)
+    options = CapsuleOptions
 
     @classmethod
     def arm_family(cls, arm) -> str:
         return "+CAPS"
 
-    @classmethod
-    def check(cls, cfg) -> None:
-        super().check(cfg)
-        if cfg.capsule_fraction <= 0:
-            raise ValueError(f"PruneConfig.capsule_fraction={cfg.capsule_fraction!r} must be in (0, 1) for "
-                             f"method='capsules'")
-
     def make_pruner(self, model, build, in_shape, precision: str):
-        return CapsulePruner(model, self.cfg, build, in_shape, precision)
+        return CapsulePruner(model, self.cfg, build, in_shape, precision, self.options_of(self.cfg))

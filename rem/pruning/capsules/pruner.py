@@ -8,11 +8,13 @@ from typing import Callable
 import torch
 from torch import nn
 
+from rem.config.options import read_options
 from rem.device import HOST
 from rem.evaluate import batches_of, evaluate, model_device
 from rem.pruning import schedule_sparsity, sparsity_report
 from rem.pruning.capsules.criteria import capsule_report, coupling_mass_scores, sensitivity_add_, weight_norm_scores
 from rem.pruning.capsules.layout import capsule_layout, prune_capsules, retarget_optimizer
+from rem.pruning.capsules.options import CapsuleOptions
 
 
 def types_to_remove(fraction: float, types: int, step: int, steps: int, schedule: str) -> int:
@@ -50,15 +52,17 @@ class CapsulePruner:
 
     `build(**args)` creates the trial's model with extra build args (rem.models.from_config.build_model). The pruning steps are
     the ends of epochs 1..T (T = prune.schedule_epochs, else the run's epochs minus one so the last epoch
-    fine-tunes); after step t, round(s_t * types) of the original types are gone, s_t = capsule_fraction on
-    prune.schedule (cubic/linear). With capsule_rule "rem" a step removes only as many of those as keep the
-    validation loss <= base * (1 + twt)."""
+    fine-tunes); after step t, round(s_t * types) of the original types are gone, s_t = the options' `fraction` on
+    prune.schedule (cubic/linear). With the rule "rem" a step removes only as many of those as keep the
+    validation loss <= base * (1 + twt). `options`: the method's own (`CapsuleOptions`, `prune.options`)."""
 
     rebuilds_model = True  # see `adopt` and `restore_structure`
 
     def __init__(self, model: nn.Module, cfg, build: Callable[..., nn.Module], in_shape: tuple[int, int, int],
-                 precision: str = "fp32"):
+                 precision: str = "fp32", options: CapsuleOptions | None = None):
         self.cfg, self.build, self.in_shape, self.precision = cfg, build, tuple(in_shape), precision
+        # ValueError in one line naming the option for one missing or out of range
+        self.options = options or read_options(CapsuleOptions, cfg.options, "prune.options", "pruning method 'capsules'")
         layout = capsule_layout(model)  # fails early for unsupported families
         self.original_types = layout.types
         self.original_prunable = int(sparsity_report(model)["prunable_params"])
@@ -80,14 +84,14 @@ class CapsulePruner:
         return capsule_report(model, self.in_shape, self.original_types, self.original_prunable)
 
     def before_optimizer_step(self, model: nn.Module, epoch: int) -> None:
-        if self.cfg.capsule_criterion == "sensitivity":
+        if self.options.criterion == "sensitivity":
             sensitivity_add_(model, self.sensitivity)
 
     def after_optimizer_step(self, model: nn.Module, optimizer=None) -> None:
         pass
 
     def scores(self, model: nn.Module, val) -> torch.Tensor:
-        criterion = self.cfg.capsule_criterion
+        criterion = self.options.criterion
         if criterion == "weight_norm":
             return weight_norm_scores(model)
         if criterion == "sensitivity":
@@ -96,14 +100,14 @@ class CapsulePruner:
 
     def end_of_epoch(self, model: nn.Module, epoch: int, total_epochs: int, val=None) -> dict:
         steps = self.cfg.schedule_epochs or max(1, total_epochs - 1)
-        target = types_to_remove(self.cfg.capsule_fraction, self.original_types, epoch + 1, steps, self.cfg.schedule)
+        target = types_to_remove(self.options.fraction, self.original_types, epoch + 1, steps, self.cfg.schedule)
         removed_now = target - (self.original_types - len(self.kept))
         metrics: dict[str, float] = {"prune/capsules_removed": 0.0}
         if removed_now > 0:
-            if val is None and (self.cfg.capsule_criterion == "coupling_mass" or self.cfg.capsule_rule == "rem"):
+            if val is None and (self.options.criterion == "coupling_mass" or self.options.rule == "rem"):
                 raise ValueError("CapsulePruner.end_of_epoch: this criterion/rule needs the validation set")
             ranked = torch.argsort(self.scores(model, val), stable=True)  # lowest score first
-            if self.cfg.capsule_rule == "rem":
+            if self.options.rule == "rem":
                 removed_now, passes = largest_harmless_removal(model, ranked, removed_now, self.build,
                                                                self.build_args, val, self.precision, self.cfg.twt)
                 metrics["prune/evaluations"] = passes
@@ -115,7 +119,7 @@ class CapsulePruner:
             self._pending = (new, slices)
             metrics["prune/capsules_removed"] = float(removed_now)
             model = new
-        if self.cfg.capsule_criterion == "sensitivity":
+        if self.options.criterion == "sensitivity":
             self.sensitivity.zero_()  # each step ranks by the sensitivity seen since the last one
         metrics.update(capsule_report(model, self.in_shape, self.original_types, self.original_prunable))
         self.history.append({"epoch": epoch, "kept": list(self.kept), **metrics})
