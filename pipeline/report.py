@@ -30,6 +30,8 @@ from rem.tracking import runs as tracking
 from rem.tracking.store import open_client
 from rem.training.checkpoint import final_checkpoint
 
+OPTIONS_TAG = "report.options"  # the sweep's parent run: the report tables' own options the last report used
+
 log = logging.getLogger("pipeline.report")
 
 
@@ -71,6 +73,8 @@ def log_to_mlflow(cfg: Config, repo_root: Path, sweep_ids: list[str], out_dir: P
                 if (out_dir / sub).is_dir():
                     client.log_artifacts(run.info.run_id, str(out_dir / sub), f"report/{sub}")
             client.log_artifact(run.info.run_id, str(out_dir / "index.html"), "report")
+            if cfg.report.options:  # the tables' own options the page was made with (a tag: a later report may differ)
+                client.set_tag(run.info.run_id, OPTIONS_TAG, json.dumps(cfg.report.options, sort_keys=True))
             logged += 1
         return None if logged else f"MLflow: no parent run for sweep(s) {', '.join(sweep_ids)} at {uri}; figures not logged"
     except Exception as err:  # tracking must never fail the report

@@ -19,6 +19,7 @@ from rem.data import checks as data_checks  # noqa: F401
 from rem.training import checks as train_checks  # noqa: F401
 from rem.analysis import checks as eval_checks  # noqa: F401
 from rem.pruning import checks as prune_checks  # noqa: F401
+from rem.report import checks as report_checks  # noqa: F401
 from rem.results import checks as sweep_checks  # noqa: F401  (its grid check builds every point: registered last)
 
 

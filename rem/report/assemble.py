@@ -8,7 +8,7 @@ then its parse trees, its robustness ..., then the next dataset's; each group's 
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
 import pandas as pd
@@ -57,10 +57,11 @@ def runs(entries: list[ReportTable]) -> list[list[ReportTable]]:
     return out
 
 
-def assemble(results: pd.DataFrame, names: Sequence[str]) -> Assembly:
-    """The parts of the tables `names` (registered names; an unknown one is a one-line error) in that order."""
+def assemble(results: pd.DataFrame, names: Sequence[str], options: Mapping[str, Mapping] | None = None) -> Assembly:
+    """The parts of the tables `names` (registered names; an unknown one is a one-line error) in that order;
+    `options`: `report.options`, each table's own."""
     entries = [TABLES.get(name) for name in names]
-    out = Assembly(Context(results))
+    out = Assembly(Context(results, options))
     for run in runs(entries):
         groups = out.context.groups(run[0].per)
         parts = {(entry.name, group): made(entry, out.context, group) if entry.applies(out.context) else None
@@ -75,10 +76,10 @@ def assemble(results: pd.DataFrame, names: Sequence[str]) -> Assembly:
     return out
 
 
-def assemble_page(results: pd.DataFrame, page: str) -> Assembly:
+def assemble_page(results: pd.DataFrame, page: str, options: Mapping[str, Mapping] | None = None) -> Assembly:
     """The parts of every table registered on `page` (`REPORT_PAGE`, `EVIDENCE_PAGE`, `CLAIMS_PAGE` of
     `rem.report.registry`, or a page of one's own)."""
-    return assemble(results, page_tables(page))
+    return assemble(results, page_tables(page), options)
 
 
 def table_files(parts: list[Part], file_of=lambda part: part.file) -> dict[str, list[Table]]:

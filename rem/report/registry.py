@@ -16,6 +16,7 @@ from typing import Any
 
 import pandas as pd
 
+from rem.config.options import check_declaration, read_options
 from rem.registry import Registry
 from rem.results.variants import label_trials
 
@@ -28,9 +29,15 @@ class Context:
     """What the tables of one page share: the results as read, labelled once, and anything a table derives from them
     (`once`), computed on first use."""
 
-    def __init__(self, results: pd.DataFrame):
+    def __init__(self, results: pd.DataFrame, options: Mapping[str, Mapping] | None = None):
         self.results = results
+        self.options = dict(options or {})  # `report.options`: table name -> its options as params set them
         self._made: dict[Callable, Any] = {}
+
+    def options_of(self, table: str) -> Any:
+        """The options of the registered table `table` as `report.options` sets them, every other at its default
+        (an instance of its `options`; None when it declares none)."""
+        return table_options(table, self.options)
 
     @cached_property
     def frame(self) -> pd.DataFrame:
@@ -68,6 +75,9 @@ class ReportTable:
     datasets: tuple[str, ...] = ()  # the only datasets it reads: made only when a trial of one of them ran
     announce: bool = False  # when it has nothing, the report page names it among what the sweep did not run
     figures: tuple[str, ...] = ()  # files under figures/ ("{group}" filled in) a Markdown page shows after its group
+    # A dataclass whose fields, with their defaults, are its own `report.options.<name>` (None: it takes none); its
+    # build reads them with `context.options_of(<name>)`
+    options: type | None = None
 
     def applies(self, context: Context) -> bool:
         return not self.datasets or bool(context.datasets & set(self.datasets))
@@ -112,11 +122,21 @@ TABLES: Registry[ReportTable] = Registry("report table", "table", built_in={
 def report_table(name: str, title: str, pages: Mapping[str, float], **options) -> Callable[[Callable], Callable]:
     """Decorator: `@report_table("name", "Title", pages={"report": 100})` on the table's function registers it
     (`options`: the other `ReportTable` fields) and returns the function unchanged."""
+    check_declaration(options.get("options"), f"report table {name!r}")
+
     def wrap(build: Callable) -> Callable:
         TABLES.register(name, ReportTable(name, title, dict(pages), build, **options))
         return build
 
     return wrap
+
+
+def table_options(table: str, given: Mapping[str, Mapping]) -> Any:
+    """Table `table`'s options as `given` (`report.options`) sets them: an instance of its `options` (None if it
+    declares none); ValueError in one line naming the key, the table and its options for one it does not declare,
+    or an unknown table."""
+    return read_options(TABLES.get(table).options, given.get(table, {}), f"report.options.{table}",
+                        f"report table {table!r}")
 
 
 def page_tables(page: str) -> list[str]:

@@ -73,7 +73,7 @@ def build_reports(results: pd.DataFrame, out_dir: Path, cfg: Config | None = Non
     """Every report file under `out_dir`; figures need `cfg`, the checkpoint figures also `checkpoints` (trial_key ->
     its checkpoint folder) and `notes` on those that could not be found."""
     out_dir = Path(out_dir)
-    assembly = assemble_page(results, REPORT_PAGE)
+    assembly = assemble_page(results, REPORT_PAGE, cfg.report.options if cfg is not None else None)
     tables_dir = out_dir / "tables"
     shutil.rmtree(tables_dir, ignore_errors=True)  # no stale table of a protocol this sweep did not run
     written = write_tables(assembly.parts, tables_dir)

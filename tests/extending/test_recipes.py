@@ -3,12 +3,13 @@
 through one real sweep (Ray, MLflow) and the report, beside an axis no paper names (the learning rate): the report
 and MLflow show every arm apart, each with its own seeds, never averaged as seeds. The dataset's, the method's and the
 routing's own options (`data.options`, `prune.options`, `model.routing_options`) reach every trial's results row and
-MLflow params. One sweep serves all
+MLflow params; the table's (`report.options`) its numbers and the sweep's MLflow run. One sweep serves all
 four because a sweep's fixed cost (Ray's and MLflow's start, the report) is most of a tiny one's."""
 
 from __future__ import annotations
 
 import json
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -16,6 +17,7 @@ from pathlib import Path
 import pytest
 import yaml
 
+from pipeline.report import OPTIONS_TAG
 from rem.tracking.runs import ARM_TAG
 from tests.conftest import REPO
 from tests.extending.test_dataset_family import NAME, toy_splits
@@ -25,6 +27,7 @@ from tests.tiny_trials import SMALL_CAPSNET
 PLUGINS = ",".join(f"tests.extending.toy_{name}" for name in ("pruning", "routing", "dataset", "table"))
 DATA_OPTIONS, RANDOM_OPTIONS = {"noise": 8.0}, {"seed": 7}  # the toy dataset's and the random method's own options
 UNIFORM_OPTIONS = {"sharpness": 2.0}  # the uniform routing's own setting
+TABLE_OPTIONS = {"trials-per-arm": {"decimals": 3}}  # the report table's own option
 GRID = [  # a union of three products, all on the toy dataset
     {"data.dataset": [NAME], "model.routing": ["dynamic"], "train.lr": [0.001, 0.003], "train.seed": [42, 43]},
     {"data.dataset": [NAME], "model.routing": ["uniform"], "model.routing_options": [UNIFORM_OPTIONS]},
@@ -38,9 +41,11 @@ ARMS = {"+Q · routing=dynamic": [42, 43], "+Q · routing=dynamic, lr=0.003": [4
 
 
 def on_toy_dataset(params: Path, mirror: Path) -> None:
-    """The sweep reads the toy's file from `mirror`, a folder the written params do not name, with its option set."""
+    """The sweep reads the toy's file from `mirror`, a folder the written params do not name, with its option set;
+    the report table's option is set beside it."""
     tree = yaml.safe_load(params.read_text())
     tree["data"].update({"dataset": NAME, "mirror": str(mirror), "options": DATA_OPTIONS})
+    tree.setdefault("report", {})["options"] = TABLE_OPTIONS
     params.write_text(yaml.safe_dump(tree, sort_keys=False))
 
 
@@ -74,8 +79,10 @@ def test_four_registered_extensions_and_a_learning_rate_axis_through_one_sweep_t
         assert f"| capsnet | {label} |" in page, label
         assert f"capsnet {label}: seeds {', '.join(map(str, seeds))};" in page, label  # its own seeds only
     assert "capsnet +Q: seeds" not in page
-    assert f"| {NAME} | capsnet | +RANDOM 30% | 1 | 1 |" in tables["trials-per-arm"]  # the plugin's table
-    _, children = sweep_runs(local_uri(tmp_path), "recipes")
+    plugin_table = tables["trials-per-arm"]  # the plugin's table, seconds to its option's 3 decimals
+    assert re.search(rf"\| {NAME} \| capsnet \| \+RANDOM 30% \| 1 \| 1 \| \d+\.\d{{3}} \|", plugin_table), plugin_table
+    parents, children = sweep_runs(local_uri(tmp_path), "recipes")
+    assert [json.loads(run.data.tags[OPTIONS_TAG]) for run in parents] == [TABLE_OPTIONS]  # the sweep's run
     named = sorted((r.data.tags[ARM_TAG], r.info.run_name) for r in children)
     logged = {(r.data.tags[ARM_TAG], r.data.params["data.options"], r.data.params["prune.options"],
                r.data.params["model.routing_options"]) for r in children}

@@ -8,9 +8,11 @@ from __future__ import annotations
 import ast
 import subprocess
 import sys
+from dataclasses import dataclass
 
 import pytest
 
+from rem.config import Config, ConfigError
 from rem.report.assemble import assemble
 from rem.report.registry import REPORT_PAGE, page_tables, report_table
 from rem.report.render import Table
@@ -49,3 +51,29 @@ def test_an_unknown_table_name_is_one_line_naming_the_known_ones_and_the_plugin_
         assemble(synthetic_results(), ["dataset", "no-such-table"])
     message = str(err.value)
     assert "\n" not in message and "'no-such-table'" in message and "'dataset'" in message and "REM_PLUGINS" in message
+
+
+@dataclass(frozen=True)
+class Width:
+    columns: int = 3
+
+
+@report_table("width-test", "Width", pages={}, options=Width)
+def width(frame, context) -> Table:
+    return Table("Width", ["Columns"], [[str(context.options_of("width-test").columns)]])
+
+
+def test_a_tables_options_are_checked_when_params_are_read_and_reach_the_table():
+    import rem.checks  # noqa: F401  (the report section's check among them)
+
+    cfg = Config().with_overrides({"report.options": {"width-test": {"columns": 5}}})
+    made = assemble(synthetic_results(), ["width-test"], cfg.report.options)
+    assert made.parts[0].tables[0].rows == [["5"]]
+    assert assemble(synthetic_results(), ["width-test"]).parts[0].tables[0].rows == [["3"]]  # its default
+    for options, message in [({"width-test": {"rows": 2}}, "params: report.options.width-test.rows is not an option "
+                                                           "of report table 'width-test'; its options: columns"),
+                             ({"no-such": {}}, "params: report.options: table='no-such' is not one of"),
+                             ({"width-test": 4}, "params: report.options.width-test must be a mapping")]:
+        with pytest.raises(ConfigError) as err:
+            Config().with_overrides({"report.options": options}, "params")
+        assert str(err.value).startswith(message) and "\n" not in str(err.value)
