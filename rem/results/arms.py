@@ -23,7 +23,7 @@ from rem.config import RENAMED, TRIAL_SECTIONS, Config, ModelConfig
 from rem.config.options import as_mapping
 from rem.pruning.methods.arm_settings import ArmSetting
 from rem.pruning.methods.registry import METHODS, REM_RANK, FixedTargetMethod, PruningMethod
-from rem.results.grid import SEED
+from rem.results.grid import SEED, point_keys
 
 REPLICATES = frozenset({SEED})
 # Read by the paper name (the variant, the table) or derived from it per trial (a matched control's target sparsity
@@ -130,9 +130,30 @@ def arm_differences(last: pd.DataFrame, names: pd.Series) -> dict[str, tuple[tup
     for (_, model, name), group in frame.groupby(["data.dataset", "model.name", "_name"], dropna=False, sort=False):
         varying = [k for k in keys if group[k].astype(str).nunique(dropna=False) > 1 or k in across[(model, name)]]
         short = short_keys(varying)
-        for row in group.to_dict("records"):
-            out[row["trial_key"]] = tuple((short[k], comparable(row[k])) for k in varying if not at_default(k, row[k]))
+        rows = group.to_dict("records")
+        base = run_defaults(rows, varying)
+        for row in rows:
+            out[row["trial_key"]] = tuple((short[k], comparable(row[k])) for k in varying
+                                          if not at_default(k, row[k]) and not at_run_default(k, row, base))
     return out
+
+
+def run_defaults(rows: list[dict], keys: list[str]) -> dict[str, object]:
+    """key -> the value the trials whose grid point leaves `key` alone all hold (the sweep's fixed setting, e.g. the
+    routing profile's batch size 64), for each key where they agree; a key they disagree on (two runs with other
+    fixed settings joined) has none, so its values keep naming their arms."""
+    out = {}
+    for key in keys:
+        held = {comparable(row[key]) for row in rows if key not in point_keys(row["trial_key"])}
+        if len(held) == 1:
+            out[key] = held.pop()
+    return out
+
+
+def at_run_default(key: str, row: dict, base: dict[str, object]) -> bool:
+    """Whether the trial holds `key` at the sweep's fixed setting, its grid point leaving it alone: "+Q" beside
+    "+Q · batch_size=32" where the sweep trains at batch 64 (not "+Q · batch_size=64" beside it)."""
+    return key in base and key not in point_keys(row["trial_key"]) and comparable(row[key]) == base[key]
 
 
 @functools.cache

@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import itertools
 import json
+import re
 from typing import Any
 
 Point = dict[str, Any]
@@ -91,6 +92,12 @@ def trial_key(point: Point) -> str:
     """The point's identity, stable however the grid lists its axes (or a mapping value its keys), e.g.
     `model.name=capsnet,prune.method=rem,train.seed=42`, `model.options={"shared_votes": true},...`."""
     return ",".join(f"{k}={value_text(point[k])}" for k in sorted(point))
+
+
+def point_keys(key: str) -> frozenset[str]:
+    """The config keys a trial's grid point set, read back from its `trial_key` (its keys are dotted names, each
+    after a comma or at the start; a value's JSON never puts a dotted name and "=" after a comma)."""
+    return frozenset(re.findall(r"(?:^|,)([A-Za-z_][\w-]*(?:\.[\w-]+)+)=", str(key)))
 
 
 # Label order: what a reader scans for first; any other axis follows, the seed comes last.

@@ -100,3 +100,17 @@ def test_what_names_an_arm_already_and_how_a_trial_runs_are_not_compared():
     assert keys == ["model.options", "prune.twt", "train.lr"]
     assert short_keys(["train.lr", "prune.lr", "prune.twt"]) == {"train.lr": "train.lr", "prune.lr": "prune.lr",
                                                                   "prune.twt": "twt"}
+
+
+def test_a_sweeps_fixed_setting_names_no_arm_and_a_grid_axis_over_it_does(claims):
+    results = claims.copy()
+    results["train.batch_size"] = 96  # the sweep's fixed setting (a profile's), not the code's default 128
+    axis = results[plain_capsnet(results, 43)].copy()  # a grid point that sets the batch size, joined later
+    axis["train.batch_size"], axis["trial_key"] = 32, axis["trial_key"] + ",train.batch_size=32"
+    results = pd.concat([results, axis], ignore_index=True)
+    assert rows_of(results, "capsnet", "+Q ·") == {"+Q · batch_size=32": [43]}  # not "+Q · batch_size=96" beside it
+    assert rows_of(results, "capsnet", "+Q")["+Q"] == [42, 43, 44]
+    # two runs whose fixed settings disagree (neither grid point names the key: the claims run trains at batch 64):
+    # each value away from the code's default still names its arm
+    other = changed(claims, "train.batch_size", 96, seed=43)
+    assert rows_of(other, "capsnet", "+Q ·") == {"+Q · batch_size=64": [42, 44], "+Q · batch_size=96": [43]}
