@@ -7,7 +7,6 @@ figures, the evidence and claims pages and `rem pareto` all label and order tria
 
 from __future__ import annotations
 
-import json
 import math
 
 import pandas as pd

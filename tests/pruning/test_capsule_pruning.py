@@ -7,7 +7,6 @@ import json
 
 import pytest
 import torch
-import yaml
 
 from rem.config import ConfigError, from_dict
 from rem.models import count_parameters, create_model
