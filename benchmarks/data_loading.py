@@ -58,7 +58,8 @@ def main() -> None:
             source = "shape-only"
             images = torch.randint(0, 256, (20000, *shape), dtype=torch.uint8, generator=torch.Generator().manual_seed(0))
         if name == "smallnorb":
-            spec = dataclasses.replace(spec, in_shape=(2, NorbOptions().crop, NorbOptions().crop))  # its default crop
+            crop = NorbOptions().crop  # its default
+            spec = dataclasses.replace(spec, in_shape=(2, crop, crop))
         transform = BatchTransform.from_config(spec, cfg)
         gen = torch.Generator().manual_seed(0)
         order = torch.randperm(len(images), generator=gen)

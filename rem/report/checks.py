@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING
 
 from rem.config import ConfigError
 from rem.config.checks import register_section_check
-from rem.report.registry import table_options
+from rem.report.registry import TABLES, table_options
 
 if TYPE_CHECKING:
     from rem.config import Config
@@ -18,12 +18,15 @@ def check_report_section(cfg: Config, source: str) -> None:
         if not isinstance(given, dict):
             raise ConfigError(f"{source}: report.options.{table} must be a mapping (the table's own options); "
                               f"got {given!r}")
+        if table not in TABLES:
+            try:
+                TABLES.get(table)  # its one line names the registered tables and how to add one
+            except ValueError as err:
+                raise ConfigError(f"{source}: report.options: {err}") from None
         try:
             table_options(table, cfg.report.options)
-        except (KeyError, ValueError) as err:  # one line: the options' own names the key; the registry's, the tables
-            text = str(err).strip('"')
-            raise ConfigError(f"{source}: {text if text.startswith('report.options') else 'report.options: ' + text}") \
-                from None
+        except ValueError as err:  # one line naming the key, the table and its options
+            raise ConfigError(f"{source}: {err}") from None
 
 
 register_section_check("report", check_report_section)

@@ -23,6 +23,7 @@ is its parts made safe for a folder).
 
 from __future__ import annotations
 
+import functools
 import itertools
 import json
 import re
@@ -94,6 +95,7 @@ def trial_key(point: Point) -> str:
     return ",".join(f"{k}={value_text(point[k])}" for k in sorted(point))
 
 
+@functools.cache  # a label reads each trial's keys once per compared setting
 def point_keys(key: str) -> frozenset[str]:
     """The config keys a trial's grid point set, read back from its `trial_key` (its keys are dotted names, each
     after a comma or at the start; a value's JSON never puts a dotted name and "=" after a comma)."""

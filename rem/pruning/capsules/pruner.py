@@ -8,7 +8,6 @@ from typing import Callable
 import torch
 from torch import nn
 
-from rem.config.options import read_options
 from rem.device import HOST
 from rem.evaluate import batches_of, evaluate, model_device
 from rem.pruning import schedule_sparsity, sparsity_report
@@ -59,10 +58,9 @@ class CapsulePruner:
     rebuilds_model = True  # see `adopt` and `restore_structure`
 
     def __init__(self, model: nn.Module, cfg, build: Callable[..., nn.Module], in_shape: tuple[int, int, int],
-                 precision: str = "fp32", options: CapsuleOptions | None = None):
+                 precision: str, options: CapsuleOptions):
         self.cfg, self.build, self.in_shape, self.precision = cfg, build, tuple(in_shape), precision
-        # ValueError in one line naming the option for one missing or out of range
-        self.options = options or read_options(CapsuleOptions, cfg.options, "prune.options", "pruning method 'capsules'")
+        self.options = options  # read and checked by the method (`CapsuleTypes.options_of`)
         layout = capsule_layout(model)  # fails early for unsupported families
         self.original_types = layout.types
         self.original_prunable = int(sparsity_report(model)["prunable_params"])
