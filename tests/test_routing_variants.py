@@ -153,6 +153,51 @@ def test_sda_grad_through_routing_same_forward_gradient_through_couplings():
     assert torch.isfinite(zeros.grad).all() and torch.allclose(c, torch.full_like(c, 1 / 3), atol=1e-5)
 
 
+def sda_written_out(votes, iterations, bias, activations, p, through, levels=None):
+    """Scaled-distance routing as its docstring states it, every tensor materialised: the clipped votes, the
+    differences v_j - û_j|i, their norms. The routing itself carries clip factors and an expanded distance instead."""
+    from rem.capsules import EPS
+    from rem.routing import clip_vote_lengths
+    u = clip_vote_lengths(votes.transpose(1, 2), activations)  # (B, J, I, D)
+    routed = u if through else u.detach()
+    j = u.shape[1]
+    logits = torch.zeros(u.shape[:3])
+    for it in range(iterations):
+        last = it == iterations - 1
+        c = torch.softmax(logits, dim=1)
+        weights = quantize_couplings(c, levels) if (last and levels) else c
+        v = squash(torch.einsum("bji,bjid->bjd", weights, u if last else routed) + bias)
+        if not last:
+            diff = (v if through else v.detach()).unsqueeze(2) - routed
+            dist = torch.sqrt((diff * diff).sum(-1) + EPS)
+            d_o = dist.mean(dim=(1, 2), keepdim=True)
+            logits = math.log(p * (j - 1) / (1 - p)) / (0.5 * d_o - d_o - 1e-12) * dist
+    return v, c.transpose(1, 2)
+
+
+@pytest.mark.parametrize("through", [False, True])
+@pytest.mark.parametrize("levels", [None, 6])
+def test_sda_fused_equals_the_routing_written_out(through, levels):
+    """The fused routing (clip factors, distances by expansion) agrees with the written-out one in outputs,
+    couplings and gradients, to fp32 rounding: long and short votes, zero votes and clipped ones together."""
+    torch.manual_seed(3)
+    base = torch.randn(4, 9, 5, 8) * torch.rand(4, 9, 1, 1) * 2
+    base[0, 2] = 0.0  # a dead input capsule
+    act = torch.rand(4, 9)
+    bias = torch.full((5, 8), 0.1)
+    results = []
+    for route in (lambda u: scaled_distance_routing(u, 3, bias, act, p=0.9, grad_through_routing=through,
+                                                    quantize_levels=levels),
+                  lambda u: sda_written_out(u, 3, bias, act, 0.9, through, levels)):
+        votes = base.clone().requires_grad_(True)
+        v, c = route(votes)
+        (v * torch.linspace(-1, 1, 8)).sum().backward()
+        results.append((v.detach(), c.detach(), votes.grad))
+    (v1, c1, g1), (v2, c2, g2) = results
+    assert torch.allclose(v1, v2, atol=1e-5) and torch.allclose(c1, c2, atol=1e-5)
+    assert torch.isfinite(g1).all() and torch.allclose(g1, g2, atol=1e-4, rtol=1e-3)
+
+
 def test_sda_quantized_weighted_sum():
     votes = torch.randn(3, 5, 4, 6)
     v, c = scaled_distance_routing(votes, 3, quantize_levels=11)

@@ -37,10 +37,13 @@ def parent_major(votes: torch.Tensor) -> torch.Tensor:
 
 
 def weighted_parents(c: torch.Tensor, u_hat: torch.Tensor, bias: torch.Tensor | None,
-                     quantize_levels: int | None) -> torch.Tensor:
+                     quantize_levels: int | None, vote_scale: torch.Tensor | None = None) -> torch.Tensor:
     """v_j = squash(sum_i c_ij u_hat_j|i + bias_j) from parent-major couplings (B, J, I) and votes (B, J, I, D);
-    `quantize_levels` rounds the couplings in the sum (REM's +Q)."""
+    `quantize_levels` rounds the couplings in the sum (REM's +Q). `vote_scale` (B, J, I) multiplies each vote
+    (γ-CapsNet's length clip), applied to the (rounded) coupling so the rescaled votes are never materialised."""
     weights = quantize_couplings(c, quantize_levels) if quantize_levels else c
+    if vote_scale is not None:
+        weights = weights * vote_scale
     s = torch.matmul(weights.unsqueeze(2), u_hat).squeeze(2)  # (B, J, D)
     if bias is not None:
         s = s + bias.float()
@@ -50,19 +53,22 @@ def weighted_parents(c: torch.Tensor, u_hat: torch.Tensor, bias: torch.Tensor | 
 def agreement_iterations(u_hat: torch.Tensor, routed: torch.Tensor, iterations: int, bias: torch.Tensor | None,
                          quantize_levels: int | None, trace: list | None,
                          next_logits: Callable[[torch.Tensor, torch.Tensor], torch.Tensor],
+                         vote_scales: tuple[torch.Tensor, torch.Tensor] | None = None,
                          ) -> tuple[torch.Tensor, torch.Tensor]:
     """The loop of the iterative routings, on parent-major votes `(B, J, I, D)`: logits start at 0, c = softmax over
     the parents, v = `weighted_parents`, logits = `next_logits(logits, v)` between iterations (the agreement rule).
 
     Earlier iterations sum `routed` (the votes, detached where gradients flow only through the last), the last sums
-    `u_hat`; only the last's couplings are rounded for +Q. `trace` receives each iteration's detached `(c (B, I, J),
+    `u_hat`; only the last's couplings are rounded for +Q. `vote_scales` (for `u_hat`, for `routed`), each (B, J, I),
+    rescale the votes inside the sums (`weighted_parents`). `trace` receives each iteration's detached `(c (B, I, J),
     v)`. Returns `(v (B, J, D), c (B, I, J))`, c the last iteration's unrounded couplings.
     """
     logits = u_hat.new_zeros(u_hat.shape[:3])  # (B, J, I)
     for it in range(iterations):
         last = it == iterations - 1
         c = torch.softmax(logits, dim=1)
-        v = weighted_parents(c, u_hat if last else routed, bias, quantize_levels if last else None)
+        scale = None if vote_scales is None else vote_scales[0 if last else 1]
+        v = weighted_parents(c, u_hat if last else routed, bias, quantize_levels if last else None, scale)
         if trace is not None:
             trace.append((c.detach().transpose(1, 2), v.detach()))
         if not last:
