@@ -26,7 +26,8 @@ MACHINERY = ("sweep.", "report.", "data.root", "data.mirror", "data.system_root"
 # A matched control's key carries the target its reference reached (rem.results.grid.resolve_matched); its grid
 # point does not.
 MATCHED_TARGET = "prune.target_sparsity"
-MATCHED_TARGET_RE = re.escape(MATCHED_TARGET) + r"=[^,]*,"
+# ... and a control matched tensor by tensor each tensor's (a flat JSON mapping: no "}" inside)
+MATCHED_TARGET_RE = re.escape(MATCHED_TARGET) + r"=[^,]*,|prune\.tensor_targets=\{[^}]*\},?"
 PRECISION = "compute/bf16"  # what train.precision resolved to on the machine, per epoch
 
 
@@ -61,7 +62,7 @@ def check_same_run(published: pd.DataFrame, added: pd.DataFrame, profile_grid, s
     """Raise AddedTrialsError unless `added` holds trials the profile's grid defines, none published yet, all run
     with the published run's fixed settings."""
     allowed = set(grid_point_keys(profile_grid))
-    axes = {axis for p in grid.points(profile_grid) for axis in p} | {MATCHED_TARGET}
+    axes = {axis for p in grid.points(profile_grid) for axis in p} | {MATCHED_TARGET, "prune.tensor_targets"}
     keys = set(added["trial_key"].astype(str))
     if unknown := sorted(k for k in keys if grid_point_key(k) not in allowed):
         raise AddedTrialsError(f"{source}: trials outside the profile's grid: {'; '.join(unknown)}")

@@ -176,6 +176,16 @@ def reached_sparsity(table: pd.DataFrame, reference: dict) -> float | None:
     return float(rows.sort_values("epoch")[column].iloc[-1]) / 100
 
 
+def tensor_sparsities(table: pd.DataFrame, reference: dict) -> dict[str, float]:
+    """Each prunable tensor's sparsity (a fraction) at a finished trial's last epoch (`sparsity/<tensor>`), what a
+    control matched tensor by tensor prunes each tensor to; the tensors it thresholded, or all."""
+    rows = table[(table["trial_key"] == grid.trial_key(reference)) & (table["status"] == "FINISHED")]
+    last = rows.sort_values("epoch").iloc[-1]
+    wanted = list(reference.get("prune.threshold_tensors") or [])
+    return {c.removeprefix("sparsity/"): float(last[c]) / 100 for c in rows.columns
+            if c.startswith("sparsity/") and pd.notna(last[c]) and (not wanted or c.removeprefix("sparsity/") in wanted)}
+
+
 class SweepInterrupted(RuntimeError):
     """The sweep stopped before every trial ended (Ctrl-C, a lost driver); rerunning resumes it."""
 
@@ -210,7 +220,7 @@ def run_phases(cfg: Config, context: dict, storage: str) -> pd.DataFrame:
             # a matched control that cannot run: one FAILED row saying why
             frames.append(point_rows(context, cfg, point, f"reference trial {grid.trial_key(reference)} {why}"))
             continue
-        runnable.append(grid.resolve_matched(point, reached))
+        runnable.append(grid.resolve_matched(point, reached, tensor_sparsities(table, reference)))
         log.info("matched control %s: target sparsity %.4f from %s", grid.trial_key(point), reached, grid.trial_key(reference))
     if runnable:
         tuner = build_tuner(cfg, context, storage, runnable, f"{context['sweep_id']}-matched")

@@ -30,6 +30,7 @@ from rem.data import fetch_dataset, get_dataset
 from rem.data.sources import recorded_checksums
 from rem.device import (CUBLAS_WORKSPACE, cap_memory, configure_determinism, describe, numerics, release_memory,
                         resolve_device)
+from rem.training.host_memory import allocator_env
 from rem.registry import PLUGINS
 from rem.results.grid import trial_key
 from rem.tracking import runs as tracking
@@ -183,7 +184,8 @@ def worker_env() -> dict[str, str]:
     # worker already has): every worker gets the one deterministic trials need (a few MiB of workspace).
     env = {"PYTHONUNBUFFERED": "1", "TUNE_DISABLE_AUTO_CALLBACK_LOGGERS": "1", "CUBLAS_WORKSPACE_CONFIG": CUBLAS_WORKSPACE,
            # saving a trial's MLflow Model copies its package through MLflow's artifact download: no progress bars
-           "MLFLOW_ENABLE_ARTIFACTS_PROGRESS_BAR": "false"}
+           "MLFLOW_ENABLE_ARTIFACTS_PROGRESS_BAR": "false",
+           **allocator_env()}  # a step's large tensors reuse freed memory (rem.training.host_memory)
     for name in ("REM_DATA_MIRROR", "MLFLOW_TRACKING_URI", PLUGINS):  # plugins: methods, routings, datasets of your own
         if os.environ.get(name):
             env[name] = os.environ[name]

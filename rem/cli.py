@@ -27,6 +27,7 @@ from rem.config import Config, ConfigError, add_params_arguments, load_from_args
 from rem.data import DataSourceError
 from rem.data.registry import get_dataset, is_known_dataset, list_datasets
 from rem.device import DeviceUnavailableError
+from rem.training.host_memory import keep_freed_memory
 from rem.io import UnsafeFileError
 from rem.models import list_models
 from rem.models.counts import counts_table, model_counts
@@ -65,6 +66,7 @@ def _train(cfg: Config, args: argparse.Namespace) -> int:
 
 def train_command(args: argparse.Namespace) -> int:
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s: %(message)s")
+    keep_freed_memory()  # the trial runs in this (main) thread: the allocator's settings reach its steps
     return run_with_params(_train, args, (DataSourceError, DeviceUnavailableError))
 
 

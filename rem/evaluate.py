@@ -19,21 +19,31 @@ from __future__ import annotations
 import math
 from typing import Iterable
 
+import numpy as np
 import torch
 
 from rem.device import HOST, autocast
 from rem.losses import classification_loss
-from rem.parse_trees import keys_for_predictions, stats_from_keys, summarize
+from rem.parse_trees import entropy_at_images, keys_for_predictions, stats_from_keys, summarize
 from rem.routing.health import RoutingHealth
 
 
+# A secondary, coarser quantization (labelled so on the pages): with K = 3 levels keys can merge where REM's K
+# leaves every image a tree of its own, so a metric at its ceiling under REM's K may still move under it.
+SECONDARY_LEVELS = 3
+# Images per class for the entropy that compares across test subsets (`entropy/at_images_mean`): every profile's
+# test subset holds at least this many per Fashion-MNIST class, and log2(100) = 6.6 bits leaves room to fall.
+ENTROPY_IMAGES_PER_CLASS = 100
+
+
 class ParseTreeKeys:
-    """The parse-tree keys of one evaluation pass, gathered batch by batch, and the routing health of the same
-    couplings; `result` turns them into the per-class table and its summary."""
+    """The parse-tree keys of one evaluation pass (at REM's levels and at `SECONDARY_LEVELS`), gathered batch by
+    batch, and the routing health of the same couplings; `result` turns them into the per-class table and its
+    summaries."""
 
     def __init__(self, levels: int, dead_capsule_threshold: float):
         self.levels = levels
-        self.keys: list[torch.Tensor] = []
+        self.keys: dict[int, list[torch.Tensor]] = {levels: [], SECONDARY_LEVELS: []}
         self.predictions: list[torch.Tensor] = []
         self.health = RoutingHealth(dead_capsule_threshold)
 
@@ -41,17 +51,30 @@ class ParseTreeKeys:
         """One batch's forward output `out` (couplings of the last routing layer) and its predicted classes: `(B,)`,
         or `(B, K)` for K objects per image, each object then a key of its own at its class (a row per object)."""
         for column in (predicted,) if predicted.dim() == 1 else predicted.unbind(1):
-            self.keys.append(keys_for_predictions(out.couplings, column, self.levels))
+            for levels, keys in self.keys.items():
+                keys.append(keys_for_predictions(out.couplings, column, levels))
             self.predictions.append(column)
         if out.input_lengths is not None:
             self.health.update(out.couplings, out.input_lengths)
 
     def result(self, num_classes: int, keep_keys: bool) -> dict:
-        if not self.keys:
+        """The per-class table and `summarize`'s numbers at REM's levels, the routing health, and the entropy three
+        other ways: at `SECONDARY_LEVELS` (`entropy/k3_mean`), on the first `ENTROPY_IMAGES_PER_CLASS` images of
+        each class (`entropy/at_images_mean`), and over the keys' entries of the input capsules that are alive
+        (`entropy/kept_mean`: where pruning or starvation silenced capsules, how much of the entropy the capsules
+        it kept still carry; entropy does not add over capsules, so this is the measure, not a difference)."""
+        if not self.predictions:
             return {}
-        keys, predicted = torch.cat(self.keys).cpu().numpy(), torch.cat(self.predictions).cpu().numpy()
+        predicted = torch.cat(self.predictions).cpu().numpy()
+        keys, coarse = (torch.cat(self.keys[k]).cpu().numpy() for k in (self.levels, SECONDARY_LEVELS))
         stats = stats_from_keys(keys, predicted, num_classes)
         result = {"per_class": stats, **summarize(stats), **self.health.result()}
+        result["entropy/k3_mean"] = summarize(stats_from_keys(coarse, predicted, num_classes))["entropy/mean"]
+        result["entropy/at_images_mean"] = entropy_at_images(keys, predicted, num_classes, ENTROPY_IMAGES_PER_CLASS)
+        alive = self.health.alive()
+        if alive is not None:
+            kept = np.ascontiguousarray(keys[:, alive.cpu().numpy()])
+            result["entropy/kept_mean"] = summarize(stats_from_keys(kept, predicted, num_classes))["entropy/mean"]
         if keep_keys:
             result["keys"], result["predicted"] = keys, predicted
         return result

@@ -228,6 +228,19 @@ def entropy_over_classes(entropy: np.ndarray, images: np.ndarray) -> tuple[float
     return float(per_class.mean()), float(per_class.std())
 
 
+def entropy_at_images(keys: np.ndarray, predicted: np.ndarray, num_classes: int, images: int) -> float:
+    """REM's entropy read on the first `images` images predicted as each class: the mean over the classes with at
+    least that many, NaN where none has. Its ceiling is log2(images) whatever the test subset, so runs evaluated on
+    different numbers of test images compare on it."""
+    keys, predicted = np.asarray(keys), np.asarray(predicted).astype(np.int64)
+    entropies = []
+    for j in range(num_classes):
+        rows = np.flatnonzero(predicted == j)[:images]
+        if len(rows) == images:
+            entropies.append(float(stats_from_keys(keys[rows], predicted[rows], num_classes)["entropy_bits"].iloc[j]))
+    return float(np.mean(entropies)) if entropies else float("nan")
+
+
 def summarize(stats: pd.DataFrame) -> dict[str, float]:
     """Mean and population std of entropy over the classes that received images, and total parse trees."""
     mean, std = entropy_over_classes(stats["entropy_bits"].to_numpy(), stats["n_images"].to_numpy())

@@ -12,7 +12,8 @@ magnitude pruning takes first, so the curve prunes three scopes of REM's prunabl
 and evaluates the test split exactly as the trial's final evaluation does (its weights, batch size, precision,
 +Q forward and coupling levels), so the 0 % row equals that evaluation. Each row records the sparsity of every
 tensor, the test accuracy, the entropy (mean and REM's std over classes), the parse trees, the per-image
-coupling entropy and the dead input capsules.
+coupling entropy, the dead input capsules, the input dependence and fixed preference of the couplings
+(`rem.routing.health`), and the entropy at K = 3 and over the capsules left alive.
 """
 
 from __future__ import annotations
@@ -34,7 +35,8 @@ from rem.training.run import evaluate_split, final_model_on_test
 
 SPARSITIES = (0.0, 0.2, 0.4, 0.6, 0.8, 0.9, 0.95, 0.98)
 METRICS = ("test/acc", "test/loss", "entropy/mean", "entropy/std", "parse_trees/total", "routing/coupling_entropy",
-           "routing/dead_capsules")
+           "routing/dead_capsules", "routing/input_dependence", "routing/fixed_preference", "entropy/k3_mean",
+           "entropy/kept_mean")
 
 
 class CurveError(ValueError):

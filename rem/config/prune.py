@@ -11,7 +11,7 @@ from rem.config.checks import check_fields
 SEARCHES = ("bisection", "sorted", "none")  # none: LOBSTER shrinks, nothing is thresholded (a control)
 SEARCH_PRECISIONS = ("fp32", "train")
 SCHEDULES = ("cubic", "linear")
-SCOPES = ("global", "layer")
+SCOPES = ("global", "layer", "tensor")
 
 _CHOICES = {"threshold_search": SEARCHES, "schedule": SCHEDULES, "scope": SCOPES,
             "search_precision": SEARCH_PRECISIONS}
@@ -64,7 +64,11 @@ class PruneConfig:
     target_from: str | None = None  # None | rem
     schedule: str = "cubic"  # cubic | linear (IMP)
     schedule_epochs: int | None = None  # epochs to reach the target (None: all but the run's last)
-    scope: str = "global"  # global | layer (IMP; SNIP is global)
+    # global | layer | tensor (IMP; SNIP is global). tensor: each tensor to its own target in `tensor_targets`, what
+    # a control matched tensor by tensor (scope tensor, target_from rem) gets from its reference trial
+    scope: str = "global"
+    # tensor name -> target sparsity (fraction) for IMP's scope tensor; a matched control's sweep sets it
+    tensor_targets: dict = field(default_factory=dict)
     # The selected method's own options, as it declares them (`PruningMethod.options`): checked and read by the
     # method (`rem.config.options.read_options`). snip: batches; capsules: fraction, criterion, rule (README's
     # settings reference lists every method's). The keys above are the pruning library's, read by more than one
@@ -87,6 +91,13 @@ class PruneConfig:
             raise ValueError(f"PruneConfig.threshold_tensors={self.threshold_tensors!r} must be a list of parameter names")
         if not isinstance(self.options, dict):
             raise ValueError(f"PruneConfig.options={self.options!r} must be a mapping (the method's own options)")
+        if not isinstance(self.tensor_targets, dict) or not all(
+                isinstance(n, str) and isinstance(t, (int, float)) and 0 <= t < 1 for n, t in self.tensor_targets.items()):
+            raise ValueError(f"PruneConfig.tensor_targets={self.tensor_targets!r} must map parameter names to "
+                             "sparsities in [0, 1)")
+        if self.scope == "tensor" and not self.tensor_targets and self.target_from is None:
+            raise ValueError("PruneConfig.scope='tensor' needs prune.tensor_targets (each tensor's target sparsity), "
+                             "or target_from: rem for a control its sweep matches tensor by tensor")
         if self.target_from not in (None, "rem"):
             raise ValueError(f"PruneConfig.target_from={self.target_from!r} must be 'rem' (or null)")
         check_fields("prune", self)  # the method's own fields (an unknown method: one line naming them all)

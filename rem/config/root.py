@@ -72,15 +72,20 @@ SECTION_CLASSES = {  # params.yaml section -> its dataclass
 TRIAL_SECTIONS = ("data", "model", "train", "eval", "prune")  # the sections that decide a trial's result
 # Trial keys added after sweeps were named by their digest: one at its default leaves the digest as it was, so a
 # sweep started before the key existed resumes (and is collected) under the same id.
-LATER_KEYS = (("data", "options"), ("prune", "options"), ("model", "routing_options"))
+LATER_KEYS = (("data", "options"), ("prune", "options"), ("model", "routing_options"), ("prune", "tensor_targets"),
+              ("train", "min_epochs"))
+
+
+WHOLE_MAPPINGS = ("grid", "options", "levels_per_model", "tensor_targets")  # keys whose mapping is one value
 
 
 def flatten(tree: dict[str, Any], prefix: str = "") -> dict[str, Any]:
-    """Nested sections -> dotted keys; the grid, every section's options and per-model levels stay whole values."""
+    """Nested sections -> dotted keys; the grid, every section's options, per-model levels and per-tensor targets stay
+    whole values."""
     out: dict[str, Any] = {}
     for key, value in tree.items():
         name = f"{prefix}{key}"
-        if isinstance(value, dict) and value and not name.endswith(("grid", "options", "levels_per_model")):
+        if isinstance(value, dict) and value and not name.endswith(WHOLE_MAPPINGS):
             out.update(flatten(value, name + "."))
         else:
             out[name] = value

@@ -91,6 +91,8 @@ class TrainConfig:
     # REM's stopping rule: stop once the validation loss has not strictly improved for this many epochs
     # (REM: 200); `epochs` is then only a cap. 0 = run every epoch.
     patience: int = 0
+    # patience cannot stop a trial before this many epochs: a run that must see a number of images (a horizon) sets it
+    min_epochs: int = 0
     # a progress line (epoch, step of steps, loss, s/step, ETA) at least this often while a trial runs, the first
     # after its first step (rem.training.progress); 0 = none
     progress_every_s: float = 20.0

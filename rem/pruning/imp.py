@@ -17,13 +17,16 @@ def schedule_sparsity(target: float, step: int, total: int, schedule: str = "cub
     return target * (1 - (1 - fraction) ** 3) if schedule == "cubic" else target * fraction
 
 
-def magnitude_prune_to(model: nn.Module, masks: Masks, sparsity: float, scope: str = "global") -> None:
+def magnitude_prune_to(model: nn.Module, masks: Masks, sparsity: float | dict[str, float], scope: str = "global") -> None:
     """Prune exactly round(sparsity * n) weights by |w|, n counted over all prunable weights ("global") or per
-    layer ("layer"); already pruned weights count first, ties go by flat index."""
+    layer ("layer"), or each tensor to its own sparsity (a dict name -> fraction, scope "tensor", the tensors of
+    `masks`); already pruned weights count first, ties go by flat index."""
     params = masks.parameters(model)
     scores = {n: p.detach().abs() for n, p in params.items()}
     if scope == "global":
         count = round(sparsity * sum(p.numel() for p in params.values()))
+    elif scope == "tensor":
+        count = {n: round(sparsity[n] * p.numel()) for n, p in params.items()}
     else:
         count = {n: round(sparsity * p.numel()) for n, p in params.items()}
     masks.prune_lowest(scores, count)

@@ -186,7 +186,21 @@ def matched_column(reference: Point) -> str:
     return f"sparsity/{tensors[0]}" if tensors else "sparsity"
 
 
-def resolve_matched(point: Point, reached_sparsity: float) -> Point:
-    """The control with its target set to the sparsity (a fraction) its reference trial reached; a reference that
-    pruned everything is matched just below it (a target must be < 1)."""
-    return {**point, "prune.target_sparsity": min(round(float(reached_sparsity), 6), MAX_MATCHED_TARGET)}
+def matched_target(reached_sparsity: float) -> float:
+    """A reached sparsity (a fraction) as a control's target: rounded, and just below 1 for a reference that pruned
+    everything (a target must be < 1)."""
+    return min(round(float(reached_sparsity), 6), MAX_MATCHED_TARGET)
+
+
+def matches_tensors(point: Point) -> bool:
+    """A control matched tensor by tensor (`prune.scope: tensor`): each tensor pruned to its reference's sparsity."""
+    return point.get("prune.scope") == "tensor"
+
+
+def resolve_matched(point: Point, reached_sparsity: float, tensor_sparsity: dict[str, float] | None = None) -> Point:
+    """The control with its target set to the sparsity (a fraction) its reference trial reached, and for one matched
+    tensor by tensor each tensor's (`prune.tensor_targets`, fractions)."""
+    resolved = {**point, "prune.target_sparsity": matched_target(reached_sparsity)}
+    if matches_tensors(point):
+        resolved["prune.tensor_targets"] = {n: matched_target(s) for n, s in sorted((tensor_sparsity or {}).items())}
+    return resolved

@@ -1,42 +1,90 @@
-"""Routing metrics beyond REM's parse-tree entropy (Mitterreiter et al., AAAI 2023, "Why Capsule Neural
-Networks Do Not Scale"): do input capsules starve, and do couplings leave uniform?
+"""Routing metrics beyond REM's parse-tree entropy: do input capsules starve, do couplings leave uniform, and do
+they depend on the image?
 
     routing/dead_capsules      fraction of the routing layer's input capsules whose length stays below
-                               `threshold` on every evaluated image (they never take part in a parse tree)
+                               `threshold` on every evaluated image (they never take part in a parse tree;
+                               Mitterreiter et al., AAAI 2023, "Why Capsule Neural Networks Do Not Scale")
     routing/coupling_entropy   mean over images and input capsules of the entropy (bits) of c_i over the
                                parents j; log2(J) is uniform routing, 0 is each capsule choosing one parent
+    routing/input_dependence   mean over input capsules i of I_i = H(E_x c_i(x)) - E_x H(c_i(x)) (bits): the mutual
+                               information between the image and capsule i's couplings (its choice of parent drawn
+                               from c_i(x)); 0 when every image gets the same couplings, log2(J) when each image
+                               sends i to one parent and the images spread evenly over the J parents
+    routing/input_dependence_weighted   the same, each capsule weighted by its mean length over the images (a
+                               capsule that is rarely active carries little of the routing)
+    routing/fixed_preference   mean over i of log2(J) - H(E_x c_i(x)): how far the couplings' average is from
+                               uniform, the part of leaving uniform that every image shares
+    routing/images             the images these were read on (the plug-in estimates depend on it)
 
-A REM entropy drop with `coupling_entropy` falling is polarised routing; with `dead_capsules` rising it is
-starved capsules. Accumulated batch by batch on the evaluation's device (so the pass keeps only one max-length
-vector, and no batch waits for a copy to the host), read once by `result`.
+The coupling entropy alone cannot tell routing that follows the image from a fixed preference per capsule: both
+leave uniform. Their split is log2 J - coupling_entropy = fixed_preference + input_dependence, exactly.
+Accumulated batch by batch on the evaluation's device (no batch waits for a copy to the host), read once by
+`result`.
 """
 
 from __future__ import annotations
 
+import math
+
 import torch
+
+
+def coupling_distributions(couplings: torch.Tensor) -> torch.Tensor:
+    """Couplings `(..., J)` as distributions in float64: every routing's sum to 1 over the parents up to rounding (and
+    +Q's levels), renormalised so that their entropy is a distribution's whatever the routing."""
+    c = couplings.detach().double()
+    return c / c.sum(dim=-1, keepdim=True).clamp_min(1e-30)
+
+
+def entropy_over_parents(p: torch.Tensor) -> torch.Tensor:
+    """Entropy in bits of distributions `(..., J)` over the last axis."""
+    return -(p * torch.log2(p.clamp_min(1e-30))).sum(dim=-1)
 
 
 class RoutingHealth:
     def __init__(self, threshold: float):
         self.threshold = threshold
         self.max_length: torch.Tensor | None = None  # (I,) longest each input capsule got on any image
-        self.entropy_sum: torch.Tensor | float = 0.0  # float64, on the device once a batch was added
-        self.count = 0  # images x input capsules summed into entropy_sum
+        self.length_sum: torch.Tensor | None = None  # (I,) float64 sum of each input capsule's length
+        self.coupling_sum: torch.Tensor | None = None  # (I, J) float64 sum over images of c_i(x)
+        self.entropy_sum: torch.Tensor | None = None  # (I,) float64 sum over images of H(c_i(x))
+        # the same entropies summed whole per batch: the coupling entropy's own sum, in the order it always had
+        self.entropy_total: torch.Tensor | float = 0.0
+        self.images = 0
 
     def update(self, couplings: torch.Tensor, input_lengths: torch.Tensor) -> None:
         """couplings `(B, I, J)` of the last routing layer and its inputs' lengths `(B, I)`."""
-        longest = input_lengths.detach().float().amax(dim=0)
-        self.max_length = longest if self.max_length is None else torch.maximum(self.max_length, longest)
-        c = couplings.detach().double()
-        # Couplings of every routing sum to 1 over parents up to rounding (and +Q's levels): renormalise so the
-        # entropy is that of a distribution whatever the routing.
-        p = c / c.sum(dim=-1, keepdim=True).clamp_min(1e-30)
-        entropy = -(p * torch.log2(p.clamp_min(1e-30))).sum(dim=-1)
-        self.entropy_sum = self.entropy_sum + entropy.sum()
-        self.count += entropy.numel()
+        lengths = input_lengths.detach().double()
+        p = coupling_distributions(couplings)
+        entropy = entropy_over_parents(p)  # (B, I)
+        self.entropy_total = self.entropy_total + entropy.sum()
+        parts = (lengths.amax(dim=0), lengths.sum(dim=0), p.sum(dim=0), entropy.sum(dim=0))
+        if self.max_length is None:
+            self.max_length, self.length_sum, self.coupling_sum, self.entropy_sum = parts
+        else:
+            self.max_length = torch.maximum(self.max_length, parts[0])
+            self.length_sum += parts[1]
+            self.coupling_sum += parts[2]
+            self.entropy_sum += parts[3]
+        self.images += p.shape[0]
+
+    def alive(self) -> torch.Tensor | None:
+        """(I,) whether each input capsule reached `threshold` on some image; None before any batch."""
+        return None if self.max_length is None else self.max_length >= self.threshold
 
     def result(self) -> dict[str, float]:
         if self.max_length is None:
             return {}
-        return {"routing/dead_capsules": float((self.max_length < self.threshold).double().mean()),
-                "routing/coupling_entropy": float(self.entropy_sum) / self.count}
+        n, parents = self.images, self.coupling_sum.shape[-1]
+        mean_entropy = self.entropy_sum / n  # (I,) E_x H(c_i(x))
+        entropy_of_mean = entropy_over_parents(self.coupling_sum / n)  # (I,) H(E_x c_i(x))
+        # H(mean) >= mean H by concavity; rounding can leave a capsule a hair below 0
+        dependence = (entropy_of_mean - mean_entropy).clamp_min(0.0)
+        weights = self.length_sum / n
+        weighted = float((weights * dependence).sum() / weights.sum()) if float(weights.sum()) > 0 else 0.0
+        return {"routing/dead_capsules": float((~self.alive()).double().mean()),
+                "routing/coupling_entropy": float(self.entropy_total) / (mean_entropy.numel() * n),
+                "routing/input_dependence": float(dependence.mean()),
+                "routing/input_dependence_weighted": weighted,
+                "routing/fixed_preference": float((math.log2(parents) - entropy_of_mean).clamp_min(0.0).mean()),
+                "routing/images": float(n)}

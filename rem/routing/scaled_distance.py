@@ -8,7 +8,7 @@ import math
 import torch
 
 from rem.capsules import EPS
-from rem.routing.common import agreement_iterations, parent_major
+from rem.routing.common import SquaredLengths, VoteDots, agreement_iterations, parent_major
 from rem.routing.registry import register_routing
 
 
@@ -25,9 +25,9 @@ def clip_vote_lengths(u_hat: torch.Tensor, activations: torch.Tensor) -> torch.T
 
 def vote_scales(u_hat: torch.Tensor, activations: torch.Tensor | None) -> tuple[torch.Tensor | None, torch.Tensor]:
     """Each vote's clip factor min(a_i, |u|) / |u| `(B, J, I)` (None without activations) and its squared length
-    before the clip `(B, J, I)`: one fused norm over the votes instead of three passes of elementwise products."""
-    length = torch.linalg.vector_norm(u_hat, dim=-1)
-    squared = length * length
+    before the clip `(B, J, I)`: one pass over the votes each way (`SquaredLengths`), where the clipped votes
+    themselves would cost three forward and more backward."""
+    squared = SquaredLengths.apply(u_hat)
     if activations is None:
         return None, squared
     norm = torch.sqrt(squared + EPS)
@@ -43,7 +43,7 @@ def distance_logits(v: torch.Tensor, votes: torch.Tensor, scale: torch.Tensor | 
     batched matrix-vector product (s: the clip factors, |u|^2: `squared`, from `vote_scales`); rounding can take the
     expansion a hair below 0 where a vote meets its parent, hence the clamp before the root's epsilon.
     """
-    dots = torch.matmul(votes, v.unsqueeze(-1)).squeeze(-1)  # (B, J, I)
+    dots = VoteDots.apply(votes, v)  # (B, J, I)
     own = (v * v).sum(-1, keepdim=True)  # (B, J, 1)
     if scale is None:
         dist2 = own - 2.0 * dots + squared

@@ -156,7 +156,8 @@ def evaluate_epoch(run: TrainingRun, epoch: int, metrics: dict) -> tuple[int, li
                         for k, v in run.split_metrics(run.splits.val, "val", False, quantized=True).items()})
     stale = run.record_best(epoch, metrics["val/loss"])
     # REM's stopping rule: `patience` epochs without a strictly lower validation loss; `epochs` caps the run
-    stopping = epoch + 1 == cfg.train.epochs or (cfg.train.patience > 0 and stale >= cfg.train.patience)
+    patient = cfg.train.patience > 0 and stale >= cfg.train.patience and epoch + 1 >= cfg.train.min_epochs
+    stopping = epoch + 1 == cfg.train.epochs or patient
     final_keys = [] if stopping else None
     metrics.update(run.split_metrics(run.splits.test, "test", cfg.eval.split == "test", keys=final_keys))
     for name, extra in run.splits.extra.items():  # e.g. smallNORB familiar viewpoints

@@ -170,7 +170,7 @@ class TrainingRun:
             keys[:] = [res["keys"], res["predicted"]]
         out = {f"{prefix}/loss": res["loss"], f"{prefix}/acc": res["acc"]}
         if parse_trees and "per_class" in res:
-            summary = ("entropy/mean", "entropy/std", "parse_trees/total", *(k for k in res if k.startswith("routing/")))
+            summary = [k for k in res if k.startswith(("entropy/", "parse_trees/", "routing/"))]
             named = prefix.removesuffix("test").removesuffix("val")  # "" per epoch, "final/" at the end
             out.update({f"{named}{k}": res[k] for k in summary})
             out.update(per_class_metrics(res["per_class"], named))

@@ -14,6 +14,7 @@ import yaml
 
 from rem.config import Config, ConfigError, DataConfig, ModelConfig, PruneConfig, deep_merge, resolve
 from rem.config.options import declared_options, read_options
+from rem.config.root import LATER_KEYS
 from rem.data.registry import DatasetFamily, dataset_options, register_family
 from rem.pruning.methods.registry import METHODS, PruningMethod, method_options, register_method
 from tests.conftest import REPO
@@ -133,9 +134,10 @@ def test_empty_options_leave_the_sweep_digest_as_it_was_before_they_existed(monk
     assert base.digest() != Config(model=ModelConfig(routing_options={"t": 1})).digest()
     to_dict = Config.to_dict
 
-    def without_them(self):  # the config as it was before data.options, prune.options and model.routing_options
-        tree = to_dict(self)
-        tree["data"].pop("options"), tree["prune"].pop("options"), tree["model"].pop("routing_options")
+    def without_them(self):  # the config as it was before data.options, prune.options, model.routing_options and
+        tree = to_dict(self)  # the keys added since (rem.config.root.LATER_KEYS)
+        for section, key in LATER_KEYS:
+            tree[section].pop(key)
         return tree
 
     monkeypatch.setattr(Config, "to_dict", without_them)

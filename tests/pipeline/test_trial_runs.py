@@ -85,18 +85,29 @@ def test_trial_runs_are_self_contained_and_load_back_in_a_new_process(synthetic_
 
 
 def test_a_matched_imp_control_prunes_to_the_sparsity_its_rem_trial_reached(synthetic_raw, tmp_path):
+    """Two controls of one REM trial: matched on the sparsity over all its weights, and tensor by tensor."""
     grid = {"model.name": ["efficient_capsnet"], "train.seed": [42],
-            "prune": [{"method": "rem"}, {"method": "imp", "target_from": "rem"}]}
+            "prune": [{"method": "rem"}, {"method": "imp", "target_from": "rem"},
+                      {"method": "imp", "target_from": "rem", "scope": "tensor"}]}
     write_params(tmp_path, synthetic_raw, grid=grid, name="matched", epochs=2, train_subset=512, sweep={"max_concurrent": 1})
     run_sweep(tmp_path)
     table = results(tmp_path)
-    last = table.sort_values("epoch").groupby("trial_key").tail(1).set_index("prune.method")
-    assert set(last["status"]) == {"FINISHED"}, last["error"].tolist()
+    everything = table.sort_values("epoch").groupby("trial_key").tail(1)
+    assert set(everything["status"]) == {"FINISHED"}, everything["error"].tolist()
+    per_tensor = everything[everything["prune.scope"] == "tensor"].iloc[0]
+    last = everything[everything["prune.scope"] != "tensor"].set_index("prune.method")
     reached = last.loc["rem", "sparsity"]
     assert reached > 0  # REM pruned something, so the control had a target
     assert last.loc["imp", "prune.target_from"] == "rem"
     assert last.loc["imp", "prune.target_sparsity"] == pytest.approx(reached / 100, abs=1e-6)
     assert last.loc["imp", "sparsity"] == pytest.approx(reached, abs=0.01)  # IMP reached it exactly
+    tensors = [c for c in table.columns if c.startswith("sparsity/") and last.loc["rem", c] > 0]
+    assert len(tensors) >= 2  # REM pruned several tensors, each by its own amount
+    assert json.loads(per_tensor["prune.tensor_targets"]) == {
+        c.removeprefix("sparsity/"): pytest.approx(last.loc["rem", c] / 100, abs=1e-6)
+        for c in table.columns if c.startswith("sparsity/") and pd.notna(last.loc["rem", c])}
+    for column in tensors:  # each tensor as sparse as REM left it, not only all of them together
+        assert per_tensor[column] == pytest.approx(last.loc["rem", column], abs=0.01), column
     assert (tmp_path / "ray" / f"{last.loc['rem', 'sweep_id']}-matched").is_dir()  # its own Ray experiment
     run_sweep(tmp_path)  # rerun: both phases restore, nothing retrains, the same table
     assert_same_table(table, results(tmp_path))

@@ -48,3 +48,11 @@ def test_patience_stops_the_run_and_a_resume_does_not_train_past_it(synthetic_ra
     assert last["final/checkpoint_epoch"] == 1  # +Q reads the best-validation-loss epoch
     again = train(cfg, workdir=tmp_path, on_epoch=lambda m, *_: seen.append(m["epoch"]))
     assert seen == [1, 2] and again["epoch"] == 2
+
+
+def test_patience_does_not_stop_a_run_before_its_minimum_epochs(synthetic_raw, tmp_path):
+    """The same never-improving run with train.min_epochs 4: patience 1 waits until epoch 4 (a horizon's images)."""
+    cfg = tiny_cfg(synthetic_raw, epochs=6, patience=1, min_epochs=4, lr=0.0)
+    seen = []
+    last = train(cfg, workdir=tmp_path, on_epoch=lambda m, *_: seen.append(m["epoch"]))
+    assert seen == [1, 2, 3, 4] and last["stopped_early"] == 1.0 and last["epochs_without_improvement"] == 3

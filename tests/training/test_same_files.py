@@ -42,6 +42,11 @@ CHANGED_SINCE = {
     "iteration_curves": "issue 36: eval.iteration_curves, routing per iteration every epoch (off by default)",
     "iteration_images": "issue 36: eval.iteration_images, the validation images those curves read",
     "warmup_steps": "issue 44: train.warmup_steps, a linear learning-rate warm-up (0, the default, trains as before)",
+    "min_epochs": "issue 52: train.min_epochs, the epochs before patience may stop a trial (0, the default, as before)",
+    **{f"{prefix}{key}": "issue 52: routing's input dependence and REM's entropy three more ways, every evaluation"
+       for prefix in ("", "final/")
+       for key in ("routing/input_dependence", "routing/input_dependence_weighted", "routing/fixed_preference",
+                   "routing/images", "entropy/k3_mean", "entropy/at_images_mean", "entropy/kept_mean")},
 }
 ARMS = {
     "none": {}, "rem": {"prune.method": "rem"},
@@ -53,7 +58,8 @@ ARMS = {
 
 # Keys added since f60dabf that are left out only while empty: model.options is recorded (and compared) set.
 EMPTY_SINCE = {"options": "issue 45: data.options and prune.options, an entry's own options ({} by default)",
-               "routing_options": "issue 45: model.routing_options, the routing's own settings ({} by default)"}
+               "routing_options": "issue 45: model.routing_options, the routing's own settings ({} by default)",
+               "tensor_targets": "issue 52: prune.tensor_targets, IMP's per-tensor targets ({} by default)"}
 
 
 def timeless(value, root: str):

@@ -44,7 +44,10 @@ def timeless(metrics: dict) -> dict:
 
 # Metrics added since the numbers were recorded (mean |w| per pruned tensor, FLOPs per image, the precision
 # train.precision resolved to): every recorded one must still match.
-ADDED_SINCE = ("magnitude/", "flops", "compute/")
+# Issue 52 added routing's input dependence and REM's entropy three more ways to every evaluation.
+ISSUE_52 = ("routing/input_dependence", "routing/fixed_preference", "routing/images", "entropy/k3_mean",
+            "entropy/at_images_mean", "entropy/kept_mean")
+ADDED_SINCE = ("magnitude/", "flops", "compute/", *ISSUE_52, *(f"final/{k}" for k in ISSUE_52))
 
 
 @pytest.mark.realdata

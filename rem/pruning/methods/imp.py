@@ -24,9 +24,15 @@ class Imp(FixedTargetMethod):
         return self.cfg.schedule_epochs or max(1, total_epochs - 1)
 
     def end_of_epoch(self, pruner, model, epoch: int, total_epochs: int, val_loss_fn) -> dict[str, float]:
-        sparsity = schedule_sparsity(self.cfg.target_sparsity, epoch + 1, self.epochs_to_target(total_epochs),
-                                     self.cfg.schedule)
-        pruned = pruner.masks.subset(self.cfg.threshold_tensors)
-        magnitude_prune_to(model, pruned, sparsity, self.cfg.scope)
+        def scheduled(target: float) -> float:
+            return schedule_sparsity(target, epoch + 1, self.epochs_to_target(total_epochs), self.cfg.schedule)
+
+        sparsity = scheduled(self.cfg.target_sparsity)
+        if self.cfg.scope == "tensor":  # each tensor along the schedule to its own target
+            pruned = pruner.masks.subset(list(self.cfg.tensor_targets))
+            magnitude_prune_to(model, pruned, {n: scheduled(t) for n, t in self.cfg.tensor_targets.items()}, "tensor")
+        else:
+            pruned = pruner.masks.subset(self.cfg.threshold_tensors)
+            magnitude_prune_to(model, pruned, sparsity, self.cfg.scope)
         pruner.masks.update(pruned)
         return {"prune/scheduled_sparsity": 100.0 * sparsity}
