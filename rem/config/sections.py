@@ -190,6 +190,9 @@ class ReportConfig:
     graph_capsules: int = 16  # input capsules drawn in a parse-tree graph (all of them would be unreadable)
     checkpoint_figures: bool = True  # false: only the results-table figures (no checkpoints or data needed)
     log_to_mlflow: bool = True  # figures and tables as artifacts of the sweep's parent run, when reachable
+    # The claim a run is designed to decide, named in its profile before it starts (a published run records it in
+    # run.json, and its page states it first); the other claims on its page are secondary
+    primary_endpoint: str = ""
     # Each report table's own options, by its registered name ({trials-per-arm: {decimals: 2}}), as the table
     # declares them (`report_table(..., options=<dataclass>)`): checked by the report package, read by the table
     options: dict = field(default_factory=dict)
