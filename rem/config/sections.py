@@ -45,7 +45,7 @@ class DataConfig:
     prepared: str = "data/prepared"  # decoded uint8 arrays cached here, keyed by source checksums ("" = no cache)
     # The selected dataset's own options, as its family declares them (`DatasetFamily.options`): checked and read by
     # the family (`rem.config.options.read_options`). affnist: shift; smallnorb: split, size, crop, brightness,
-    # contrast (README's settings reference lists every family's, with their defaults)
+    # contrast (docs/settings.md's reference lists every family's, with their defaults)
     options: dict = field(default_factory=dict)
 
 
