@@ -170,6 +170,10 @@ class SweepConfig:
     tracking_uri: str = ""  # empty: env MLFLOW_TRACKING_URI, else sqlite:///<repo>/mlflow.db
     verbose: int = 1  # Tune's status table: 0 silent, 1 status updates, 2 per-result lines
     log_model: bool = True  # each trial's final model as an MLflow artifact (false for huge sweeps)
+    # MLflow's machine metrics per trial (system/...: CPU, memory, disk, network; GPU with the `gpu` extra), sampled
+    # every 10 s. auto: for trials on a GPU, where they show whether trials share it well; on a CPU they cost a
+    # thread and a store write per sample for little news
+    system_metrics: Literal["auto", "always", "never"] = "auto"
 
 
 @dataclass(frozen=True)

@@ -108,6 +108,8 @@ def test_dvc_repro_runs_the_real_pipeline_then_is_a_noop(reproduced):
         assert child.data.params["model.name"] == "capsnet"
         assert "mlflow.source.git.commit" in child.data.tags and "rem.version.torch" in child.data.tags
         assert child.data.tags["rem.data.md5.train-images-idx3-ubyte"] == get_dataset(SYNTHETIC).files[0].md5
+        inputs = client.get_run(child.info.run_id).inputs.dataset_inputs  # the splits it read, by verified md5s
+        assert sorted(i.dataset.name for i in inputs) == [f"{SYNTHETIC}/{s}" for s in ("test", "train", "validation")]
         assert child.data.tags["rem.device"].startswith("cpu")
         # the setting (auto) as asked, and what it resolved to on this CPU
         assert child.data.tags["rem.precision_setting"] == child.data.params["train.precision"] == "auto"
