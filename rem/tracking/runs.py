@@ -37,9 +37,24 @@ class TrackingUnavailableError(RuntimeError):
     """The MLflow tracking server cannot be reached."""
 
 
+# Where DVC runs a queued (or --temp) experiment: a temporary copy of the checkout, deleted when it ends
+DVC_EXPERIMENT_COPIES = (".dvc", "tmp", "exps")
+
+
+def home_checkout(repo_root: Path) -> Path:
+    """The checkout whose MLflow store a run of `repo_root` writes to: `repo_root` itself, or, for a DVC experiment
+    running in a temporary copy (DVC_EXPERIMENT_COPIES below the checkout), the checkout it was queued from, so its
+    runs land in the user's store instead of being deleted with the copy."""
+    parts = Path(repo_root).resolve().parts
+    for at in range(len(parts) - len(DVC_EXPERIMENT_COPIES), 0, -1):
+        if parts[at:at + len(DVC_EXPERIMENT_COPIES)] == DVC_EXPERIMENT_COPIES:
+            return Path(*parts[:at])
+    return Path(repo_root).resolve()
+
+
 def tracking_uri(configured: str, repo_root: Path) -> str:
-    """env MLFLOW_TRACKING_URI, else params' sweep.tracking_uri, else a sqlite file in the repo."""
-    return os.environ.get("MLFLOW_TRACKING_URI") or configured or f"sqlite:///{(repo_root / 'mlflow.db').resolve()}"
+    """env MLFLOW_TRACKING_URI, else params' sweep.tracking_uri, else a sqlite file in the (home) checkout."""
+    return os.environ.get("MLFLOW_TRACKING_URI") or configured or f"sqlite:///{home_checkout(repo_root) / 'mlflow.db'}"
 
 
 def check_reachable(uri: str, timeout: float = 5.0) -> None:
