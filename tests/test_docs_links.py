@@ -35,6 +35,8 @@ def anchors(page: Path) -> set[str]:
 
 @pytest.mark.parametrize("page", PAGES, ids=lambda p: str(p.relative_to(REPO)))
 def test_every_relative_link_resolves(page):
+    fences = re.findall(r"^```", page.read_text(), re.M)
+    assert len(fences) % 2 == 0, f"{page.relative_to(REPO)}: a code block is not closed (the rest reads as code)"
     broken = []
     for target in links(page):
         path, _, anchor = target.partition("#")
@@ -53,3 +55,12 @@ def test_the_front_door_is_short_and_links_every_docs_page():
     assert {page.name for page in PAGES[1:]} <= linked, "README.md: every docs/ page is linked from it"
     for figure in re.findall(r"!\[[^\]]*\]\(([^)]+)\)", readme):
         assert figure.startswith("docs/") and (REPO / figure).stat().st_size < 150_000, figure
+
+
+def test_ci_runs_readmes_commands_word_for_word():
+    """README's two set-up commands are the ones a fresh clone runs, and CI's last line is the second one."""
+    commands = re.findall(r"```bash\n(python3 -m venv .*)\n```", (REPO / "README.md").read_text())
+    assert commands == [
+        "python3 -m venv .venv && .venv/bin/pip install -q -e '.[dev]' && PATH=\"$PWD/.venv/bin:$PATH\" dvc repro",
+        "python3 -m venv .venv && .venv/bin/pip install -q -e '.[dev]' && .venv/bin/python -m pytest"]
+    assert (REPO / ".ci" / "run").read_text().strip().splitlines()[-1] == commands[1]

@@ -55,6 +55,7 @@ def test_a_digest_changes_exactly_when_its_splits_images_could():
         split_digest({}, data, test)
 
 
+@pytest.mark.slow  # MLflow's UI takes 15-60 s to start on a busy 2-core CPU (measured)
 def test_the_run_page_shows_the_datasets_in_a_browser(tmp_path):
     from rem.tracking.ui import stop_group, wait_until_serving
     from tests.browser import browser_page, screenshot
@@ -81,3 +82,17 @@ def test_the_run_page_shows_the_datasets_in_a_browser(tmp_path):
     for logged in run.inputs.dataset_inputs:  # each split with its digest and its context, as the page shows them
         context = {tag.key: tag.value for tag in logged.tags}["mlflow.data.context"]
         assert f"{logged.dataset.name} ({logged.dataset.digest})\n{context.capitalize()}" in text, logged.dataset.name
+
+
+def test_the_logged_models_metrics_name_the_test_split_they_were_measured_on(tmp_path):
+    from rem.tracking.mlflow_model import MODEL_METRICS, link_final_metrics
+
+    data = Config().with_overrides({"data.dataset": SYNTHETIC}).data
+    client, _, run = logged_run(tmp_path, data)
+    client.log_metric(run.info.run_id, MODEL_METRICS[0], 0.75, step=2)
+    model = client.create_logged_model(run.info.experiment_id, source_run_id=run.info.run_id, name="model")
+    link_final_metrics(client, run.info.run_id, model.model_id, step=2)
+    (metric,) = client.get_logged_model(model.model_id).metrics
+    test = next(i.dataset for i in run.inputs.dataset_inputs if i.dataset.name.endswith("/test"))
+    assert (metric.key, metric.value, metric.dataset_name, metric.dataset_digest) == (
+        MODEL_METRICS[0], 0.75, test.name, test.digest)
