@@ -1,6 +1,7 @@
 """Every trial's run lists the data it used (rem.tracking.data_inputs): its training, validation and test splits as
 MLflow dataset inputs, each named, sourced and digested from the verified md5s so that equal digests mean equal
-images; and MLflow's own run page shows them to a reader (a real browser, tests/browser.py)."""
+images; the logged model's test accuracy names the test split; and MLflow's own run and model pages show them to
+a reader (a real browser, tests/browser.py)."""
 
 from __future__ import annotations
 
@@ -56,13 +57,15 @@ def test_a_digest_changes_exactly_when_its_splits_images_could():
 
 
 @pytest.mark.slow  # MLflow's UI takes 15-60 s to start on a busy 2-core CPU (measured)
-def test_the_run_page_shows_the_datasets_in_a_browser(tmp_path):
+def test_the_run_page_and_the_model_page_show_the_datasets_in_a_browser(tmp_path):
     from rem.tracking.ui import stop_group, wait_until_serving
     from tests.browser import browser_page, screenshot
     from tests.sweep_helpers import free_port
 
     data = Config().with_overrides({"data.dataset": SYNTHETIC}).data
-    _, uri, run = logged_run(tmp_path, data)
+    client, uri, run = logged_run(tmp_path, data)
+    model_id = with_a_logged_model(client, run)
+    test = next(i.dataset for i in run.inputs.dataset_inputs if i.dataset.name.endswith("/test"))
     port = free_port()
     server = subprocess.Popen([sys.executable, "-m", "mlflow", "ui", "--backend-store-uri", uri, "--host",
                                "127.0.0.1", "--port", str(port), "--workers", "1"], start_new_session=True,
@@ -77,22 +80,33 @@ def test_the_run_page_shows_the_datasets_in_a_browser(tmp_path):
             page.get_by_text(f"{SYNTHETIC}/test").first.wait_for(timeout=10_000)
             screenshot(page, "mlflow_run_datasets")
             text = page.inner_text("body")
+            page.goto(f"{base}/#/experiments/{run.info.experiment_id}/models/{model_id}")
+            page.get_by_text("Datasets used").first.wait_for(timeout=60_000)
+            screenshot(page, "mlflow_model_datasets")
+            model_page = page.inner_text("body")
     finally:
         stop_group(server)
     for logged in run.inputs.dataset_inputs:  # each split with its digest and its context, as the page shows them
         context = {tag.key: tag.value for tag in logged.tags}["mlflow.data.context"]
         assert f"{logged.dataset.name} ({logged.dataset.digest})\n{context.capitalize()}" in text, logged.dataset.name
+    # the model's page: its final test accuracy beside the split it was measured on, and that split as used
+    assert f"Datasets used\n{test.name} (#{test.digest})" in model_page, model_page[-2000:]
 
 
-def test_the_logged_models_metrics_name_the_test_split_they_were_measured_on(tmp_path):
+def with_a_logged_model(client, run) -> str:
+    """The run's logged model with the run's final test accuracy linked to it, as a finished trial's; its id."""
     from rem.tracking.mlflow_model import MODEL_METRICS, link_final_metrics
 
-    data = Config().with_overrides({"data.dataset": SYNTHETIC}).data
-    client, _, run = logged_run(tmp_path, data)
     client.log_metric(run.info.run_id, MODEL_METRICS[0], 0.75, step=2)
     model = client.create_logged_model(run.info.experiment_id, source_run_id=run.info.run_id, name="model")
     link_final_metrics(client, run.info.run_id, model.model_id, step=2)
-    (metric,) = client.get_logged_model(model.model_id).metrics
+    return model.model_id
+
+
+def test_the_logged_models_metrics_name_the_test_split_they_were_measured_on(tmp_path):
+    data = Config().with_overrides({"data.dataset": SYNTHETIC}).data
+    client, _, run = logged_run(tmp_path, data)
+    (metric,) = client.get_logged_model(with_a_logged_model(client, run)).metrics
     test = next(i.dataset for i in run.inputs.dataset_inputs if i.dataset.name.endswith("/test"))
     assert (metric.key, metric.value, metric.dataset_name, metric.dataset_digest) == (
-        MODEL_METRICS[0], 0.75, test.name, test.digest)
+        "final/test/acc", 0.75, test.name, test.digest)
