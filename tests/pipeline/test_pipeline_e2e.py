@@ -111,6 +111,7 @@ def test_dvc_repro_runs_the_real_pipeline_then_is_a_noop(reproduced):
         inputs = client.get_run(child.info.run_id).inputs.dataset_inputs  # the splits it read, by verified md5s
         assert sorted(i.dataset.name for i in inputs) == [f"{SYNTHETIC}/{s}" for s in ("test", "train", "validation")]
         assert child.data.tags["rem.device"].startswith("cpu")
+        assert not [m for m in child.data.metrics if m.startswith("system/")]  # sweep.system_metrics auto: GPU only
         # the setting (auto) as asked, and what it resolved to on this CPU
         assert child.data.tags["rem.precision_setting"] == child.data.params["train.precision"] == "auto"
         assert child.data.tags["rem.tf32"] == "n/a (cpu)" and child.data.tags["rem.precision"] == resolved
