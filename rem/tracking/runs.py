@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from rem.device import describe_visible
+from rem.io import home_checkout
 
 if TYPE_CHECKING:  # MLflow is imported where a run is written, so `rem` imports without it
     from mlflow.tracking import MlflowClient
@@ -35,21 +36,6 @@ MAX_PARAM_LENGTH = 6000  # MLflow's limit on a param value
 
 class TrackingUnavailableError(RuntimeError):
     """The MLflow tracking server cannot be reached."""
-
-
-# Where DVC runs a queued (or --temp) experiment: a temporary copy of the checkout, deleted when it ends
-DVC_EXPERIMENT_COPIES = (".dvc", "tmp", "exps")
-
-
-def home_checkout(repo_root: Path) -> Path:
-    """The checkout whose MLflow store a run of `repo_root` writes to: `repo_root` itself, or, for a DVC experiment
-    running in a temporary copy (DVC_EXPERIMENT_COPIES below the checkout), the checkout it was queued from, so its
-    runs land in the user's store instead of being deleted with the copy."""
-    parts = Path(repo_root).resolve().parts
-    for at in range(len(parts) - len(DVC_EXPERIMENT_COPIES), 0, -1):
-        if parts[at:at + len(DVC_EXPERIMENT_COPIES)] == DVC_EXPERIMENT_COPIES:
-            return Path(*parts[:at])
-    return Path(repo_root).resolve()
 
 
 def tracking_uri(configured: str, repo_root: Path) -> str:
