@@ -45,7 +45,7 @@ class DataConfig:
     prepared: str = "data/prepared"  # decoded uint8 arrays cached here, keyed by source checksums ("" = no cache)
     # The selected dataset's own options, as its family declares them (`DatasetFamily.options`): checked and read by
     # the family (`rem.config.options.read_options`). affnist: shift; smallnorb: split, size, crop, brightness,
-    # contrast (README's settings reference lists every family's, with their defaults)
+    # contrast (docs/settings.md's reference lists every family's, with their defaults)
     options: dict = field(default_factory=dict)
 
 
@@ -172,6 +172,10 @@ class SweepConfig:
     tracking_uri: str = ""  # empty: env MLFLOW_TRACKING_URI, else sqlite:///<repo>/mlflow.db
     verbose: int = 1  # Tune's status table: 0 silent, 1 status updates, 2 per-result lines
     log_model: bool = True  # each trial's final model as an MLflow artifact (false for huge sweeps)
+    # MLflow's machine metrics per trial (system/...: CPU, memory, disk, network; GPU with the `gpu` extra), sampled
+    # every 10 s. auto: for trials on a GPU, where they show whether trials share it well; on a CPU they cost a
+    # thread and a store write per sample for little news
+    system_metrics: Literal["auto", "always", "never"] = "auto"
 
 
 @dataclass(frozen=True)
