@@ -27,7 +27,7 @@ def render(out: Path, results: pd.DataFrame, run: dict, module: str = "pipeline.
         written.append(horizon_figure(results, model, out / "figures" / f"epochs_{model}.png"))
     figures = sorted(p.name for p in (out / "figures").glob("*.png"))
     notes = (out / "notes.md").read_text() if (out / "notes.md").is_file() else ""
-    written.append(atomic_write_text(out / "README.md", horizon_page(results, run, figures, notes, module)))
+    written.append(atomic_write_text(out / "README.md", horizon_page(results, run, figures, notes, f"python -m {module} --render-only")))
     return written
 
 

@@ -22,8 +22,8 @@ TITLES = {"efficient_capsnet": "Efficient-CapsNet", "gamma_capsnet": "γ-CapsNet
 
 
 def horizon_page(results: pd.DataFrame, run: dict, figures: list[str], notes: str = "",
-                 module: str = "pipeline.horizon") -> str:
-    """The page of a horizon run published by `module` (its `--render-only` regenerates it)."""
+                 render_only: str = "python -m pipeline.horizon --render-only") -> str:
+    """The page of a horizon run whose publication's `render_only` command regenerates it."""
     done = finished_trials(results)
     names = sorted(done["model.name"].astype(str).unique())
     models = ", ".join(names)
@@ -33,7 +33,7 @@ def horizon_page(results: pd.DataFrame, run: dict, figures: list[str], notes: st
              f"validation loss had not improved for {patience} epochs (REM's patience rule) or for {cap} epochs, "
              "whichever came first. The CapsNet evidence run is one folder up (`../README.md`); the runs come from "
              "different sweeps, so no comparison crosses them. Every number below is computed from `sweep.parquet` in "
-             f"this folder (`python -m {module} --render-only` regenerates the tables and this page from it "
+             f"this folder (`{render_only}` regenerates the tables and this page from it "
              "without retraining).")
     title = " and ".join(TITLES.get(n, n) for n in names)
     return page_text(f"REM at a training horizon: {title} to its stopping rule", intro, run, notes,
