@@ -34,8 +34,28 @@ class Path:
 
 UNMEASURED = Path(False, "not measured on this kind: eager (no compile per mode; the recorded fp32 trials are eager)")
 
-# (architecture, device kind, precision) -> the faster path there and the measurement that says so.
-RULE: dict[tuple[str, str, str], Path] = {}
+# (architecture, device kind, precision) -> the faster path there and the measurement that says so. The avx512 entries
+# are benchmarks/train_step.py's interleaved medians at batch 128, 2 threads, on a 2-core AMD EPYC (Zen 5, family 26
+# model 2) beside a running sweep (load 5-10), 2026-12-05: absolute seconds are several times the machine's quiet
+# ones, ratios hold. Compile time is not in them: a trial pays it once per mode (train, evaluation, partial batches).
+_ZEN5 = "train_step.py on a Zen 5 EPYC, 2026-12-05"
+RULE: dict[tuple[str, str, str], Path] = {
+    ("capsnet", "avx512", "bf16"): Path(False, f"eager 3.59 s, compiled 3.77 s a step ({_ZEN5}): compiling gains nothing"),
+    ("capsnet", "avx512", "fp32"): Path(False, f"compiled 4.27 s against eager 4.85 s ({_ZEN5}), but fp32 CapsNet trials "
+                                               "are pinned bit for bit (tests/training/test_same_numbers.py) and the "
+                                               "paper profile's were recorded eager: compiled kernels round otherwise"),
+    ("gamma_capsnet", "avx512", "bf16"): Path(False, f"eager 5.94 s, compiled 10.6 s a step ({_ZEN5})"),
+    ("gamma_capsnet", "avx512", "fp32"): Path(False, f"eager 6.87 s, compiled 10.2 s a step ({_ZEN5})"),
+    ("deepcaps", "avx512", "bf16"): Path(True, f"compiled 9.03 s, eager 12.0 s a step ({_ZEN5}): its many small "
+                                               "convolutions, squashes and casts fuse"),
+    ("deepcaps", "avx512", "fp32"): Path(True, f"compiled 7.57 s, eager 10.8 s a step ({_ZEN5})"),
+    ("efficient_capsnet", "avx512", "bf16"): Path(True, f"compiled 1.38 s, eager 2.16 s a step ({_ZEN5})"),
+    ("efficient_capsnet", "avx512", "fp32"): Path(False, f"eager 1.93 s, compiled 2.00 s a step ({_ZEN5})"),
+    ("capsnet", "avx512_amx", "bf16"): Path(False, "compiled slower than eager in 2 of 3 runs on a 2-core Xeon with "
+                                                   "AMX (issue 53: 0.97-1.03 s against 0.72-0.88 s)"),
+    ("capsnet", "avx2", "bf16"): Path(True, "compiled 0.66 s against eager 0.73 s a step on a 2-core Zen 4 EPYC "
+                                            "(benchmarks/README.md, 2026-11-29/30)"),
+}
 
 
 def rule(model: str, kind: str, precision: str) -> Path:
