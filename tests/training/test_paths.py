@@ -7,12 +7,13 @@ import pytest
 import torch
 
 from rem.config import from_dict
-from rem.config import ConfigError
+from rem.config import Config, ConfigError, load
 from rem.device import PRECISIONS, cpu_kind
 from rem.models import list_models
 from rem.training import paths, run
 from rem.training.loop import train
 from rem.training.paths import RULE, UNMEASURED, Path, chosen, path_tags, rule
+from tests.conftest import REPO
 from tests.tiny_trials import tiny_cfg
 
 CPU = torch.device("cpu")
@@ -40,8 +41,8 @@ def test_auto_follows_the_rule_for_this_kind_and_true_or_false_force(monkeypatch
 
 
 def test_the_setting_defaults_to_auto_and_keeps_sweep_ids(synthetic_raw):
-    cfg = tiny_cfg(synthetic_raw)
-    assert cfg.train.compile == "auto"
+    assert Config().train.compile == "auto" and load(REPO / "params.yaml").train.compile == "auto"
+    cfg = tiny_cfg(synthetic_raw, compile="auto")
     # auto is hashed as the false it replaced: a sweep started before it resumes under the same id
     assert cfg.digest() == cfg.with_overrides({"train.compile": False}).digest()
     assert cfg.digest() != cfg.with_overrides({"train.compile": True}).digest()
@@ -50,7 +51,7 @@ def test_the_setting_defaults_to_auto_and_keeps_sweep_ids(synthetic_raw):
 
 
 def test_a_trial_tags_and_records_the_path_it_took(synthetic_raw, tmp_path, monkeypatch):
-    cfg = tiny_cfg(synthetic_raw, max_steps_per_epoch=2, precision="fp32")
+    cfg = tiny_cfg(synthetic_raw, max_steps_per_epoch=2, precision="fp32", compile="auto")
     wrapped = []
     monkeypatch.setattr(run, "compile_model", lambda model: wrapped.append(model) or model)  # the wiring, not inductor
     monkeypatch.setitem(RULE, ("capsnet", cpu_kind(), "fp32"), Path(False, "measured faster eager"))

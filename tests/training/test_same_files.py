@@ -43,7 +43,6 @@ CHANGED_SINCE = {
     "iteration_images": "issue 36: eval.iteration_images, the validation images those curves read",
     "warmup_steps": "issue 44: train.warmup_steps, a linear learning-rate warm-up (0, the default, trains as before)",
     "min_epochs": "issue 52: train.min_epochs, the epochs before patience may stop a trial (0, the default, as before)",
-    "compile": "issue 53: train.compile's default is auto (rem.training.paths' rule; eager for these fp32 trials)",
     "cuda_graphs": "issue 53: train.cuda_graphs, CUDA graphs on a GPU (off by default; ignored on the CPU)",
     "compute/compiled": "issue 53: every epoch records the path train.compile took",
     **{f"{prefix}{key}": "issue 52: routing's input dependence and REM's entropy three more ways, every evaluation"
