@@ -53,10 +53,10 @@ def test_the_setting_defaults_to_auto_and_keeps_sweep_ids(synthetic_raw):
 def test_a_trial_tags_and_records_the_path_it_took(synthetic_raw, tmp_path, monkeypatch):
     cfg = tiny_cfg(synthetic_raw, max_steps_per_epoch=2, precision="fp32", compile="auto")
     wrapped = []
-    monkeypatch.setattr(run, "compile_model", lambda model: wrapped.append(model) or model)  # the wiring, not inductor
+    monkeypatch.setattr(run, "compile_model", lambda model, mode=None: wrapped.append(model) or model)  # wiring only
     monkeypatch.setitem(RULE, ("capsnet", cpu_kind(), "fp32"), Path(False, "measured faster eager"))
     assert path_tags(cfg, CPU) == {"rem.compiled": "false", "rem.compile_setting": "auto",
-                                   "rem.compile_reason": "measured faster eager"}
+                                   "rem.compile_reason": "measured faster eager", "rem.cuda_graphs": "false"}
     assert train(cfg, workdir=tmp_path / "eager")["compute/compiled"] == 0.0 and not wrapped
     monkeypatch.setitem(RULE, ("capsnet", cpu_kind(), "fp32"), Path(True, "measured faster compiled"))
     assert path_tags(cfg, CPU)["rem.compiled"] == "true"
