@@ -20,14 +20,14 @@ from rem.report.horizon.figures import horizon_figure
 from rem.report.horizon.page import horizon_page, render_tables
 
 
-def render(out: Path, results: pd.DataFrame, run: dict) -> list[Path]:
-    """Tables, each model's per-seed figure and the page, from the results table alone."""
+def render(out: Path, results: pd.DataFrame, run: dict, module: str = "pipeline.horizon") -> list[Path]:
+    """Tables, each model's per-seed figure and the page (published by `module`), from the results table alone."""
     written = [atomic_write_text(out / "tables" / name, text) for name, text in render_tables(results).items()]
     for model in sorted(results["model.name"].astype(str).unique()):
         written.append(horizon_figure(results, model, out / "figures" / f"epochs_{model}.png"))
     figures = sorted(p.name for p in (out / "figures").glob("*.png"))
     notes = (out / "notes.md").read_text() if (out / "notes.md").is_file() else ""
-    written.append(atomic_write_text(out / "README.md", horizon_page(results, run, figures, notes)))
+    written.append(atomic_write_text(out / "README.md", horizon_page(results, run, figures, notes, f"python -m {module} --render-only")))
     return written
 
 

@@ -10,13 +10,15 @@ Efficient-CapsNet horizon, with the same tables, figures and page (`pipeline.hor
 from __future__ import annotations
 
 import sys
+from functools import partial
 from pathlib import Path
 
 from pipeline.evidence import copy_coupling_figures
 from pipeline.horizon import render
 from pipeline.publication import Publication
 
-HORIZON_GAMMA = Publication("horizon_gamma", render, before_render=copy_coupling_figures,
+HORIZON_GAMMA = Publication("horizon_gamma", partial(render, module="pipeline.horizon_gamma"),
+                            before_render=copy_coupling_figures,
                             folder=Path("reports/evidence/horizon-gamma"))
 
 

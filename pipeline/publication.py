@@ -131,7 +131,9 @@ class Publication:
 
     def record(self, cfg, results: pd.DataFrame, stopped: list[str], load: str) -> dict:
         """How the sweep that produced `results` was made: command, commit, times, machine, load, trials stopped."""
-        return {"command": f"`{self.command}`", "commit": commit(), **sweep_record(cfg, results), **machine(),
+        named = cfg.report.primary_endpoint
+        endpoint = {"primary endpoint": f"{named} (named in the profile before the sweep ran)"} if named else {}
+        return {**endpoint, "command": f"`{self.command}`", "commit": commit(), **sweep_record(cfg, results), **machine(),
                 **({"load": load} if load else {}), **({"not published": "; ".join(stopped)} if stopped else {})}
 
     def publish(self, cfg, out: Path, load: str = "") -> list[Path]:

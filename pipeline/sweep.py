@@ -238,7 +238,8 @@ def run_sweep(cfg: Config, repo_root: Path) -> pd.DataFrame:
     uri = tracking.tracking_uri(cfg.sweep.tracking_uri, repo_root)
     tracking.check_reachable(uri)  # before any trial starts
     client = open_client(uri)
-    artifacts = None if "://" in uri and not uri.startswith("sqlite") else str((repo_root / "mlartifacts").resolve())
+    local = "://" not in uri or uri.startswith("sqlite")  # artifacts beside the store, as the store (home_checkout)
+    artifacts = str(tracking.home_checkout(repo_root) / "mlartifacts") if local else None
     experiment_id = tracking.ensure_experiment(client, cfg.sweep.name, artifacts)
     sid = sweep_id(cfg)
     parent = tracking.open_run(client, experiment_id, name=sid, tags={tracking.SWEEP_TAG: sid, tracking.ROLE_TAG: "sweep"},

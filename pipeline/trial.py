@@ -34,7 +34,9 @@ from rem.training.host_memory import allocator_env
 from rem.registry import PLUGINS
 from rem.results.grid import trial_key
 from rem.tracking import runs as tracking
+from rem.tracking.data_inputs import log_data_inputs
 from rem.tracking.store import open_client
+from rem.tracking.system_metrics import machine_metrics, monitored
 from rem.tracking.trial_log import axis_params, best_metrics, log_config, log_final, run_name
 from rem.training.checkpoint import checkpoint_file, final_checkpoint, saved_epoch
 from rem.training.loop import NonFiniteLossError, train
@@ -88,11 +90,19 @@ def take_device(client, run_id: str, cfg) -> None:
     cap_memory(device, ray.get_runtime_context().get_assigned_resources().get("GPU", 0.0))
 
 
+def watched(cfg) -> bool:
+    """Whether this trial records MLflow's machine metrics (`sweep.system_metrics`; auto: on a GPU)."""
+    return monitored(cfg.sweep.system_metrics, resolve_device(cfg.train.device).type)
+
+
 def tag_data_and_place(client, run_id: str, cfg, repo_root: Path) -> str:
-    """Tags the run with the exact bytes it trains on (the payload md5 of every dataset file, verified by the fetch)
-    and where this attempt runs (a retry may land on another node: for operators and fault tests); returns the
-    node's id."""
-    checksums = recorded_checksums(get_dataset(cfg.data.dataset), fetch_dataset(cfg, repo_root))
+    """Tags the run with the exact bytes it trains on (the payload md5 of every dataset file, verified by the fetch),
+    logs its training, validation and test splits as the run's dataset inputs (digests from those md5s), and tags
+    where this attempt runs (a retry may land on another node: for operators and fault tests); returns the node's
+    id."""
+    folder = fetch_dataset(cfg, repo_root)
+    checksums = recorded_checksums(get_dataset(cfg.data.dataset), folder)
+    log_data_inputs(client, run_id, cfg.data, checksums, folder)
     node_id = ray.get_runtime_context().get_node_id()
     where = {"rem.node_id": node_id, "rem.pid": os.getpid(), "rem.host": platform.node()}
     tracking.set_tags(client, run_id, {**{f"rem.data.md5.{name}": md5 for name, md5 in checksums.items()}, **where})
@@ -157,7 +167,8 @@ def run_trial(config: dict[str, Any], *, base: dict[str, Any], context: dict[str
     workdir = Path(tune.get_context().get_trial_dir())
     try:
         take_device(client, run_id, cfg)
-        with (checkpoint.as_directory() if checkpoint else nullcontext(None)) as resume_dir:
+        with (checkpoint.as_directory() if checkpoint else nullcontext(None)) as resume_dir, \
+                machine_metrics(run_id, context["tracking_uri"], watched(cfg)):
             resume_from = Path(resume_dir) if resume_dir else None
             train(cfg, workdir=workdir, repo_root=Path(context["repo_root"]), resume_from=resume_from,
                   on_epoch=report, label=arm["run_name"], measurements=AT_TRIAL_END)

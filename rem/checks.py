@@ -1,6 +1,6 @@
 """Every package's checks of params.yaml: importing this module registers each with `rem.config.checks`; and the
-reference of the settings the registries' entries declare (`settings_reference`, README's copy): model families',
-routings', dataset families' and pruning methods' options.
+reference of the settings the registries' entries declare (`settings_reference`, docs/settings.md's copy): model
+families', routings', dataset families' and pruning methods' options.
 
 The CLI and the pipeline's stages import it before they read params.yaml, so an unknown model, dataset, routing or
 pruning method, or a grid point that cannot run, stops the run in one line before any work starts. `rem.config` itself
@@ -41,11 +41,11 @@ def _options(declared: dict) -> str:
 
 
 def settings_reference() -> str:
-    """README's reference of the settings each registry entry declares, as Markdown: every model family's
-    `model.options` with their defaults (from its registration); each routing's `model.routing_options` and the
-    keywords its models pass it (`model.options`, from its registration); the `data` keys each dataset reads beyond those
-    every dataset reads and its `data.options` (from its family); each pruning method's `prune.options`. `python -m
-    rem.checks` prints it; tests/test_settings_reference.py keeps README's copy equal to it."""
+    """The reference (docs/settings.md) of the settings each registry entry declares, as Markdown: every model
+    family's `model.options` with their defaults (from its registration); each routing's `model.routing_options` and
+    the keywords its models pass it (`model.options`, from its registration); the `data` keys each dataset reads beyond
+    those every dataset reads and its `data.options` (from its family); each pruning method's `prune.options`. `python
+    -m rem.checks` prints it; tests/test_settings_reference.py keeps docs/settings.md's copy equal to it."""
     lines = ["| `model.name` | `model.options` (default) |", "|---|---|"]
     for name in list_models():
         if not _ours(MODELS.get(name).builder.__module__):

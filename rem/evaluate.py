@@ -70,7 +70,9 @@ class ParseTreeKeys:
         stats = stats_from_keys(keys, predicted, num_classes)
         result = {"per_class": stats, **summarize(stats), **self.health.result()}
         result["entropy/k3_mean"] = summarize(stats_from_keys(coarse, predicted, num_classes))["entropy/mean"]
-        result["entropy/at_images_mean"] = entropy_at_images(keys, predicted, num_classes, ENTROPY_IMAGES_PER_CLASS)
+        at_images = entropy_at_images(keys, predicted, num_classes, ENTROPY_IMAGES_PER_CLASS)
+        if not np.isnan(at_images):  # no class reached that many images: no value rather than a NaN metric
+            result["entropy/at_images_mean"] = at_images
         alive = self.health.alive()
         if alive is not None:
             kept = np.ascontiguousarray(keys[:, alive.cpu().numpy()])

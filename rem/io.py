@@ -11,6 +11,7 @@
   anything else is refused with one line.
 - `resolve_path`: config paths, `~` expanded, relative ones taken from the repo root (so every stage and trial
   agrees on them).
+- `home_checkout`: the user's checkout, also from inside the temporary copy a queued DVC experiment runs in.
 """
 
 from __future__ import annotations
@@ -63,3 +64,19 @@ def load_plain(path: Path | str) -> dict:
 def resolve_path(value: str, repo_root: Path) -> Path:
     path = Path(os.path.expanduser(value))
     return path if path.is_absolute() else (repo_root / path)
+
+
+# Where DVC runs a queued (or --temp) experiment: a temporary copy of the checkout, deleted when it ends
+DVC_EXPERIMENT_COPIES = (".dvc", "tmp", "exps")
+
+
+def home_checkout(repo_root: Path) -> Path:
+    """The checkout whose MLflow store and data mirror a run of `repo_root` uses: `repo_root` itself, or, for a DVC
+    experiment running in a temporary copy (DVC_EXPERIMENT_COPIES below the checkout), the checkout it was queued
+    from, so its runs land in the user's store instead of being deleted with the copy, and a relative mirror
+    (`../shared/data`) is found beside the checkout, not beside the copy."""
+    parts = Path(repo_root).resolve().parts
+    for at in range(len(parts) - len(DVC_EXPERIMENT_COPIES), 0, -1):
+        if parts[at:at + len(DVC_EXPERIMENT_COPIES)] == DVC_EXPERIMENT_COPIES:
+            return Path(*parts[:at])
+    return Path(repo_root).resolve()

@@ -70,8 +70,8 @@ class PruneConfig:
     # tensor name -> target sparsity (fraction) for IMP's scope tensor; a matched control's sweep sets it
     tensor_targets: dict = field(default_factory=dict)
     # The selected method's own options, as it declares them (`PruningMethod.options`): checked and read by the
-    # method (`rem.config.options.read_options`). snip: batches; capsules: fraction, criterion, rule (README's
-    # settings reference lists every method's). The keys above are the pruning library's, read by more than one
+    # method (`rem.config.options.read_options`). snip: batches; capsules: fraction, criterion, rule (docs/settings.md
+    # lists every method's). The keys above are the pruning library's, read by more than one
     # method: REM's threshold search also decides capsule pruning's "rem" rule, and REM's lambda0/lambda_decay name
     # the REM arm a matched control (an IMP trial with target_from: rem) takes its sparsity from.
     options: dict = field(default_factory=dict)

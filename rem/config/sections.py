@@ -45,7 +45,7 @@ class DataConfig:
     prepared: str = "data/prepared"  # decoded uint8 arrays cached here, keyed by source checksums ("" = no cache)
     # The selected dataset's own options, as its family declares them (`DatasetFamily.options`): checked and read by
     # the family (`rem.config.options.read_options`). affnist: shift; smallnorb: split, size, crop, brightness,
-    # contrast (README's settings reference lists every family's, with their defaults)
+    # contrast (docs/settings.md's reference lists every family's, with their defaults)
     options: dict = field(default_factory=dict)
 
 
@@ -178,6 +178,10 @@ class SweepConfig:
     tracking_uri: str = ""  # empty: env MLFLOW_TRACKING_URI, else sqlite:///<repo>/mlflow.db
     verbose: int = 1  # Tune's status table: 0 silent, 1 status updates, 2 per-result lines
     log_model: bool = True  # each trial's final model as an MLflow artifact (false for huge sweeps)
+    # MLflow's machine metrics per trial (system/...: CPU, memory, disk, network; GPU with the `gpu` extra), sampled
+    # every 10 s. auto: for trials on a GPU, where they show whether trials share it well; on a CPU they cost a
+    # thread and a store write per sample for little news
+    system_metrics: Literal["auto", "always", "never"] = "auto"
 
 
 @dataclass(frozen=True)
@@ -196,6 +200,9 @@ class ReportConfig:
     graph_capsules: int = 16  # input capsules drawn in a parse-tree graph (all of them would be unreadable)
     checkpoint_figures: bool = True  # false: only the results-table figures (no checkpoints or data needed)
     log_to_mlflow: bool = True  # figures and tables as artifacts of the sweep's parent run, when reachable
+    # The claim a run is designed to decide, named in its profile before it starts (a published run records it in
+    # run.json, and its page states it first); the other claims on its page are secondary
+    primary_endpoint: str = ""
     # Each report table's own options, by its registered name ({trials-per-arm: {decimals: 2}}), as the table
     # declares them (`report_table(..., options=<dataclass>)`): checked by the report package, read by the table
     options: dict = field(default_factory=dict)

@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Iterable, Iterator
 from rem.data.registry import DatasetSpec, RemoteFile, get_dataset
 from rem.data.verify import (CHUNK, ChecksumError, DataSourceError, FormatError, install, is_present,
                              recorded_checksums, stamp_text)
-from rem.io import resolve_path
+from rem.io import home_checkout, resolve_path
 
 if TYPE_CHECKING:
     from rem.config import Config
@@ -153,11 +153,12 @@ def fetch(spec: DatasetSpec, dest: Path, *, mirrors: list[Path] = (), system_roo
 
 
 def mirror_folders(configured: str, repo_root: Path) -> list[Path]:
-    """The mirror folders to try: env REM_DATA_MIRROR (os.pathsep-separated) first, then the params value."""
+    """The mirror folders to try: env REM_DATA_MIRROR (os.pathsep-separated) first, then the params value (relative:
+    beside the user's checkout, also for a queued experiment running in DVC's copy of it)."""
     folders = [Path(p) for p in os.environ.get("REM_DATA_MIRROR", "").split(os.pathsep) if p]
     if configured:
         path = Path(configured)
-        folders.append(path if path.is_absolute() else repo_root / path)
+        folders.append(path if path.is_absolute() else home_checkout(repo_root) / path)
     return folders
 
 

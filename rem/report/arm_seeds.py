@@ -11,7 +11,8 @@ import numpy as np
 import pandas as pd
 
 from rem.analysis.forwards import PLAIN
-from rem.report.preconditions import chance_accuracy, classes_of, did_not_learn, evaluation_differs, routing_uniform
+from rem.report.preconditions import (at_ceiling, chance_accuracy, classes_of, did_not_learn, evaluation_differs,
+                                     first, input_independent, routing_uniform)
 from rem.results.frames import final_value, last_rows
 from rem.results.variants import routed
 
@@ -47,15 +48,25 @@ class ArmSeeds:
     coupling: dict  # forward ("+Q", "plain") -> per-seed coupling entropy (bits) of the class layer
     epochs: tuple[int, ...]  # the evaluated checkpoint's epoch per seed
     rules: tuple[str, ...]  # "best" (best validation loss) or "last" per seed
+    # the final evaluation's input dependence of the couplings (bits) and distinct parse trees per test image
+    # (objects), per seed; NaN where the run did not record them
+    dependence: tuple[float, ...] = ()
+    trees_per_image: tuple[float, ...] = ()
 
     def not_learned(self) -> str | None:
         return did_not_learn(self.name, self.accuracy, chance_accuracy(self.dataset))
 
     def not_routing(self, forward: str) -> str | None:
-        """None when the couplings left uniform in `forward` in every seed (a model without routing: never)."""
+        """None when the couplings left uniform in `forward` in every seed and, where measured, depend on the image
+        (a model without routing: never). The input dependence is read in the final evaluation's forward."""
         if not self.routes:
             return f"{self.name} has no routing"
-        return routing_uniform(self.name, self.coupling.get(forward, ()), classes_of(self.dataset), forward)
+        return first(routing_uniform(self.name, self.coupling.get(forward, ()), classes_of(self.dataset), forward),
+                     input_independent(self.name, self.dependence))
+
+    def at_ceiling(self) -> str | None:
+        """As a reference arm: the reason its parse-tree entropy cannot fall measurably, or None."""
+        return at_ceiling(self.name, self.trees_per_image)
 
 
 def arm_seeds(last: pd.DataFrame, name: str) -> ArmSeeds:
@@ -77,7 +88,19 @@ def arm_seeds(last: pd.DataFrame, name: str) -> ArmSeeds:
         seeds=tuple(int(s) for s in last["train.seed"]),
         accuracy=tuple(100.0 * final_value(last, "test/acc").to_numpy(dtype=np.float64)),
         coupling={QUANTIZED: tuple(np.where(quantized, final_coupling, math.nan)), PLAIN: tuple(plain)},
-        epochs=tuple(int(e) for e in epoch), rules=tuple("best" if b else "last" for b in best))
+        epochs=tuple(int(e) for e in epoch), rules=tuple("best" if b else "last" for b in best),
+        dependence=tuple(final_value(last, "routing/input_dependence").to_numpy(dtype=np.float64)),
+        trees_per_image=tuple(trees_per_image(last)))
+
+
+def trees_per_image(last: pd.DataFrame) -> np.ndarray:
+    """Per trial: distinct parse trees over the test images (objects) its final evaluation keyed, all classes."""
+    classes = [c.removeprefix("images/") for c in last.columns if c.startswith("images/class_")]
+    if not classes:
+        return np.full(len(last), math.nan)
+    images = sum(final_value(last, f"images/{c}").to_numpy(dtype=np.float64) for c in classes)
+    trees = final_value(last, "parse_trees/total").to_numpy(dtype=np.float64)
+    return np.where(images > 0, trees / np.maximum(images, 1), math.nan)
 
 
 def arms_of(results: pd.DataFrame) -> dict[tuple[str, str, str], ArmSeeds]:

@@ -22,14 +22,14 @@ from rem.report.assemble import assemble_page, markdown_body, markdown_files
 from rem.report.evidence.page import run_lines
 from rem.report.arm_seeds import QUANTIZED, ArmSeeds, arms_of, evaluation_note
 from rem.report.evidence.tables import Spread, spread
-from rem.report.preconditions import PRECONDITIONS_NOTE, first
-from rem.report.verdicts import HEADER as VERDICT_HEADER, RULE_NOTE, Differs, NoWorse, cells, decide
+from rem.report.preconditions import PRECONDITIONS_NOTE, at_chance, chance_accuracy, first
+from rem.report.verdicts import HEADER as VERDICT_HEADER, RULE_NOTE, Differs, NoWorse, cells, decide, claims_table
 from rem.report.registry import CLAIMS_PAGE, Context, report_table
 from rem.report.render import Table
 from rem.report.equivariance import equivariance_points, equivariance_rows
 from rem.report.overlapping import overlapping_rows
 from rem.report.robustness import (HEADLINE, arm_spread, arms, baseline_arms, capsule_arms, dataset_points, drop,
-                                   robustness_points)
+                                   per_trial, robustness_points)
 from rem.report.tables import aggregate
 from rem.results.arms import PLAIN_ARM, PLUS_Q
 from rem.results.frames import final_value, finished_trials
@@ -55,6 +55,19 @@ def arm_drop(points: pd.DataFrame, model: str, variant: str, family: str, streng
     return arm_spread(drop(points, family, strengths, metric), points, model, variant, 100.0)
 
 
+def near_chance(points: pd.DataFrame, model: str, variant: str, family: str, strengths, label: str,
+                metric: str = "test/acc") -> str | None:
+    """The reason a transformed point cannot be scored for this arm: at one of its strengths a seed's accuracy is
+    within the learned margin of chance (`rem.report.preconditions.at_chance`), else None."""
+    dataset = str(points["data.dataset"].iloc[0])
+    for strength in strengths:
+        values = arm_spread(per_trial(points, family, (strength,), metric), points, model, variant, 100.0).values
+        reason = at_chance(f"{model} {variant}", values, chance_accuracy(dataset), f"{label} ({family} {strength:g})")
+        if reason:
+            return reason
+    return None
+
+
 def seeds_of(seeds: dict, points_or_row, model: str, variant: str) -> ArmSeeds:
     """The arm's seeds on the dataset its points (or aggregate row) are of."""
     dataset = points_or_row.dataset if hasattr(points_or_row, "dataset") else \
@@ -75,7 +88,10 @@ def robust_against_cnn(points: pd.DataFrame, seeds: dict, model: str, cnn: str, 
         return None
     beside = f" ({QUANTIZED} {caps.text(2)})" if plain.n and caps.n else ""
     mine, theirs = seeds_of(seeds, points, model, q), seeds_of(seeds, points, cnn, PLAIN_ARM.label)
-    verdict = decide(Differs(-1), base.values, read.values, first(mine.not_learned(), theirs.not_learned()))
+    metric = PLAIN_ACC if forward == PLAIN else "test/acc"
+    verdict = decide(Differs(-1), base.values, read.values, first(
+        mine.not_learned(), theirs.not_learned(), near_chance(points, model, q, family, strengths, label, metric),
+        near_chance(points, cnn, PLAIN_ARM.label, family, strengths, label, PLAIN_ACC)))
     return [f"{model} {q} vs {cnn}", CLAIMS["robust"] + f": {label}", forward,
             f"accuracy lost {read.text(2)}{beside} vs {base.text(2)} points{evaluation_note(mine, theirs)}",
             *cells(verdict, 2)]
@@ -99,7 +115,9 @@ def robustness_rows(points: pd.DataFrame, seeds: dict) -> list[list[str]]:
                 q = arm_drop(points, model, PLUS_Q.label, family, strengths)
                 rem = arm_drop(points, model, variant, family, strengths)
                 if q.n and rem.n:
-                    verdict = decide(NoWorse(MARGIN_POINTS, higher_is_better=False), q.values, rem.values, untested)
+                    verdict = decide(NoWorse(MARGIN_POINTS, higher_is_better=False), q.values, rem.values, first(
+                        untested, near_chance(points, model, PLUS_Q.label, family, strengths, label),
+                        near_chance(points, model, variant, family, strengths, label)))
                     rows.append([f"{model} {variant} vs {PLUS_Q.label}", CLAIMS["rem"] + f": {label}", QUANTIZED,
                                  f"accuracy lost {rem.text(2)} vs {q.text(2)} points{evaluation_note(rem_seeds, q_seeds)}",
                                  *cells(verdict, 2)])
@@ -161,7 +179,7 @@ def routing_rows(rows, seeds: dict) -> list[list[str]]:
 
 def verdict_table(points: pd.DataFrame, rows, seeds: dict, equivariance: pd.DataFrame | None = None) -> Table:
     equivariant = equivariance_rows(equivariance, seeds) if equivariance is not None and not equivariance.empty else []
-    return Table("The capsule claims against this run", HEADER,
+    return claims_table("The capsule claims against this run", HEADER,
                  robustness_rows(points, seeds) + equivariant + overlapping_rows(rows, seeds) + routing_rows(rows, seeds),
                  notes=[
                      "Accuracy lost: each trial's clean test accuracy minus its accuracy on the transformed images, in "
@@ -219,7 +237,7 @@ def drop_table(points: pd.DataFrame, dataset: str) -> Table:
     points = points[points["data.dataset"].astype(str) == dataset]
     rows = [[m, v, *(arm_drop(points, m, v, f, s).text(2) for f, s, _ in HEADLINE)] for m, v in arms(points)]
     return Table(f"{dataset}: accuracy lost to each transform (points)", ["Model", "Variant",
-                 *(label for _, _, label in HEADLINE)], rows, notes=["Mean ± std over seeds of clean minus transformed "
+                 *(label for _, _, label in HEADLINE)], rows, notes=["Mean ± sample std (ddof 1) over seeds of clean minus transformed "
                                                                       "accuracy; – where the run did not measure it."])
 
 

@@ -66,7 +66,7 @@ def arm_label(frame: pd.DataFrame) -> pd.Series:
 
 
 def arm_curves(epochs: pd.DataFrame) -> pd.DataFrame:
-    """Per dataset, arm and epoch: mean and population std over seeds of test accuracy, entropy and sparsity."""
+    """Per dataset, arm and epoch: mean and sample std (ddof 1) over seeds of test accuracy, entropy and sparsity."""
     columns = ["dataset", "arm", "epoch", "seeds"] + [f"{m}{s}" for m in ("test_acc", "entropy", "sparsity")
                                                       for s in ("", "_std")]
     if epochs.empty:
@@ -76,7 +76,7 @@ def arm_curves(epochs: pd.DataFrame) -> pd.DataFrame:
     out = grouped.size().rename("seeds").to_frame()
     for metric in ("test_acc", "entropy", "sparsity"):
         out[metric] = grouped[metric].mean()
-        out[f"{metric}_std"] = grouped[metric].std(ddof=0)
+        out[f"{metric}_std"] = grouped[metric].std(ddof=1)
     return out.reset_index()[columns]
 
 

@@ -5,7 +5,15 @@ each a named check with its threshold here and nowhere else:
   failure, not a result about its architecture (CapsNet on 36 x 36 pairs at 2.3 % both right, chance 2.2 %);
 - `routing_uniform`: a claim about routing (iterations, +Q against plain, REM's entropy, parse trees) needs couplings
   that left uniform: the class layer's coupling entropy below log2(classes) by `ROUTING_MARGIN_BITS` in every seed,
-  read at the forward the claim reads (+Q rounds near-uniform couplings to exactly uniform);
+  read at the forward the claim reads (+Q rounds near-uniform couplings to exactly uniform), and, where the run
+  measured it, couplings that depend on the image: input dependence (`rem.routing.health`) of at least
+  `DEPENDENCE_MARGIN_BITS` in every seed -- a fixed preference per capsule leaves uniform without routing anything;
+- `at_ceiling`: an entropy or parse-tree claim needs a reference arm (the one REM should lower) whose images do not
+  each have a tree of their own: at `CEILING_TREES_PER_IMAGE` distinct trees per image or more, REM's entropy sits at
+  log2 of the images per class and a test on it can detect nothing (the pruned arm merging trees is what REM
+  predicts, so its own value does not gate the test);
+- `at_chance`: a transformed-accuracy point where an arm is within `LEARNED_MARGIN_POINTS` of chance measures no
+  robustness: the accuracy it lost is bounded by how far it could fall;
 - `evaluation_differs`: arms read at different epochs or under different checkpoint rules say so on their row.
 
 Each returns None when the check passes, else the reason in one line (it becomes "not tested: <reason>").
@@ -22,6 +30,15 @@ from rem.results.variants import routed
 
 LEARNED_MARGIN_POINTS = 5.0  # accuracy (points) above chance that every seed must reach to count as learned
 ROUTING_MARGIN_BITS = 0.05  # coupling entropy below uniform (bits) that every seed must reach to count as routing
+# Input dependence (bits) every seed must reach to count as routing, where measured: the entropy's margin, so that a
+# routing counts as active when the part of leaving uniform that follows the image alone is as large as the part
+# the entropy margin asks of the whole. An untrained network is no null for it: random votes already make the
+# couplings depend on the image (benchmarks/untrained_routing.py measures it per architecture).
+DEPENDENCE_MARGIN_BITS = 0.05
+# Distinct parse trees per test image (all classes) at or above which a reference arm's entropy is at its ceiling:
+# 0.9 leaves at most one image in ten sharing a tree, so the entropy is within ~0.15 bits of log2 of the images per
+# class (a class of 1,000 images: <= 9.97 of 9.97 bits) and merging is what the pruned arm would have to show.
+CEILING_TREES_PER_IMAGE = 0.9
 
 
 def _family(dataset: str):
@@ -67,6 +84,38 @@ def routing_uniform(arm: str, entropies: Sequence[float], classes: int, forward:
     return None
 
 
+def input_independent(arm: str, dependence: Sequence[float]) -> str | None:
+    """`dependence` per seed (bits, NaN where the run did not measure it): the reason when a measured seed's
+    couplings depend on the image by less than `DEPENDENCE_MARGIN_BITS`; None when all measured seeds pass or none
+    was measured (a run before the measure: the entropy alone decides, and the pages say so)."""
+    values = [v for v in dependence if not math.isnan(v)]
+    if not values or min(values) >= DEPENDENCE_MARGIN_BITS:
+        return None
+    return (f"{arm}'s couplings barely depend on the image (input dependence {min(values):.4f} bits in a seed, "
+            f"needs {DEPENDENCE_MARGIN_BITS:g})")
+
+
+def at_ceiling(arm: str, trees_per_image: Sequence[float]) -> str | None:
+    """`trees_per_image` per seed: distinct parse trees over test images (objects), all classes. The reason when a
+    seed of this reference arm is at `CEILING_TREES_PER_IMAGE` or more."""
+    values = [v for v in trees_per_image if not math.isnan(v)]
+    if values and max(values) >= CEILING_TREES_PER_IMAGE:
+        return (f"at ceiling: {arm} has {max(values):.3f} distinct parse trees per test image in a seed (>= "
+                f"{CEILING_TREES_PER_IMAGE:g}), so its entropy sits at log2 of the images per class and no drop in "
+                "it could be told apart")
+    return None
+
+
+def at_chance(arm: str, accuracies: Sequence[float], chance: float, point: str) -> str | None:
+    """`accuracies` per seed (%) on the transformed images of `point`: the reason when a seed is within
+    `LEARNED_MARGIN_POINTS` of chance (%) there, where the accuracy it can lose is bounded by how far it can fall."""
+    values = [v for v in accuracies if not math.isnan(v)]
+    if values and min(values) < chance + LEARNED_MARGIN_POINTS:
+        return (f"at chance: {arm} at {min(values):.2f} % on {point} in a seed (chance {chance:.2f} % + "
+                f"{LEARNED_MARGIN_POINTS:g} points)")
+    return None
+
+
 def first(*reasons: str | None) -> str | None:
     """The first failed check's reason (checks in the order a reader should hear them), None when all pass."""
     return next((r for r in reasons if r), None)
@@ -89,8 +138,12 @@ PRECONDITIONS_NOTE = (f"Preconditions (rem.report.preconditions): an arm learned
                       f"{LEARNED_MARGIN_POINTS:g} points above chance; a claim about routing (REM's entropy, parse trees, "
                       f"iterations, +Q against plain) is tested only where the class layer's coupling entropy is at "
                       f"least {ROUTING_MARGIN_BITS:g} bits below uniform (log2 of the classes) in every seed, in the "
-                      "forward the claim reads. Arms evaluated at different epochs or checkpoint rules say so in "
-                      "their row.")
+                      f"forward the claim reads, and, where the run measured it, its couplings' input dependence is at "
+                      f"least {DEPENDENCE_MARGIN_BITS:g} bits in every seed (runs before the measure: the entropy "
+                      f"alone); an entropy or parse-tree claim is not tested at ceiling, when its reference arm has "
+                      f"{CEILING_TREES_PER_IMAGE:g} or more distinct parse trees per test image; a transformed-accuracy "
+                      f"point is not tested at chance, when an arm is within {LEARNED_MARGIN_POINTS:g} points of "
+                      "chance there. Arms evaluated at different epochs or checkpoint rules say so in their row.")
 
 
 UNIFORM_MARK = "routing uniform"  # what the main report's tables, figures and metrics say of such an arm

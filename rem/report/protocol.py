@@ -43,13 +43,14 @@ def ablation_method(arm: Arm) -> str | None:
 
 
 def final_stats(row: Row, column: str) -> tuple[float, float]:
-    """Mean and population std over the row's seeds of each trial's final value of `column` (the final evaluation's,
+    """Mean and sample std (ddof 1) over the row's seeds of each trial's final value of `column` (the final evaluation's,
     same checkpoint as the headline accuracy, else the last epoch's); NaN when not recorded."""
     if row.finals is None:
         return math.nan, math.nan
     values = final_value(row.finals, column).to_numpy(dtype=np.float64)
     values = values[~np.isnan(values)]
-    return (float(values.mean()), float(values.std())) if values.size else (math.nan, math.nan)
+    return (float(values.mean()), float(values.std(ddof=1)) if values.size > 1 else math.nan) if values.size \
+        else (math.nan, math.nan)
 
 
 def _rows_for(rows: list[Row], dataset: str, arms: tuple[Arm, ...] = EXPECTED_ARMS) -> list[Row]:
@@ -71,7 +72,7 @@ def affnist_table(rows: list[Row], published: list[Published]) -> Table:
                       sources.cite(published_for(published, row))])
     notes = ["Trained on MNIST placed at random offsets in 40x40; MNIST 40x40 is the MNIST test set centred in 40x40 "
              "(the affNIST protocol's validation split; capped by data.val_subset when set), affNIST the affNIST test "
-             "set, both from the final evaluation's checkpoint and forward. Mean ± std over seeds.", footnote(shown)] + sources.notes()
+             "set, both from the final evaluation's checkpoint and forward. Mean ± sample std (ddof 1) over seeds.", footnote(shown)] + sources.notes()
     return Table("affNIST: MNIST (40x40) vs affNIST accuracy",
                  ["Model", "Variant", "MNIST 40x40 (%)", "affNIST (%)", "Published affNIST (%)"], cells, notes)
 
@@ -85,7 +86,7 @@ def smallnorb_table(rows: list[Row]) -> Table:
             cells.append([row.model, row.variant, protocol, familiar, pm(row.acc_mean, row.acc_std)])
     notes = ["Novel viewpoints (Hinton et al. 2018 protocol): trained on azimuths 300-40° (azimuth) or elevations "
              "30-40° (elevation); familiar = test images at the trained viewpoints, novel = the others (the final "
-             "evaluation). Mean ± std over seeds.", footnote(shown)]
+             "evaluation). Mean ± sample std (ddof 1) over seeds.", footnote(shown)]
     return Table("smallNORB novel viewpoints: familiar vs novel accuracy",
                  ["Model", "Variant", "Protocol", "Familiar (%)", "Novel (%)"], cells, notes, align="lllrr")
 

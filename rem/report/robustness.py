@@ -156,7 +156,7 @@ def robustness_table(points: pd.DataFrame, dataset: str, protocols: dict | None 
         f"Each trial's final model on its first {images} test images, transformed (rem/analysis/robustness/families.py: "
         "rotation about the centre, zoom, horizontal shear, diagonal shift with zero fill, and one seeded random "
         "affine map per image drawn as affNIST draws them); never trained on these transforms. ±30° is the mean "
-        "of -30° and +30° per trial. Mean ± std over seeds. n/a: a model without routing has no parse trees. "
+        "of -30° and +30° per trial. Mean ± sample std (ddof 1) over seeds. n/a: a model without routing has no parse trees. "
         "affNIST / smallNORB columns, where the sweep ran them: the same model and variant trained on that "
         "protocol's training set and tested on its real transformed / novel-viewpoint test set."])
 

@@ -17,6 +17,7 @@ from rem.io import atomic_write_text
 from rem.report.assemble import Part, assemble_page, table_files
 from rem.report.compute import precision_note
 from rem.report.dvc_outputs import write_metrics, write_plot_data
+from rem.report.headline import write_headline
 from rem.report.page import render_page
 from rem.report.registry import REPORT_PAGE
 from rem.report.render import to_latex, to_markdown
@@ -77,10 +78,11 @@ def build_reports(results: pd.DataFrame, out_dir: Path, cfg: Config | None = Non
     tables_dir = out_dir / "tables"
     shutil.rmtree(tables_dir, ignore_errors=True)  # no stale table of a protocol this sweep did not run
     written = write_tables(assembly.parts, tables_dir)
-    written += write_metrics(assembly.context.once(aggregate), out_dir) + write_plot_data(results, out_dir / "plots")
+    rows = assembly.context.once(aggregate)
+    written += write_metrics(rows, out_dir) + write_headline(rows, out_dir) + write_plot_data(results, out_dir / "plots")
     figures, more = draw_figures(results, out_dir / "figures", cfg, repo_root, checkpoints)
     sections = [(part.section, table) for part in assembly.parts for table in part.tables]
-    scope = " ".join(filter(None, [budget_line(assembly.context.once(aggregate)), not_run_line(assembly.absent),
+    scope = " ".join(filter(None, [budget_line(rows), not_run_line(assembly.absent),
                                    precision_note(results)]))
     page = atomic_write_text(out_dir / "index.html", render_page(TITLE, sections, figures, [*notes, *more], out_dir,
                                                                   [p for p in written if p.parent == tables_dir], scope))

@@ -7,7 +7,7 @@ evaluation (`final/...` columns: the paper's checkpoint and forward), or its las
 (`rem.results.frames.with_final_values`).
 
 Aggregation rules, as REM's inference script computes them:
-- accuracy: mean and population std (ddof 0) over seeds;
+- accuracy: mean and sample std (ddof 1) over seeds;
 - entropy: per class, the mean over seeds; the headline is the mean and population std over classes
   of those per-class means (a mean over classes, not a sum);
 - parse trees: per seed the total over classes, then the median over seeds;
@@ -88,7 +88,7 @@ def _aggregate_group(row: Row, group: pd.DataFrame) -> Row:
     row.seeds = sorted(int(s) for s in group["train.seed"])
     row.epochs = sorted(int(e) for e in group["epoch"])
     # one seed has no spread: its std is missing (shown as the value alone), not 0
-    row.acc_mean, row.acc_std = float(acc.mean()), float(acc.std()) if len(acc) > 1 else math.nan
+    row.acc_mean, row.acc_std = float(acc.mean()), float(acc.std(ddof=1)) if len(acc) > 1 else math.nan
     img_cols = class_columns(evaluated, "images")
     if ent_cols:
         entropy = evaluated[ent_cols].to_numpy(dtype=np.float64)

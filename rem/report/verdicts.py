@@ -10,9 +10,19 @@ A claim compares a metric between two arms, each a set of per-seed values (one t
   interval's bound on the worse side stays inside the margin, not supported when the whole interval lies beyond it,
   undecided otherwise -- never decided by a difference that was not significant.
 
-Before either, an arm with fewer than `MIN_SEEDS` seeds is "undecided (n = 2)", and a failed precondition
-(`rem.report.preconditions`: an arm that did not learn, routing that never left uniform) makes the claim "not
-tested: <reason>". The words are the same on every page: supported, not supported, undecided (why), not tested (why).
+Before either, an arm with fewer than `MIN_SEEDS` seeds is "undecided (n = 2)", a failed precondition
+(`rem.report.preconditions`: an arm that did not learn, routing that never left uniform, a metric at its ceiling)
+makes the claim "not tested: <reason>", and a claim that holds whatever the seeds do (a pruned arm has fewer non-zero
+weights than an unpruned one) reads "by construction". The words are the same on every page: supported, not
+supported, undecided (why), not tested (why), by construction.
+
+A page's claims are a family (`claims_table`, one table of verdicts): a decision stands only if its p-value survives
+Holm's step-down correction over the claims the table tested (Holm 1979: the k-th smallest of m p-values is compared
+with α / (m - k + 1), and every larger one stops with the first that fails), so six settings tested at once do not get
+six chances at p < 0.05. A difference's p is Welch's two-sided one; a "no worse" claim's is its one-sided p against
+the margin, doubled to compare with α as the 95 % interval's bound does. Every undecided verdict says how small a
+difference its test could have detected with these seeds (80 % power, two-sided α, Welch, from the seeds' sample
+spread) and how many seeds per arm the measured difference would need.
 
 Why Welch and not a bootstrap: with 3-5 seeds a bootstrap over seeds has at most 10-126 distinct resamples and its
 percentile interval is too narrow (it ignores that the spread itself is estimated from 3 values); Welch's interval
@@ -22,15 +32,22 @@ widens with the t quantile at few degrees of freedom, which is what a 3-seed com
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from collections.abc import Callable
+from dataclasses import dataclass, replace
 from enum import Enum
 from typing import Sequence
 
 import numpy as np
 from scipy import stats
 
+from rem.report.render import Table
+
 ALPHA = 0.05  # two-sided; the confidence intervals are 1 - ALPHA = 95 %
 MIN_SEEDS = 3  # fewer seeds per arm than this decide nothing
+
+
+POWER = 0.80  # the power the detectable differences are computed for
+MAX_SEEDS = 1000  # a difference that needs more seeds per arm than this reads "more than 1000"
 
 
 class Outcome(str, Enum):
@@ -38,17 +55,23 @@ class Outcome(str, Enum):
     NOT_SUPPORTED = "not supported"
     UNDECIDED = "undecided"
     NOT_TESTED = "not tested"
+    BY_CONSTRUCTION = "by construction"
 
 
 @dataclass(frozen=True)
 class Difference:
-    """b - a with its 95 % Welch interval, the two-sided p-value and each arm's number of seeds."""
+    """b - a with its 95 % Welch interval, the two-sided p-value, each arm's number of seeds, and the standard error
+    and Welch degrees of freedom the interval came from (inf for a difference without spread)."""
     estimate: float
     low: float
     high: float
     p: float
     n_a: int
     n_b: int
+    se: float = 0.0
+    df: float = math.inf
+    var_a: float = 0.0  # each arm's sample variance (ddof 1), what more seeds would divide
+    var_b: float = 0.0
 
     def text(self, digits: int) -> str:
         return f"{self.estimate:+.{digits}f} [{self.low:+.{digits}f}, {self.high:+.{digits}f}]"
@@ -64,10 +87,40 @@ def welch(a: Sequence[float], b: Sequence[float], alpha: float = ALPHA) -> Diffe
     se = math.sqrt(va + vb)
     if se == 0.0:  # every seed the same on both sides (deterministic metrics): the difference is exact
         return Difference(estimate, estimate, estimate, 0.0 if estimate else 1.0, len(x), len(y))
-    df = (va + vb) ** 2 / (va ** 2 / (len(x) - 1) + vb ** 2 / (len(y) - 1))  # Welch-Satterthwaite
+    df = welch_df(x.var(ddof=1), y.var(ddof=1), len(x), len(y))
     p = float(2 * stats.t.sf(abs(estimate) / se, df))
     half = float(stats.t.ppf(1 - alpha / 2, df)) * se
-    return Difference(estimate, estimate - half, estimate + half, p, len(x), len(y))
+    return Difference(estimate, estimate - half, estimate + half, p, len(x), len(y), se, df,
+                      float(x.var(ddof=1)), float(y.var(ddof=1)))
+
+
+def welch_df(var_a: float, var_b: float, n_a: int, n_b: int) -> float:
+    """Welch-Satterthwaite degrees of freedom of two arms' sample variances and sizes."""
+    va, vb = var_a / n_a, var_b / n_b
+    return (va + vb) ** 2 / (va ** 2 / (n_a - 1) + vb ** 2 / (n_b - 1)) if va + vb > 0 else math.inf
+
+
+def detectable(d: Difference, alpha: float = ALPHA, power: float = POWER) -> float:
+    """The smallest |b - a| Welch's two-sided test at `alpha` finds with probability `power`, given these seeds'
+    spread: (t_{1 - alpha/2} + t_{power}) x se at the interval's degrees of freedom (0 without spread)."""
+    if d.se == 0.0:
+        return 0.0
+    return float(stats.t.ppf(1 - alpha / 2, d.df) + stats.t.ppf(power, d.df)) * d.se
+
+
+def seeds_needed(d: Difference, target: float, alpha: float = ALPHA, power: float = POWER) -> int | None:
+    """Seeds per arm at which a true difference `target` is detected with `power`, the arms' sample variances held
+    as measured; None when no number of seeds does (a target of 0) or more than `MAX_SEEDS` would."""
+    if target <= 0 or math.isnan(target):
+        return None
+    if d.se == 0.0:
+        return max(d.n_a, d.n_b)
+    for n in range(2, MAX_SEEDS + 1):
+        se = math.sqrt((d.var_a + d.var_b) / n)
+        df = welch_df(d.var_a, d.var_b, n, n)
+        if float(stats.t.ppf(1 - alpha / 2, df) + stats.t.ppf(power, df)) * se <= target:
+            return n
+    return None
 
 
 @dataclass(frozen=True)
@@ -75,13 +128,19 @@ class Verdict:
     outcome: Outcome
     why: str = ""
     difference: Difference | None = None
+    p: float | None = None  # the p-value the decision rests on (two-sided scale), what Holm's correction reads
+    # for an undecided verdict: the smallest detectable difference and the seeds per arm the measured one needs
+    power_note: str = ""
 
     def text(self) -> str:
-        """'supported', 'not supported', 'undecided (why)', 'not tested: why'."""
+        """'supported', 'not supported', 'undecided (why; what it could detect)', 'not tested: why', 'by
+        construction: why'."""
         if self.outcome is Outcome.NOT_TESTED:
             return f"not tested: {self.why}"
+        if self.outcome is Outcome.BY_CONSTRUCTION:
+            return f"by construction: {self.why}"
         if self.outcome is Outcome.UNDECIDED:
-            return f"undecided ({self.why})"
+            return f"undecided ({'; '.join(filter(None, (self.why, self.power_note)))})"
         return self.outcome.value
 
     def interval(self, digits: int) -> str:
@@ -98,9 +157,15 @@ class Differs:
     def decide(self, d: Difference) -> Verdict:
         below, above = d.high < 0, d.low > 0
         if not (below or above):
-            return Verdict(Outcome.UNDECIDED, "the 95 % interval holds 0", d)
+            return Verdict(Outcome.UNDECIDED, "the 95 % interval holds 0", d, d.p)
         claimed = below if self.direction < 0 else above
-        return Verdict(Outcome.SUPPORTED if claimed else Outcome.NOT_SUPPORTED, "", d)
+        return Verdict(Outcome.SUPPORTED if claimed else Outcome.NOT_SUPPORTED, "", d, d.p)
+
+    def power_target(self, d: Difference) -> float:
+        """The difference more seeds would have to detect: the one measured."""
+        return abs(d.estimate)
+
+    beyond_reach = "the measured difference is 0: no number of seeds detects it"
 
 
 @dataclass(frozen=True)
@@ -110,25 +175,120 @@ class NoWorse:
     margin: float
     higher_is_better: bool = True
 
+    def better(self, d: Difference) -> float:
+        """b - a counted so that "worse" is negative."""
+        return d.estimate if self.higher_is_better else -d.estimate
+
+    def p_values(self, d: Difference) -> tuple[float, float]:
+        """One-sided p-values, doubled to the two-sided scale the 95 % interval's bound uses: against "worse by the
+        margin or more" (small: supported) and against "worse by less than the margin" (small: not supported)."""
+        if d.se == 0.0:
+            inside = self.better(d) > -self.margin
+            return (0.0, 1.0) if inside else (1.0, 0.0)
+        t = (self.better(d) + self.margin) / d.se
+        return min(1.0, 2 * float(stats.t.sf(t, d.df))), min(1.0, 2 * float(stats.t.cdf(t, d.df)))
+
     def decide(self, d: Difference) -> Verdict:
         # the difference counted so that "worse" is negative
         worst, best = (d.low, d.high) if self.higher_is_better else (-d.high, -d.low)
+        p_in, p_out = self.p_values(d)
         if worst > -self.margin:
-            return Verdict(Outcome.SUPPORTED, "", d)
+            return Verdict(Outcome.SUPPORTED, "", d, p_in)
         if best < -self.margin:
-            return Verdict(Outcome.NOT_SUPPORTED, "", d)
-        return Verdict(Outcome.UNDECIDED, f"the 95 % interval reaches past the {self.margin:g} margin", d)
+            return Verdict(Outcome.NOT_SUPPORTED, "", d, p_out)
+        return Verdict(Outcome.UNDECIDED, f"the 95 % interval reaches past the {self.margin:g} margin", d, p_in)
+
+    def power_target(self, d: Difference) -> float:
+        """How far the measured difference sits inside the margin: what more seeds would have to resolve."""
+        return self.better(d) + self.margin
+
+    beyond_reach = "the measured difference lies beyond the margin: more seeds would not bring it within"
 
 
-def decide(claim: Differs | NoWorse, a: Sequence[float], b: Sequence[float], not_tested: str | None = None) -> Verdict:
-    """The claim's verdict on arms a and b (per-seed values): not tested when a precondition failed
-    (`not_tested` is its reason), undecided below `MIN_SEEDS` seeds on either side, else the claim's test."""
+def decide(claim: Differs | NoWorse, a: Sequence[float], b: Sequence[float], not_tested: str | None = None,
+           by_construction: str | None = None) -> Verdict:
+    """The claim's verdict on arms a and b (per-seed values): not tested when a precondition failed (`not_tested` is
+    its reason), "by construction" when the claim holds whatever the seeds do (`by_construction` says why), undecided
+    below `MIN_SEEDS` seeds on either side, else the claim's test, undecided ones with what the test could detect."""
     if not_tested:
         return Verdict(Outcome.NOT_TESTED, not_tested)
+    if by_construction:
+        return Verdict(Outcome.BY_CONSTRUCTION, by_construction)
     a, b = [float(v) for v in a if not math.isnan(v)], [float(v) for v in b if not math.isnan(v)]
     if min(len(a), len(b)) < MIN_SEEDS:
         return Verdict(Outcome.UNDECIDED, f"n = {min(len(a), len(b))}, fewer than {MIN_SEEDS} seeds")
-    return claim.decide(welch(a, b))
+    verdict = claim.decide(welch(a, b))
+    return with_power(verdict, claim) if verdict.outcome is Outcome.UNDECIDED else verdict
+
+
+def with_power(verdict: Verdict, claim: Differs | NoWorse, digits: int = 4) -> Verdict:
+    """An undecided verdict with the smallest difference its test could detect and the seeds the measured one
+    needs."""
+    d = verdict.difference
+    if d is None:
+        return verdict
+    target = claim.power_target(d)
+    needed = seeds_needed(d, target)
+    if needed is not None:
+        seeds = f"the measured one would need ~{needed} seeds per arm"
+    elif target <= 0:
+        seeds = claim.beyond_reach
+    else:
+        seeds = f"the measured one would need more than {MAX_SEEDS} seeds per arm"
+    note = f"detectable with these seeds: |difference| >= {detectable(d):.{digits}g} at {100 * POWER:.0f} % power; {seeds}"
+    return replace(verdict, power_note=note)
+
+
+def holm(verdicts: Sequence[Verdict], alpha: float = ALPHA) -> list[Verdict]:
+    """The verdicts of one family after Holm's step-down correction: a supported or not-supported verdict whose
+    p-value does not survive becomes undecided, naming its p and the level it needed. Verdicts without a p (not
+    tested, by construction, too few seeds) are not in the family."""
+    tested = sorted((v.p, k) for k, v in enumerate(verdicts) if v.p is not None)
+    m, out, failed = len(tested), list(verdicts), False
+    for rank, (p, k) in enumerate(tested):
+        level = alpha / (m - rank)
+        failed = failed or p > level
+        verdict = out[k]
+        if failed and verdict.outcome in (Outcome.SUPPORTED, Outcome.NOT_SUPPORTED):
+            out[k] = replace(verdict, outcome=Outcome.UNDECIDED,
+                             why=f"{verdict.outcome.value} alone at p = {p:.3g}, but not after Holm's correction over "
+                                 f"{m} claims (needs p <= {level:.3g})")
+    return out
+
+
+@dataclass(frozen=True)
+class VerdictCell:
+    """A claims table's verdict columns before its family is known: `claims_table` writes them."""
+    verdict: Verdict
+    digits: int
+    column: int  # 0: the difference and interval, 1: the verdict
+
+
+@dataclass(frozen=True)
+class DerivedCell:
+    """A cell whose text follows another claim's corrected verdict (`text(verdict)`), written by `claims_table`."""
+    source: VerdictCell
+    text: Callable[[Verdict], str]
+
+
+def claims_table(title: str, header: list[str], rows: list[list], notes: list[str] | None = None) -> Table:
+    """A table of claims (rows holding `cells`' VerdictCells), its verdicts corrected together (`holm`) and written
+    out; the note says how many claims the family held."""
+    verdicts = list({id(c.verdict): c.verdict for row in rows for c in row if isinstance(c, VerdictCell)}.values())
+    corrected = dict(zip((id(v) for v in verdicts), holm(verdicts)))
+    tested = sum(v.p is not None for v in verdicts)
+
+    def written(cell):
+        if isinstance(cell, DerivedCell):
+            return cell.text(corrected[id(cell.source.verdict)])
+        if not isinstance(cell, VerdictCell):
+            return cell
+        verdict = corrected[id(cell.verdict)]
+        return verdict.interval(cell.digits) if cell.column == 0 else verdict.text()
+
+    family = (f"This table's claims are one family: {tested} tested, each decision kept only if it survives Holm's "
+              f"correction over them (α = {ALPHA:g}).")
+    return Table(title, header, [[written(c) for c in row] for row in rows], [*(notes or []), family])
 
 
 HEADER = ["Difference [95 % CI], n", "Verdict"]
@@ -137,9 +297,11 @@ RULE_NOTE = (f"Verdicts (rem.report.verdicts): a difference is Welch's t-test on
              "other, undecided when it holds 0; a 'no worse' claim is supported when the interval's bound on the "
              "worse side stays within the claim's margin, not supported when the whole interval lies beyond it, "
              f"undecided otherwise. Fewer than {MIN_SEEDS} seeds in an arm: undecided. 'not tested': a precondition "
-             "failed (rem.report.preconditions). The difference is the arm the claim is about minus the arm it is compared with.")
+             "failed (rem.report.preconditions). The difference is the arm the claim is about minus the arm it is compared with. "
+             "An undecided verdict gives the smallest difference its test could detect (80 % power) and the seeds per "
+             "arm the measured difference would need, from the seeds' sample spread.")
 
 
-def cells(verdict: Verdict, digits: int) -> list[str]:
-    """The two columns of `HEADER` for one claim."""
-    return [verdict.interval(digits), verdict.text()]
+def cells(verdict: Verdict, digits: int) -> list[VerdictCell]:
+    """The two columns of `HEADER` for one claim, written by `claims_table` once the table's family is known."""
+    return [VerdictCell(verdict, digits, 0), VerdictCell(verdict, digits, 1)]

@@ -65,16 +65,28 @@ def ready_model_id(client, run) -> str | None:
     return ready
 
 
+def test_split(client, run_id: str) -> dict[str, str]:
+    """The run's test split as its dataset input names it (rem.tracking.data_inputs): what the final metrics were
+    measured on, as Metric's dataset fields; empty for a run logged before trials logged their data."""
+    for logged in client.get_run(run_id).inputs.dataset_inputs:
+        if any(tag.key == "mlflow.data.context" and tag.value == "test" for tag in logged.tags):
+            return {"dataset_name": logged.dataset.name, "dataset_digest": logged.dataset.digest}
+    return {}
+
+
 def link_final_metrics(client, run_id: str, model_id: str, step: int) -> None:
     """The run's `MODEL_METRICS` at `step` onto the logged model, as MLflow's log_model copies a run's metrics: the same
-    values and timestamps, so the run's own history gains no duplicate."""
+    values and timestamps, so the run's own history gains no duplicate; a test metric names the test split it was
+    measured on, so the model's page lists that dataset (sparsity is the weights', entropy the split eval.split
+    names)."""
     from mlflow.entities import Metric
 
-    metrics = []
+    metrics, measured_on = [], test_split(client, run_id)
     for key in MODEL_METRICS:
         history = client.get_metric_history(run_id, key)
         at_step = [m for m in history if m.step == step] or history[-1:]
-        metrics += [Metric(m.key, m.value, m.timestamp, m.step, model_id=model_id) for m in at_step[-1:]]
+        on = measured_on if "/test/" in key else {}
+        metrics += [Metric(m.key, m.value, m.timestamp, m.step, model_id=model_id, **on) for m in at_step[-1:]]
     if metrics:
         client.log_batch(run_id, metrics=metrics)
 

@@ -20,6 +20,7 @@ from rem.results.table import ordered, trial_rows
 from rem.tracking import runs as tracking
 from rem.tracking.model_store import CONFIG_ARTIFACT
 from rem.tracking.store import open_client
+from rem.tracking.system_metrics import PREFIX as SYSTEM_PREFIX
 
 
 class SweepNotFoundError(LookupError):
@@ -71,14 +72,16 @@ def run_rows(client, run, history: bool = True) -> pd.DataFrame:
     status = "FINISHED" if run.info.status == "FINISHED" and not error else "FAILED"
     ident = {"sweep_id": tags.get(tracking.SWEEP_TAG, ""), "trial_key": tags.get(tracking.TRIAL_TAG, ""),
              "status": status, "error": error, "run_id": run.info.run_id}
+    # machine metrics are stepped by sample, not by epoch: they are no column of the table
+    metrics = {name: value for name, value in run.data.metrics.items() if not name.startswith(SYSTEM_PREFIX)}
     if history:
         by_step: dict[int, dict[str, float]] = {}
-        for name in run.data.metrics:
+        for name in metrics:
             for m in client.get_metric_history(run.info.run_id, name):
                 by_step.setdefault(int(m.step), {})[name] = m.value
         rows = [by_step[step] for step in sorted(by_step)]
     else:
-        rows = [dict(run.data.metrics)] if run.data.metrics else []
+        rows = [metrics] if metrics else []
     rows = [r for r in rows if "epoch" in r]
     frame = None
     if rows:

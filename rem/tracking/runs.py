@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from rem.device import describe_visible
+from rem.io import home_checkout
 
 if TYPE_CHECKING:  # MLflow is imported where a run is written, so `rem` imports without it
     from mlflow.tracking import MlflowClient
@@ -38,8 +39,8 @@ class TrackingUnavailableError(RuntimeError):
 
 
 def tracking_uri(configured: str, repo_root: Path) -> str:
-    """env MLFLOW_TRACKING_URI, else params' sweep.tracking_uri, else a sqlite file in the repo."""
-    return os.environ.get("MLFLOW_TRACKING_URI") or configured or f"sqlite:///{(repo_root / 'mlflow.db').resolve()}"
+    """env MLFLOW_TRACKING_URI, else params' sweep.tracking_uri, else a sqlite file in the (home) checkout."""
+    return os.environ.get("MLFLOW_TRACKING_URI") or configured or f"sqlite:///{home_checkout(repo_root) / 'mlflow.db'}"
 
 
 def check_reachable(uri: str, timeout: float = 5.0) -> None:

@@ -1,8 +1,8 @@
-"""README's recipe for an architecture of one's own: one file (tests/extending/toy_architecture.py) registers the
-family -- its builder, routing and roles in one decorator -- and ends in the shared class-capsule head. A trial finds
-it only through REM_PLUGINS, and its own option reaches the model from the params file and the trial's record (the
-config MLflow logs as the run's params). Never imported by this process: the families other tests list stay the
-built-in ones."""
+"""docs/extending.md's recipe for an architecture of one's own: one file (tests/extending/toy_architecture.py)
+registers the family -- its builder, routing and roles in one decorator -- and ends in the shared class-capsule head.
+A trial finds it only through REM_PLUGINS, and its own option reaches the model from the params file and the trial's
+record (the config MLflow logs as the run's params). Never imported by this process: the families other tests list
+stay the built-in ones."""
 
 from __future__ import annotations
 

@@ -1,6 +1,6 @@
-"""README's recipe for a dataset of one's own: one file (tests/extending/toy_dataset.py) registers its family, found
-through REM_PLUGINS (tests/extending/test_recipes.py runs it through a real sweep -- its file fetched from a mirror and
-verified like any dataset's -- and the report)."""
+"""docs/extending.md's recipe for a dataset of one's own: one file (tests/extending/toy_dataset.py) registers its
+family, found through REM_PLUGINS (tests/extending/test_recipes.py runs it through a real sweep -- its file fetched
+from a mirror and verified like any dataset's -- and the report)."""
 
 from __future__ import annotations
 

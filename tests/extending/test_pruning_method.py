@@ -1,6 +1,7 @@
-"""README's recipe for a pruning method of one's own (tests/extending/toy_pruning.py; tests/extending/test_recipes.py
-runs it through a real sweep and the report): a name no module registered is one line naming the known ones, and the
-method's own option (`prune.options.seed`, declared on its class) reaches its code from a params file."""
+"""docs/extending.md's recipe for a pruning method of one's own (tests/extending/toy_pruning.py;
+tests/extending/test_recipes.py runs it through a real sweep and the report): a name no module registered is one line
+naming the known ones, and the method's own option (`prune.options.seed`, declared on its class) reaches its code
+from a params file."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""README's four recipes at once, each a file outside `rem/` named in REM_PLUGINS -- a pruning method
+"""docs/extending.md's four recipes at once, each a file outside `rem/` named in REM_PLUGINS -- a pruning method
 (toy_pruning.py), a routing (toy_routing.py), a dataset family (toy_dataset.py) and a report table (toy_table.py) --
 through one real sweep (Ray, MLflow) and the report, beside an axis no paper names (the learning rate): the report
 and MLflow show every arm apart, each with its own seeds, never averaged as seeds. The dataset's, the method's and the

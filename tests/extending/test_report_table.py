@@ -1,5 +1,5 @@
-"""README's recipe for a report table of one's own: one file (tests/extending/toy_table.py) registers it, and the
-report stage, run with REM_PLUGINS naming that file's module, shows it last on the report page
+"""docs/extending.md's recipe for a report table of one's own: one file (tests/extending/toy_table.py) registers it,
+and the report stage, run with REM_PLUGINS naming that file's module, shows it last on the report page
 (tests/extending/test_recipes.py: after a real sweep). A registered table goes on any page by its name; a name nobody
 registered is a one-line error."""
 

@@ -1,4 +1,4 @@
-"""An architecture of one's own, registered from outside `rem/` (README, "Extending"): the smallest capsule network
+"""An architecture of one's own, registered from outside `rem/` (docs/extending.md): the smallest capsule network
 the shared class-capsule head serves. One fully connected layer turns the whole image into `capsules` primary
 capsules (its own option, `model.options.capsules`); the head (`rem.models.class_head`) votes, routes them -- dynamic
 routing with a learned bias, or whatever `model.routing` names -- and decodes when `model.decoder` asks. Trials find

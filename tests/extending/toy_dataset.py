@@ -1,4 +1,4 @@
-"""A dataset family of one's own, registered from outside `rem/` (README, "Extending"): `toy-npz`, one .npz file of
+"""A dataset family of one's own, registered from outside `rem/` (docs/extending.md): `toy-npz`, one .npz file of
 uint8 images (N, 1, 28, 28) and int labels for a fixed train/val/test split, read with numpy. Its files come as any
 dataset's do (a mirror folder, data.root; here no URL), verified by what the format fixes -- a zip's leading bytes:
 the file is the user's own, so no md5 is published for it. Its own option, `data.options.noise`, adds Gaussian pixel

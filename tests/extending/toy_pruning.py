@@ -1,4 +1,4 @@
-"""A pruning method of one's own, registered from outside `rem/` (README, "Extending"): random pruning to
+"""A pruning method of one's own, registered from outside `rem/` (docs/extending.md): random pruning to
 `prune.target_sparsity` at initialisation, the floor any pruning criterion should beat. Its own option,
 `prune.options.seed`, seeds the draw (declared once, on the method: `options = RandomOptions`). Trials find it through
 REM_PLUGINS=tests.extending.toy_pruning."""

@@ -1,4 +1,4 @@
-"""A routing of one's own, registered from outside `rem/` (README, "Extending"): every input capsule sends its vote to
+"""A routing of one's own, registered from outside `rem/` (docs/extending.md): every input capsule sends its vote to
 every parent in equal parts, in one pass -- the floor routing-by-agreement should beat. Trials find it through
 REM_PLUGINS=tests.extending.toy_routing.
 

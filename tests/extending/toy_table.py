@@ -1,4 +1,4 @@
-"""A report table of one's own, registered from outside `rem/` (README, "Extending"): per arm, how many trials the
+"""A report table of one's own, registered from outside `rem/` (docs/extending.md): per arm, how many trials the
 sweep ran, how many finished, and their mean seconds per epoch. The report stage finds it through
 REM_PLUGINS=tests.extending.toy_table and shows it after the built-in tables. Its option, `decimals`, is set in
 params.yaml as `report.options: {trials-per-arm: {decimals: 2}}`."""

@@ -108,7 +108,10 @@ def test_dvc_repro_runs_the_real_pipeline_then_is_a_noop(reproduced):
         assert child.data.params["model.name"] == "capsnet"
         assert "mlflow.source.git.commit" in child.data.tags and "rem.version.torch" in child.data.tags
         assert child.data.tags["rem.data.md5.train-images-idx3-ubyte"] == get_dataset(SYNTHETIC).files[0].md5
+        inputs = client.get_run(child.info.run_id).inputs.dataset_inputs  # the splits it read, by verified md5s
+        assert sorted(i.dataset.name for i in inputs) == [f"{SYNTHETIC}/{s}" for s in ("test", "train", "validation")]
         assert child.data.tags["rem.device"].startswith("cpu")
+        assert not [m for m in child.data.metrics if m.startswith("system/")]  # sweep.system_metrics auto: GPU only
         # the setting (auto) as asked, and what it resolved to on this CPU
         assert child.data.tags["rem.precision_setting"] == child.data.params["train.precision"] == "auto"
         assert child.data.tags["rem.tf32"] == "n/a (cpu)" and child.data.tags["rem.precision"] == resolved
@@ -160,15 +163,22 @@ def test_dvc_repro_runs_the_real_pipeline_then_is_a_noop(reproduced):
 
 @pytest.mark.slow
 def test_dvc_metrics_and_plots_show_what_a_reader_wants(reproduced):
-    """`dvc metrics show` is one narrow line per variant (fits 160 columns); `dvc plots show` renders the arm curves
+    """`dvc metrics show` is the headline, one narrow line per dataset, and reads any arm's file on request (fits 160
+    columns); README's `dvc exp show` is at most 200 characters wide; `dvc plots show` renders the arm curves
     (coloured by arm, a ±std band) and the per-architecture scatter, from the report's CSVs."""
+    from tests.exp_show import MAX_WIDTH, exp_show, width
+
     shown = run(["dvc", "metrics", "show"], reproduced).stdout
     lines = [line for line in shown.splitlines() if line.strip()]
-    assert max(map(len, lines)) <= 160, shown
-    header = lines[0].split()
-    assert header[0] == "Path" and {"test_acc", "entropy", "parse_trees", "sparsity", "seeds"} <= set(header)
-    assert any(f"{SYNTHETIC}/capsnet/Q.json" in line for line in lines[1:])
-    assert any(f"{SYNTHETIC}/efficient_capsnet/SNIP_50pct.json" in line for line in lines[1:])
+    assert max(map(len, lines)) <= 160 and len(lines) == 2, shown
+    assert lines[0].split() == ["Path", "capsnet.acc", "cnn_matched.acc", "efficient_capsnet.acc"], shown
+    assert lines[1].startswith(f"reports/headline/{SYNTHETIC}.json"), shown
+    for arm in ("capsnet/Q.json", "efficient_capsnet/SNIP_50pct.json"):
+        one = run(["dvc", "metrics", "show", f"reports/metrics/{SYNTHETIC}/{arm}"], reproduced).stdout
+        assert {"test_acc", "sparsity", "seeds"} <= set(one.splitlines()[0].split()), one
+    table = exp_show(reproduced, {**os.environ, "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}",
+                                  "DVC_NO_ANALYTICS": "1"})
+    assert width(table) <= MAX_WIDTH and "capsnet.acc" in table and "workspace" in table, table
 
     specs = json.loads(run(["dvc", "plots", "show", "--json"], reproduced).stdout)["data"]
     assert {"Test accuracy per epoch (%), mean ± std over seeds per arm",

@@ -15,7 +15,7 @@ from mlflow.tracking import MlflowClient
 from rem.results.grid import trial_key
 from rem.tracking.model_store import load_parse_trees, model_package
 from rem.training.checkpoint import final_checkpoint, load_checkpoint
-from tests.conftest import REPO
+from tests.conftest import REPO, SYNTHETIC
 from tests.sweep_helpers import (assert_same_table, load_in_new_process, local_uri, results, run_sweep, sweep_env,
                                  sweep_runs, write_params)
 from tests.tiny_trials import SMALL_CAPSNET
@@ -33,7 +33,8 @@ def checkpoint_state(folder, trial_key_part: str) -> dict:
 
 def test_trial_runs_are_self_contained_and_load_back_in_a_new_process(synthetic_raw, tmp_path):
     write_params(tmp_path, synthetic_raw, grid={"model.name": ["capsnet"], "sweep.log_model": [True, False]},
-                 name="record", epochs=2, model_options=SMALL_CAPSNET, sweep={"max_concurrent": 1})
+                 name="record", epochs=2, model_options=SMALL_CAPSNET,
+                 sweep={"max_concurrent": 1, "system_metrics": "always"})  # machine metrics on a CPU trial too
     run_sweep(tmp_path)
     uri = local_uri(tmp_path)
     client = MlflowClient(uri)
@@ -50,6 +51,9 @@ def test_trial_runs_are_self_contained_and_load_back_in_a_new_process(synthetic_
         assert run.data.metrics["best/val_loss_epoch"] in (1.0, 2.0)
         names = {a.path for a in client.list_artifacts(run.info.run_id)}
         assert {"config.yaml", "parse_trees.parquet"} <= names
+        assert {"system/cpu_utilization_percentage", "system/system_memory_usage_megabytes"} <= set(run.data.metrics)
+        splits = {i.dataset.name: i.dataset.digest for i in client.get_run(run.info.run_id).inputs.dataset_inputs}
+        assert sorted(splits) == [f"{SYNTHETIC}/{s}" for s in ("test", "train", "validation")]
     assert "model" in {a.path for a in client.list_artifacts(by_flag["True"].info.run_id)}
     assert "model" not in {a.path for a in client.list_artifacts(by_flag["False"].info.run_id)}  # logging off
     assert "model/size_bytes" in by_flag["True"].data.metrics
@@ -75,6 +79,7 @@ def test_trial_runs_are_self_contained_and_load_back_in_a_new_process(synthetic_
                           capture_output=True, text=True, timeout=300)
     assert proc.returncode == 0, proc.stderr[-3000:]
     assert_same_table(results(tmp_path), written)
+    assert not [c for c in results(tmp_path).columns if c.startswith("system/")]  # stepped by sample, not epoch
 
     proc = subprocess.run([sys.executable, "-m", "rem.cli", "pareto", "--csv", "front.csv"], cwd=tmp_path,
                           env=sweep_env(PYTHONPATH=str(REPO)), capture_output=True, text=True, timeout=300)

@@ -11,9 +11,10 @@ import pandas as pd
 from rem.report import tables
 from rem.report.ablations import ablation_table
 from rem.report.arm_seeds import arms_of
-from rem.report.claims import render_tables, routing_rows, verdict_table
+from rem.report.claims import HEADER as CLAIMS_HEADER, render_tables, routing_rows, verdict_table
 from rem.report.render import to_markdown
 from rem.report.robustness import protocol_accuracy, robustness_points, robustness_table
+from rem.report.verdicts import claims_table
 from rem.results import variants
 from tests.conftest import REPO
 from tests.report.test_report import final_row
@@ -78,9 +79,9 @@ def test_robustness_table_averages_plus_and_minus_per_trial_then_over_seeds():
     table = robustness_table(robustness_points(claims_results()), "fashion-mnist")
     assert table.header[3:6] == ["Clean acc. (%)", "Rotation ±30° (%)", "affNIST-style affine (%)"]
     cells = {(r[0], r[1]): r for r in table.rows}
-    # capsnet +Q: ±30 means per trial 0.81 and 0.82 -> 81.50 ± 0.50
-    assert cells[("capsnet", "+Q")][4] == "81.50 ± 0.50"
-    assert cells[("capsnet", "+Q")][5] == "70.50 ± 0.50"
+    # capsnet +Q: ±30 means per trial 0.81 and 0.82 -> 81.50 ± 0.71 (the sample std, ddof 1: |82 - 81| / sqrt(2))
+    assert cells[("capsnet", "+Q")][4] == "81.50 ± 0.71"
+    assert cells[("capsnet", "+Q")][5] == "70.50 ± 0.71"
     assert cells[("cnn_matched", "plain")][6:] == ["n/a", "n/a"]  # entropy clean / affine
     assert cells[("capsnet", "+REM")][6] == "1.200 ± 0.000"
 
@@ -127,7 +128,8 @@ def test_the_robustness_claim_reads_the_plain_forward_with_plus_q_beside_it():
     table = verdict_table(points, tables.aggregate(results), arms_of(results))
     row = next(r for r in table.rows if r[0] == "capsnet +Q vs cnn_matched" and r[1].endswith("Rotation ±30°"))
     assert row[2] == "plain" and row[5] == "undecided (n = 2, fewer than 3 seeds)"
-    assert row[3] == "accuracy lost 40.00 ± 0.00 (+Q 8.50 ± 0.50) vs 29.50 ± 0.50 points"
+    # +Q loses 9 and 8 points, the CNN 30 and 29: their sample std (ddof 1) is 1 / sqrt(2) = 0.71
+    assert row[3] == "accuracy lost 40.00 ± 0.00 (+Q 8.50 ± 0.71) vs 29.50 ± 0.71 points"
     rem = next(r for r in table.rows if r[0] == "capsnet +REM vs +Q" and r[1].endswith("Rotation ±30°"))
     assert rem[2] == "+Q"  # REM's claims read its own evaluation
 
@@ -144,28 +146,38 @@ def ablation_results(seeds: int = 2) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
+def written(rows: list[list]) -> list[list[str]]:
+    """Claim rows as a claims table writes them: its verdict cells corrected together (Holm) and made text."""
+    return claims_table("t", CLAIMS_HEADER, rows).rows
+
+
 def test_ablation_table_and_iteration_claims():
     rows = tables.aggregate(ablation_results())
     table = ablation_table(rows, "fashion-mnist")
     cells = {r[1]: r for r in table.rows}
     assert list(cells) == ["+Q", "+Q (1 iteration)", "+Q (5 iterations)"]
-    assert cells["+Q (1 iteration)"][2:6] == ["1", "no", "2", "80.50 ± 0.50"]
+    assert cells["+Q (1 iteration)"][2:6] == ["1", "no", "2", "80.50 ± 0.71"]  # 80 and 81 %: sample std 1 / sqrt(2)
     assert cells["+Q (5 iterations)"][7:10] == ["2.5000", "0.4050", "150"]
-    verdicts = {r[0]: r[5] for r in routing_rows(rows, arms_of(ablation_results()))}
+    verdicts = {r[0]: r[5] for r in written(routing_rows(rows, arms_of(ablation_results())))}
     assert verdicts["capsnet 1 vs 3 iterations"] == "undecided (n = 2, fewer than 3 seeds)"
     three = ablation_results(seeds=3)
-    verdicts = {r[0]: r[5] for r in routing_rows(tables.aggregate(three), arms_of(three))}
+    verdicts = {r[0]: r[5] for r in written(routing_rows(tables.aggregate(three), arms_of(three)))}
     assert verdicts["capsnet 1 vs 3 iterations"] == "supported"  # 80.5 vs 91.0 % on three seeds
     # 5 iterations: +0.0 points with a spread of 1: the interval's upper bound passes the 1-point margin
     assert verdicts["capsnet 5 vs 3 iterations"].startswith("undecided (the 95 % interval reaches past the 1 margin")
     uniform = three.assign(**{"final/routing/coupling_entropy": 3.3215})
-    verdicts = {r[0]: r[5] for r in routing_rows(tables.aggregate(uniform), arms_of(uniform))}
+    verdicts = {r[0]: r[5] for r in written(routing_rows(tables.aggregate(uniform), arms_of(uniform)))}
     assert verdicts["capsnet 1 vs 3 iterations"].startswith("not tested: capsnet +Q's routing stayed uniform")
 
 
 def test_claims_tables_render_from_a_results_table_alone():
     out = render_tables(claims_results())
-    assert set(out) == {"routing-activity.md", "claims.md", "evaluated.md", "sizes.md", "robustness_fashion-mnist.md"}
+    # routed models give the routing-dependence table; the ceiling table also needs images/class_* columns (none here)
+    assert set(out) == {"routing-activity.md", "claims.md", "evaluated.md", "sizes.md", "robustness_fashion-mnist.md",
+                        "dependence.md"}
+    # couplings at 3.0 bits in both seeds: log2(10) - 3.0 = 0.3219 below uniform; these runs predate the measures
+    assert "| capsnet | +Q | 2 | 0.3219 ± 0.0000 | not recorded | not recorded | not recorded | not recorded |" \
+        in out["dependence.md"]
     assert "accuracy lost" in out["claims.md"] and "Rotation ±30°" in out["robustness_fashion-mnist.md"]
 
 
@@ -185,7 +197,8 @@ def test_real_protocols_sit_beside_the_generated_transforms():
     table = robustness_table(robustness_points(results), "fashion-mnist", protocol_accuracy(rows))
     assert table.header[-1] == "affNIST test set (%)"
     cells = {(r[0], r[1]): r[-1] for r in table.rows}
-    assert cells[("capsnet", "+Q")] == "75.00 ± 5.00" and cells[("cnn_matched", "plain")] == "not run"
+    # 70 and 80 %: the sample std (ddof 1) is 10 / sqrt(2) = 7.07
+    assert cells[("capsnet", "+Q")] == "75.00 ± 7.07" and cells[("cnn_matched", "plain")] == "not run"
 
 
 def test_the_size_table_sets_the_cnn_beside_the_capsule_model():
@@ -220,7 +233,8 @@ def test_shared_vote_matrices_are_their_own_arm_with_their_parameter_count():
     results = pd.concat([results.assign(**{"model.options": "{}"}), pd.DataFrame(shared)], ignore_index=True)
     rows = tables.aggregate(results)
     assert "+Q (shared votes)" in {r.variant for r in rows} and "+Q" in {r.variant for r in rows}  # no options=... label
-    verdicts = {r[0]: r for r in routing_rows(rows, arms_of(results))}
+    verdicts = {r[0]: r for r in written(routing_rows(rows, arms_of(results)))}
     row = verdicts["capsnet shared vs per-capsule votes"]
-    assert row[3] == "91.00 ± 0.50 vs 91.00 ± 1.00 % with 5 vs 10 parameters"
+    # shared 90.5 and 91.5 %, per-capsule 90 and 92 %: sample stds (ddof 1) 1 / sqrt(2) and 2 / sqrt(2)
+    assert row[3] == "91.00 ± 0.71 vs 91.00 ± 1.41 % with 5 vs 10 parameters"
     assert row[5] == "undecided (n = 2, fewer than 3 seeds)"

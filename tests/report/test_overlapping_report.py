@@ -9,9 +9,15 @@ import pandas as pd
 from rem.report import tables
 from rem.report.assemble import assemble_page, markdown_body
 from rem.report.arm_seeds import arms_of
-from rem.report.overlapping import overlapping_rows, overlapping_table
+from rem.report.overlapping import overlapping_rows as overlapping_cells, overlapping_table
 from rem.report.registry import CLAIMS_PAGE
+from tests.report.test_claims_report import written
 from tests.report.test_report import final_row
+
+
+def overlapping_rows(rows, seeds: dict) -> list[list[str]]:
+    """The claim rows as the claims table writes them (verdicts corrected together by Holm, made text)."""
+    return written(overlapping_cells(rows, seeds))
 
 
 def pair_results(caps=((42, 0.60), (43, 0.62)), cnn=((42, 0.50), (43, 0.51))) -> pd.DataFrame:
@@ -23,14 +29,15 @@ def pair_results(caps=((42, 0.60), (43, 0.62)), cnn=((42, 0.50), (43, 0.51))) ->
 
 def test_the_table_lists_each_arm_on_the_pairs_only():
     table = overlapping_table(tables.aggregate(pair_results()), "multifashion")
-    assert [(r[0], r[2], r[4]) for r in table.rows] == [("capsnet", "2", "61.00 ± 1.00"), ("cnn_matched", "2", "50.50 ± 0.50")]
+    # 60 and 62 %, 50 and 51 %: sample stds (ddof 1) 2 / sqrt(2) = 1.41 and 1 / sqrt(2) = 0.71
+    assert [(r[0], r[2], r[4]) for r in table.rows] == [("capsnet", "2", "61.00 ± 1.41"), ("cnn_matched", "2", "50.50 ± 0.71")]
 
 
 def test_the_claim_compares_capsules_and_the_cnn_beyond_the_seed_spread():
     results = pair_results()
     (row,) = overlapping_rows(tables.aggregate(results), arms_of(results))
     assert row[0] == "capsnet +Q (decoder) vs cnn_matched (multifashion)" and row[5] == "undecided (n = 2, fewer than 3 seeds)"
-    assert row[3] == "both right 61.00 ± 1.00 vs 50.50 ± 0.50 %"
+    assert row[3] == "both right 61.00 ± 1.41 vs 50.50 ± 0.71 %"
     three = pair_results(((42, 0.60), (43, 0.62), (44, 0.61)), ((42, 0.50), (43, 0.51), (44, 0.505)))
     (row,) = overlapping_rows(tables.aggregate(three), arms_of(three))
     assert row[5] == "supported" and row[4].startswith("+10.50 [")

@@ -44,7 +44,8 @@ def test_aggregates_follow_rems_rules():
     caps = rows["capsnet"]
     assert caps.seeds == [42, 43, 44] and caps.failed == 1
     assert caps.acc_mean == pytest.approx(0.85)
-    assert caps.acc_std == pytest.approx(np.std([0.80, 0.90, 0.85]))  # population std over seeds
+    assert caps.acc_std == pytest.approx(np.std([0.80, 0.90, 0.85], ddof=1))  # sample std (ddof 1) over seeds
+    assert caps.acc_std == pytest.approx(0.05)  # sqrt((0.05² + 0.05² + 0²) / 2)
     per_class = np.array([2.0, 2.0, 2.0])  # per-class means over seeds
     assert caps.entropy_mean == pytest.approx(per_class.mean()) and caps.entropy_std == pytest.approx(0.0)
     assert caps.parse_trees_median == 9  # totals 9, 15, 3 -> median 9
@@ -59,12 +60,12 @@ def test_missing_run_shows_as_missing(tmp_path):
     assert "Published" not in markdown.split("\n\n")[1]
     assert "| other | plain | not run | not run | not run | not run | not run | not run |" in markdown
     assert "| other | +REM | not run | not run | not run | not run | not run | not run |" in markdown
-    assert "| capsnet | plain | 85.00 ± 4.08 | 2.000 ± 0.000 | 9 | - | - | 100 |" in markdown
+    assert "| capsnet | plain | 85.00 ± 5.00 | 2.000 ± 0.000 | 9 | - | - | 100 |" in markdown  # sample std (ddof 1)
     assert "capsnet plain: seeds 42, 43, 44; epochs run 2; 1 trial(s) failed" in markdown
     assert "| capsnet | plain | 2 | 3 | 4 |" in markdown  # per class: median of (2, 5, 1), (3, 5, 1), (4, 5, 1)
     assert "nan" not in markdown.lower().replace("non-zero", "")
     latex = (tmp_path / "tables" / "toy.tex").read_text()
-    assert r"\toprule" in latex and r"85.00 $\pm$ 4.08" in latex
+    assert r"\toprule" in latex and r"85.00 $\pm$ 5.00" in latex
     # DVC metrics: one small file per dataset/model/variant, the path being the nesting
     metrics = {p.relative_to(tmp_path / "metrics").as_posix(): json.loads(p.read_text())
                for p in (tmp_path / "metrics").rglob("*.json")}
@@ -103,7 +104,7 @@ def test_html_page_links_only_existing_files_with_relative_paths(tmp_path):
     assert {"figures/pareto_toy.png", "figures/training_toy.png", "figures/parallel.png", "tables/toy.md",
             "tables/toy.tex"} <= set(links)
     assert all((tmp_path / link).is_file() and not link.startswith("/") for link in links)
-    assert "85.00 ± 4.08" in page and "report.checkpoint_figures" in page  # why the routing figures are absent
+    assert "85.00 ± 5.00" in page and "report.checkpoint_figures" in page  # why the routing figures are absent
 
 
 def test_variants_use_the_final_evaluation_and_median_sparsity():
@@ -171,10 +172,11 @@ def test_affnist_and_smallnorb_tables_against_hand_computed_means():
     ])
     rows = tables.aggregate(frame)
     affnist = to_markdown(protocol.affnist_table(rows, load_published()))
-    assert "| capsnet | +Q | 98.00 ± 1.00 | 75.00 ± 5.00 |  |" in affnist  # Sabour's 79 % is unverified: empty
+    # two seeds: the sample std (ddof 1) is |a - b| / sqrt(2): 2 / sqrt(2) = 1.41, 10 / sqrt(2) = 7.07
+    assert "| capsnet | +Q | 98.00 ± 1.41 | 75.00 ± 7.07 |  |" in affnist  # Sabour's 79 % is unverified: empty
     assert "| capsnet | +REM | not run | not run |  |" in affnist
     norb = to_markdown(protocol.smallnorb_table(rows))
-    assert "| capsnet | +Q | azimuth | 96.00 ± 1.00 | 85.00 ± 5.00 |" in norb
+    assert "| capsnet | +Q | azimuth | 96.00 ± 1.41 | 85.00 ± 7.07 |" in norb
     assert "| capsnet | +Q | elevation | not run | not run |" in norb
     assert {r.dataset for r in rows} == {"affnist", "smallnorb (azimuth)"}  # protocols never mix in one row
 
@@ -191,7 +193,8 @@ def test_pruning_ablation_orders_methods_and_targets_with_median_sparsity():
     table = protocol.ablation_table(tables.aggregate(frame))
     assert [row[2] for row in table.rows] == ["+Q", "+REM", "+IMP 50%", "+IMP 90%", "+SNIP"]
     rem_row = table.rows[1]
-    assert rem_row[3] == "40.00" and rem_row[4] == "86.00 ± 1.63" and rem_row[5] == "0.500 ± 0.000"
+    # 88, 86 and 84 %: sample std (ddof 1) sqrt((4 + 0 + 4) / 2) = 2
+    assert rem_row[3] == "40.00" and rem_row[4] == "86.00 ± 2.00" and rem_row[5] == "0.500 ± 0.000"
     assert table.rows[4][3:] == ["not run"] * 3
 
 

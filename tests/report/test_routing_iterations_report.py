@@ -47,8 +47,9 @@ def test_each_arm_and_iteration_is_a_row_at_the_final_epoch():
     assert sorted({variant for variant, _ in cells}) == ["+Q", "+Q · lr=0.0001"]  # two arms, not one
     assert len(table.rows) == len(LRS) * len(ITERATIONS) and {r[2] for r in table.rows} == {"2"}
     # lr=0.001, iteration 2, epoch 2: 3.3 - 0.4 - 0.2 = 2.7 and 2.71 over the seeds; 0.2 + 0.1 + 0.3 (+0.02)
-    assert cells[("+Q", "2")][4:] == ["2.7050 ± 0.0050", "0.6100 ± 0.0100"]
-    assert cells[("+Q · lr=0.0001", "1")][4:] == ["3.1050 ± 0.0050", "0.2100 ± 0.0100"]
+    # two seeds 0.01 and 0.02 apart: sample stds (ddof 1) 0.01 / sqrt(2) = 0.0071 and 0.02 / sqrt(2) = 0.0141
+    assert cells[("+Q", "2")][4:] == ["2.7050 ± 0.0071", "0.6100 ± 0.0141"]
+    assert cells[("+Q · lr=0.0001", "1")][4:] == ["3.1050 ± 0.0071", "0.2100 ± 0.0141"]
 
 
 def test_the_pages_hold_the_table_only_when_trials_recorded_the_curves():

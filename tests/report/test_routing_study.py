@@ -49,7 +49,11 @@ def test_the_tables_state_the_onset_and_decide_each_setting_against_the_publishe
     assert len(rows) == 2
     assert rows[0].endswith("| supported |") and "n = 3 vs 3" in rows[0]  # couplings lower, three seeds each
     # the same accuracies, but three seeds 0.55 points apart: Welch's interval (±1.53) reaches past the margin
-    assert rows[1].endswith("| undecided (the 95 % interval reaches past the 1 margin) |")
+    # undecided verdicts also say what these seeds could detect: a "no worse" claim's measured difference (0) sits
+    # the whole 1-point margin inside it, so more seeds would decide it
+    assert "| undecided (the 95 % interval reaches past the 1 margin; detectable with these seeds: \\|difference\\| >= " \
+        in rows[1] and rows[1].endswith(" seeds per arm) |") and "the measured one would need ~" in rows[1]
+    assert "This table's claims are one family: 2 tested" in verdicts  # the two decisions survive Holm's correction
 
 
 def test_the_page_renders_with_its_figure(study, tmp_path):

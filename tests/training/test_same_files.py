@@ -42,6 +42,8 @@ CHANGED_SINCE = {
     "iteration_curves": "issue 36: eval.iteration_curves, routing per iteration every epoch (off by default)",
     "iteration_images": "issue 36: eval.iteration_images, the validation images those curves read",
     "warmup_steps": "issue 44: train.warmup_steps, a linear learning-rate warm-up (0, the default, trains as before)",
+    "primary_endpoint": "issue 52: report.primary_endpoint, the claim a run is designed to decide ('' by default)",
+    "system_metrics": "issue 54: sweep.system_metrics, machine metrics per trial (auto: GPU trials only)",
     "min_epochs": "issue 52: train.min_epochs, the epochs before patience may stop a trial (0, the default, as before)",
     "cuda_graphs": "issue 53: train.cuda_graphs, CUDA graphs on a GPU (off by default; ignored on the CPU)",
     "compute/compiled": "issue 53: every epoch records the path train.compile took",

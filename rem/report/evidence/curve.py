@@ -11,7 +11,7 @@ import pandas as pd
 
 from rem.analysis.sparsity_curve import curves_from_results
 from rem.report.evidence.tables import METRICS, Spread, spread
-from rem.report.preconditions import classes_of, routing_uniform
+from rem.report.preconditions import at_ceiling, classes_of, first, input_independent, routing_uniform
 from rem.report.render import Table
 from rem.report.verdicts import MIN_SEEDS, RULE_NOTE, Differs, Outcome, decide
 from rem.results.frames import last_rows
@@ -20,6 +20,15 @@ from rem.results.variants import ranked
 # curve column -> (label, scale, digits): the final table's, in the curve's order
 COLUMNS = {c: METRICS[c] for c in ("test/acc", "entropy/mean", "parse_trees/total", "routing/coupling_entropy",
                                    "routing/dead_capsules", "sparsity", "sparsity/votes.weight")}
+# Recorded by runs since issue 52: shown where a curve holds them
+LATER_COLUMNS = {"routing/input_dependence": ("Input dependence (bits)", 1.0, 4),
+                 "entropy/k3_mean": ("Entropy at K = 3, secondary (bits)", 1.0, 3),
+                 "entropy/kept_mean": ("Entropy over alive capsules (bits)", 1.0, 3)}
+
+
+def shown_columns(curves: pd.DataFrame) -> dict[str, tuple[str, float, int]]:
+    """The curve table's columns: the published ones, then each later measure the curves recorded."""
+    return {**COLUMNS, **{c: v for c, v in LATER_COLUMNS.items() if c in curves and curves[c].notna().any()}}
 SCOPES = {"global": "every REM tensor", "class_capsules": "W only", "primary_conv": "primary conv only"}
 
 
@@ -32,7 +41,8 @@ def trial_curves(results: pd.DataFrame) -> pd.DataFrame:
 def point_spreads(curves: pd.DataFrame, model: str, variant: str, scope: str) -> dict[float, dict[str, Spread]]:
     """Per target sparsity: each column's mean ± std over the arm's seeds."""
     rows = curves[(curves["model.name"].astype(str) == model) & (curves["variant"] == variant) & (curves["scope"] == scope)]
-    return {float(t): {c: spread(g[c] if c in g else [], scale) for c, (_, scale, _) in COLUMNS.items()}
+    columns = {**shown_columns(curves), "n_images": ("Images", 1.0, 0)}
+    return {float(t): {c: spread(g[c] if c in g else [], scale) for c, (_, scale, _) in columns.items()}
             for t, g in rows.groupby("target")}
 
 
@@ -50,15 +60,15 @@ def onset(points: dict[float, dict[str, Spread]]) -> float | None:
 
 
 def curve_table(curves: pd.DataFrame, model: str, variant: str) -> Table:
-    rows = []
+    rows, columns = [], shown_columns(curves)
     for scope, name in SCOPES.items():
         for target, p in point_spreads(curves, model, variant, scope).items():
-            rows.append([name, f"{target:g}", *(p[c].text(d) for c, (_, _, d) in COLUMNS.items())])
+            rows.append([name, f"{target:g}", *(p[c].text(d) for c, (_, _, d) in columns.items())])
     images = int(curves["n_images"].max()) if "n_images" in curves and not curves.empty else 0
     return Table(f"{model} {variant}: its final models pruned by magnitude, without retraining",
-                 ["Pruned", "Target (%)", *(label for label, _, _ in COLUMNS.values())], rows,
+                 ["Pruned", "Target (%)", *(label for label, _, _ in columns.values())], rows,
                  notes=[f"The first {images} test images, the final evaluation's weights and +Q forward (the 0 % row is "
-                        "that evaluation on these images). Mean ± std over seeds."])
+                        "that evaluation on these images). Mean ± sample std (ddof 1) over seeds."])
 
 
 def onset_rows(curves: pd.DataFrame, model: str, variant: str) -> list[list[str]]:
@@ -73,8 +83,11 @@ def onset_rows(curves: pd.DataFrame, model: str, variant: str) -> list[list[str]
             continue
         base, at = points[0.0], onset(points)
         question = f"{model} {variant}: sparsity at which the entropy starts to fall, pruning {name}"
-        uniform = routing_uniform(f"{model} {variant}", base["routing/coupling_entropy"].values, classes_of(dataset),
-                                  "+Q") if dataset else None
+        arm = f"{model} {variant}"
+        per_image = [t / n for t, n in zip(base["parse_trees/total"].values, base["n_images"].values) if n]
+        uniform = first(routing_uniform(arm, base["routing/coupling_entropy"].values, classes_of(dataset), "+Q"),
+                        input_independent(arm, base.get("routing/input_dependence", spread([])).values),
+                        at_ceiling(arm, per_image)) if dataset else None
         last = max(points)
         if at is None:
             n = base["entropy/mean"].n

@@ -24,7 +24,7 @@ def epochs_figure(results: pd.DataFrame, model: str, path: Path) -> Path:
         label, scale, _ = METRICS[column]
         for arm in mine:
             variant = arm.label
-            # the tables' `spread` per epoch, so the band is the same population std the tables print
+            # the tables' `spread` per epoch, so the band is the same sample std the tables print
             by_epoch = {int(e): spread(g[column], scale) for e, g in arm_rows(done, model, arm).groupby("epoch")}
             epochs, mean = list(by_epoch), np.array([s.mean for s in by_epoch.values()])
             band = np.array([s.std for s in by_epoch.values()])

@@ -62,7 +62,7 @@ def render_tables(results: pd.DataFrame) -> dict[str, str]:
     return markdown_files(assemble_page(results, EVIDENCE_PAGE).parts)
 
 
-RUN_KEYS = [("command", "Command"), ("commit", "Commit"), ("started", "Started (UTC)"), ("finished", "Finished (UTC)"),
+RUN_KEYS = [("primary endpoint", "Primary endpoint"), ("command", "Command"), ("commit", "Commit"), ("started", "Started (UTC)"), ("finished", "Finished (UTC)"),
             ("wall", "Wall time"), ("load", "Load"), ("not published", "Stopped, not published"),
             ("hardware", "Hardware"), ("software", "Software")]
 

@@ -2,7 +2,7 @@
 
 Every table here is computed from the results table alone (one row per trial x epoch, as the sweep writes it),
 so the Parquet committed under reports/evidence/ regenerates the page without retraining. Numbers are means over
-seeds with their population std (the seed spread); every verdict is `rem.report.verdicts`' (Welch's test on the
+seeds with their sample std (ddof 1, the seed spread); every verdict is `rem.report.verdicts`' (Welch's test on the
 per-seed values, n >= 3, "not tested" where an arm did not learn or its routing stayed uniform).
 """
 
@@ -18,7 +18,8 @@ from rem.analysis.forwards import PLAIN
 from rem.report.arm_seeds import QUANTIZED, ArmSeeds, arm_seeds, arms_of, evaluation_note as evaluated
 from rem.report.preconditions import PRECONDITIONS_NOTE, first
 from rem.report.render import Table
-from rem.report.verdicts import HEADER as VERDICT_HEADER, RULE_NOTE, Differs, NoWorse, Outcome, cells, decide
+from rem.report.verdicts import (HEADER as VERDICT_HEADER, RULE_NOTE, DerivedCell, Differs, NoWorse, Outcome, Verdict,
+                                 cells, claims_table, decide)
 from rem.results.frames import final_value, finished_trials, last_rows
 from rem.results.arms import PLUS_Q, Arm
 
@@ -34,8 +35,9 @@ METRICS = {
     "routing/dead_capsules": ("Dead capsules (%)", 100.0, 1),
     "routing/coupling_entropy": ("Coupling entropy (bits)", 1.0, 4),
 }
-SEED_SPREAD_NOTE = ("Mean ± std over seeds (the seed spread) of each trial's value; the 'REM's ±' column is the "
-                    "paper's ±, the std of the entropy over classes, itself averaged over seeds.")
+SEED_SPREAD_NOTE = ("Mean ± std over seeds of each trial's value, the std the sample standard deviation (ddof 1); the "
+                    "'REM's ±' column is the paper's ±, the population std of the entropy over classes as REM computes "
+                    "it, itself averaged over seeds.")
 FIRST_EPOCH = {"train/loss": ("Train loss", 1.0, 4), "val/loss": ("Val. loss", 1.0, 4),
                "val/acc": ("Val. acc. (%)", 100.0, 2), "test/acc": ("Test acc. (%)", 100.0, 2)}
 # What the paper's abstract claims (rem-paper.md section 0; its result tables could not be read, so no number).
@@ -62,7 +64,8 @@ class Spread:
 
 def spread(values, scale: float = 1.0) -> Spread:
     v = np.asarray(pd.to_numeric(pd.Series(values), errors="coerce").dropna(), dtype=np.float64) * scale
-    return Spread(float(v.mean()), float(v.std()), len(v), tuple(float(x) for x in v)) if len(v) else \
+    std = float(v.std(ddof=1)) if len(v) > 1 else math.nan  # the sample std: what the verdicts' tests use too
+    return Spread(float(v.mean()), std, len(v), tuple(float(x) for x in v)) if len(v) else \
         Spread(math.nan, math.nan, 0)
 
 
@@ -127,9 +130,18 @@ def arm_seed_map(results: pd.DataFrame) -> dict[tuple[str, Arm], ArmSeeds]:
     return {(m, a): arm_seeds(arm_rows(last, m, a), f"{m} {a.label}") for m, a in arms(last)}
 
 
-def judged(claim, a: Spread, b: Spread, digits: int, *reasons: str | None) -> list[str]:
-    """The verdict columns of `claim` on b against a: not tested when a reason is given, else `decide`."""
-    return cells(decide(claim, a.values, b.values, first(*reasons)), digits)
+def judged(claim, a: Spread, b: Spread, digits: int, *reasons: str | None, by_construction: str | None = None) -> list:
+    """The verdict columns of `claim` on b against a: not tested when a reason is given, "by construction" when
+    `by_construction` says why it holds whatever the seeds do, else `decide`."""
+    return cells(decide(claim, a.values, b.values, first(*reasons), by_construction), digits)
+
+
+def fewer_weights_by_construction(unpruned: Spread, pruned: Spread) -> str | None:
+    """Why "fewer parameters" holds whatever the seeds do: an arm that prunes nothing against one that pruned some
+    weights in every seed. None otherwise (then the test decides)."""
+    if unpruned.n and pruned.n and all(v == 0 for v in unpruned.values) and all(v > 0 for v in pruned.values):
+        return "the unpruned arm has 0 % sparsity in every seed and the pruned one removed weights in every seed"
+    return None
 
 
 def claim_rows(model: str, spreads: dict, seeds: dict) -> list[list[str]]:
@@ -149,21 +161,22 @@ def _claims_of(name: str, q: dict, rem: dict, q_seeds: ArmSeeds, rem_seeds: ArmS
     when = evaluated(q_seeds, rem_seeds)
     return [
         [name, CLAIMS["entropy"], f"{q[e].text(3)} → {rem[e].text(3)} bits{rel}; parse trees {q[t].text(0)} → "
-         f"{rem[t].text(0)}{when}", *judged(Differs(-1), q[e], rem[e], 3, *routing)],
+         f"{rem[t].text(0)}{when}", *judged(Differs(-1), q[e], rem[e], 3, *routing, q_seeds.at_ceiling())],
         [name, CLAIMS["parameters"], f"{rem[s].text(2)} % of the prunable weights removed",
-         *judged(Differs(+1), q[s], rem[s], 2, rem_seeds.not_learned())],
+         *judged(Differs(+1), q[s], rem[s], 2, rem_seeds.not_learned(),
+                 by_construction=fewer_weights_by_construction(q[s], rem[s]))],
         [name, CLAIMS["accuracy"] + f" (margin {NEGLIGIBLE_POINTS:g} point)", f"{q[a].text(2)} → {rem[a].text(2)} %{when}",
          *judged(NoWorse(NEGLIGIBLE_POINTS), q[a], rem[a], 2, *learned)],
     ]
 
 
-def routing_kind(arm: dict, seeds: ArmSeeds, lower_coupling: str) -> str:
+def routing_kind(arm: dict, seeds: ArmSeeds, lower_coupling: Verdict) -> str:
     """What a lower entropy is made of: structured routing (couplings leave uniform, and lower than +Q's), or no
     routing (couplings at uniform: votes too small or zeroed to route), or undecided between them."""
     uniform = seeds.not_routing(QUANTIZED)
     if uniform:
         return f"no routing: {uniform}; dead capsules {arm['routing/dead_capsules'].text(1)} %"
-    if lower_coupling == Outcome.SUPPORTED.value:
+    if lower_coupling.outcome is Outcome.SUPPORTED:
         return "structured routing (couplings left uniform and are more polarised than +Q's)"
     return "undecided (couplings left uniform, but not shown more polarised than +Q's)"
 
@@ -172,7 +185,8 @@ def arm_rows_against_q(model: str, variant: str, q: dict, arm: dict, q_seeds: Ar
     """`variant` (a label) against +Q: its entropy, its couplings' polarisation, its dead capsules."""
     e, c, d = "entropy/mean", "routing/coupling_entropy", "routing/dead_capsules"
     learned = (q_seeds.not_learned(), seeds.not_learned())
-    entropy = judged(Differs(-1), q[e], arm[e], 3, *learned, q_seeds.not_routing(QUANTIZED), seeds.not_routing(QUANTIZED))
+    entropy = judged(Differs(-1), q[e], arm[e], 3, *learned, q_seeds.not_routing(QUANTIZED), seeds.not_routing(QUANTIZED),
+                     q_seeds.at_ceiling())
     coupling = judged(Differs(-1), q[c], arm[c], 4, *learned)
     rows = [[model, f"{variant}: entropy lower than +Q's", f"{q[e].text(3)} → {arm[e].text(3)} bits at "
              f"{arm['sparsity'].text(2)} % sparsity ({arm['sparsity/votes.weight'].text(2)} % of W)"
@@ -182,7 +196,8 @@ def arm_rows_against_q(model: str, variant: str, q: dict, arm: dict, q_seeds: Ar
             [model, f"{variant}: capsules starved (more dead input capsules)", f"{q[d].text(1)} → {arm[d].text(1)} %",
              *judged(Differs(+1), q[d], arm[d], 1, *learned)]]
     if arm[e].mean < q[e].mean:
-        rows.append([model, f"{variant}: what the lower entropy is made of", routing_kind(arm, seeds, coupling[1]), "–", "–"])
+        rows.append([model, f"{variant}: what the lower entropy is made of",
+                     DerivedCell(coupling[1], lambda verdict: routing_kind(arm, seeds, verdict)), "–", "–"])
     return rows
 
 
@@ -213,7 +228,7 @@ def versus_rows(model: str, reference_arm: Arm, other_arm: Arm, spreads: dict, s
              f"{other} {alt[e].text(3)} vs {reference} {ref[e].text(3)} bits at {alt[s].text(2)} vs {ref[s].text(2)} % "
              f"sparsity ({alt[w].text(2)} vs {ref[w].text(2)} % of W){when}",
              *judged(Differs(-1), alt[e], ref[e], 3, *learned, alt_seeds.not_routing(QUANTIZED),
-                     ref_seeds.not_routing(QUANTIZED))],
+                     ref_seeds.not_routing(QUANTIZED), alt_seeds.at_ceiling())],
             [model, f"{reference}'s accuracy no worse than {other}'s (margin {NEGLIGIBLE_POINTS:g} point; {why})",
              f"{other} {alt[a].text(2)} vs {reference} {ref[a].text(2)} %{when}",
              *judged(NoWorse(NEGLIGIBLE_POINTS), alt[a], ref[a], 2, *learned)]]
@@ -242,11 +257,11 @@ def reference_rows(model: str, spreads: dict, seeds: dict, reference_of, why: st
 def verdict_tables(spreads: dict, results: pd.DataFrame) -> list[Table]:
     models = sorted({m for m, _ in spreads})
     seeds = arm_seed_map(results)
-    return [Table("The abstract's claims against this run", ["Arm", "Claim", "Measured (mean ± std over seeds)",
-                                                               *VERDICT_HEADER],
-                  [r for m in models for r in claim_rows(m, spreads, seeds)], notes=[RULE_NOTE, PRECONDITIONS_NOTE]),
-            Table("Where the entropy drop comes from", ["Model", "Question", "Measured", *VERDICT_HEADER],
-                  [r for m in models for r in mechanism_rows(m, spreads, seeds)])]
+    return [claims_table("The abstract's claims against this run", ["Arm", "Claim", "Measured (mean ± std over seeds)",
+                                                                      *VERDICT_HEADER],
+                         [r for m in models for r in claim_rows(m, spreads, seeds)], notes=[RULE_NOTE, PRECONDITIONS_NOTE]),
+            claims_table("Where the entropy drop comes from", ["Model", "Question", "Measured", *VERDICT_HEADER],
+                         [r for m in models for r in mechanism_rows(m, spreads, seeds)])]
 
 
 def evaluated_table(results: pd.DataFrame) -> Table:

@@ -33,7 +33,7 @@ def curve_figure(curves: pd.DataFrame, path: Path, title: str, series: str = "va
                     continue
                 by_target = group.groupby("target")[column]
                 mean = by_target.mean() * scale
-                spread = by_target.std(ddof=0).fillna(0.0).to_numpy() * scale  # the tables' population std
+                spread = by_target.std(ddof=1).fillna(0.0).to_numpy() * scale  # the tables' sample std
                 x, mean = mean.index.to_numpy(), mean.to_numpy()
                 ax.plot(x, mean, marker="o", ms=3, color=palette[name], label=name)
                 ax.fill_between(x, mean - spread, mean + spread, color=palette[name], alpha=0.2)

@@ -45,13 +45,13 @@ def robustness_figure(frame: pd.DataFrame, path: Path, title: str, series: str =
 
 
 def band(ax, group: pd.DataFrame, metric: str, colour, label: str) -> None:
-    """One series' `metric` against strength: its mean over seeds as a line, +- the population std as a band."""
+    """One series' `metric` against strength: its mean over seeds as a line, +- the sample std (ddof 1) as a band."""
     if metric not in group or group[metric].isna().all():
         return
     scale = ROWS[metric][1]
     by_strength = group.groupby("strength")[metric]
     mean = by_strength.mean() * scale
-    spread = by_strength.std(ddof=0).fillna(0.0).to_numpy() * scale  # the tables' population std
+    spread = by_strength.std(ddof=1).fillna(0.0).to_numpy() * scale  # the tables' sample std
     x, mean = mean.index.to_numpy(), mean.to_numpy()
     ax.plot(x, mean, marker="o", ms=3, color=colour, label=label)
     ax.fill_between(x, mean - spread, mean + spread, color=colour, alpha=0.2)

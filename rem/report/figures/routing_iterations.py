@@ -42,12 +42,12 @@ def routing_iterations_figure(points: pd.DataFrame, path: Path, title: str, seri
 
 
 def seed_band(ax, final: pd.DataFrame, metric: str, colour, label: str) -> None:
-    """One series at its final epoch: the mean over seeds per iteration as a line, +- the population std (the
+    """One series at its final epoch: the mean over seeds per iteration as a line, +- the sample std (the
     tables' spread) as a band."""
     if final.empty or final[metric].isna().all():
         return
     by_iteration = final.groupby("iteration")[metric]
-    mean, spread = by_iteration.mean(), by_iteration.std(ddof=0).fillna(0.0).to_numpy()
+    mean, spread = by_iteration.mean(), by_iteration.std(ddof=1).fillna(0.0).to_numpy()
     x, mean = mean.index.to_numpy(), mean.to_numpy()
     ax.plot(x, mean, marker="o", ms=3, color=colour, label=label)
     ax.fill_between(x, mean - spread, mean + spread, color=colour, alpha=0.2)

@@ -16,16 +16,25 @@ def render_tables(results: pd.DataFrame) -> dict[str, str]:
     return markdown_files(assemble_page(results, HORIZON_PAGE).parts)
 
 
-def horizon_page(results: pd.DataFrame, run: dict, figures: list[str], notes: str = "") -> str:
+# How the pages name an architecture in a title
+TITLES = {"efficient_capsnet": "Efficient-CapsNet", "gamma_capsnet": "γ-CapsNet", "capsnet": "CapsNet",
+          "deepcaps": "DeepCaps"}
+
+
+def horizon_page(results: pd.DataFrame, run: dict, figures: list[str], notes: str = "",
+                 render_only: str = "python -m pipeline.horizon --render-only") -> str:
+    """The page of a horizon run whose publication's `render_only` command regenerates it."""
     done = finished_trials(results)
-    models = ", ".join(sorted(done["model.name"].astype(str).unique()))
+    names = sorted(done["model.name"].astype(str).unique())
+    models = ", ".join(names)
     datasets = ", ".join(sorted(done["data.dataset"].astype(str).unique()))
     patience, cap = int(done["train.patience"].max()), int(done["train.epochs"].max())
     intro = (f"{models} on {datasets}, {done['trial_key'].nunique()} finished trials, each trained until its "
              f"validation loss had not improved for {patience} epochs (REM's patience rule) or for {cap} epochs, "
-             "whichever came first. The CapsNet evidence run is one folder up (`../README.md`); the two come from "
-             "different runs, so no comparison crosses them. Every number below is computed from `sweep.parquet` in "
-             "this folder (`python -m pipeline.horizon --render-only` regenerates the tables and this page from it "
+             "whichever came first. The CapsNet evidence run is one folder up (`../README.md`); the runs come from "
+             "different sweeps, so no comparison crosses them. Every number below is computed from `sweep.parquet` in "
+             f"this folder (`{render_only}` regenerates the tables and this page from it "
              "without retraining).")
-    return page_text("REM at a training horizon: Efficient-CapsNet to its stopping rule", intro, run, notes,
+    title = " and ".join(TITLES.get(n, n) for n in names)
+    return page_text(f"REM at a training horizon: {title} to its stopping rule", intro, run, notes,
                      markdown_body(assemble_page(results, HORIZON_PAGE).parts, figures))

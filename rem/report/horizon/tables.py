@@ -13,22 +13,23 @@ import numpy as np
 import pandas as pd
 
 from rem.data.registry import get_dataset
+from rem.report.evidence.curve import curve_tables
 from rem.report.evidence.tables import arm_rows, arm_seed_map, arms, claim_rows, final_spreads, spread
 from rem.report.preconditions import PRECONDITIONS_NOTE
 from rem.report.registry import HORIZON_PAGE, Context, report_table
 from rem.report.render import Table
-from rem.report.verdicts import HEADER as VERDICT_HEADER, RULE_NOTE
+from rem.report.verdicts import HEADER as VERDICT_HEADER, RULE_NOTE, claims_table
 from rem.results.frames import final_value, finished_trials, last_rows
 
 SPARSITY_PREFIX = "sparsity/"  # per prunable tensor, % of its weights pruned (the results table's columns)
-SEED_NOTE = "Mean ± std over seeds (population std, the seed spread)."
+SEED_NOTE = "Mean ± std over seeds: the sample standard deviation (ddof 1), the seed spread."
 
 
 @report_table("horizon-claims", "REM's claims at the training horizon", pages={HORIZON_PAGE: 10}, file="claims")
 def horizon_claims(frame: pd.DataFrame, context: Context) -> Table:
     spreads, seeds = context.once(final_spreads), context.once(arm_seed_map)
     models = sorted({m for m, _ in spreads})
-    return Table("REM's claims where training ran to its stopping rule", ["Arm", "Claim",
+    return claims_table("REM's claims where training ran to its stopping rule", ["Arm", "Claim",
                  "Measured (mean ± std over seeds)", *VERDICT_HEADER],
                  [row for m in models for row in claim_rows(m, spreads, seeds)], notes=[RULE_NOTE, PRECONDITIONS_NOTE])
 
@@ -131,3 +132,11 @@ def classes_section(frame: pd.DataFrame, context: Context, model: str) -> Table 
                         "log2 of its images, reached when every image has a parse tree of its own (the last row). 'all classes': the "
                         "mean entropy over classes and the total of parse trees. "
                         f"{SEED_NOTE} Per class, descriptive only: the verdicts are on the totals (claims table)."])
+
+
+@report_table("horizon-curve", "Can pruning merge parse trees where routing routes?", pages={HORIZON_PAGE: 50},
+              per="model.name", file="curve_{group}")
+def curve_section(frame: pd.DataFrame, context: Context, model: str) -> list[Table] | None:
+    """Each final model pruned by magnitude without retraining (the in-trial mechanism curve), with where its entropy
+    starts to fall: the onsets first, then each arm's curve (the evidence page splits them; here they stand together)."""
+    return context.once(curve_tables).get(f"curve_{model}")

@@ -16,11 +16,11 @@ from rem.report.preconditions import PRECONDITIONS_NOTE, chance_accuracy, classe
 from rem.report.registry import ROUTING_PAGE, Context, report_table
 from rem.report.render import Table
 from rem.report.routing_study.measures import MEASURES, curves, onset, routing_threshold
-from rem.report.verdicts import HEADER as VERDICT_HEADER, RULE_NOTE, Differs, NoWorse, cells, decide
+from rem.report.verdicts import HEADER as VERDICT_HEADER, RULE_NOTE, Differs, NoWorse, cells, decide, claims_table
 from rem.results import grid
 
 PUBLISHED_MODEL = "capsnet"  # the reference: CapsNet as REM publishes it (`as_published`)
-SEED_NOTE = "Mean ± std over seeds (population std)."
+SEED_NOTE = "Mean ± std over seeds: the sample standard deviation (ddof 1)."
 
 
 def arm_groups(table: pd.DataFrame):
@@ -96,7 +96,7 @@ def verdicts_section(frame: pd.DataFrame, context: Context) -> Table | None:
                      f"{a.text(2)} → {b.text(2)} %", *cells(decide(NoWorse(NEGLIGIBLE_POINTS), a.values, b.values,
                                                                    first(*learned)), 2)])
     threshold = routing_threshold(dataset)
-    return Table("Each CapsNet setting against CapsNet as published (each seed's last epoch)", ["Setting", "Claim",
+    return claims_table("Each CapsNet setting against CapsNet as published (each seed's last epoch)", ["Setting", "Claim",
                  "Measured (published → setting)", *VERDICT_HEADER], rows, notes=[
         RULE_NOTE, PRECONDITIONS_NOTE, f"A setting whose couplings are lower but not below {threshold:.4f} bits in "
         "every seed has moved, but does not route by the precondition: the onset table says which do."])

@@ -1,0 +1,58 @@
+"""The numbers experiments are compared by, one small file per dataset: `headline/<dataset>.json`, what dvc.yaml
+lists as the pipeline's DVC metrics, so `dvc exp show` and `dvc metrics show` fit a screen.
+
+Per architecture (the file's top-level keys): `acc`, the best test accuracy of any of its arms (%, mean over seeds);
+`dH`, REM's change of the routing entropy (bits: +REM as published minus +Q, each the mean over classes of the
+seeds' mean), and `pruned`, the weights +REM pruned (%, median over seeds) -- the two only where the sweep ran both
+arms as published (an arm set apart by another setting, `+REM · lr=0.003`, is not the published one). Short keys,
+because `dvc exp show` makes each `<model>.<key>` a column and the screen is 200 characters wide. The
+per-arm files (`metrics/<dataset>/<model>/<variant>.json`, rem.report.dvc_outputs) keep every arm's numbers and say
+where its routing stayed uniform (its entropy then measures no routing); `dvc metrics show <file>` reads them.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import shutil
+from pathlib import Path
+
+from rem.io import atomic_write_text
+from rem.report.dvc_outputs import file_slug
+from rem.report.tables import Row
+from rem.results.arms import Arm
+
+HEADLINE_DIR = "headline"
+PLUS_Q, PLUS_REM = Arm(quantized=True), Arm(method="rem")  # the two arms REM's paper compares, as published
+
+
+def model_headline(rows: list[Row]) -> dict:
+    """The headline of one architecture's rows (one dataset): best accuracy, and REM against +Q where both ran."""
+    ran = [r for r in rows if r.seeds]
+    entry = {"acc": round(100 * max(r.acc_mean for r in ran), 2)} if ran else {}
+    by_arm = {r.arm: r for r in ran}
+    plain, rem = by_arm.get(PLUS_Q), by_arm.get(PLUS_REM)
+    if plain and rem and not (math.isnan(plain.entropy_mean) or math.isnan(rem.entropy_mean)):
+        entry["dH"] = round(rem.entropy_mean - plain.entropy_mean, 3)
+    if rem and not math.isnan(rem.sparsity_median):
+        entry["pruned"] = round(rem.sparsity_median, 2)
+    return entry
+
+
+def headlines(rows: list[Row]) -> dict[str, dict]:
+    """{dataset: {model: headline}} of the report's aggregated rows, models in the order the tables list them."""
+    out: dict[str, dict] = {}
+    for row in sorted(rows, key=lambda r: r.order):
+        out.setdefault(row.dataset, {}).setdefault(row.model, [])
+    for dataset, models in out.items():
+        for model in models:
+            models[model] = model_headline([r for r in rows if (r.dataset, r.model) == (dataset, model)])
+    return out
+
+
+def write_headline(rows: list[Row], out_dir: Path) -> list[Path]:
+    """One JSON file per dataset under `out_dir`/headline (the files of a previous sweep's datasets go)."""
+    root = Path(out_dir) / HEADLINE_DIR
+    shutil.rmtree(root, ignore_errors=True)
+    return [atomic_write_text(root / f"{file_slug(dataset)}.json", json.dumps(models, indent=1) + "\n")
+            for dataset, models in headlines(rows).items()]

@@ -1,0 +1,59 @@
+"""The data a trial learned and was measured on, as MLflow dataset inputs: its training, validation and test splits.
+
+Each split is one dataset input of the trial's run (what MLflow's run page lists under "Datasets"): named
+`<dataset>/<split>`, its source the folder of verified files the trial read, its context `training`, `validation` or
+`test`, and a digest that changes exactly when the split's images could: the payload md5 of every file of the dataset
+(the ones the fetch verified, rem.data.verify) with the settings that cut the split from them (held-out size, split
+seed, subsets, the family's own options). Two runs whose digests match read the same images in the same split.
+Logged through the client and an explicit run id, as every other record of a trial (rem.tracking.runs).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from mlflow.tracking import MlflowClient
+
+# split -> (MLflow's context for it, the `data` settings that decide which images it holds)
+SPLITS = {
+    "train": ("training", ("val_size", "split_seed", "train_subset")),
+    "validation": ("validation", ("val_size", "split_seed", "val_subset")),
+    "test": ("test", ("test_subset",)),
+}
+
+
+def split_digest(checksums: dict[str, str], data, settings: tuple[str, ...]) -> str:
+    """md5 of the dataset's verified file md5s and the settings that cut this split (32 hex characters)."""
+    if not checksums:
+        raise ValueError(f"data.dataset {data.dataset}: expected verified files to digest, found none")
+    cut = {key: getattr(data, key) for key in settings}
+    record = {"dataset": data.dataset, "files": dict(sorted(checksums.items())), "split": cut,
+              "options": data.options}
+    return hashlib.md5(json.dumps(record, sort_keys=True, default=str).encode()).hexdigest()
+
+
+def dataset_inputs(data, checksums: dict[str, str], folder: Path) -> list:
+    """One MLflow DatasetInput per split of `data` (the trial's data section), read from `folder`."""
+    from mlflow.data.dataset_source_registry import get_registered_sources, resolve_dataset_source
+    from mlflow.data.meta_dataset import MetaDataset
+    from mlflow.entities import DatasetInput, InputTag
+    from mlflow.utils.mlflow_tags import MLFLOW_DATASET_CONTEXT
+
+    # MLflow registers the local file source twice (for "" and "file:" URIs) and warns that a path is ambiguous
+    local = [next(s for s in get_registered_sources() if s._get_source_type() == "local")]
+    source = resolve_dataset_source(str(Path(folder).resolve()), candidate_sources=local)
+    inputs = []
+    for split, (context, settings) in SPLITS.items():
+        meta = MetaDataset(source, name=f"{data.dataset}/{split}", digest=split_digest(checksums, data, settings))
+        inputs.append(DatasetInput(meta._to_mlflow_entity(), tags=[InputTag(MLFLOW_DATASET_CONTEXT, context)]))
+    return inputs
+
+
+def log_data_inputs(client: MlflowClient, run_id: str, data, checksums: dict[str, str], folder: Path) -> None:
+    """The trial's three splits as the run's dataset inputs. Logging one again (a retried trial) adds nothing:
+    MLflow keeps one input per (name, digest) and context."""
+    client.log_inputs(run_id, datasets=dataset_inputs(data, checksums, folder))
