@@ -25,10 +25,12 @@ class Variant:
     precision: str = "fp32"  # fp32 | bf16 (autocast)
     compile: bool = False
     broadcast_votes: bool = False  # the common public formulation of the votes (baseline)
+    graphs: bool = False  # CUDA graphs (train.cuda_graphs: torch.compile "reduce-overhead"), on a GPU only
 
     @property
     def label(self) -> str:
-        parts = [self.precision] + (["compile"] if self.compile else []) + (["broadcast-matmul votes"] if self.broadcast_votes else [])
+        parts = [self.precision] + (["compile"] if self.compile else []) + (["CUDA graphs"] if self.graphs else []) + \
+            (["broadcast-matmul votes"] if self.broadcast_votes else [])
         return " + ".join(parts)
 
 
@@ -62,9 +64,19 @@ def sync(device: str) -> None:
         torch.cuda.synchronize()
 
 
+def forward_of(variant: Variant, model: torch.nn.Module, device: str) -> torch.nn.Module:
+    """What the variant's steps call, as a trial builds it (rem.training.run.compiled): CUDA graphs only on a GPU."""
+    if variant.graphs and device.startswith("cuda"):
+        from rem.training.graphs import GraphedForward
+        from rem.training.paths import GRAPHS
+
+        return GraphedForward(compile_model(model, GRAPHS), model)
+    return compile_model(model) if variant.compile else model
+
+
 def train_step_fn(variant: Variant, model: torch.nn.Module, batch_size: int = 128, device: str = "cpu") -> Callable[[], float]:
     """A closure doing one full training step on a fixed batch; returns the loss (forces completion)."""
-    forward = compile_model(model) if variant.compile else model
+    forward = forward_of(variant, model, device)
     opt = torch.optim.Adam(model.parameters(), lr=1e-4)
     x, y = batch(batch_size, device)
     dev_type = torch.device(device).type
@@ -84,7 +96,7 @@ def train_step_fn(variant: Variant, model: torch.nn.Module, batch_size: int = 12
 
 def inference_fn(variant: Variant, model: torch.nn.Module, batch_size: int = 500, device: str = "cpu") -> Callable[[], None]:
     """One evaluation batch (the pipeline's eval_batch_size is 500) under inference_mode, eval mode."""
-    forward = compile_model(model) if variant.compile else model
+    forward = forward_of(variant, model, device)
     x, _ = batch(batch_size, device, seed=1)
     dev_type = torch.device(device).type
 

@@ -15,6 +15,8 @@ sweep resources (gpus_per_trial_<precision>.yaml) and the evidence rows (evidenc
   d  1, 2, 4 and 8 trials sharing the GPU, both precisions: throughput against one alone, memory
   e  the suggested sweep.gpus_per_trial per architecture and precision, as params.yaml snippets
   g  CapsNet on MultiFashion pairs (36x36), as published and with vote_init_fan_in, 3 seeds, 2 x 150 then 2 x 600 steps
+  h  the CUDA-graph path (train.cuda_graphs): CapsNet's epoch and search share with and without it, and 4 trials
+     sharing the GPU with and without it (memory each, the graphs' pools included)
   f  with the time left: the evidence profile's CapsNet arms trained on the GPU, rows in the evidence schema
 Exits 0 when every part passed, 1 otherwise (2: no GPU without --cpu).
 """
@@ -33,7 +35,7 @@ sys.path.insert(0, str(REPO))
 MIN_TORCH = (2, 11)
 # Share of the time still left that each part may use, in order (what a part leaves unused goes to the next).
 SHARES = {"a_tests": 0.18, "b_trials": 0.25, "c_epochs": 0.40, "d_sharing": 0.75, "e_packing": 0.05, "g_pairs": 0.6,
-          "f_evidence": 1.0}
+          "h_graphs": 0.5, "f_evidence": 1.0}
 
 
 def arguments() -> argparse.Namespace:
@@ -53,8 +55,8 @@ def torch_version() -> tuple[int, int]:
 
 
 def run_parts(check, sizes, device: str, data: dict, work: Path) -> None:
-    from benchmarks.gpucheck import (part_epochs, part_evidence, part_packing, part_pairs, part_sharing, part_tests,
-                                     part_trials)
+    from benchmarks.gpucheck import (part_epochs, part_evidence, part_graphs, part_packing, part_pairs, part_sharing,
+                                     part_tests, part_trials)
     from benchmarks.gpucheck.data import raw_root
 
     raw = raw_root(data)
@@ -69,6 +71,7 @@ def run_parts(check, sizes, device: str, data: dict, work: Path) -> None:
             memory.setdefault(arch, {})[precision] = max(memory.get(arch, {}).get(precision, 0.0), trial["peak_reserved_mib"])
     check.run("e_packing", SHARES["e_packing"], lambda p: part_packing.run(p, device, memory, sharing, check.out))
     check.run("g_pairs", SHARES["g_pairs"], lambda p: part_pairs.run(p, sizes, device, data, work / "g"))
+    check.run("h_graphs", SHARES["h_graphs"], lambda p: part_graphs.run(p, sizes, device, data, work / "h"))
     check.run("f_evidence", SHARES["f_evidence"], lambda p: part_evidence.run(p, sizes, device, data, work / "f", check.out))
 
 

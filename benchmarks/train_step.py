@@ -1,9 +1,14 @@
-"""CapsNet and Efficient-CapsNet: training step, inference images/s, peak memory and achieved FLOP/s per variant.
+"""Every architecture: training step, inference images/s, peak memory and achieved FLOP/s per variant, and the
+path trials take.
 
-    PYTHONPATH=$PWD python benchmarks/train_step.py [--models capsnet,efficient_capsnet] [--rounds 3] [--no-memory]
+    PYTHONPATH=$PWD python benchmarks/train_step.py [--models capsnet,deepcaps,...] [--rounds 3] [--no-memory]
+    PYTHONPATH=$PWD python benchmarks/train_step.py --paths-only     # only the trial paths, one interleaved run
 
 Variants: fp32, bf16 autocast, torch.compile, both; for CapsNet also the common broadcast-matmul votes
-(fp32 eager, the baseline). Within one model every variant's step (and a large fp32 and bf16 matmul, the
+(fp32 eager, the baseline). Then "trial path": every architecture as its trials run here (`train.precision: auto`
+resolved, eager or compiled by `rem.training.paths`' rule), all four timed in the same rounds, for issue 53's
+ratios (gamma-CapsNet's step over CapsNet's, DeepCaps' seconds per FLOP over CapsNet's). The process keeps the host
+memory a step frees (`rem.training.host_memory.keep_freed_memory`), as every trial process does. Within one model every variant's step (and a large fp32 and bf16 matmul, the
 ceiling) is timed once per round, interleaved, and the medians are reported, so ratios are comparable even
 on a busy machine. Compile variants are warmed up (compiled) before timing.
 
@@ -22,13 +27,17 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 
 import torch
 
 from benchmarks._common import child_json, environment_line, interleaved_medians, markdown_table, max_rss_mb
 from benchmarks._steps import Variant, build, count_flops, inference_fn, matmul_fn, standard_variants, train_step_fn
+from rem.training.host_memory import keep_freed_memory
 
 TARGET_SPEEDUP, TARGET_CEILING, TARGET_EFFICIENT_INFER = 3.5, 0.70, 10_000
+TARGET_GAMMA_RATIO, TARGET_DEEPCAPS_PER_FLOP = 1.3, 1.0  # issue 53: gamma <= 1.3x CapsNet's step; DeepCaps' s/FLOP <= CapsNet's
+ALL_MODELS = "capsnet,deepcaps,gamma_capsnet,efficient_capsnet"
 
 
 def memory_of(spec: str, batch_size: int) -> dict:
@@ -90,6 +99,56 @@ def measure_model(name: str, args, device: str = "cpu") -> list[dict]:
     return rows
 
 
+def trial_variant(name: str, device: str = "cpu") -> Variant:
+    """The variant a trial of `name` runs here: `train.precision: auto` resolved and the rule's eager or compiled."""
+    from rem.device import resolve_precision
+    from rem.training.paths import chosen
+
+    precision = resolve_precision(device, "auto")
+    return Variant(name, precision, chosen("auto", name, device, "auto").compiled)
+
+
+def measure_paths(names: list[str], args, device: str = "cpu") -> list[dict]:
+    """Every architecture on its trial path, timed in the same rounds (one run: the ratios hold under load)."""
+    from rem.device import device_kind
+    from rem.training.paths import chosen
+
+    steps, flops = {}, {}
+    for name in names:
+        v = trial_variant(name, device)
+        steps[name] = train_step_fn(v, build(v, device), args.batch, device)
+        steps[name]()  # warm-up (compiles a compiled path)
+        flops[name] = count_flops(name, args.batch)
+    step_s = interleaved_medians(steps, args.rounds)
+    kind = device_kind(device)
+    return [{"model": name, "variant": f"trial path: {trial_variant(name, device).label}", "step_s": step_s[name],
+             "flops_per_step": flops[name], "s_per_tflop": step_s[name] / flops[name] * 1e12, "kind": kind,
+             "reason": chosen("auto", name, device, "auto").reason} for name in names]
+
+
+def print_paths(rows: list[dict]) -> None:
+    print(markdown_table(["model", "path (kind " + rows[0]["kind"] + ")", "step (s)", "GFLOP / step", "s per TFLOP",
+                          "why this path"],
+                         [[r["model"], r["variant"], r["step_s"], r["flops_per_step"] / 1e9, r["s_per_tflop"], r["reason"]]
+                          for r in rows]))
+
+
+def path_targets(rows: list[dict]) -> list[tuple]:
+    """Issue 53's two ratios from the trial-path rows (one run)."""
+    by = {r["model"]: r for r in rows}
+    lines = []
+    if "capsnet" in by and "gamma_capsnet" in by:
+        ratio = by["gamma_capsnet"]["step_s"] / by["capsnet"]["step_s"]
+        lines.append(("gamma-CapsNet step / CapsNet step (trial paths, one run)", f"<= {TARGET_GAMMA_RATIO}x",
+                      f"{ratio:.2f}x ({by['gamma_capsnet']['step_s']:.3g} s / {by['capsnet']['step_s']:.3g} s)",
+                      TARGET_GAMMA_RATIO / ratio))
+    if "capsnet" in by and "deepcaps" in by:
+        ratio = by["deepcaps"]["s_per_tflop"] / by["capsnet"]["s_per_tflop"]
+        lines.append(("DeepCaps s per FLOP / CapsNet's (trial paths, one run)", f"<= {TARGET_DEEPCAPS_PER_FLOP}x",
+                      f"{ratio:.2f}x", TARGET_DEEPCAPS_PER_FLOP / ratio))
+    return lines
+
+
 def print_table(rows: list[dict]) -> None:
     headers = ["model", "variant", "step (s)", "train img/s", "infer img/s", "peak mem +MB", "GFLOP/s",
                "of matmul ceiling", "speed-up vs"]
@@ -102,11 +161,11 @@ def print_table(rows: list[dict]) -> None:
         print(f"{name}: {flops / 1e9:.1f} GFLOP per training step (forward + backward, batch of the step)")
 
 
-def print_targets(rows: list[dict]) -> None:
-    """Each of the issue's targets: met or missed, and by how much."""
+def print_targets(rows: list[dict], paths: list[dict]) -> None:
+    """Each of the issues' targets: met or missed, and by how much."""
     caps = [r for r in rows if r["model"] == "capsnet" and "broadcast" not in r["variant"]]
     eff = [r for r in rows if r["model"] == "efficient_capsnet"]
-    lines = []
+    lines = path_targets(paths)
     if caps:
         best = max(caps, key=lambda r: r["speedup"])
         lines.append(("CapsNet step vs broadcast-matmul baseline", f">= {TARGET_SPEEDUP}x",
@@ -137,7 +196,7 @@ measured bf16 matmul rate it reaches only the "upper bound" row above; 10,000 im
 
 def add_step_arguments(ap: argparse.ArgumentParser) -> None:
     """The options measure_model reads."""
-    ap.add_argument("--models", default="capsnet,efficient_capsnet")
+    ap.add_argument("--models", default=ALL_MODELS, help="the per-variant tables (all four by default)")
     ap.add_argument("--rounds", type=int, default=3, help="timed calls per variant (median reported)")
     ap.add_argument("--batch", type=int, default=128)
     ap.add_argument("--infer-batch", type=int, default=500)
@@ -149,18 +208,27 @@ def main() -> None:
     add_step_arguments(ap)
     ap.add_argument("--memory-of", help=argparse.SUPPRESS)
     ap.add_argument("--json", help="also write the rows to this file")
+    ap.add_argument("--paths", default=ALL_MODELS, help="architectures timed on their trial paths, in one run ('' none)")
+    ap.add_argument("--paths-only", action="store_true", help="skip the per-variant tables")
     args = ap.parse_args()
+    keep_freed_memory()  # as every trial process (pipeline.trial.worker_env): big vote tensors stay in the heap
     if args.memory_of:
         print(json.dumps(memory_of(args.memory_of, args.batch)))
         return
     print(environment_line())
-    rows = [r for name in args.models.split(",") for r in measure_model(name, args)]
-    print_table(rows)
-    print()
-    print_targets(rows)
+    rows = [] if args.paths_only else [r for name in args.models.split(",") for r in measure_model(name, args)]
+    if rows:
+        print_table(rows)
+        print()
+    paths = measure_paths(args.paths.split(","), args) if args.paths else []
+    if paths:
+        print_paths(paths)
+        print()
+    print(f"load average after: {os.getloadavg()[0]:.2f}")
+    print_targets(rows, paths)
     if args.json:
         with open(args.json, "w") as fh:
-            json.dump(rows, fh, indent=1)
+            json.dump({"variants": rows, "paths": paths}, fh, indent=1)
 
 
 if __name__ == "__main__":

@@ -3,7 +3,8 @@
 A page compares arms of one run only: same settings, same steps, same precision. A later sweep may join a published
 run when it holds the same comparison. Its trials must be points of the profile's grid that are not published yet.
 Every setting that is not a grid axis must equal the published run's: settings fixed across the published trials,
-and the precision the trials resolved (`compute/bf16`). A setting the code has gained since must be at its default,
+the precision the trials resolved (`compute/bf16`) and the path their steps took (`compute/compiled`; a published run
+from before that column took the path its `train.compile` forced). A setting the code has gained since must be at its default,
 so it changes nothing. Anything else stops with one line naming the column and both values; nothing is written.
 
 The published run's run.json is kept; the later sweep is recorded under "added", with its own commit, times, machine
@@ -29,6 +30,10 @@ MATCHED_TARGET = "prune.target_sparsity"
 # ... and a control matched tensor by tensor each tensor's (a flat JSON mapping: no "}" inside)
 MATCHED_TARGET_RE = re.escape(MATCHED_TARGET) + r"=[^,]*,|prune\.tensor_targets=\{[^}]*\},?"
 PRECISION = "compute/bf16"  # what train.precision resolved to on the machine, per epoch
+COMPILED = "compute/compiled"  # the path train.compile took (rem.training.paths), per epoch
+# How a path was asked for, not which one was taken: COMPILED is compared instead (an "auto" sweep may join a
+# published "false" one whose trials took the same eager path).
+COMPILE_SETTING = "train.compile"
 
 
 def grid_point_key(key: str) -> str:
@@ -47,8 +52,18 @@ class AddedTrialsError(ValueError):
 
 def setting_columns(frame: pd.DataFrame) -> list[str]:
     sections = tuple(f"{name}." for name in Config().to_dict())
-    return [c for c in frame.columns if c.startswith(sections) and not c.startswith(MACHINERY)] + \
-        ([PRECISION] if PRECISION in frame.columns else [])
+    return [c for c in frame.columns if c.startswith(sections) and not c.startswith(MACHINERY)
+            and c != COMPILE_SETTING] + [c for c in (PRECISION, COMPILED) if c in frame.columns]
+
+
+def with_path(frame: pd.DataFrame) -> pd.DataFrame:
+    """The table with `compute/compiled` for every row: a row written before the column took the path its
+    `train.compile` forced (true or false; "auto" came with the column)."""
+    if COMPILE_SETTING not in frame.columns:
+        return frame
+    forced = frame[COMPILE_SETTING].map(lambda v: {"true": 1.0, "false": 0.0}.get(str(v).lower()))
+    taken = frame[COMPILED] if COMPILED in frame.columns else pd.Series(float("nan"), index=frame.index)
+    return frame.assign(**{COMPILED: taken.fillna(forced)})
 
 
 def text_values(frame: pd.DataFrame, column: str) -> set[str]:
@@ -69,6 +84,7 @@ def check_same_run(published: pd.DataFrame, added: pd.DataFrame, profile_grid, s
     if again := sorted(keys & set(published["trial_key"].astype(str))):
         raise AddedTrialsError(f"{source}: trials already published: {'; '.join(again)}")
     defaults = {k: str(v) for k, v in Config().flat().items()}
+    published, added = with_path(published), with_path(added)
     for column in setting_columns(added):
         if column in axes:
             continue

@@ -40,6 +40,7 @@ from rem.tracking.system_metrics import machine_metrics, monitored
 from rem.tracking.trial_log import axis_params, best_metrics, log_config, log_final, run_name
 from rem.training.checkpoint import checkpoint_file, final_checkpoint, saved_epoch
 from rem.training.loop import NonFiniteLossError, train
+from rem.training.paths import path_tags
 
 
 def trial_logging(level: str) -> None:
@@ -81,10 +82,11 @@ def on_assigned_gpus(cfg, gpu_ids: list) -> Any:
 
 def take_device(client, run_id: str, cfg) -> None:
     """The device this trial trains on (train resolves the same setting the same way in this process) and how it
-    computes there (precision, TF32, determinism) as run tags; a fractional GPU's memory share enforced (Ray only
+    computes there (precision, TF32, determinism, eager or compiled) as run tags; a fractional GPU's memory share enforced (Ray only
     counts the fraction, the process must keep to it)."""
     device = resolve_device(cfg.train.device)
-    tracking.set_tags(client, run_id, {"rem.device": describe(device), **numerics(device, cfg.train)})
+    tracking.set_tags(client, run_id, {"rem.device": describe(device), **numerics(device, cfg.train),
+                                       **path_tags(cfg, device)})
     cap_memory(device, ray.get_runtime_context().get_assigned_resources().get("GPU", 0.0))
 
 

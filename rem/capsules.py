@@ -93,7 +93,7 @@ def _eager_valid_conv2d(conv: nn.Conv2d, x: torch.Tensor) -> torch.Tensor:
     return _ValidConv2d.apply(x, conv.weight, conv.bias, conv.stride[0])
 
 
-def compile_model(model: nn.Module) -> nn.Module:
+def compile_model(model: nn.Module, mode: str | None = None) -> nn.Module:
     """`torch.compile(model)` for models with these layers: use it instead of torch.compile.
 
     Only the CPU low-precision path of `valid_conv2d` runs eagerly under torch.compile: inductor would only call the
@@ -106,7 +106,7 @@ def compile_model(model: nn.Module) -> nn.Module:
     if not getattr(_eager_valid_conv2d, "_rem_kept_eager", False):
         _eager_valid_conv2d = torch.compiler.disable(_eager_valid_conv2d)
         _eager_valid_conv2d._rem_kept_eager = True
-    return torch.compile(model)
+    return torch.compile(model, mode=mode)
 
 
 def valid_conv2d(conv: nn.Conv2d, x: torch.Tensor) -> torch.Tensor:

@@ -116,6 +116,30 @@ def cpu_name() -> str:
     return name
 
 
+def cpu_flags() -> set[str]:
+    """The first CPU's flags as /proc/cpuinfo lists them; empty where it cannot be read (not Linux)."""
+    try:
+        text = Path("/proc/cpuinfo").read_text()
+    except OSError:
+        return set()
+    line = next((ln for ln in text.splitlines() if ln.startswith("flags")), "")
+    return set(line.partition(":")[2].split())
+
+
+def cpu_kind() -> str:
+    """Which kernels this CPU's arithmetic runs on: ATen's vectorised ones by its capability (AVX2 or AVX512), oneDNN's
+    by the CPU's flags, AMX among them. Kinds met so far: "avx2" (AMD EPYC, Zen 2-4), "avx512" (AMD EPYC, Zen 5:
+    AVX-512 with native bf16, no AMX), "avx512_amx" (Intel Xeon with AMX). Kernels of another kind sum in another
+    order and run at other speeds: the same-numbers recordings and the eager-or-compiled rule are kept per kind."""
+    aten = torch.backends.cpu.get_cpu_capability().lower()
+    return aten + ("_amx" if "amx_tile" in cpu_flags() else "")
+
+
+def device_kind(device: torch.device | str) -> str:
+    """"cuda" for any CUDA device, else `cpu_kind()`: the key the per-kind rules (rem.training.paths) read."""
+    return "cuda" if torch.device(device).type == "cuda" else cpu_kind()
+
+
 def resolve_precision(device: torch.device | str, setting: str, warn: bool = False) -> str:
     """The precision a trial computes in on `device` for its `train.precision` setting: "auto" is bf16 where the
     device computes bf16 natively, else fp32; "fp32" and "bf16" are themselves. An explicit bf16 on a device

@@ -46,7 +46,7 @@ def epoch_row(m: dict, waits: dict, checkpoint_s: float) -> dict:
             "checkpoint_s": checkpoint_s, "host_waits_per_step": waits["per_step"], "test_acc": m["test/acc"]}
 
 
-def one_trial(sizes, device: str, data: dict, model: str, precision: str, work: Path) -> dict:
+def one_trial(sizes, device: str, data: dict, model: str, precision: str, work: Path, extra: dict | None = None) -> dict:
     from rem.training.loop import train
     from tests.host_waits import counted_epochs, waits_per_step
 
@@ -55,7 +55,7 @@ def one_trial(sizes, device: str, data: dict, model: str, precision: str, work: 
                                   "train.patience": 0, "train.device": device, "train.progress_every_s": 0,
                                   "train.batch_size": sizes.batch, "train.eval_batch_size": sizes.eval_batch,
                                   "prune.method": "rem", "model.options": SMALL[model] if sizes.small_models else {},
-                                  **sizes.search})
+                                  **sizes.search, **(extra or {})})
     cuda = device.startswith("cuda")
     if cuda:
         torch.cuda.empty_cache()

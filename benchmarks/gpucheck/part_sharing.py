@@ -26,7 +26,7 @@ def mib(n_bytes: float) -> float:
     return n_bytes / 2 ** 20
 
 
-def child(device: str, precision: str, seconds: float, batch: int, small: bool) -> None:
+def child(device: str, precision: str, seconds: float, batch: int, small: bool, graphs: bool = False) -> None:
     """One sharing trial: warm up, say ready (with the memory reserved), wait for "go", train, report images/s."""
     from benchmarks._steps import CLASSES, IN_SHAPE, Variant, train_step_fn
     from rem.models import create_model
@@ -35,7 +35,7 @@ def child(device: str, precision: str, seconds: float, batch: int, small: bool) 
     torch.backends.cudnn.benchmark = True  # as the trials have it (train.deterministic: false)
     torch.manual_seed(0)
     model = create_model(MODEL, in_shape=IN_SHAPE, num_classes=CLASSES, **(SMALL[MODEL] if small else {}))
-    step = train_step_fn(Variant(MODEL, precision), model.to(device), batch, device)
+    step = train_step_fn(Variant(MODEL, precision, graphs=graphs), model.to(device), batch, device)
     for _ in range(3):
         step()
     reserved = mib(torch.cuda.memory_reserved(device)) if device.startswith("cuda") else 0.0
@@ -55,11 +55,12 @@ def device_used_mib(device: str) -> float:
     return mib(total - free)
 
 
-def together(device: str, precision: str, n: int, sizes) -> dict:
-    """N child processes warmed up, then trained together for sizes.share_seconds."""
+def together(device: str, precision: str, n: int, sizes, graphs: bool = False) -> dict:
+    """N child processes warmed up, then trained together for sizes.share_seconds (as CUDA graphs: `graphs`); the
+    memory each reserved after its warm-up includes its graphs' pools."""
     used_before = device_used_mib(device)
     cmd = [sys.executable, "-m", "benchmarks.gpucheck.part_sharing", json.dumps([device, precision, sizes.share_seconds,
-                                                                               sizes.batch, sizes.small_models])]
+                                                                               sizes.batch, sizes.small_models, graphs])]
     env = {**os.environ, "PYTHONPATH": str(REPO), "OMP_NUM_THREADS": "2"}
     procs = [subprocess.Popen(cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True, cwd=REPO, env=env)
              for _ in range(n)]

@@ -54,6 +54,8 @@ class Config:
             if tree[section][key] == getattr(SECTION_CLASSES[section](), key):
                 tree[section].pop(key)
         with_old_defaults(tree)  # the settings that moved into an entry's options, hashed as before: same id
+        if tree["train"]["compile"] == "auto":  # issue 53's default, hashed as the false it replaced: same id. The
+            tree["train"]["compile"] = False  # path each trial took is its own record (compute/compiled)
         tree["grid"] = self.sweep.grid
         return hashlib.sha256(json.dumps(tree, sort_keys=True).encode()).hexdigest()[:10]
 
@@ -73,7 +75,7 @@ TRIAL_SECTIONS = ("data", "model", "train", "eval", "prune")  # the sections tha
 # Trial keys added after sweeps were named by their digest: one at its default leaves the digest as it was, so a
 # sweep started before the key existed resumes (and is collected) under the same id.
 LATER_KEYS = (("data", "options"), ("prune", "options"), ("model", "routing_options"), ("prune", "tensor_targets"),
-              ("train", "min_epochs"))
+              ("train", "min_epochs"), ("train", "cuda_graphs"))
 
 
 WHOLE_MAPPINGS = ("grid", "options", "levels_per_model", "tensor_targets")  # keys whose mapping is one value

@@ -234,6 +234,7 @@ def run_epoch(run: TrainingRun, epoch: int, checkpoint_dir: Path, on_epoch: Epoc
         "time/step_s": trained.seconds / max(trained.steps, 1), "time/epoch_s": time.perf_counter() - epoch_start,
         "train/images": trained.images, "epochs_without_improvement": stale,
         "compute/bf16": float(run.precision == "bf16"),  # what train.precision resolved to on this device
+        "compute/compiled": float(run.compiled),  # the path train.compile took (rem.training.paths)
     })
     stopping = final_keys is not None
     if stopping:

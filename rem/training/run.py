@@ -23,6 +23,8 @@ from rem.models.from_config import build_model
 from rem.pruning import TrialPruner
 from rem.pruning.for_trial import trial_pruner
 from rem.pruning.methods import get_method
+from rem.training.graphs import GraphedForward
+from rem.training.paths import GRAPHS, trial_path
 from rem.training.progress import TrialProgress
 from rem.training.validation_loss import ValidationLoss
 
@@ -51,8 +53,14 @@ def search_precision(cfg: Config) -> str:
     return cfg.train.precision if cfg.prune.search_precision == "train" else cfg.prune.search_precision
 
 
-def compiled(cfg: Config, model: torch.nn.Module) -> torch.nn.Module:
-    return compile_model(model) if cfg.train.compile else model
+def compiled(cfg: Config, model: torch.nn.Module, device: torch.device) -> torch.nn.Module:
+    """What a trial's steps and the search's passes call: the model, or torch.compile of it where its path compiles
+    (as CUDA graphs with `train.cuda_graphs` on a GPU)."""
+    path = trial_path(cfg, device)
+    if not path.compiled:
+        return model
+    forward = compile_model(model, path.mode)
+    return GraphedForward(forward, model) if path.mode == GRAPHS else forward
 
 
 def final_weights_choice(cfg: Config) -> str:
@@ -97,7 +105,7 @@ class TrainingRun:
     device: torch.device
     transform: BatchTransform
     model: torch.nn.Module
-    forward: torch.nn.Module  # what steps and evaluations call: `compiled(cfg, model)`
+    forward: torch.nn.Module  # what steps and evaluations call: `compiled(cfg, model, device)`
     optimizer: torch.optim.Optimizer
     scheduler: torch.optim.lr_scheduler.LRScheduler
     pruner: TrialPruner
@@ -116,7 +124,7 @@ class TrainingRun:
         optimizer = torch.optim.Adam(model.parameters(), lr=cfg.train.lr)
         scheduler = torch.optim.lr_scheduler.ExponentialLR(optimizer, gamma=cfg.train.lr_decay)
         transform = BatchTransform.from_config(spec, cfg.data)
-        forward = compiled(cfg, model)
+        forward = compiled(cfg, model, device)
         pruner = trial_pruner(model, cfg.prune, lambda **extra: build_model(cfg, spec, **extra).to(device),
                               spec.in_shape, cfg.train.precision)
         run = cls(cfg, splits, device, transform, model, forward, optimizer, scheduler, pruner, cfg.train.margin(0))
@@ -126,8 +134,13 @@ class TrainingRun:
                 num_classes=spec.num_classes, precision=search_precision(cfg), loss_kwargs=run.loss_kwargs,
                 order_by_loss=cfg.prune.order_by_loss,
                 # the compiled forward would go stale once the pruner rebuilds the model
-                compiled=forward if cfg.train.compile and not pruner.rebuilds_model else None)
+                compiled=forward if forward is not model and not pruner.rebuilds_model else None)
         return run
+
+    @property
+    def compiled(self) -> bool:
+        """Whether the trial's steps run torch.compile's graphs (`train.compile`, "auto" by rem.training.paths)."""
+        return trial_path(self.cfg, self.device).compiled
 
     @property
     def precision(self) -> str:
@@ -137,7 +150,7 @@ class TrainingRun:
     def use_model(self, model: torch.nn.Module) -> None:
         """Train `model` from now on (the pruner's rebuilt one), with its own forward; the same model: nothing."""
         if model is not self.model:
-            self.model, self.forward = model, compiled(self.cfg, model)
+            self.model, self.forward = model, compiled(self.cfg, model, self.device)
 
     def adopt_pruned(self) -> None:
         """After the pruner's end of epoch: train the model it hands over (capsule pruning's rebuilt, smaller one)."""

@@ -12,6 +12,7 @@ import pandas as pd
 import pytest
 
 from rem.config import RENAMED
+from rem.device import native_bf16
 from rem.results.table import IDENTITY
 from tests.conftest import REPO
 
@@ -41,7 +42,10 @@ def test_the_gpu_check_runs_every_part_on_the_cpu_without_ray_mlflow_or_dvc(fash
     summary = json.loads((out / "summary.json").read_text())
     statuses = {name: (p["status"], p["error"][-300:]) for name, p in summary["parts"].items()}
     assert done.returncode == 0, (statuses, done.stdout[-3000:], done.stderr[-3000:])
-    assert list(statuses) == ["a_tests", "b_trials", "c_epochs", "d_sharing", "e_packing", "g_pairs", "f_evidence"]
+    assert list(statuses) == ["a_tests", "b_trials", "c_epochs", "d_sharing", "e_packing", "g_pairs", "h_graphs",
+                             "f_evidence"]
+    precisions = ("fp32", "bf16") if native_bf16("cpu") else ("fp32",)  # bf16 only where this CPU computes it
+    assert set(summary["parts"]["h_graphs"]["epochs"]) == {f"{p}/{g}" for p in precisions for g in ("plain", "graphs")}
     parts = summary["parts"]
     assert parts["b_trials"]["resume"]["device->device"]["exact"]
     assert all(row["host_waits_per_step"] <= 1 for t in parts["c_epochs"]["trials"].values() for row in t["epochs"])

@@ -65,6 +65,20 @@ def test_a_fixed_setting_that_differs_is_named_with_both_values(split, profile_g
                        later.assign(**{"train.warmup_steps": 200}), profile_grid, "later.parquet")
 
 
+def test_a_sweep_that_took_another_path_does_not_join(split, profile_grid):
+    """Eager or compiled is compared as taken (`compute/compiled`), not as asked: the published evidence run forced
+    eager (train.compile false, before the column existed); a later "auto" sweep whose trials took the eager path
+    joins, one whose trials compiled does not."""
+    published, later = split
+    assert "compute/compiled" not in published.columns and set(published["train.compile"].astype(str)) == {"False"}
+    eager = later.assign(**{"train.compile": "auto", "compute/compiled": 0.0})
+    check_same_run(published, eager, profile_grid, "later.parquet")
+    with pytest.raises(AddedTrialsError, match=r"column 'compute/compiled' is 1.0; the published run has 0.0"):
+        check_same_run(published, eager.assign(**{"compute/compiled": 1.0}), profile_grid, "later.parquet")
+    with pytest.raises(AddedTrialsError, match=r"column 'compute/compiled' is 1.0; the published run has 0.0"):
+        check_same_run(published, later.assign(**{"train.compile": True}), profile_grid, "later.parquet")
+
+
 def test_published_trials_and_trials_outside_the_grid_do_not_join(split, profile_grid):
     published, later = split
     with pytest.raises(AddedTrialsError, match="trials already published: .*model.name=capsnet,prune.method=none,train.seed=42"):

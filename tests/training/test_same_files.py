@@ -45,6 +45,8 @@ CHANGED_SINCE = {
     "primary_endpoint": "issue 52: report.primary_endpoint, the claim a run is designed to decide ('' by default)",
     "system_metrics": "issue 54: sweep.system_metrics, machine metrics per trial (auto: GPU trials only)",
     "min_epochs": "issue 52: train.min_epochs, the epochs before patience may stop a trial (0, the default, as before)",
+    "cuda_graphs": "issue 53: train.cuda_graphs, CUDA graphs on a GPU (off by default; ignored on the CPU)",
+    "compute/compiled": "issue 53: every epoch records the path train.compile took",
     **{f"{prefix}{key}": "issue 52: routing's input dependence and REM's entropy three more ways, every evaluation"
        for prefix in ("", "final/")
        for key in ("routing/input_dependence", "routing/input_dependence_weighted", "routing/fixed_preference",
