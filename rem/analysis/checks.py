@@ -3,7 +3,7 @@ measure (registered with `rem.config.checks`)."""
 
 from __future__ import annotations
 
-from rem.analysis.equivariance import MIN_IMAGES
+from rem.analysis.equivariance import FOLDS, MIN_FIT_IMAGES, MIN_IMAGES
 from rem.analysis.robustness.families import RobustnessError, check_families
 from rem.config import ConfigError
 from rem.config.checks import register_section_check
@@ -18,9 +18,10 @@ def check_section(cfg, source: str) -> None:
         raise ConfigError(f"{source}: eval.iteration_images must be >= 1; got {cfg.eval.iteration_images}")
     few = cfg.eval.robust_images
     if cfg.eval.equivariance and 0 < few < MIN_IMAGES:
-        # half of the images fit the map: fewer fitting rows than its width would fit any change exactly
-        raise ConfigError(f"{source}: eval.equivariance needs eval.robust_images 0 (all) or >= {MIN_IMAGES}, more than "
-                          f"twice the widest representation measured (DeepCaps' 10 x 32 poses); got {few}")
+        # each cross-validation fold's map is fitted on the other folds: at least MIN_FIT_IMAGES images, or a map of
+        # 161-321 numbers per output overfits what it is meant to measure
+        raise ConfigError(f"{source}: eval.equivariance needs eval.robust_images 0 (all) or >= {MIN_IMAGES}, so that "
+                          f"each of its {FOLDS} folds' maps is fitted on {MIN_FIT_IMAGES} images or more; got {few}")
 
 
 register_section_check("eval", check_section)

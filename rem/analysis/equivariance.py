@@ -4,9 +4,13 @@ the original through one linear map, and more predictably than a CNN's features 
 Robustness (accuracy under a transform) is not equivariance: a model can keep its answer while its poses change
 arbitrarily, or lose it while they change predictably. Here, for test images x and a transform g of a robustness
 family at one strength, the representations P = f(x) and Q = f(g·x) (one row per image) are compared: a linear map
-with bias, Q ≈ P·W + b, is fitted by (slightly ridged) least squares on half of the images and applied to the other
-half. Its held-out error ||Q - P·W - b||² / ||Q - mean Q||² is 0 for a representation that transforms linearly and
-about 1 when the map explains nothing of how it moves (above 1: it explains less than the mean).
+with bias, Q ≈ P·W + b, is fitted by ridge least squares and scored on images it was not fitted on, by `FOLDS`-fold
+cross-validation (each fold predicted by the map fitted on the other four, at least `MIN_FIT_IMAGES` images); its
+ridge is chosen among `RIDGES` by a second cross-validation inside those fitting images, so a map with 161 numbers per
+output does not overfit. The pooled held-out error ||Q - P·W - b||² / ||Q - mean Q||² is 0 for a representation that
+transforms linearly and about 1 when the map explains nothing of how it moves. Beside it, the same fit on shuffled
+pairs (each f(x) paired with another image's f(g·x)) is the null: what the fit scores on pairs with no relation
+(about 1, a little above on finite samples). An error is read against its null, never alone.
 
 f is the class capsules' poses for a capsule model (10 × 16 = 160 numbers on 10 classes), and for a CNN baseline its
 last hidden layer (`rem.models.cnn`: 160 units for the CNN matched to CapsNet), the layer of the same width before
@@ -15,6 +19,8 @@ the classes (`rem.analysis.representations`). A trial measures it in the same pa
 """
 
 from __future__ import annotations
+
+import statistics
 
 import pandas as pd
 import torch
@@ -26,34 +32,92 @@ from rem.analysis.robustness.families import IDENTITY, check_families
 from rem.analysis.robustness.transforms import transform_images
 from rem.device import HOST, autocast
 
-MIN_IMAGES = 700  # per trial: its half that fits the map must outnumber the widest representation (320)
-RIDGE = 1e-6  # relative to the mean squared input: keeps the fit defined when poses are collinear (dead capsules)
+FOLDS = 5
+MIN_FIT_IMAGES = 2000  # images a map is fitted on: six times DeepCaps' 321 numbers per output, the widest fitted
+MIN_IMAGES = -(-MIN_FIT_IMAGES * FOLDS // (FOLDS - 1))  # a trial's images, so that every fold's fit has that many
+# relative to the mean squared input (so one grid serves every scale of pose); the smallest keeps the fit defined
+# where poses are collinear (dead capsules), the largest shrinks the map to almost nothing (predicting the mean)
+RIDGES = (1e-6, 1e-4, 1e-3, 1e-2, 1e-1, 1.0, 10.0)
 
 
-def fit_linear_map(p: torch.Tensor, q: torch.Tensor, ridge: float = RIDGE) -> tuple[torch.Tensor, torch.Tensor]:
-    """(W, b) minimising ||q - p W - b||² + ridge·mean(p²)·||W||², in float64; p (n, d), q (n, e)."""
+def fit_linear_map(p: torch.Tensor, q: torch.Tensor, ridge: float = RIDGES[0]) -> tuple[torch.Tensor, torch.Tensor]:
+    """(W, b) minimising ||q - p W - b||² + ridge·mean(p²)·||W||² (p centred), in float64; p (n, d), q (n, e)."""
+    return RidgePath(p.double(), q.double()).map(ridge)
+
+
+def fold_rows(n: int, seed: int, device) -> list[torch.Tensor]:
+    """`FOLDS` disjoint sets of row indices covering 0..n-1, drawn on the host from a seeded CPU generator (the same
+    folds on every device)."""
+    order = torch.randperm(n, generator=torch.Generator().manual_seed(seed), device=HOST).to(device)
+    return [order[k::FOLDS] for k in range(FOLDS)]
+
+
+class RidgePath:
+    """Ridge fits of q on p at every relative ridge for the cost of one: the centred Gram matrix is diagonalised once,
+    and each ridge only shifts its eigenvalues."""
+
+    def __init__(self, p: torch.Tensor, q: torch.Tensor):
+        self.p_mean, self.q_mean = p.mean(0), q.mean(0)
+        pc, qc = p - self.p_mean, q - self.q_mean
+        self.values, self.vectors = torch.linalg.eigh(pc.T @ pc)
+        self.projected = self.vectors.T @ (pc.T @ qc)
+        self.scale = float((pc ** 2).mean()) * len(p)
+
+    def map(self, ridge: float) -> tuple[torch.Tensor, torch.Tensor]:
+        w = self.vectors @ (self.projected / (self.values + ridge * self.scale).clamp_min(1e-300)[:, None])
+        return w, self.q_mean - self.p_mean @ w
+
+
+def squared_error(p: torch.Tensor, q: torch.Tensor, fitted: tuple[torch.Tensor, torch.Tensor]) -> float:
+    w, b = fitted
+    return float(((q - p @ w - b) ** 2).sum())
+
+
+def chosen_ridge(p: torch.Tensor, q: torch.Tensor, seed: int) -> float:
+    """The ridge of `RIDGES` with the least squared error over `FOLDS` inner folds of these (fitting) rows."""
+    errors = [0.0] * len(RIDGES)
+    folds = fold_rows(len(p), seed, p.device)
+    for k, held in enumerate(folds):
+        rest = torch.cat([f for j, f in enumerate(folds) if j != k])
+        path = RidgePath(p[rest], q[rest])
+        for r, ridge in enumerate(RIDGES):
+            errors[r] += squared_error(p[held], q[held], path.map(ridge))
+    return RIDGES[min(range(len(RIDGES)), key=errors.__getitem__)]
+
+
+def cross_validated(p: torch.Tensor, q: torch.Tensor, seed: int = 0) -> tuple[float, float]:
+    """(pooled held-out relative squared error, the median ridge the folds chose) of the linear map from p to q: each of `FOLDS`
+    folds predicted by the map fitted on the others, at the ridge their own cross-validation chose."""
+    if len(p) != len(q) or len(p) * (FOLDS - 1) // FOLDS <= p.shape[1] + 1:
+        # fewer fitting rows than numbers per output: the map fits any change exactly there and says nothing held out
+        raise ValueError(f"equivariance: need as many rows of p as of q, and each fold's fit ({FOLDS - 1} of {FOLDS} "
+                         f"folds) to outnumber the width {p.shape[1]} plus its bias; got {len(p)} and {len(q)} images")
     p, q = p.double(), q.double()
-    p_mean, q_mean = p.mean(0), q.mean(0)
-    pc, qc = p - p_mean, q - q_mean  # the bias is the means' difference once both are centred
-    gram = pc.T @ pc + ridge * float((pc ** 2).mean()) * len(p) * torch.eye(p.shape[1], dtype=p.dtype, device=p.device)
-    w = torch.linalg.solve(gram, pc.T @ qc)
-    return w, q_mean - p_mean @ w
+    residual, ridges = 0.0, []
+    folds = fold_rows(len(p), seed, p.device)
+    for k, held in enumerate(folds):
+        fit = torch.cat([f for j, f in enumerate(folds) if j != k])
+        ridges.append(chosen_ridge(p[fit], q[fit], seed + 1 + k))
+        residual += squared_error(p[held], q[held], RidgePath(p[fit], q[fit]).map(ridges[-1]))
+    spread = float(((q - q.mean(0)) ** 2).sum())
+    return (residual / spread if spread > 0 else float("nan")), statistics.median_low(ridges)
 
 
 def held_out_error(p: torch.Tensor, q: torch.Tensor, seed: int = 0) -> float:
-    """The relative squared error of the map fitted on a random half of the rows, on the other half."""
-    if len(p) != len(q) or len(p) // 2 <= p.shape[1]:
-        # fewer fitting rows than columns: the map fits any change exactly there and says nothing held out
-        raise ValueError(f"equivariance: need as many rows of p as of q, more than twice the width {p.shape[1]}; "
-                         f"got {len(p)} and {len(q)} images")
-    # drawn on the host from a seeded CPU generator: the same halves on every device
-    order = torch.randperm(len(p), generator=torch.Generator().manual_seed(seed), device=HOST).to(p.device)
-    fit, test = order[: len(p) // 2], order[len(p) // 2:]
-    w, b = fit_linear_map(p[fit], q[fit])
-    predicted = p[test].double() @ w + b
-    target = q[test].double()
-    spread = float(((target - target.mean(0)) ** 2).sum())
-    return float(((target - predicted) ** 2).sum()) / spread if spread > 0 else float("nan")
+    """The cross-validated relative squared error of the linear map from p (n, d) to q (n, e)."""
+    return cross_validated(p, q, seed)[0]
+
+
+def shuffled_pairs(q: torch.Tensor, seed: int) -> torch.Tensor:
+    """q's rows in a seeded random order: each row of p paired with another image's (the null's pairs)."""
+    order = torch.randperm(len(q), generator=torch.Generator().manual_seed(seed + 7919), device=HOST)
+    return q[order.to(q.device)]
+
+
+def measured(p: torch.Tensor, q: torch.Tensor, seed: int) -> dict[str, float]:
+    """The map's held-out error, its chosen ridge, and the same fit's error on shuffled pairs (the null)."""
+    error, ridge = cross_validated(p, q, seed)
+    return {"error": error, "null_error": cross_validated(p, shuffled_pairs(q, seed), seed)[0], "ridge": ridge}
 
 
 @torch.no_grad()
@@ -77,16 +141,17 @@ def encode(model: nn.Module, images: torch.Tensor, *, transform=None, batch: int
 
 
 def equivariance_frame(points: dict, base: torch.Tensor, seed: int = 0) -> pd.DataFrame:
-    """Per (family, strength) of `points` (its representation of the transformed images): the held-out error of the
-    linear map from `base` (that of the untransformed images) to it, with the number of images and the width."""
-    return pd.DataFrame([{"family": family, "strength": float(strength), "error": held_out_error(base, moved, seed),
+    """Per (family, strength) of `points` (its representation of the transformed images): `measured`'s held-out error
+    of the linear map from `base` (that of the untransformed images) to it, its null and ridge, with the number of
+    images and the width."""
+    return pd.DataFrame([{"family": family, "strength": float(strength), **measured(base, moved, seed),
                           "images": len(base), "width": base.shape[1]} for (family, strength), moved in points.items()])
 
 
 @torch.no_grad()
 def equivariance(model: nn.Module, images: torch.Tensor, families: dict, *, transform=None, batch: int = 500,
                  seed: int = 0, quantize_levels: int | None = None, precision: str = "fp32") -> pd.DataFrame:
-    """Per family and strength: the held-out error of the linear map from f(x) to f(g·x) on uint8 `images`
+    """Per family and strength: the held-out error of the linear map from f(x) to f(g·x) (and its null) on uint8 `images`
     (N, C, H, W, on the model's device), with the number of images; `families` as eval.robust_families;
     `transform`, `quantize_levels` and `precision` as the trial's evaluation runs them (`encode`)."""
     options = {"transform": transform, "batch": batch, "quantize_levels": quantize_levels, "precision": precision}

@@ -116,6 +116,17 @@ def at_chance(arm: str, accuracies: Sequence[float], chance: float, point: str) 
     return None
 
 
+def no_better_than_null(arm: str, errors: Sequence[float], nulls: Sequence[float], point: str) -> str | None:
+    """Per seed, a map's held-out error and the same fit's on shuffled pairs: the reason when a seed's error is not
+    below its own null, where the map explains no more of how the representation moves than of unrelated pairs."""
+    pairs = [(e, n) for e, n in zip(errors, nulls) if not (math.isnan(e) or math.isnan(n))]
+    worst = max(pairs, key=lambda pair: pair[0] - pair[1], default=None)
+    if worst and worst[0] >= worst[1]:
+        return (f"no better than its null: {arm}'s map on {point} leaves {worst[0]:.3f} of the spread unexplained in "
+                f"a seed, its shuffled pairs {worst[1]:.3f}")
+    return None
+
+
 def first(*reasons: str | None) -> str | None:
     """The first failed check's reason (checks in the order a reader should hear them), None when all pass."""
     return next((r for r in reasons if r), None)

@@ -7,7 +7,7 @@ import math
 import pytest
 import torch
 
-from rem.analysis.equivariance import equivariance, fit_linear_map, held_out_error
+from rem.analysis.equivariance import cross_validated, equivariance, fit_linear_map, held_out_error, measured
 from rem.analysis.representations import representation
 from rem.models import create_model
 
@@ -31,8 +31,28 @@ def test_unrelated_poses_leave_about_all_of_their_spread_unexplained():
 
 
 def test_too_few_images_for_the_width_is_one_line():
-    with pytest.raises(ValueError, match="more than twice the width 20"):
-        held_out_error(torch.zeros(40, 20), torch.zeros(40, 20))
+    with pytest.raises(ValueError, match=r"each fold's fit \(4 of 5 folds\) to outnumber the width 20 plus its bias; got 25"):
+        held_out_error(torch.zeros(25, 20), torch.zeros(25, 20))
+
+
+def test_cross_validated_ridge_does_not_overfit_where_the_nearly_unridged_half_split_did():
+    """161 numbers per output fitted on 200 images: the old fit (ridge 1e-6 on one half) explained unrelated poses
+    worse than their mean; the chosen ridge shrinks the map until it explains nothing, as it should."""
+    gen = torch.Generator().manual_seed(3)
+    p, q = torch.randn(400, 160, generator=gen), torch.randn(400, 16, generator=gen)
+    w, b = fit_linear_map(p[:200], q[:200])
+    old = float(((q[200:] - p[200:].double() @ w.float().double() - b) ** 2).sum() / ((q[200:] - q[200:].mean(0)) ** 2).sum())
+    error, ridge = cross_validated(p, q)
+    assert old > 2.0 and 0.95 < error < 1.1 and ridge >= 1.0
+
+
+def test_a_linear_change_beats_its_shuffled_pairs_null():
+    gen = torch.Generator().manual_seed(4)
+    p = torch.randn(1000, 30, generator=gen)
+    q = p @ torch.randn(30, 12, generator=gen) + 0.3 * torch.randn(1000, 12, generator=gen)
+    result = measured(p, q, seed=0)
+    assert result["error"] < 0.1 and 0.95 < result["null_error"] < 1.1 and result["ridge"] in (1e-6, 1e-4, 1e-3, 1e-2)
+    assert measured(p, q, seed=0) == result  # seeded folds and pairs: the same numbers every run
 
 
 def test_capsule_poses_and_the_cnns_hidden_layer_are_what_is_compared():

@@ -21,7 +21,7 @@ from rem.training.run import evaluate_split
 from tests.tiny_trials import tiny_cfg
 
 FAMILIES = {"rotation": [0.0, 30.0], "translation": [2.0]}
-IMAGES = 400  # > 2 x the 160 numbers of CapsNet's class poses (the fit's half must outnumber them)
+IMAGES = 400  # each fold's fit (4/5 of them) outnumbers the 161 numbers per output of CapsNet's class poses
 
 
 def run_for(cfg, images: torch.Tensor, labels: torch.Tensor):
@@ -81,6 +81,7 @@ def test_equivariance_of_a_trials_final_model_in_both_forwards(capsule_cfg, test
     for segment in ("", "plain/"):
         assert metrics[f"equivariance/rotation/0/{segment}error"] < 1e-6  # the identity: exactly linear
         assert 0 < metrics[f"equivariance/rotation/30/{segment}error"] and metrics[f"equivariance/translation/2/{segment}width"] == 160
+        assert metrics[f"equivariance/rotation/30/{segment}null_error"] > 0.9  # shuffled pairs: nothing to explain
         assert metrics[f"equivariance/rotation/30/{segment}images"] == IMAGES
     cnn = trial_transformed(run_for(cfg.with_overrides({"model.name": "cnn_matched", "model.options": {}}), *test_images),
                             FINAL, robust=False, equivariant=True)
@@ -88,7 +89,7 @@ def test_equivariance_of_a_trials_final_model_in_both_forwards(capsule_cfg, test
 
 
 def test_too_few_images_for_equivariance_is_one_line_before_training(capsule_cfg):
-    with pytest.raises(ConfigError, match=r"eval.equivariance needs eval.robust_images 0 \(all\) or >= 700.*got 300"):
+    with pytest.raises(ConfigError, match=r"eval.equivariance needs eval.robust_images 0 \(all\) or >= 2500, so that each of its 5 folds' maps is fitted on 2000 images or more; got 300"):
         capsule_cfg.with_overrides({"eval.equivariance": True, "eval.robust_images": 300})
 
 

@@ -19,17 +19,22 @@ def equivariance_rows(points: pd.DataFrame, seeds: dict) -> list[list[str]]:
     return written(equivariance_cells(points, seeds))
 
 
-def with_equivariance(results: pd.DataFrame, errors: dict) -> pd.DataFrame:
-    """`errors`: trial_key -> (error at ±30° in the final forward, in the plain forward or None)."""
+def with_equivariance(results: pd.DataFrame, errors: dict, null: float | None = None) -> pd.DataFrame:
+    """`errors`: trial_key -> (error at ±30° in the final forward, in the plain forward or None); `null`: every
+    forward's shuffled-pair null, or none recorded (trials from before it)."""
     rows = results.copy()
     for key, (final, plain) in errors.items():
         at = rows["trial_key"] == key
         for strength in ("-30", "30"):
             rows.loc[at, f"equivariance/rotation/{strength}/error"] = final
             rows.loc[at, f"equivariance/rotation/{strength}/width"] = 160.0
-            rows.loc[at, f"equivariance/rotation/{strength}/images"] = 1000.0
+            rows.loc[at, f"equivariance/rotation/{strength}/images"] = 2500.0
+            if null is not None:
+                rows.loc[at, f"equivariance/rotation/{strength}/null_error"] = null
             if plain is not None:
                 rows.loc[at, f"equivariance/rotation/{strength}/plain/error"] = plain
+                if null is not None:
+                    rows.loc[at, f"equivariance/rotation/{strength}/plain/null_error"] = null
     return rows
 
 
@@ -95,3 +100,24 @@ def test_an_axis_the_report_does_not_know_is_its_own_arm_never_a_seed():
     capsule_rows = [r for r in table.rows if r[0] == "capsnet" and r[1].startswith("+Q")]
     assert len(capsule_rows) == 2 and {r[2] for r in capsule_rows} == {"1"}  # one seed each, not two averaged
     assert {r[4] for r in capsule_rows} == {"0.200 (+Q 0.500)", "0.220 (+Q 0.520)"}
+
+
+def test_a_recorded_null_is_shown_beside_each_error_and_the_method_note_follows_what_was_recorded():
+    without = equivariance_table(equivariance_points(with_equivariance(claims_results(), ERRORS)), "fashion-mnist")
+    assert "no null was recorded" in without.notes[0] and "half of the 2500 images" in without.notes[0]
+    table = equivariance_table(equivariance_points(with_equivariance(claims_results(), ERRORS, null=1.004)),
+                               "fashion-mnist")
+    assert table.header == ["Model", "Variant", "Seeds", "Width", "Rotation ±30° error", "Rotation ±30° null"]
+    cells = {(r[0], r[1]): r for r in table.rows}
+    assert cells[("capsnet", "+Q")][4:] == ["0.210 ± 0.014 (+Q 0.510 ± 0.014)", "1.004 ± 0.000"]
+    assert "scored by 5-fold cross-validation" in table.notes[0] and "Null: the same fit on shuffled pairs" in table.notes[0]
+
+
+def test_a_capsule_error_no_better_than_its_null_is_not_tested():
+    three = claims_results(seeds=3)
+    beaten = equivariance_points(with_equivariance(three, ERRORS3, null=1.0))
+    assert equivariance_rows(beaten, arms_of(three))[0][5] == "supported"
+    # a null at 0.21 in every seed: the plain forward's 0.21-0.22 explains no more than unrelated pairs do
+    (row,) = equivariance_rows(equivariance_points(with_equivariance(three, ERRORS3, null=0.21)), arms_of(three))
+    assert row[5] == ("not tested: no better than its null: capsnet +Q's map on Rotation ±30° leaves 0.220 of the "
+                      "spread unexplained in a seed, its shuffled pairs 0.210")

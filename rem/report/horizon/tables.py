@@ -18,6 +18,7 @@ from rem.report.evidence.tables import arm_rows, arm_seed_map, arms, claim_rows,
 from rem.report.preconditions import PRECONDITIONS_NOTE
 from rem.report.registry import HORIZON_PAGE, Context, report_table
 from rem.report.render import Table
+from rem.report.routing_measures import ceiling_bits
 from rem.report.verdicts import HEADER as VERDICT_HEADER, RULE_NOTE, claims_table
 from rem.results.frames import final_value, finished_trials, last_rows
 
@@ -102,10 +103,9 @@ def class_indices(frame: pd.DataFrame) -> list[int]:
 
 def ceiling(group: pd.DataFrame, indices: list[int]) -> tuple[str, str]:
     """The highest entropy and parse-tree count an arm's test images allow (every image a tree of its own): per
-    seed, the mean over classes of log2(images of the class), and the images in all."""
+    seed, `ceiling_bits` (the ceiling table's), and the images in all."""
     images = np.stack([final_value(group, f"images/class_{k}").to_numpy(float) for k in indices])
-    return (spread(pd.Series(np.log2(np.maximum(images, 1)).mean(axis=0))).text(3),
-            spread(pd.Series(images.sum(axis=0))).text(0))
+    return spread(ceiling_bits(group)).text(3), spread(pd.Series(images.sum(axis=0))).text(0)
 
 
 @report_table("horizon-classes", "Entropy and parse trees per class", pages={HORIZON_PAGE: 40}, file="classes_{group}",
