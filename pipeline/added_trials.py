@@ -103,8 +103,10 @@ def check_same_run(published: pd.DataFrame, added: pd.DataFrame, profile_grid, s
 
 def added_record(run: dict, addition: dict, keys: list[str]) -> dict:
     """run.json with the later sweep appended under "added"; trials it ran that the first run had stopped leave
-    that run's "not published" list."""
-    stopped = [k for k in run.get("not published", "").split("; ") if k and k not in keys]
+    that run's "not published" list, whether it names them by trial key or by grid point (a matched control's key
+    carries the target its reference reached, its grid point does not)."""
+    ran = set(keys) | {grid_point_key(k) for k in keys}
+    stopped = [k for k in run.get("not published", "").split("; ") if k and k not in ran]
     out = {k: v for k, v in run.items() if k != "not published"}
     if stopped:
         out["not published"] = "; ".join(stopped)

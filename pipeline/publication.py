@@ -142,7 +142,7 @@ class Publication:
         if self.before_render is not None:
             self.before_render(cfg, out, results)
         run = self.record(cfg, results, stopped, load)
-        atomic_write_text(out / "run.json", json.dumps(run, indent=2) + "\n")
+        atomic_write_text(out / "run.json", json.dumps(run, indent=2, ensure_ascii=False) + "\n")
         return self.render(out, results, run)
 
     def add(self, cfg, out: Path, load: str = "") -> list[Path]:
@@ -164,7 +164,7 @@ class Publication:
         addition = {**self.record(cfg, later, stopped, load), "command": f"`{how}`"}
         run = added_record(json.loads(run_file.read_text()) if run_file.is_file() else {}, addition, keys)
         atomic_write(out / "sweep.parquet", lambda tmp: results.to_parquet(tmp, index=False))
-        atomic_write_text(run_file, json.dumps(run, indent=2) + "\n")
+        atomic_write_text(run_file, json.dumps(run, indent=2, ensure_ascii=False) + "\n")
         return self.render(out, results, run)
 
     def run(self, cfg, args: argparse.Namespace) -> int:

@@ -26,11 +26,12 @@ from rem.pruning.methods.registry import METHODS, REM_RANK, FixedTargetMethod, P
 from rem.results.grid import SEED, point_keys
 
 REPLICATES = frozenset({SEED})
-# Read by the paper name (the variant, the table) or derived from it per trial (a matched control's target sparsity
-# is the sparsity its own seed's reference reached); every pruning method's arm settings are read by it too
-# (`stated_keys`).
+# Read by the paper name (the variant, the table) or derived from it per trial (a matched control's target sparsity,
+# and with `prune.scope: tensor` each tensor's, are what its own seed's reference reached, so they differ by seed
+# within one arm); every pruning method's arm settings are read by it too (`stated_keys`).
 STATED = frozenset({
     "data.dataset", "model.name", "model.routing_iterations", "model.decoder", "prune.method", "prune.target_from",
+    "prune.tensor_targets",
 })
 # Where and how a trial runs or reports, not what it computes.
 HOW_IT_RUNS = frozenset({

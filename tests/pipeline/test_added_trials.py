@@ -94,6 +94,10 @@ def test_the_later_sweep_is_recorded_beside_the_first_and_leaves_its_stopped_lis
     assert run["commit"] == "aaa" and run["not published"] == "k3"
     assert run["added"] == [{"commit": "bbb", "load": "alone", "trials": "k1; k2"}]
     assert "not published" not in added_record(run, {"commit": "ccc"}, ["k3"])
+    # a matched control never started is listed by its grid point; once run, its key carries the targets it reached
+    point = "model.name=gamma_capsnet,prune.method=imp,prune.scope=tensor,prune.target_from=rem,train.seed=43"
+    ran = point.replace(",train.seed", ',prune.target_sparsity=0.43,prune.tensor_targets={"conv1.weight": 0.09},train.seed')
+    assert "not published" not in added_record({"not published": point}, {"commit": "ddd"}, [ran])
 
 
 def test_add_writes_the_joined_run_and_its_page(split, tmp_path, monkeypatch):

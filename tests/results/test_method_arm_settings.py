@@ -67,3 +67,15 @@ def test_an_arm_asks_its_method_not_its_label():
     assert Arm(method="rem", tensors=("votes.weight",)).label == "+REM W only"
     assert Arm(method="imp", control_of="rem", lambda_ratio=100).label == "+IMP@REM λ×100"
     assert Arm(method="capsules", capsule_fraction=0.25).label == "+CAPS 25%"
+
+
+def test_a_per_tensor_matched_control_is_one_arm_whatever_targets_its_seeds_derived():
+    """`prune.tensor_targets`, like `prune.target_sparsity`, is what each seed's own reference reached: it differs by
+    seed within one arm and never names the arm."""
+    def control(key: str, seed: int, targets: str) -> dict:
+        return {"trial_key": key, "epoch": 1, "status": "FINISHED", "data.dataset": "fashion-mnist",
+                "model.name": "gamma_capsnet", "prune.method": "imp", "prune.target_from": "rem", "prune.scope": "tensor",
+                "prune.target_sparsity": 0.4 + seed / 1000, "prune.tensor_targets": targets, "train.seed": seed}
+    results = label_trials(pd.DataFrame([control("a", 42, '{"conv1.weight": 0.09}'),
+                                         control("b", 43, '{"conv1.weight": 0.1}')]))
+    assert set(results["variant"]) == {"+IMP@REM"} and "prune.tensor_targets" in stated_keys()
