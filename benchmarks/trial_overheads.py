@@ -1,7 +1,7 @@
 """The share of each trial's wall time spent outside its training steps, from a finished sweep (issue 53).
 
     PYTHONPATH=$PWD python benchmarks/trial_overheads.py reports/evidence/horizon/sweep.parquet
-    PYTHONPATH=$PWD python benchmarks/trial_overheads.py --mlflow /work/run-gamma/mlflow.db [--sweep SWEEP_ID]
+    PYTHONPATH=$PWD python benchmarks/trial_overheads.py --mlflow <run checkout>/mlflow.db [--sweep SWEEP_ID]
 
 Every epoch records `time/train_s` (its optimizer steps), `prune/seconds` (REM's threshold search, where the trial
 searches) and `time/epoch_s` (steps, the pruner's end of epoch and the epoch's evaluation); the measurements a trial

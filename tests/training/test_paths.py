@@ -41,7 +41,9 @@ def test_auto_follows_the_rule_for_this_kind_and_true_or_false_force(monkeypatch
 
 
 def test_the_setting_defaults_to_auto_and_keeps_sweep_ids(synthetic_raw):
-    assert Config().train.compile == "auto" and load(REPO / "params.yaml").train.compile == "auto"
+    assert Config().train.compile == "auto"
+    assert load(REPO / "params.yaml", {"profile": "horizon_gamma"}).train.compile == "auto"  # long trials: the rule's
+    assert load(REPO / "params.yaml").train.compile is False  # quick: a 2-epoch trial never earns a compile back
     cfg = tiny_cfg(synthetic_raw, compile="auto")
     # auto is hashed as the false it replaced: a sweep started before it resumes under the same id
     assert cfg.digest() == cfg.with_overrides({"train.compile": False}).digest()
