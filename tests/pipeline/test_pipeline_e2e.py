@@ -27,10 +27,22 @@ from rem.training.checkpoint import CHECKPOINT_FILE
 from tests.conftest import REPO, SYNTHETIC
 
 
+def pipeline_outputs() -> set[str]:
+    """What `dvc repro` writes that Git does not ignore (dvc.lock, the headline metrics DVC experiments bring back):
+    a user who ran the main job has them, and the copy must start the pipeline from nothing, as a fresh clone does."""
+    stages = yaml.safe_load((REPO / "dvc.yaml").read_text())["stages"].values()
+    declared = {next(iter(o)) if isinstance(o, dict) else o
+                for stage in stages for kind in ("outs", "metrics", "plots") for o in stage.get(kind, [])}
+    return declared | {"dvc.lock"}
+
+
 def copy_repo(dest: Path) -> Path:
     files = subprocess.run(["git", "ls-files", "-co", "--exclude-standard"], cwd=REPO, capture_output=True,
                            text=True, check=True).stdout.split()
+    produced = pipeline_outputs()
     for name in files:
+        if any(name == out or name.startswith(out.rstrip("/") + "/") for out in produced):
+            continue
         if (REPO / name).is_file():
             (dest / name).parent.mkdir(parents=True, exist_ok=True)
             shutil.copy2(REPO / name, dest / name)
