@@ -52,6 +52,12 @@ def fold_rows(n: int, seed: int, device) -> list[torch.Tensor]:
     return [order[k::FOLDS] for k in range(FOLDS)]
 
 
+def held_and_rest(folds: list[torch.Tensor]):
+    """Each fold's rows with the other folds' rows beside them: (held out, fitted on)."""
+    for k, held in enumerate(folds):
+        yield held, torch.cat([f for j, f in enumerate(folds) if j != k])
+
+
 class RidgePath:
     """Ridge fits of q on p at every relative ridge for the cost of one: the centred Gram matrix is diagonalised once,
     and each ridge only shifts its eigenvalues."""
@@ -76,9 +82,7 @@ def squared_error(p: torch.Tensor, q: torch.Tensor, fitted: tuple[torch.Tensor, 
 def chosen_ridge(p: torch.Tensor, q: torch.Tensor, seed: int) -> float:
     """The ridge of `RIDGES` with the least squared error over `FOLDS` inner folds of these (fitting) rows."""
     errors = [0.0] * len(RIDGES)
-    folds = fold_rows(len(p), seed, p.device)
-    for k, held in enumerate(folds):
-        rest = torch.cat([f for j, f in enumerate(folds) if j != k])
+    for held, rest in held_and_rest(fold_rows(len(p), seed, p.device)):
         path = RidgePath(p[rest], q[rest])
         for r, ridge in enumerate(RIDGES):
             errors[r] += squared_error(p[held], q[held], path.map(ridge))
@@ -94,9 +98,7 @@ def cross_validated(p: torch.Tensor, q: torch.Tensor, seed: int = 0) -> tuple[fl
                          f"folds) to outnumber the width {p.shape[1]} plus its bias; got {len(p)} and {len(q)} images")
     p, q = p.double(), q.double()
     residual, ridges = 0.0, []
-    folds = fold_rows(len(p), seed, p.device)
-    for k, held in enumerate(folds):
-        fit = torch.cat([f for j, f in enumerate(folds) if j != k])
+    for k, (held, fit) in enumerate(held_and_rest(fold_rows(len(p), seed, p.device))):
         ridges.append(chosen_ridge(p[fit], q[fit], seed + 1 + k))
         residual += squared_error(p[held], q[held], RidgePath(p[fit], q[fit]).map(ridges[-1]))
     spread = float(((q - q.mean(0)) ** 2).sum())

@@ -18,7 +18,7 @@ from rem.report.preconditions import first, no_better_than_null
 from rem.report.verdicts import Differs, cells, decide
 from rem.report.registry import CLAIMS_PAGE, REPORT_PAGE, Context, report_table
 from rem.report.render import Table
-from rem.report.robustness import (HEADLINE, KEEP, arm_spread, arms, baseline_arms, capsule_arms, per_trial,
+from rem.report.robustness import (HEADLINE, KEEP, arm_keys, arm_spread, arms, baseline_arms, capsule_arms, per_trial,
                                    with_plain_forward)
 from rem.results.arms import PLAIN_ARM, PLUS_Q
 from rem.results.frames import last_rows
@@ -105,7 +105,7 @@ def null_check(points: pd.DataFrame, model: str, variant: str, family: str, stre
     null = metric.replace("error", "null_error")
     if null not in points:
         return None
-    keys = points.loc[(points["model.name"].astype(str) == model) & (points["variant"] == variant), "trial_key"].unique()
+    keys = arm_keys(points, model, variant)
     errors, nulls = (per_trial(points, family, strengths, m).reindex(keys) for m in (metric, null))
     return no_better_than_null(f"{model} {variant}", list(errors), list(nulls), label)
 

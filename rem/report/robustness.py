@@ -96,9 +96,13 @@ def baseline_arms(points: pd.DataFrame) -> list[str]:
     return sorted({str(m) for m in points["model.name"] if not routed(str(m))})
 
 
+def arm_keys(points: pd.DataFrame, model: str, variant: str):
+    """The trial keys of one arm's points."""
+    return points.loc[(points["model.name"].astype(str) == model) & (points["variant"] == variant), "trial_key"].unique()
+
+
 def arm_spread(values: pd.Series, points: pd.DataFrame, model: str, variant: str, scale: float) -> Spread:
-    keys = points.loc[(points["model.name"].astype(str) == model) & (points["variant"] == variant), "trial_key"].unique()
-    return spread(values.reindex(keys).dropna(), scale)
+    return spread(values.reindex(arm_keys(points, model, variant)).dropna(), scale)
 
 
 def shown_headline(points: pd.DataFrame) -> list[tuple[str, tuple, str]]:
