@@ -99,6 +99,7 @@ class Publication:
     render: Callable[[Path, pd.DataFrame, dict], list[Path]]  # (out, results, run) -> files written
     before_render: Callable[[object, Path, pd.DataFrame], None] | None = None  # copies the report stage's figures
     folder: Path | None = None  # where it goes, when not reports/<name>
+    not_run: Callable[[], str] | None = None  # the page --render-only writes while no run is published (why, how)
 
     @property
     def out(self) -> Path:
@@ -118,16 +119,21 @@ class Publication:
                                    f"run `{self.command}` first")
         return results
 
+    def without_stopped(self, everything: pd.DataFrame) -> tuple[pd.DataFrame, list[str]]:
+        """The trials that finished, and the keys of those that failed or were stopped (not evidence)."""
+        last = everything.sort_values("epoch").groupby("trial_key").tail(1)
+        stopped = sorted(last.loc[last["status"] != "FINISHED", "trial_key"].astype(str))
+        return everything[~everything["trial_key"].isin(stopped)], stopped
+
     def finished(self, cfg) -> tuple[pd.DataFrame, list[str]]:
         """The sweep's finished trials, and the keys of those that failed or were stopped, and of the grid's points
         it never started (a sweep stopped to fit, its table collected from MLflow): not evidence, so named in
         run.json and left out of the Parquet and the page."""
         everything = portable(self.read(Path(cfg.sweep.results)))
-        last = everything.sort_values("epoch").groupby("trial_key").tail(1)
-        stopped = sorted(last.loc[last["status"] != "FINISHED", "trial_key"].astype(str))
+        results, stopped = self.without_stopped(everything)
         present = {grid_point_key(k) for k in everything["trial_key"].astype(str)}
         never = [key for key in grid_point_keys(cfg.sweep.grid) if key not in present]
-        return everything[~everything["trial_key"].isin(stopped)], stopped + sorted(never)
+        return results, stopped + sorted(never)
 
     def record(self, cfg, results: pd.DataFrame, stopped: list[str], load: str) -> dict:
         """How the sweep that produced `results` was made: command, commit, times, machine, load, trials stopped."""
@@ -142,6 +148,20 @@ class Publication:
         if self.before_render is not None:
             self.before_render(cfg, out, results)
         run = self.record(cfg, results, stopped, load)
+        atomic_write_text(out / "run.json", json.dumps(run, indent=2, ensure_ascii=False) + "\n")
+        return self.render(out, results, run)
+
+    def adopt(self, made: Path, out: Path) -> list[Path]:
+        """Publish a run a script made without Ray or MLflow (`made` holds its sweep.parquet and its run.json, e.g.
+        benchmarks/gpu_horizon.py's): its finished trials, and its record as the script wrote it."""
+        results, stopped = self.without_stopped(portable(self.read(made / "sweep.parquet")))
+        run_file = made / "run.json"
+        if not run_file.is_file():
+            raise PublicationError(f"{run_file}: not found; the run's folder holds sweep.parquet and run.json")
+        run = json.loads(run_file.read_text())
+        if stopped:
+            run["not published"] = "; ".join(stopped)
+        atomic_write(out / "sweep.parquet", lambda tmp: results.to_parquet(tmp, index=False))
         atomic_write_text(out / "run.json", json.dumps(run, indent=2, ensure_ascii=False) + "\n")
         return self.render(out, results, run)
 
@@ -168,7 +188,11 @@ class Publication:
         return self.render(out, results, run)
 
     def run(self, cfg, args: argparse.Namespace) -> int:
-        if args.render_only:
+        if args.made is not None:
+            written = self.adopt(args.made, args.out)
+        elif args.render_only and self.not_run is not None and not (args.out / "sweep.parquet").is_file():
+            written = [atomic_write_text(args.out / "README.md", self.not_run())]
+        elif args.render_only:
             run = json.loads((args.out / "run.json").read_text()) if (args.out / "run.json").is_file() else {}
             written = self.render(args.out, self.read(args.out / "sweep.parquet"), run)
         elif args.add:
@@ -185,5 +209,7 @@ class Publication:
         parser.add_argument("--render-only", action="store_true", help="re-render from OUT/sweep.parquet and OUT/run.json")
         parser.add_argument("--add", action="store_true", help="add the sweep's trials to the run published in OUT "
                             "(arms it cut to fit, run later with the same settings)")
+        parser.add_argument("--from", dest="made", type=Path, help="publish the run a script made in this folder "
+                            "without Ray or MLflow (its sweep.parquet and run.json)")
         parser.add_argument("--load", default="", help="what else the machine ran meanwhile (recorded in run.json)")
         return run_with_params(self.run, parser.parse_args(argv), (PublicationError, AddedTrialsError))

@@ -1,10 +1,10 @@
 """benchmarks/gpu_check.py --cpu: the GPU check's every part (a-f) on the CPU at tiny sizes, with Ray, MLflow and DVC
-made unimportable in it and every process it starts (the check must need only torch, torchvision and this repo)."""
+made unimportable in it and every process it starts (the check must need only torch, torchvision and this repo:
+tests/benchmarks/conftest.py)."""
 
 from __future__ import annotations
 
 import json
-import os
 import subprocess
 import sys
 
@@ -15,20 +15,6 @@ from rem.config import RENAMED
 from rem.device import native_bf16
 from rem.results.table import IDENTITY
 from tests.conftest import REPO
-
-BLOCKED = ("ray", "mlflow", "dvc")
-
-
-@pytest.fixture
-def without_ray_mlflow_dvc(tmp_path):
-    """An environment whose Python processes cannot import Ray, MLflow or DVC (a sitecustomize on PYTHONPATH)."""
-    site = tmp_path / "site"
-    site.mkdir()
-    (site / "sitecustomize.py").write_text(f"import sys\nfor name in {BLOCKED!r}:\n    sys.modules[name] = None\n")
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(site), str(REPO)])}
-    probe = subprocess.run([sys.executable, "-c", "import mlflow"], env=env, capture_output=True, text=True)
-    assert probe.returncode != 0 and "ModuleNotFoundError" in probe.stderr  # the block holds
-    return env
 
 
 @pytest.mark.slow
