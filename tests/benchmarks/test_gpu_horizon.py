@@ -65,9 +65,9 @@ def test_the_prepared_run_trains_the_whole_grid_on_the_cpu_and_publishes(fashion
     assert table["trial_key"].nunique() == 6 and set(table["status"]) == {"FINISHED"}
     assert set(table["prune.method"].astype(str)) == {"none", "rem"} and set(table["train.seed"]) == {42, 43, 44}
     assert set(table["profile"].astype(str)) == {"gpu_horizon"} and (table["train.precision"] == "fp32").all()
-    assert table["routing/input_dependence"].notna().all()  # every routing measure, every epoch
-    last = table[table["epoch"] == 2]
-    assert len(last) == 6 and last["final/parse_trees/mean"].notna().all()
+    assert table[["routing/input_dependence", "time/iteration_curves_s"]].notna().all().all()  # every epoch
+    last = table[table["epoch"] == 2]  # the final evaluation and the mechanism curve: the last epoch's
+    assert len(last) == 6 and last[["final/entropy/mean", "curve/global/0/entropy/mean"]].notna().all().all()
     run = json.loads((out / "run.json").read_text())
     assert "not published" not in run and run["epochs reached"].count(": 2") == 6
 
