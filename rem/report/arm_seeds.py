@@ -13,6 +13,7 @@ import pandas as pd
 from rem.analysis.forwards import PLAIN
 from rem.report.preconditions import (at_ceiling, chance_accuracy, classes_of, did_not_learn, evaluation_differs,
                                      first, input_independent, routing_uniform)
+from rem.results.arms import Arm
 from rem.results.frames import final_value, last_rows
 from rem.results.variants import routed
 
@@ -103,12 +104,14 @@ def trees_per_image(last: pd.DataFrame) -> np.ndarray:
     return np.where(images > 0, trees / np.maximum(images, 1), math.nan)
 
 
-def arms_of(results: pd.DataFrame) -> dict[tuple[str, str, str], ArmSeeds]:
-    """(dataset, model, variant label) -> the arm's seeds, for every arm with a finished trial."""
+def arms_of(results: pd.DataFrame) -> dict[tuple[str, str, Arm], ArmSeeds]:
+    """(dataset, model, arm) -> the arm's seeds, for every arm with a finished trial, listed by dataset, model and
+    label (the order the pages show them)."""
     last = last_rows(results)
-    return {(str(d), str(m), str(v)): arm_seeds(group, f"{m} {v}")
-            for (d, m, v), group in last.groupby([last["data.dataset"].astype(str), last["model.name"].astype(str),
-                                                  last["variant"]])}
+    groups = last.groupby([last["data.dataset"].astype(str), last["model.name"].astype(str), last["arm_key"]])
+    found = {(d, m, group["arm"].iloc[0]): arm_seeds(group, f"{m} {group['arm'].iloc[0].label}")
+             for (d, m, _), group in groups}
+    return dict(sorted(found.items(), key=lambda item: (item[0][0], item[0][1], item[0][2].label)))
 
 
 def evaluation_note(a: ArmSeeds, b: ArmSeeds) -> str:

@@ -31,7 +31,7 @@ from rem.report.overlapping import overlapping_rows
 from rem.report.robustness import (HEADLINE, arm_spread, arms, baseline_arms, capsule_arms, dataset_points, drop,
                                    per_trial, robustness_points)
 from rem.report.tables import aggregate
-from rem.results.arms import PLAIN_ARM, PLUS_Q
+from rem.results.arms import PLAIN_ARM, PLUS_Q, Arm
 from rem.results.frames import final_value, finished_trials
 from rem.results.variants import routed
 
@@ -51,48 +51,48 @@ CLAIMS = {
 HEADER = ["Arms", "Claim", "Forward", "Measured (mean ± std over seeds)", *VERDICT_HEADER]
 
 
-def arm_drop(points: pd.DataFrame, model: str, variant: str, family: str, strengths, metric: str = "test/acc") -> Spread:
-    return arm_spread(drop(points, family, strengths, metric), points, model, variant, 100.0)
+def arm_drop(points: pd.DataFrame, model: str, arm: Arm, family: str, strengths, metric: str = "test/acc") -> Spread:
+    return arm_spread(drop(points, family, strengths, metric), points, model, arm, 100.0)
 
 
-def near_chance(points: pd.DataFrame, model: str, variant: str, family: str, strengths, label: str,
+def near_chance(points: pd.DataFrame, model: str, arm: Arm, family: str, strengths, label: str,
                 metric: str = "test/acc") -> str | None:
     """The reason a transformed point cannot be scored for this arm: at one of its strengths a seed's accuracy is
     within the learned margin of chance (`rem.report.preconditions.at_chance`), else None."""
     dataset = str(points["data.dataset"].iloc[0])
     for strength in strengths:
-        values = arm_spread(per_trial(points, family, (strength,), metric), points, model, variant, 100.0).values
-        reason = at_chance(f"{model} {variant}", values, chance_accuracy(dataset), f"{label} ({family} {strength:g})")
+        values = arm_spread(per_trial(points, family, (strength,), metric), points, model, arm, 100.0).values
+        reason = at_chance(f"{model} {arm.label}", values, chance_accuracy(dataset), f"{label} ({family} {strength:g})")
         if reason:
             return reason
     return None
 
 
-def seeds_of(seeds: dict, points_or_row, model: str, variant: str) -> ArmSeeds:
+def seeds_of(seeds: dict, points_or_row, model: str, arm: Arm) -> ArmSeeds:
     """The arm's seeds on the dataset its points (or aggregate row) are of."""
     dataset = points_or_row.dataset if hasattr(points_or_row, "dataset") else \
         str(points_or_row["data.dataset"].iloc[0])
-    return seeds[(dataset, model, variant)]
+    return seeds[(dataset, model, arm)]
 
 
 def robust_against_cnn(points: pd.DataFrame, seeds: dict, model: str, cnn: str, family: str, strengths,
                        label: str) -> list[str] | None:
     """The robustness claim for one transform: the capsule model's plain forward (the routing as trained) where
     its trials measured it, +Q beside it; the final evaluation's +Q alone where they did not."""
-    q = PLUS_Q.label
-    base = arm_drop(points, cnn, PLAIN_ARM.label, family, strengths, PLAIN_ACC)
+    q = PLUS_Q
+    base = arm_drop(points, cnn, PLAIN_ARM, family, strengths, PLAIN_ACC)
     caps = arm_drop(points, model, q, family, strengths)
     plain = arm_drop(points, model, q, family, strengths, PLAIN_ACC)
     read, forward = (plain, PLAIN) if plain.n else (caps, QUANTIZED)
     if read.n == 0 or base.n == 0:
         return None
     beside = f" ({QUANTIZED} {caps.text(2)})" if plain.n and caps.n else ""
-    mine, theirs = seeds_of(seeds, points, model, q), seeds_of(seeds, points, cnn, PLAIN_ARM.label)
+    mine, theirs = seeds_of(seeds, points, model, q), seeds_of(seeds, points, cnn, PLAIN_ARM)
     metric = PLAIN_ACC if forward == PLAIN else "test/acc"
     verdict = decide(Differs(-1), base.values, read.values, first(
         mine.not_learned(), theirs.not_learned(), near_chance(points, model, q, family, strengths, label, metric),
-        near_chance(points, cnn, PLAIN_ARM.label, family, strengths, label, PLAIN_ACC)))
-    return [f"{model} {q} vs {cnn}", CLAIMS["robust"] + f": {label}", forward,
+        near_chance(points, cnn, PLAIN_ARM, family, strengths, label, PLAIN_ACC)))
+    return [f"{model} {q.label} vs {cnn}", CLAIMS["robust"] + f": {label}", forward,
             f"accuracy lost {read.text(2)}{beside} vs {base.text(2)} points{evaluation_note(mine, theirs)}",
             *cells(verdict, 2)]
 
@@ -106,19 +106,19 @@ def robustness_rows(points: pd.DataFrame, seeds: dict) -> list[list[str]]:
             rows += [row for family, strengths, label in HEADLINE
                      if (row := robust_against_cnn(points, seeds, model, cnn, family, strengths, label))]
         # REM's claims are about its own evaluation, the +Q forward of the pruned model against the unpruned one's
-        q_seeds = seeds_of(seeds, points, model, PLUS_Q.label)
-        for _, variant in [(m, v) for m, v in arms(points, lambda arm: arm.thresholds_by_rem) if m == model]:
-            rem_seeds = seeds_of(seeds, points, model, variant)
+        q_seeds = seeds_of(seeds, points, model, PLUS_Q)
+        for _, arm in [(m, a) for m, a in arms(points, lambda arm: arm.thresholds_by_rem) if m == model]:
+            rem_seeds = seeds_of(seeds, points, model, arm)
             untested = first(q_seeds.not_learned(), rem_seeds.not_learned(), q_seeds.not_routing(QUANTIZED),
                              rem_seeds.not_routing(QUANTIZED))
             for family, strengths, label in HEADLINE:
-                q = arm_drop(points, model, PLUS_Q.label, family, strengths)
-                rem = arm_drop(points, model, variant, family, strengths)
+                q = arm_drop(points, model, PLUS_Q, family, strengths)
+                rem = arm_drop(points, model, arm, family, strengths)
                 if q.n and rem.n:
                     verdict = decide(NoWorse(MARGIN_POINTS, higher_is_better=False), q.values, rem.values, first(
-                        untested, near_chance(points, model, PLUS_Q.label, family, strengths, label),
-                        near_chance(points, model, variant, family, strengths, label)))
-                    rows.append([f"{model} {variant} vs {PLUS_Q.label}", CLAIMS["rem"] + f": {label}", QUANTIZED,
+                        untested, near_chance(points, model, PLUS_Q, family, strengths, label),
+                        near_chance(points, model, arm, family, strengths, label)))
+                    rows.append([f"{model} {arm.label} vs {PLUS_Q.label}", CLAIMS["rem"] + f": {label}", QUANTIZED,
                                  f"accuracy lost {rem.text(2)} vs {q.text(2)} points{evaluation_note(rem_seeds, q_seeds)}",
                                  *cells(verdict, 2)])
     return rows
@@ -137,11 +137,11 @@ def routing_rows(rows, seeds: dict) -> list[list[str]]:
     for (dataset, model, plus_q), row in sorted(by.items(), key=lambda item: item[1].order):
         if plus_q != PLUS_Q or not routed(model):
             continue
-        base, base_seeds = accuracy(row), seeds_of(seeds, row, model, row.variant)
+        base, base_seeds = accuracy(row), seeds_of(seeds, row, model, row.arm)
 
         def arm(**ablation):
             other = by.get((dataset, model, replace(PLUS_Q, **ablation)))
-            return other, (accuracy(other) if other else None), (seeds_of(seeds, other, model, other.variant) if other else None)
+            return other, (accuracy(other) if other else None), (seeds_of(seeds, other, model, other.arm) if other else None)
 
         def measured(other_acc, other_seeds, extra=""):
             return f"{other_acc.text(2)} vs {base.text(2)} %{extra}{evaluation_note(other_seeds, base_seeds)}"
@@ -235,7 +235,7 @@ def size_table(rows) -> Table:
 def drop_table(points: pd.DataFrame, dataset: str) -> Table:
     """Accuracy lost per transform, per arm: the robustness table as differences from each trial's clean accuracy."""
     points = points[points["data.dataset"].astype(str) == dataset]
-    rows = [[m, v, *(arm_drop(points, m, v, f, s).text(2) for f, s, _ in HEADLINE)] for m, v in arms(points)]
+    rows = [[m, a.label, *(arm_drop(points, m, a, f, s).text(2) for f, s, _ in HEADLINE)] for m, a in arms(points)]
     return Table(f"{dataset}: accuracy lost to each transform (points)", ["Model", "Variant",
                  *(label for _, _, label in HEADLINE)], rows, notes=["Mean ± sample std (ddof 1) over seeds of clean minus transformed "
                                                                       "accuracy; – where the run did not measure it."])

@@ -3,7 +3,8 @@
 `dvc metrics show` prints one row per metrics file and one column per key, so a single nested file of every variant
 becomes one row thousands of characters wide. Instead each aggregated row (dataset, model, variant) is its own small
 file, `metrics/<dataset>/<model>/<variant>.json` -- the path is the nesting -- with the same five keys, and the
-command prints a narrow table, one line per variant.
+command prints a narrow table, one line per variant. The file is named by its arm's label (`file_slug`), readable
+where the arm's key (`Arm.key`, JSON) would not be: a name for the terminal, never read back to join arms.
 
 The plots (`reports/plots/*.csv`, declared in dvc.yaml with the templates in `reports/plots/templates/`):
 `arms.csv`, each arm's mean and spread over seeds per epoch (the training curves), and `trials.csv`, one point per
@@ -21,7 +22,7 @@ from pathlib import Path
 import pandas as pd
 
 from rem.io import atomic_write, atomic_write_text
-from rem.report.preconditions import uniform_arms
+from rem.report.preconditions import in_uniform_arm
 from rem.report.tables import Row
 from rem.results.frames import training_points, trial_points
 
@@ -71,21 +72,22 @@ def arm_curves(epochs: pd.DataFrame) -> pd.DataFrame:
                                                       for s in ("", "_std")]
     if epochs.empty:
         return pd.DataFrame(columns=columns)
-    frame = epochs.assign(arm=arm_label(epochs))
-    grouped = frame.groupby(["dataset", "arm", "epoch"], sort=True)
+    grouped = epochs.groupby(["dataset", "model", "arm_key", "epoch"], sort=True)
     out = grouped.size().rename("seeds").to_frame()
     for metric in ("test_acc", "entropy", "sparsity"):
         out[metric] = grouped[metric].mean()
         out[f"{metric}_std"] = grouped[metric].std(ddof=1)
-    return out.reset_index()[columns]
+    out = out.reset_index()
+    label = dict(zip(epochs["arm_key"], epochs["variant"]))  # each arm by its key; its label names it
+    out["arm"] = arm_label(out.assign(variant=out["arm_key"].map(label)))
+    return out.sort_values(["dataset", "arm", "epoch"]).reset_index(drop=True)[columns]
 
 
 def write_plot_data(results: pd.DataFrame, plots_dir: Path) -> list[Path]:
     """The data of dvc.yaml's plots as CSV (`dvc plots show` draws them; the PNGs are drawn from the same): each
     arm's mean and spread per epoch, every trial's final point, every trial's epochs."""
     epochs, trials = training_points(results), trial_points(results)
-    uniform = uniform_arms(trials)
-    flags = [(d, m, v) in uniform for d, m, v in zip(trials["dataset"], trials["model"], trials["variant"])]
+    flags = in_uniform_arm(trials)
     # a CSV's `arm` is the text "capsnet +REM" (`arm_label`), never the points' Arm values
     frames = {"arms.csv": arm_curves(epochs), "trials.csv": trials.assign(arm=arm_label(trials), routing_uniform=flags),
               "training.csv": epochs.drop(columns="arm")}

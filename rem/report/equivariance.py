@@ -18,10 +18,10 @@ from rem.report.preconditions import first, no_better_than_null
 from rem.report.verdicts import Differs, cells, decide
 from rem.report.registry import CLAIMS_PAGE, REPORT_PAGE, Context, report_table
 from rem.report.render import Table
-from rem.report.robustness import (HEADLINE, KEEP, arm_keys, arm_spread, arms, baseline_arms, capsule_arms, per_trial,
+from rem.report.robustness import (HEADLINE, KEEP, arm_spread, arm_trials, arms, baseline_arms, capsule_arms, per_trial,
                                    with_plain_forward)
-from rem.results.arms import PLAIN_ARM, PLUS_Q
-from rem.results.frames import last_rows
+from rem.results.arms import PLAIN_ARM, PLUS_Q, Arm
+from rem.results.frames import arm_rows, last_rows
 from rem.results.variants import routed
 
 PLAIN_ERROR = f"{PLAIN}/error"
@@ -34,18 +34,18 @@ def equivariance_points(results: pd.DataFrame) -> pd.DataFrame:
     return with_plain_forward(equivariance_from_results(last_rows(results), keep=KEEP))
 
 
-def arm_error(points: pd.DataFrame, model: str, variant: str, family: str, strengths, metric: str) -> Spread:
-    return arm_spread(per_trial(points, family, strengths, metric), points, model, variant, 1.0)
+def arm_error(points: pd.DataFrame, model: str, arm: Arm, family: str, strengths, metric: str) -> Spread:
+    return arm_spread(per_trial(points, family, strengths, metric), points, model, arm, 1.0)
 
 
 def shown(points: pd.DataFrame) -> list[tuple[str, tuple, str]]:
     return [h for h in HEADLINE if not per_trial(points, h[0], h[1], "error").empty]
 
 
-def error_cell(points: pd.DataFrame, model: str, variant: str, family: str, strengths) -> str:
+def error_cell(points: pd.DataFrame, model: str, arm: Arm, family: str, strengths) -> str:
     """The plain forward's error, with +Q's in brackets where the final forward was +Q."""
-    plain = arm_error(points, model, variant, family, strengths, PLAIN_ERROR)
-    final = arm_error(points, model, variant, family, strengths, "error")
+    plain = arm_error(points, model, arm, family, strengths, PLAIN_ERROR)
+    final = arm_error(points, model, arm, family, strengths, "error")
     if not plain.n:
         return f"{final.text(3)} (+Q)" if final.n else "–"
     return plain.text(3) + (f" (+Q {final.text(3)})" if routed(model) and final.n else "")
@@ -57,10 +57,10 @@ def null_recorded(points: pd.DataFrame) -> bool:
     return "null_error" in points and points["null_error"].notna().any()
 
 
-def null_cell(points: pd.DataFrame, model: str, variant: str, family: str, strengths) -> str:
+def null_cell(points: pd.DataFrame, model: str, arm: Arm, family: str, strengths) -> str:
     """The shuffled-pair null of the forward `error_cell` leads with (the plain one where it was measured)."""
-    plain = arm_error(points, model, variant, family, strengths, f"{PLAIN}/null_error")
-    return (plain if plain.n else arm_error(points, model, variant, family, strengths, "null_error")).text(3)
+    plain = arm_error(points, model, arm, family, strengths, f"{PLAIN}/null_error")
+    return (plain if plain.n else arm_error(points, model, arm, family, strengths, "null_error")).text(3)
 
 
 def method_note(points: pd.DataFrame, images: int) -> str:
@@ -81,12 +81,12 @@ def equivariance_table(points: pd.DataFrame, dataset: str) -> Table:
     points = points[points["data.dataset"].astype(str) == dataset]
     headline, nulls = shown(points), null_recorded(points)
     rows = []
-    for model, variant in arms(points):
-        mine = points[(points["model.name"].astype(str) == model) & (points["variant"] == variant)]
-        rows.append([model, variant, str(mine["train.seed"].nunique()), str(int(mine["width"].max())),
+    for model, arm in arms(points):
+        mine = arm_rows(points, model, arm)
+        rows.append([model, arm.label, str(mine["train.seed"].nunique()), str(int(mine["width"].max())),
                      *(cell for f, s, _ in headline for cell in (
-                         (error_cell(points, model, variant, f, s), null_cell(points, model, variant, f, s)) if nulls
-                         else (error_cell(points, model, variant, f, s),)))])
+                         (error_cell(points, model, arm, f, s), null_cell(points, model, arm, f, s)) if nulls
+                         else (error_cell(points, model, arm, f, s),)))])
     images = int(points["images"].max()) if not points.empty else 0
     return Table(f"{dataset}: equivariance tested directly", ["Model", "Variant", "Seeds", "Width",
                  *(column for _, _, label in headline for column in (
@@ -99,15 +99,15 @@ def equivariance_table(points: pd.DataFrame, dataset: str) -> Table:
         "predictable the transformed representation is from the original, and no claim reads it."])
 
 
-def null_check(points: pd.DataFrame, model: str, variant: str, family: str, strengths, metric: str,
+def null_check(points: pd.DataFrame, model: str, arm: Arm, family: str, strengths, metric: str,
                label: str) -> str | None:
     """`no_better_than_null` on an arm's seeds, where its trials recorded a null."""
     null = metric.replace("error", "null_error")
     if null not in points:
         return None
-    keys = arm_keys(points, model, variant)
+    keys = arm_trials(points, model, arm)
     errors, nulls = (per_trial(points, family, strengths, m).reindex(keys) for m in (metric, null))
-    return no_better_than_null(f"{model} {variant}", list(errors), list(nulls), label)
+    return no_better_than_null(f"{model} {arm.label}", list(errors), list(nulls), label)
 
 
 def equivariance_rows(points: pd.DataFrame, seeds: dict) -> list[list[str]]:
@@ -116,16 +116,16 @@ def equivariance_rows(points: pd.DataFrame, seeds: dict) -> list[list[str]]:
     for model in capsule_arms(points):
         for cnn in baseline_arms(points):
             for family, strengths, label in [h for h in shown(points) if h[0] not in PER_IMAGE]:
-                caps = arm_error(points, model, PLUS_Q.label, family, strengths, PLAIN_ERROR)
+                caps = arm_error(points, model, PLUS_Q, family, strengths, PLAIN_ERROR)
                 read, forward = (caps, PLAIN) if caps.n else \
-                    (arm_error(points, model, PLUS_Q.label, family, strengths, "error"), QUANTIZED)
-                base = arm_error(points, cnn, PLAIN_ARM.label, family, strengths, PLAIN_ERROR)
+                    (arm_error(points, model, PLUS_Q, family, strengths, "error"), QUANTIZED)
+                base = arm_error(points, cnn, PLAIN_ARM, family, strengths, PLAIN_ERROR)
                 if read.n and base.n:
                     dataset = str(points["data.dataset"].iloc[0])
-                    mine, theirs = seeds[(dataset, model, PLUS_Q.label)], seeds[(dataset, cnn, PLAIN_ARM.label)]
+                    mine, theirs = seeds[(dataset, model, PLUS_Q)], seeds[(dataset, cnn, PLAIN_ARM)]
                     metric = PLAIN_ERROR if forward == PLAIN else "error"
                     untested = first(mine.not_learned(), theirs.not_learned(),
-                                     null_check(points, model, PLUS_Q.label, family, strengths, metric, label))
+                                     null_check(points, model, PLUS_Q, family, strengths, metric, label))
                     rows.append([f"{model} {PLUS_Q.label} vs {cnn}", f"{CLAIM}: {label}", forward,
                                  f"held-out error {read.text(3)} vs {base.text(3)}{evaluation_note(mine, theirs)}",
                                  *cells(decide(Differs(-1), base.values, read.values, untested), 3)])

@@ -50,7 +50,7 @@ def overlapping_rows(rows, seeds: dict) -> list[list[str]]:
         for cnn in [r for r in done if not routed(r.model) and r.dataset == caps.dataset]:
             read, base = accuracy(caps), accuracy(cnn)
             forward = "+Q (final evaluation)" if caps.arm.quantized else "plain (final evaluation)"
-            mine, theirs = seeds[(caps.dataset, caps.model, caps.variant)], seeds[(cnn.dataset, cnn.model, cnn.variant)]
+            mine, theirs = seeds[(caps.dataset, caps.model, caps.arm)], seeds[(cnn.dataset, cnn.model, cnn.arm)]
             verdict = decide(Differs(+1), base.values, read.values, first(mine.not_learned(), theirs.not_learned()))
             out.append([f"{caps.model} {caps.variant} vs {cnn.model} ({caps.dataset})", CLAIM, forward,
                         f"both right {read.text(2)} vs {base.text(2)} %{evaluation_note(mine, theirs)}", *cells(verdict, 2)])

@@ -161,13 +161,19 @@ UNIFORM_MARK = "routing uniform"  # what the main report's tables, figures and m
 
 
 def uniform_arms(points) -> set[tuple[str, str, str]]:
-    """(dataset, model, variant) of every arm of `points` (`rem.results.frames.trial_points`: one row per trial, its
+    """(dataset, model, arm key) of every arm of `points` (`rem.results.frames.trial_points`: one row per trial, its
     final `coupling_entropy`) whose routing did not leave uniform in some measured seed; models without routing and
     arms that measured no coupling entropy never."""
     if points.empty or "coupling_entropy" not in points:
         return set()
-    return {(str(d), str(m), str(v)) for (d, m, v), group in points.groupby(["dataset", "model", "variant"])
+    return {(str(d), str(m), str(k)) for (d, m, k), group in points.groupby(["dataset", "model", "arm_key"])
             if stayed_uniform(str(d), str(m), group["coupling_entropy"])}
+
+
+def in_uniform_arm(points) -> list[bool]:
+    """Per row of `points`: whether its arm is one of `uniform_arms(points)`."""
+    uniform = uniform_arms(points)
+    return [(str(d), str(m), str(k)) in uniform for d, m, k in zip(points["dataset"], points["model"], points["arm_key"])]
 
 
 def stayed_uniform(dataset: str, model: str, couplings) -> bool:

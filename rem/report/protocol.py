@@ -57,8 +57,8 @@ def _rows_for(rows: list[Row], dataset: str, arms: tuple[Arm, ...] = EXPECTED_AR
     """The dataset's rows, plus an empty row per (model, expected arm) absent; capsnet when nothing ran."""
     found = [r for r in rows if r.dataset == dataset]
     models = sorted({r.model for r in found}) or ["capsnet"]
-    have = {(r.model, r.variant) for r in found}
-    found += [Row(dataset, m, a) for m in models for a in arms if (m, a.label) not in have]
+    have = {(r.model, r.arm) for r in found}
+    found += [Row(dataset, m, a) for m in models for a in arms if (m, a) not in have]
     return sorted(found, key=lambda r: r.order)
 
 

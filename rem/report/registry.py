@@ -1,6 +1,6 @@
 """The report tables, one registry (`TABLES`) that the report stage's page, the evidence page and the claims page all
 read. A table is a `ReportTable`: its name, its title, the pages it sits on and where, and the function that makes
-it from the labelled results (`rem.results.variants.label_trials`: `arm`, `variant`, `arm_rank` columns). A page is
+it from the labelled results (`rem.results.variants.label_trials`: `arm`, `arm_key`, `variant`, `arm_rank` columns). A page is
 the registered tables that name it, in their places there (`page_tables`); `rem.report.assemble` makes its parts.
 
 A table of one's own is a function and `@report_table(...)` in a module named in REM_PLUGINS

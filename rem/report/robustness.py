@@ -17,11 +17,12 @@ from rem.report.protocol import viewpoint_table
 from rem.report.registry import CLAIMS_PAGE, REPORT_PAGE, Context, report_table
 from rem.report.render import Table
 from rem.report.tables import MISSING, NOT_APPLICABLE, aggregate, pm
-from rem.results.arms import PLUS_Q
-from rem.results.frames import last_rows
+from rem.results.arms import PLUS_Q, Arm
+from rem.results.frames import arm_rows, arms as frame_arms, last_rows
 from rem.results.variants import routed
 
-KEEP = ("trial_key", "data.dataset", "model.name", "arm", "variant", "arm_rank", "train.seed", "final/quantized")
+KEEP = ("trial_key", "data.dataset", "model.name", "arm", "arm_key", "variant", "arm_rank", "train.seed",
+        "final/quantized")
 # (family, strengths averaged per trial, column label): the headline columns, each shown when the sweep ran it
 HEADLINE = (
     ("rotation", (-30.0, 30.0), "Rotation ±30°"),
@@ -79,11 +80,9 @@ def clean(points: pd.DataFrame, metric: str) -> pd.Series:
     return pd.Series(dtype="float64")
 
 
-def arms(points: pd.DataFrame, which=lambda arm: True) -> list[tuple[str, str]]:
-    """(model, variant label) pairs of the arms `which` accepts, models by name, then in their arms' order."""
-    ranked = {(str(m), str(v)): int(r) for m, v, r, a in
-              zip(points["model.name"], points["variant"], points["arm_rank"], points["arm"]) if which(a)}
-    return sorted(ranked, key=lambda p: (p[0], ranked[p]))
+def arms(points: pd.DataFrame, which=lambda arm: True) -> list[tuple[str, Arm]]:
+    """(model, arm) pairs of the arms `which` accepts, models by name, then in their arms' order."""
+    return [(model, arm) for model, arm in frame_arms(points) if which(arm)]
 
 
 def capsule_arms(points: pd.DataFrame) -> list[str]:
@@ -96,13 +95,13 @@ def baseline_arms(points: pd.DataFrame) -> list[str]:
     return sorted({str(m) for m in points["model.name"] if not routed(str(m))})
 
 
-def arm_keys(points: pd.DataFrame, model: str, variant: str):
+def arm_trials(points: pd.DataFrame, model: str, arm: Arm):
     """The trial keys of one arm's points."""
-    return points.loc[(points["model.name"].astype(str) == model) & (points["variant"] == variant), "trial_key"].unique()
+    return arm_rows(points, model, arm)["trial_key"].unique()
 
 
-def arm_spread(values: pd.Series, points: pd.DataFrame, model: str, variant: str, scale: float) -> Spread:
-    return spread(values.reindex(arm_keys(points, model, variant)).dropna(), scale)
+def arm_spread(values: pd.Series, points: pd.DataFrame, model: str, arm: Arm, scale: float) -> Spread:
+    return spread(values.reindex(arm_trials(points, model, arm)).dropna(), scale)
 
 
 def shown_headline(points: pd.DataFrame) -> list[tuple[str, tuple, str]]:
@@ -121,13 +120,13 @@ PROTOCOL_DATASETS = {"affnist": "affNIST test set", viewpoint_table("azimuth"): 
                      viewpoint_table("elevation"): "smallNORB novel elevations"}
 
 
-def protocol_accuracy(rows) -> dict[str, dict[tuple[str, str], str]]:
-    """column label -> {(model, variant): test accuracy mean ± std} of the protocol datasets the sweep ran
+def protocol_accuracy(rows) -> dict[str, dict[tuple[str, Arm], str]]:
+    """column label -> {(model, arm): test accuracy mean ± std} of the protocol datasets the sweep ran
     (`rows`: `tables.aggregate`)."""
-    found: dict[str, dict[tuple[str, str], str]] = {}
+    found: dict[str, dict[tuple[str, Arm], str]] = {}
     for row in rows:
         if row.dataset in PROTOCOL_DATASETS and row.seeds:
-            found.setdefault(PROTOCOL_DATASETS[row.dataset], {})[(row.model, row.variant)] = pm(row.acc_mean, row.acc_std)
+            found.setdefault(PROTOCOL_DATASETS[row.dataset], {})[(row.model, row.arm)] = pm(row.acc_mean, row.acc_std)
     return found
 
 
@@ -142,15 +141,15 @@ def robustness_table(points: pd.DataFrame, dataset: str, protocols: dict | None 
     ent_affine = per_trial(points, "affnist", (1.0,), "entropy/mean")
     affine = any(family == "affnist" for family, _, _ in headline)
     rows = []
-    for model, variant in arms(points):
-        seeds = points.loc[(points["model.name"].astype(str) == model) & (points["variant"] == variant), "train.seed"]
-        row = [model, variant, str(seeds.nunique()), cell(model, arm_spread(acc_clean, points, model, variant, 100), 2, False)]
-        row += [cell(model, arm_spread(per_trial(points, f, s, "test/acc"), points, model, variant, 100), 2, False)
+    for model, arm in arms(points):
+        seeds = arm_rows(points, model, arm)["train.seed"]
+        row = [model, arm.label, str(seeds.nunique()), cell(model, arm_spread(acc_clean, points, model, arm, 100), 2, False)]
+        row += [cell(model, arm_spread(per_trial(points, f, s, "test/acc"), points, model, arm, 100), 2, False)
                 for f, s, _ in headline]
-        row += [cell(model, arm_spread(ent_clean, points, model, variant, 1), 3, True)]
+        row += [cell(model, arm_spread(ent_clean, points, model, arm, 1), 3, True)]
         if affine:
-            row += [cell(model, arm_spread(ent_affine, points, model, variant, 1), 3, True)]
-        row += [found.get((model, variant), MISSING) for found in protocols.values()]
+            row += [cell(model, arm_spread(ent_affine, points, model, arm, 1), 3, True)]
+        row += [found.get((model, arm), MISSING) for found in protocols.values()]
         rows.append(row)
     header = ["Model", "Variant", "Seeds", "Clean acc. (%)", *(f"{label} (%)" for _, _, label in headline),
               "Entropy clean (bits)", *(["Entropy affNIST-style (bits)"] if affine else []),

@@ -30,7 +30,7 @@ def entropy_cells(values) -> tuple[str, str]:
 
 def activity_rows(seeds: dict) -> list[list[str]]:
     rows = []
-    for (dataset, _, _), arm in sorted(seeds.items()):
+    for (dataset, _, _), arm in seeds.items():  # `arms_of` lists them in the page's order
         if not arm.routes:
             continue
         uniform = math.log2(classes_of(dataset))

@@ -4,7 +4,7 @@ rem.analysis.routing_iterations), at each trial's final epoch, from the results 
 
 Each value is a trial's mean over its first `eval.iteration_images` validation images at its last epoch (that
 epoch's weights, the plain forward: not the `final/` evaluation's checkpoint); the table shows its mean ± std over
-seeds (Spread: one seed has no ±). Arms are the labelled results' (`variant`), so two configurations are never
+seeds (Spread: one seed has no ±). Arms are the labelled results' (`arm_key`), so two configurations are never
 averaged as seeds.
 """
 
@@ -17,9 +17,9 @@ from rem.report.evidence.tables import spread
 from rem.report.registry import CLAIMS_PAGE, REPORT_PAGE, Context, report_table
 from rem.report.render import Table
 from rem.report.robustness import arms
-from rem.results.frames import finished_trials
+from rem.results.frames import arm_rows, finished_trials
 
-KEEP = ("trial_key", "data.dataset", "model.name", "arm", "variant", "arm_rank", "train.seed", "epoch")
+KEEP = ("trial_key", "data.dataset", "model.name", "arm", "arm_key", "variant", "arm_rank", "train.seed", "epoch")
 # metric -> (column label, digits): entropies move in the 3rd-4th decimal between iterations of a small model
 COLUMNS = {"coupling_entropy": ("Coupling entropy (bits)", 4), "agreement": ("Agreement (weighted cosine)", 4)}
 
@@ -36,20 +36,16 @@ def iteration_points(results: pd.DataFrame) -> pd.DataFrame:
     return points.assign(last=points["epoch"].to_numpy() == last_epoch.to_numpy())
 
 
-def arm_points(points: pd.DataFrame, model: str, variant: str) -> pd.DataFrame:
-    return points[(points["model.name"].astype(str) == model) & (points["variant"] == variant)]
-
-
 def iteration_table(points: pd.DataFrame, dataset: str) -> Table | None:
     """One row per arm and iteration of `dataset`'s trials at their final epoch: each metric's mean ± seed std; None
     when none of them recorded the curves."""
     final = points[(points["data.dataset"].astype(str) == dataset) & points["last"]]
     rows = []
-    for model, variant in arms(final):
-        mine = arm_points(final, model, variant)
+    for model, arm in arms(final):
+        mine = arm_rows(final, model, arm)
         seeds = str(mine["train.seed"].nunique())
         for iteration, group in mine.groupby("iteration", sort=True):
-            rows.append([model, variant, seeds, str(int(iteration)),
+            rows.append([model, arm.label, seeds, str(int(iteration)),
                          *(spread(group.get(metric, [])).text(digits) for metric, (_, digits) in COLUMNS.items())])
     if not rows:
         return None

@@ -117,7 +117,7 @@ def aggregate(results: pd.DataFrame) -> list[Row]:
     for dataset, model, arm in arms:
         def select(frame):
             return frame[(frame["data.dataset"].astype(str) == dataset) & (frame["model.name"].astype(str) == model)
-                         & (frame["variant"] == arm.label)] if not frame.empty else frame
+                         & (frame["arm_key"] == arm.key)] if not frame.empty else frame
 
         row = Row(dataset, model, arm, failed=len(select(failed)))
         group = select(finals)
@@ -149,11 +149,11 @@ def pm(mean: float, std: float, scale: float = 100.0, digits: int = 2) -> str:
 
 def with_expected(rows: list[Row]) -> list[Row]:
     """The rows of the results plus an empty ("not run") row for each expected variant a model lacks."""
-    have = {(r.dataset, r.model, r.variant) for r in rows}
+    have = {(r.dataset, r.model, r.arm) for r in rows}
     out = list(rows)
     for dataset, model in sorted({(r.dataset, r.model) for r in rows}):
         if routed(model):  # +Q and +REM are about routing: a CNN baseline has neither
-            out += [Row(dataset, model, a) for a in EXPECTED_ARMS if (dataset, model, a.label) not in have]
+            out += [Row(dataset, model, a) for a in EXPECTED_ARMS if (dataset, model, a) not in have]
     return sorted(out, key=lambda r: r.order)
 
 

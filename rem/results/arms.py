@@ -5,8 +5,8 @@ legend and colour list comes from its fields, never from reading the label back.
 
 A sweep over any other axis -- `train.lr`, `train.batch_size`, `prune.twt`, a `model.options` key -- would otherwise
 be averaged as if its values were seeds. Each such value becomes a `key=value` part of the trial's label
-("+Q · lr=0.0001"), and every reader groups by that label, so two configurations are never one row, one seed list,
-one colour. A profile whose trials differ only where the paper names them keeps its labels unchanged.
+("+Q · lr=0.0001") and of the arm's key (`Arm.key`, what every reader selects and groups rows by), so two
+configurations are never one row, one seed list, one colour. A profile whose trials differ only where the paper names them keeps its labels unchanged.
 """
 
 from __future__ import annotations
@@ -22,8 +22,10 @@ import pandas as pd
 from rem.config import RENAMED, TRIAL_SECTIONS, Config, ModelConfig
 from rem.config.options import as_mapping
 from rem.pruning.methods.arm_settings import ArmSetting
-from rem.pruning.methods.registry import METHODS, REM_RANK, FixedTargetMethod, PruningMethod
+from rem.pruning.methods.registry import METHODS, FixedTargetMethod, PruningMethod
+from rem.results.arm_key import arm_key
 from rem.results.grid import SEED, point_keys
+from rem.results.presentation import REM_RANK, presentation_of
 
 REPLICATES = frozenset({SEED})
 # Read by the paper name (the variant, the table) or derived from it per trial (a matched control's target sparsity,
@@ -263,12 +265,22 @@ class Arm:
     @property
     def thresholds_by_rem(self) -> bool:
         """+REM as published or at another λ or tensor set: LOBSTER and REM's threshold (not LOBSTER alone)."""
-        return method_of(self.method).arm_rank(self) == REM_RANK
+        return self.rank == REM_RANK
 
     @property
     def unpruned(self) -> bool:
         """+Q or plain, with or without an ablation: nothing pruned."""
-        return method_of(self.method).arm_rank(self) < REM_RANK
+        return self.rank < REM_RANK
+
+    @property
+    def rank(self) -> int:
+        """Its method's rank in every table (`rem.results.presentation`): plain, +Q, +REM, then the rest."""
+        return presentation_of(self.method).rank(self)
+
+    @property
+    def key(self) -> str:
+        """The arm as stable text (`rem.results.arm_key`): what frames filter, group and join arms by."""
+        return arm_key(self, method_of(self.method).arm_settings_of(self.control_of), DEFAULT_ITERATIONS)
 
     @property
     def ablated(self) -> bool:
@@ -284,9 +296,9 @@ class Arm:
 
     @property
     def marker(self) -> str | None:
-        """The figures' marker of the arm: its method's (`PruningMethod.marker`) as published, else None (the
+        """The figures' marker of the arm: its method's (`rem.results.presentation`) as published, else None (the
         figure gives it the next spare one)."""
-        return method_of(self.method).marker if self.as_published else None
+        return presentation_of(self.method).marker if self.as_published else None
 
     @property
     def name(self) -> str:
@@ -299,7 +311,9 @@ class Arm:
         return self.name + (SEPARATOR + ", ".join(parts) if parts else "")
 
     def pruning_name(self) -> str:
-        return method_of(self.method).arm_name(self)  # each method names its own arms
+        """Its method's family, then each of its settings' texts: "+IMP 50%", a matched control "+IMP@REM W only"."""
+        settings = method_of(self.method).arm_settings_of(self.control_of)
+        return presentation_of(self.method).family(self) + "".join(s.text(self.setting(s.name)) for s in settings)
 
     def ablation_text(self) -> str:
         """" (1 iteration)", " (decoder)", " (1 iteration, decoder)", " (shared votes)", or "" for the architecture's
@@ -319,10 +333,9 @@ class Arm:
         ("+IMP", "+IMP@REM", "LOBSTER") and settings (target, λ, tensors), a control after its method's fixed
         targets; an ablation right after its variant; arms that differ in another value after their name, by
         value."""
-        method = method_of(self.method)
-        rank = method.arm_rank(self)
-        family = method.arm_family(self) if rank > REM_RANK else ""
-        settings = tuple(s.order(self.setting(s.name)) for s in method.arm_settings_of(self.control_of))
+        rank = self.rank
+        family = presentation_of(self.method).family(self) if rank > REM_RANK else ""
+        settings = tuple(s.order(self.setting(s.name)) for s in method_of(self.method).arm_settings_of(self.control_of))
         # the method and control before its settings: arms of one family always compare settings of one kind
         return (rank, family, self.method, self.control_of, settings, self.iterations != DEFAULT_ITERATIONS,
                 self.iterations, self.decoder, self.shared_votes,

@@ -12,12 +12,14 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
+from rem.results.arms import Arm
 from rem.results.variants import label_trials
 
 FINAL = "final/"
-# `arm`: the trial's `rem.results.arms.Arm`, last (what a reader decides by; the label is `variant`)
+# `arm`: the trial's `rem.results.arms.Arm`, last (what a reader decides by; `arm_key` what it selects and groups by,
+# the label `variant` what it shows)
 POINT_COLUMNS = ["trial_key", "dataset", "model", "variant", "arm_rank", "seed", "epoch", "sparsity", "test_acc", "entropy",
-                 "coupling_entropy", "arm"]
+                 "coupling_entropy", "arm_key", "arm"]
 
 
 def finished_trials(results: pd.DataFrame) -> pd.DataFrame:
@@ -29,6 +31,17 @@ def finished_trials(results: pd.DataFrame) -> pd.DataFrame:
 def last_rows(results: pd.DataFrame) -> pd.DataFrame:
     """Each finished trial's last row, labelled, by trial: the row its final evaluation is on."""
     return finished_trials(results).groupby("trial_key").tail(1)
+
+
+def arms(frame: pd.DataFrame) -> list[tuple[str, Arm]]:
+    """(model, arm) pairs of a labelled frame in table order: models by name, then arms by their fields (+Q, +REM,
+    then the controls)."""
+    return sorted(set(zip(frame["model.name"].astype(str), frame["arm"])))  # Arms order themselves by their fields
+
+
+def arm_rows(frame: pd.DataFrame, model: str, arm: Arm) -> pd.DataFrame:
+    """The rows of `model`'s `arm`, selected by its key (`arm_key`), never by its label."""
+    return frame[(frame["model.name"].astype(str) == model) & (frame["arm_key"] == arm.key)]
 
 
 def final_value(rows: pd.DataFrame, column: str) -> pd.Series:
@@ -59,7 +72,8 @@ def _points(rows: pd.DataFrame, test_acc: pd.Series, entropy, coupling) -> pd.Da
         "model": rows["model.name"].astype(str), "variant": rows["variant"], "arm_rank": rows["arm_rank"],
         "seed": rows["train.seed"],
         "epoch": rows["epoch"].astype(int), "sparsity": rows["sparsity"] if "sparsity" in rows.columns else 0.0,
-        "test_acc": 100 * test_acc, "entropy": entropy, "coupling_entropy": coupling, "arm": rows["arm"],
+        "test_acc": 100 * test_acc, "entropy": entropy, "coupling_entropy": coupling, "arm_key": rows["arm_key"],
+        "arm": rows["arm"],
     }).reset_index(drop=True)
 
 

@@ -95,15 +95,10 @@ def arm_ranks(arms) -> dict[Arm, int]:
     return {arm: rank for rank, arm in enumerate(sorted(set(arms), key=lambda a: a.sort_key))}
 
 
-def ranked(labels, frame: pd.DataFrame) -> list[str]:
-    """The distinct `labels` of a labelled frame (its `variant` and `arm_rank` columns) in their arms' order."""
-    rank = dict(zip(frame["variant"], frame["arm_rank"]))
-    return sorted(set(labels), key=rank.__getitem__)
-
-
 def label_trials(results: pd.DataFrame) -> pd.DataFrame:
-    """A copy with each trial's arm (`arm`: an `Arm`; `variant`: its label, the paper name then any other config value
-    that sets it apart; `arm_rank`: its place in the order) and its table's name in `data.dataset` (`dataset_label`)."""
+    """A copy with each trial's arm (`arm`: an `Arm`; `arm_key`: its key, what readers filter, group and join by;
+    `variant`: its label for display, the paper name then any other config value that sets it apart; `arm_rank`: its
+    place in the order) and its table's name in `data.dataset` (`dataset_label`)."""
     results = results.copy()
     results["data.dataset"] = [dataset_label(r) for r in results.to_dict("records")]
     last = results.sort_values("epoch").groupby("trial_key").tail(1)
@@ -113,6 +108,7 @@ def label_trials(results: pd.DataFrame) -> pd.DataFrame:
     arms = {row["trial_key"]: arm_of(row, differences[row["trial_key"]]) for row in last.to_dict("records")}
     ranks = arm_ranks(arms.values())
     results["arm"] = results["trial_key"].map(arms).astype(object)
+    results["arm_key"] = results["trial_key"].map({key: arm.key for key, arm in arms.items()})
     results["variant"] = results["trial_key"].map({key: arm.label for key, arm in arms.items()})
     results["arm_rank"] = results["trial_key"].map({key: ranks[arm] for key, arm in arms.items()}).astype(int)
     return results

@@ -1,10 +1,11 @@
 """House rule: no reader of the results decides by an arm's label text.
 
 An arm's label ("plain", "+Q", "+REM λ×100", "+CAPS 25%", "LOBSTER (no threshold)") is rendered in one place,
-`rem.results.arms.Arm` (its method's `arm_family` and its settings' texts). Whatever decides which arm a row is --
-the paper's +Q, an unpruned arm, a capsule-pruned one, its figure marker -- asks the Arm (`arm == PLUS_Q`,
-`arm.unpruned`, `arm.method == CapsuleTypes.name`, `arm.marker`): a comparison with label text breaks without a
-sound the day a label or a method's naming changes.
+`rem.results.arms.Arm` (its family, `rem.results.presentation`, and its settings' texts). Whatever decides which arm
+a row is -- the paper's +Q, an unpruned arm, a capsule-pruned one, its figure marker -- asks the Arm (`arm == PLUS_Q`,
+`arm.unpruned`, `arm.method == CapsuleTypes.name`, `arm.marker`), and a frame's rows of one arm are found by its key
+(`frame["arm_key"] == arm.key`): a comparison with label text breaks without a sound the day a label or a method's
+naming changes.
 
 Scope: every module under rem/report and rem/results, parsed, so docstrings, comments and the text of f-strings
 are never read as code. A label literal is a string that is "plain", starts with "plain ", "LOBSTER" or "+" and a
@@ -15,7 +16,9 @@ capital, or an f-string that starts so. Flagged:
 - a lookup by label: a subscript or `.get` with a label literal or a tuple holding one (`seeds[(d, m, "+Q")]`), or
   into a module-level dict whose keys are label literals (`MARKERS = {"+REM": "*"}`, then `MARKERS.get(v)`);
 - a label literal passed as the `variant` argument of a function defined in scope (`arm_drop(points, m, "+Q")`),
-  which then compares it.
+  which then compares it;
+- the label column itself compared, `.isin`-tested or grouped by (`frame["variant"] == v`, `groupby([..., "variant"])`):
+  rows of an arm are selected, grouped and joined by `arm_key`.
 Not flagged: a label literal as a dict key of a value built and handed on, as a default, as display text (the
 forward "+Q" in a table cell, a legend's `label`), or a module-level name bound to one string (`QUANTIZED = "+Q"`
 names a forward, not an arm) -- none of these decides by a label. What a label reaches through a variable, a call
@@ -113,9 +116,30 @@ def variant_argument(node: ast.Call, functions: dict[str, list[str]]) -> bool:
     return any(name == "variant" and is_label(value) for name, value in passed)
 
 
+LABEL_COLUMN = "variant"
+
+
+def label_column(node: ast.AST) -> bool:
+    """`frame["variant"]`, also with methods called on it (`.astype(str)`): the label column."""
+    while isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute):
+        node = node.func.value
+    return isinstance(node, ast.Subscript) and isinstance(node.slice, ast.Constant) and node.slice.value == LABEL_COLUMN
+
+
+def names_label_column(node: ast.AST) -> bool:
+    """"variant", a collection holding it, or the column itself: what a `groupby` would group by label."""
+    if isinstance(node, COLLECTIONS):
+        return any(names_label_column(e) for e in node.elts)
+    return (isinstance(node, ast.Constant) and node.value == LABEL_COLUMN) or label_column(node)
+
+
 def call_offends(node: ast.Call, scope: Scope) -> bool:
     arguments = (*node.args, *(k.value for k in node.keywords))
     name = callee(node)
+    if name == "isin" and isinstance(node.func, ast.Attribute) and label_column(node.func.value):
+        return True
+    if name == "groupby":
+        return any(names_label_column(a) for a in arguments)
     if name in TEXT_TESTS:
         return any(holds_labels(a, scope.names) for a in arguments)
     if name == "get" and isinstance(node.func, ast.Attribute):
@@ -140,7 +164,7 @@ class Scope:
 def offends(node: ast.AST, scope: Scope) -> bool:
     if isinstance(node, ast.Compare):
         return any(isinstance(op, COMPARING) for op in node.ops) and \
-            any(holds_labels(side, scope.names) for side in (node.left, *node.comparators))
+            any(holds_labels(side, scope.names) or label_column(side) for side in (node.left, *node.comparators))
     if isinstance(node, ast.Call):
         return call_offends(node, scope)
     if isinstance(node, ast.Subscript):
@@ -188,8 +212,11 @@ j = seeds[(dataset, model, "+Q")]
 def arm_drop(points, model, variant, family): ...
 k = arm_drop(points, model, "+Q", family)
 m = arm_drop(points, model, variant="plain", family=f)
+n = frame[frame["variant"] == variant]
+o = frame["variant"].astype(str).isin(wanted)
+p = frame.groupby(["model.name", "variant"]).size()
 '''
-    assert offences(flagged) == [3, 4, 5, 6, 7, 8, 9, 10, 12, 15, 16, 18, 19]
+    assert offences(flagged) == [3, 4, 5, 6, 7, 8, 9, 10, 12, 15, 16, 18, 19, 20, 21, 22]
 
 
 def test_the_rule_leaves_text_that_compares_nothing():
@@ -204,5 +231,7 @@ band(ax, group, metric, colour, label="+Q")
 a = arm == PLUS_Q
 b = column.startswith("plain/")
 c = name == "plainly"
+d = frame[frame["arm_key"] == arm.key].groupby(["model.name", "arm_key"]).size()
+row = [m, frame["variant"].iloc[0]]
 '''
     assert offences(left) == []

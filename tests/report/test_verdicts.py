@@ -102,10 +102,11 @@ def test_a_uniform_routing_arm_is_not_tested_for_a_routing_claim():
                                     for s in (1, 2, 3)]), "capsnet +Q")
     assert plain.not_routing("plain") is None and plain.not_routing(QUANTIZED) is not None
     # the main report flags the arm (a run that measured no couplings is not flagged)
+    from rem.results.arms import PLUS_Q
     from rem.results.frames import trial_points
     from rem.results.variants import label_trials
     frame = pd.DataFrame([trial(s, 0.80, UNIFORM_10) for s in (1, 2, 3)]).drop(columns="variant")
-    assert uniform_arms(trial_points(frame)) == {("fashion-mnist", "capsnet", "+Q")}
+    assert uniform_arms(trial_points(frame)) == {("fashion-mnist", "capsnet", PLUS_Q.key)}
     assert uniform_arms(trial_points(frame.drop(columns="final/routing/coupling_entropy"))) == set()
     assert len(label_trials(frame)) == 3
 

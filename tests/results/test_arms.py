@@ -72,7 +72,8 @@ def test_a_learning_rate_axis_makes_two_arms_each_with_its_seeds(claims, tmp_pat
     sizes = render_tables(results)["sizes.md"]
     assert "+Q · lr=0.0001" in sizes
     # the robustness table, the evidence page's spreads, DVC's metrics files: one entry per arm, never one for both
-    assert {("capsnet", "+Q"), ("capsnet", "+Q · lr=0.0001")} <= set(robustness_arms(robustness_points(results)))
+    assert {("capsnet", "+Q"), ("capsnet", "+Q · lr=0.0001")} <= {
+        (model, arm.label) for model, arm in robustness_arms(robustness_points(results))}
     spreads = {(model, arm.label): values for (model, arm), values in final_spreads(results).items()}
     assert spreads[("capsnet", "+Q · lr=0.0001")]["test/acc"].n == 1 and spreads[("capsnet", "+Q")]["test/acc"].n == 2
     written = {p.name for p in write_metrics(aggregate(results), tmp_path) if p.parent.name == "capsnet"}

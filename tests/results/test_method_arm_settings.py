@@ -1,7 +1,8 @@
 """A pruning method brings the settings it names its arms by (`PruningMethod.arm_settings`, rem.pruning.methods
-.arm_settings): the results read them, the label shows them, the arms sort and split by them and its figure marker
-is its own -- with nothing about the method in `rem.results.arms.Arm`. Checked with a method defined here, whose
-arms are named by `prune.scope` besides the target."""
+.arm_settings): the results read them, the label shows them, the arms sort and split by them -- with nothing about
+the method in `rem.results.arms.Arm`. How its arms are drawn (family, rank, marker) is the results' own
+(`rem.results.presentation`): a default for a method of one's own, its own once registered. Checked with a method
+defined here, whose arms are named by `prune.scope` besides the target."""
 
 from __future__ import annotations
 
@@ -11,6 +12,7 @@ import pytest
 from rem.pruning.methods.arm_settings import TARGET, ArmSetting
 from rem.pruning.methods.registry import METHODS, FixedTargetMethod
 from rem.results.arms import PLAIN_ARM, PLUS_Q, PLUS_REM, Arm, stated_keys
+from rem.results.presentation import DEFAULT, OTHER_RANK, PRESENTATIONS, Presentation, register_presentation
 from rem.results.variants import arm_of, label_trials
 
 SCOPE = ArmSetting("scope", ("prune.scope",), read=str, missing="global",
@@ -20,7 +22,6 @@ SCOPE = ArmSetting("scope", ("prune.scope",), read=str, missing="global",
 class ByScope(FixedTargetMethod):
     name = "byscope"
     arm_settings = (TARGET, SCOPE)
-    marker = "D"
 
 
 @pytest.fixture
@@ -49,7 +50,16 @@ def test_its_setting_splits_arms_in_the_label_never_as_another_difference(by_sco
     assert labels == ["+BYSCOPE 50%", "+BYSCOPE 50% per layer", "+BYSCOPE 80%"]  # by target, then scope
 
 
-def test_its_marker_is_its_arm_as_published_only(by_scope):
+def test_a_method_of_ones_own_is_drawn_by_default_until_it_registers_its_look(by_scope, monkeypatch):
+    arm = Arm(method="byscope", target=0.5)
+    assert (arm.label, arm.rank, Arm(method="byscope").marker) == ("+BYSCOPE 50%", OTHER_RANK, None)
+    monkeypatch.setitem(PRESENTATIONS, "byscope", DEFAULT)  # gone again after the test
+    register_presentation("byscope", Presentation(family=lambda arm: "+SCOPED", marker="D"))
+    assert (arm.label, Arm(method="byscope").marker) == ("+SCOPED 50%", "D")
+
+
+def test_its_marker_is_its_arm_as_published_only(by_scope, monkeypatch):
+    monkeypatch.setitem(PRESENTATIONS, "byscope", Presentation(marker="D"))
     assert Arm(method="byscope").marker == "D"
     assert Arm(method="byscope", scope="layer").marker is None and Arm(method="byscope", target=0.5).marker is None
     assert (PLAIN_ARM.marker, PLUS_Q.marker, PLUS_REM.marker) == ("o", "o", "*")
@@ -79,3 +89,20 @@ def test_a_per_tensor_matched_control_is_one_arm_whatever_targets_its_seeds_deri
     results = label_trials(pd.DataFrame([control("a", 42, '{"conv1.weight": 0.09}'),
                                          control("b", 43, '{"conv1.weight": 0.1}')]))
     assert set(results["variant"]) == {"+IMP@REM"} and "prune.tensor_targets" in stated_keys()
+
+
+def test_an_arm_key_is_its_fields_not_its_label():
+    """Filters, groupings and joins go by `arm.key`: the same arm gives the same key, its label plays no part."""
+    assert PLUS_REM.key == '{"method":"rem"}' and PLUS_Q.key == '{"method":"none","settings":{"quantized":true}}'
+    assert Arm(method="rem", lambda_ratio=100.0).key == '{"method":"rem","settings":{"lambda_ratio":100.0}}'
+    ablated = Arm(quantized=True, iterations=1, differences=(("lr", 0.0001),))
+    assert ablated.key == '{"differences":[["lr",0.0001]],"iterations":1,"method":"none","settings":{"quantized":true}}'
+    arms = [PLAIN_ARM, PLUS_Q, PLUS_REM, ablated, Arm(method="imp", target=0.5), Arm(method="imp", control_of="rem")]
+    assert len({a.key for a in arms}) == len(arms)
+
+
+def test_the_labelled_results_carry_each_arms_key(by_scope):
+    results = label_trials(pd.DataFrame([trial("a", 42, "layer"), trial("b", 43, "layer"), trial("c", 42, "global")]))
+    assert list(results["arm_key"]) == [arm.key for arm in results["arm"]]
+    assert results.groupby("arm_key")["train.seed"].nunique().to_dict() == {
+        Arm(method="byscope", target=0.5, scope="layer").key: 2, Arm(method="byscope", target=0.5).key: 1}

@@ -22,9 +22,5 @@ class CapsuleTypes(PruningMethod):
     arm_settings = (CAPSULE_FRACTION,)
     options = CapsuleOptions
 
-    @classmethod
-    def arm_family(cls, arm) -> str:
-        return "+CAPS"
-
     def make_pruner(self, model, build, in_shape, precision: str):
         return CapsulePruner(model, self.cfg, build, in_shape, precision, self.options_of(self.cfg))

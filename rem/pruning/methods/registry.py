@@ -28,8 +28,6 @@ METHODS: Registry[type["PruningMethod"]] = Registry("pruning method", "prune.met
 BUILT_IN = METHODS.built_in  # name -> the module that registers it
 
 
-UNPRUNED_RANK, QUANTIZED_RANK, REM_RANK, OTHER_RANK = range(4)  # the order of arms: plain, +Q, +REM, the rest
-
 
 class PruningMethod:
     """One pruning method: its checks, and what it does at the hooks of the masking `rem.pruning.Pruner` (a method
@@ -41,13 +39,11 @@ class PruningMethod:
     controls: ClassVar[bool] = False  # can be a matched control (prune.target_from) at a fixed target
     reports_magnitudes: ClassVar[bool] = False  # weights shrunk or pruned: the epoch reports their magnitudes
     rebuilds_model: ClassVar[bool] = False  # True: the method's own pruner (`make_pruner`) instead of the masks
-    # How the results name its arms (`rem.results.arms.Arm`): the settings that set them apart, each read from the
-    # results table and shown in the name (by default the target sparsity: "+IMP 50%"); a matched control of this
-    # method's arms is named by `control_settings` (+IMP@REM λ×100)
+    # What sets its arms apart (`rem.results.arms.Arm`): the settings each read from the results table (by default
+    # the target sparsity: "+IMP 50%"); a matched control of this method's arms by `control_settings` (+IMP@REM
+    # λ×100). How an arm is drawn -- its family, rank, marker -- is the results' (`rem.results.presentation`)
     arm_settings: ClassVar[tuple[ArmSetting, ...]] = (TARGET,)
     control_settings: ClassVar[tuple[ArmSetting, ...]] = ()
-    # The figures' marker of its arm as published (no setting shown in its name); None: the next spare one
-    marker: ClassVar[str | None] = None
     # A dataclass whose fields, with their defaults, are its own `prune.options` (None: it takes none); a key it does
     # not declare is refused in one line naming them. Its code reads them with `options_of(self.cfg)`.
     options: ClassVar[type | None] = None
@@ -82,24 +78,6 @@ class PruningMethod:
             return cls.arm_settings
         reference = METHODS.find(control_of)
         return reference.control_settings if reference is not None else ()
-
-    @classmethod
-    def arm_family(cls, arm) -> str:
-        """The part of its arms' names before their settings, shared by all of them: "+IMP", a matched control
-        "+IMP@REM". Arms of OTHER_RANK sort by it."""
-        return f"+{cls.name.upper()}" + (f"@{arm.control_of.upper()}" if arm.control_of else "")
-
-    @classmethod
-    def arm_name(cls, arm) -> str:
-        """The paper's name of one of its arms, its family then each setting's text: "+IMP 50%", a matched control
-        "+IMP@REM W only"."""
-        return cls.arm_family(arm) + "".join(s.text(arm.setting(s.name)) for s in cls.arm_settings_of(arm.control_of))
-
-    @classmethod
-    def arm_rank(cls, arm) -> int:
-        """Where its arms come in every table: UNPRUNED_RANK, QUANTIZED_RANK, REM_RANK (thresholded by REM), or
-        OTHER_RANK (every other method, by name)."""
-        return OTHER_RANK
 
     @classmethod
     def check_epochs(cls, cfg: "PruneConfig", epochs: int) -> str | None:

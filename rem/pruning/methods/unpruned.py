@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from rem.pruning.methods.arm_settings import ArmSetting
-from rem.pruning.methods.registry import QUANTIZED_RANK, UNPRUNED_RANK, PruningMethod, register_method
+from rem.pruning.methods.registry import PruningMethod, register_method
 
 # Whether the final forward rounded the couplings (+Q): the final evaluation's record, else the config's (older
 # runs). No couplings to round in a CNN: +Q means nothing there. It names the arm whole, so it adds no text.
@@ -16,12 +16,3 @@ class Unpruned(PruningMethod):
     name = "none"
     final_checkpoint = "best"  # as REM evaluates +Q: the best-validation-loss epoch
     arm_settings = (QUANTIZED,)
-    marker = "o"  # plain and +Q alike: the reference every pruned arm is read against
-
-    @classmethod
-    def arm_family(cls, arm) -> str:
-        return "+Q" if arm.quantized else "plain"
-
-    @classmethod
-    def arm_rank(cls, arm) -> int:
-        return QUANTIZED_RANK if arm.quantized else UNPRUNED_RANK

@@ -14,8 +14,8 @@ from rem.report.evidence.tables import METRICS, Spread, spread
 from rem.report.preconditions import at_ceiling, classes_of, first, input_independent, routing_uniform
 from rem.report.render import Table
 from rem.report.verdicts import MIN_SEEDS, RULE_NOTE, Differs, Outcome, decide
-from rem.results.frames import last_rows
-from rem.results.variants import ranked
+from rem.results.arms import Arm
+from rem.results.frames import arm_rows, arms, last_rows
 
 # curve column -> (label, scale, digits): the final table's, in the curve's order
 COLUMNS = {c: METRICS[c] for c in ("test/acc", "entropy/mean", "parse_trees/total", "routing/coupling_entropy",
@@ -33,14 +33,15 @@ SCOPES = {"global": "every REM tensor", "class_capsules": "W only", "primary_con
 
 
 def trial_curves(results: pd.DataFrame) -> pd.DataFrame:
-    """Every finished trial's recorded curve in long form (trial, model, variant, seed, scope, target, metrics)."""
-    return curves_from_results(last_rows(results), keep=("trial_key", "data.dataset", "model.name", "variant", "arm_rank",
-                                                          "train.seed"))
+    """Every finished trial's recorded curve in long form (trial, model, arm, seed, scope, target, metrics)."""
+    return curves_from_results(last_rows(results), keep=("trial_key", "data.dataset", "model.name", "arm", "arm_key",
+                                                          "variant", "arm_rank", "train.seed"))
 
 
-def point_spreads(curves: pd.DataFrame, model: str, variant: str, scope: str) -> dict[float, dict[str, Spread]]:
+def point_spreads(curves: pd.DataFrame, model: str, arm: Arm, scope: str) -> dict[float, dict[str, Spread]]:
     """Per target sparsity: each column's mean ± std over the arm's seeds."""
-    rows = curves[(curves["model.name"].astype(str) == model) & (curves["variant"] == variant) & (curves["scope"] == scope)]
+    rows = arm_rows(curves, model, arm)
+    rows = rows[rows["scope"] == scope]
     columns = {**shown_columns(curves), "n_images": ("Images", 1.0, 0)}
     return {float(t): {c: spread(g[c] if c in g else [], scale) for c, (_, scale, _) in columns.items()}
             for t, g in rows.groupby("target")}
@@ -59,35 +60,35 @@ def onset(points: dict[float, dict[str, Spread]]) -> float | None:
     return next((t for t, p in sorted(points.items()) if t > 0 and falls(base, p).outcome is Outcome.SUPPORTED), None)
 
 
-def curve_table(curves: pd.DataFrame, model: str, variant: str) -> Table:
+def curve_table(curves: pd.DataFrame, model: str, arm: Arm) -> Table:
     rows, columns = [], shown_columns(curves)
     for scope, name in SCOPES.items():
-        for target, p in point_spreads(curves, model, variant, scope).items():
+        for target, p in point_spreads(curves, model, arm, scope).items():
             rows.append([name, f"{target:g}", *(p[c].text(d) for c, (_, _, d) in columns.items())])
     images = int(curves["n_images"].max()) if "n_images" in curves and not curves.empty else 0
-    return Table(f"{model} {variant}: its final models pruned by magnitude, without retraining",
+    return Table(f"{model} {arm.label}: its final models pruned by magnitude, without retraining",
                  ["Pruned", "Target (%)", *(label for label, _, _ in columns.values())], rows,
                  notes=[f"The first {images} test images, the final evaluation's weights and +Q forward (the 0 % row is "
                         "that evaluation on these images). Mean ± sample std (ddof 1) over seeds."])
 
 
-def onset_rows(curves: pd.DataFrame, model: str, variant: str) -> list[list[str]]:
+def onset_rows(curves: pd.DataFrame, model: str, arm: Arm) -> list[list[str]]:
     """Per scope: where the entropy starts to fall (or that it does not up to the last target), with the
     accuracy, W sparsity and routing there; not tested where the unpruned model's routing stayed uniform."""
     out = []
-    mine = curves[(curves["model.name"].astype(str) == model) & (curves["variant"] == variant)]
+    mine = arm_rows(curves, model, arm)
     dataset = str(mine["data.dataset"].iloc[0]) if "data.dataset" in mine and not mine.empty else ""
     for scope, name in SCOPES.items():
-        points = point_spreads(curves, model, variant, scope)
+        points = point_spreads(curves, model, arm, scope)
         if 0.0 not in points:
             continue
         base, at = points[0.0], onset(points)
-        question = f"{model} {variant}: sparsity at which the entropy starts to fall, pruning {name}"
-        arm = f"{model} {variant}"
+        named = f"{model} {arm.label}"
+        question = f"{named}: sparsity at which the entropy starts to fall, pruning {name}"
         per_image = [t / n for t, n in zip(base["parse_trees/total"].values, base["n_images"].values) if n]
-        uniform = first(routing_uniform(arm, base["routing/coupling_entropy"].values, classes_of(dataset), "+Q"),
-                        input_independent(arm, base.get("routing/input_dependence", spread([])).values),
-                        at_ceiling(arm, per_image)) if dataset else None
+        uniform = first(routing_uniform(named, base["routing/coupling_entropy"].values, classes_of(dataset), "+Q"),
+                        input_independent(named, base.get("routing/input_dependence", spread([])).values),
+                        at_ceiling(named, per_image)) if dataset else None
         last = max(points)
         if at is None:
             n = base["entropy/mean"].n
@@ -106,11 +107,9 @@ def onset_rows(curves: pd.DataFrame, model: str, variant: str) -> list[list[str]
     return out
 
 
-def curve_variants(curves: pd.DataFrame, model: str) -> list[str]:
-    if curves.empty:
-        return []
-    mine = curves[curves["model.name"].astype(str) == model]
-    return ranked(mine["variant"], mine)
+def curve_arms(curves: pd.DataFrame, model: str) -> list[Arm]:
+    """`model`'s arms with a recorded curve, in their order."""
+    return [] if curves.empty else [arm for m, arm in arms(curves) if m == model]
 
 
 def curve_tables(results: pd.DataFrame) -> dict[str, Table]:
@@ -118,7 +117,7 @@ def curve_tables(results: pd.DataFrame) -> dict[str, Table]:
     curves = trial_curves(results)
     out = {}
     for model in sorted(set(curves["model.name"].astype(str))) if not curves.empty else []:
-        variants = curve_variants(curves, model)
+        variants = curve_arms(curves, model)
         onsets = Table(f"{model}: where the entropy falls as magnitude pruning removes more (no retraining)",
                        ["Question", "Measured (mean ± std over seeds)", "Verdict"],
                        [r for v in variants for r in onset_rows(curves, model, v)],

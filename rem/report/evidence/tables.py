@@ -20,7 +20,7 @@ from rem.report.preconditions import PRECONDITIONS_NOTE, first
 from rem.report.render import Table
 from rem.report.verdicts import (HEADER as VERDICT_HEADER, RULE_NOTE, DerivedCell, Differs, NoWorse, Outcome, Verdict,
                                  cells, claims_table, decide)
-from rem.results.frames import final_value, finished_trials, last_rows
+from rem.results.frames import arm_rows, arms, final_value, finished_trials, last_rows
 from rem.results.arms import PLUS_Q, Arm
 
 # results column -> (label, scale, digits). Per-epoch values; a trial's last row also has `final/<column>`.
@@ -69,17 +69,6 @@ def spread(values, scale: float = 1.0) -> Spread:
         Spread(math.nan, math.nan, 0)
 
 
-def arms(frame: pd.DataFrame) -> list[tuple[str, Arm]]:
-    """(model, arm) pairs of a labelled frame in table order: models by name, then arms by their fields (+Q, +REM,
-    then the controls)."""
-    pairs = set(zip(frame["model.name"].astype(str), frame["arm"]))
-    return sorted(pairs)  # Arms order themselves by their fields
-
-
-def arm_rows(frame: pd.DataFrame, model: str, arm: Arm) -> pd.DataFrame:
-    return frame[(frame["model.name"].astype(str) == model) & (frame["variant"] == arm.label)]
-
-
 def final_spreads(results: pd.DataFrame) -> dict[tuple[str, Arm], dict[str, Spread]]:
     """Per (model, arm): each metric's final value over seeds."""
     last = last_rows(results)
@@ -88,8 +77,8 @@ def final_spreads(results: pd.DataFrame) -> dict[tuple[str, Arm], dict[str, Spre
 
 
 def final_table(results: pd.DataFrame, spreads: dict) -> Table:
-    seeds = finished_trials(results).groupby(["model.name", "variant"])["train.seed"].nunique()
-    rows = [[m, a.label, str(int(seeds[(m, a.label)])), *(s[c].text(METRICS[c][2]) for c in METRICS)]
+    seeds = finished_trials(results).groupby(["model.name", "arm_key"])["train.seed"].nunique()
+    rows = [[m, a.label, str(int(seeds[(m, a.key)])), *(s[c].text(METRICS[c][2]) for c in METRICS)]
             for (m, a), s in spreads.items()]
     return Table("Final evaluation, per architecture and variant", ["Model", "Variant", "Seeds",
                  *(label for label, _, _ in METRICS.values())], rows,
@@ -112,7 +101,7 @@ def epoch_table(results: pd.DataFrame, model: str) -> Table:
 def first_epoch_table(results: pd.DataFrame) -> Table:
     """How far one epoch of REM's recipe gets: the unpruned arm's first epoch, per seed and over seeds."""
     done = finished_trials(results)
-    first = done[(done["epoch"] == 1) & (done["variant"] == PLUS_Q.label)]
+    first = done[(done["epoch"] == 1) & (done["arm_key"] == PLUS_Q.key)]
     rows = []
     for model, group in first.groupby("model.name"):
         for seed, row in group.set_index("train.seed").sort_index().iterrows():
@@ -268,11 +257,11 @@ def evaluated_table(results: pd.DataFrame) -> Table:
     """Every seed's evaluated checkpoint: the epoch and rule each verdict's values come from, and the final
     forward's coupling entropy (uniform routing is log2 of the classes)."""
     rows = []
-    for (dataset, model, variant), seeds in arms_of(results).items():
+    for (dataset, model, arm), seeds in arms_of(results).items():
         coupling = seeds.coupling[QUANTIZED] if any(not math.isnan(v) for v in seeds.coupling[QUANTIZED]) \
             else seeds.coupling[PLAIN]
         for i, seed in enumerate(seeds.seeds):
-            rows.append([dataset, model, variant, str(seed), str(seeds.epochs[i]), seeds.rules[i],
+            rows.append([dataset, model, arm.label, str(seed), str(seeds.epochs[i]), seeds.rules[i],
                          f"{seeds.accuracy[i]:.2f}",
                          "n/a" if not seeds.routes else "–" if math.isnan(coupling[i]) else f"{coupling[i]:.4f}"])
     return Table("The checkpoint every seed was evaluated at", ["Dataset", "Model", "Variant", "Seed", "Epoch", "Rule",

@@ -35,7 +35,7 @@ class Figure:
 def representatives(results: pd.DataFrame) -> pd.DataFrame:
     """One finished trial per (dataset, model, variant): the smallest seed's."""
     done = last_rows(results).sort_values(["data.dataset", "model.name", "train.seed"])
-    return done.groupby(["data.dataset", "model.name", "variant"], sort=True).head(1)
+    return done.groupby(["data.dataset", "model.name", "arm_key"], sort=True).head(1)
 
 
 def sweep_figures(results: pd.DataFrame, out_dir: Path) -> list[Figure]:

@@ -11,11 +11,10 @@ import numpy as np
 import pandas as pd
 from matplotlib.lines import Line2D
 
-from rem.report.dvc_outputs import arm_curves
+from rem.report.dvc_outputs import arm_curves, arm_label
 from rem.report.figures.style import colours, markers, message_panel, plt, save
-from rem.report.preconditions import UNIFORM_MARK, uniform_arms
+from rem.report.preconditions import UNIFORM_MARK, in_uniform_arm, uniform_arms
 from rem.results import pareto
-from rem.results.variants import ranked
 
 
 def pareto_mask(x: np.ndarray, y: np.ndarray, maximize_y: bool) -> np.ndarray:
@@ -42,7 +41,7 @@ def _facet(ax, points: pd.DataFrame, column: str, maximize: bool, palette: dict,
     stayed uniform), its front dashed and each front member labelled with its arm and seed; rings on the
     three-objective front (what `rem pareto` lists)."""
     for row in points.itertuples():
-        hollow = (row.dataset, row.model, row.variant) in uniform
+        hollow = (row.dataset, row.model, row.arm_key) in uniform
         ax.scatter(row.sparsity, getattr(row, column), color=palette[row.variant], marker=shapes[row.variant], s=70,
                    edgecolor=palette[row.variant] if hollow else "black", facecolor="none" if hollow else None,
                    linewidth=1.2 if hollow else 0.5, zorder=3)
@@ -88,10 +87,10 @@ def pareto_figure(points: pd.DataFrame, dataset: str, path: Path) -> Path:
     if points.empty:
         return _empty(dataset, path)
     models = sorted(set(points["model"]))
-    variants = ranked(points["variant"], points)
+    arms = sorted(set(points["arm"]))  # in their order
+    variants = [arm.label for arm in arms]  # colours and the legend go by the text they show
     assigned = colours(variants)
-    arm_of = dict(zip(points["variant"], points["arm"]))
-    palette, shapes = {v: assigned[v] for v in variants}, markers([arm_of[v] for v in variants])  # in variant order
+    palette, shapes = {v: assigned[v] for v in variants}, markers(arms)
     fig, axes = plt.subplots(len(models), 2, figsize=(12, 3.8 * len(models) + 0.8), squeeze=False)
     best = pareto.front(points)
     uniform = uniform_arms(points)  # hollow: the entropy there is no routing, not a low-entropy result
@@ -106,7 +105,7 @@ def pareto_figure(points: pd.DataFrame, dataset: str, path: Path) -> Path:
     axes[0][1].set_title("Entropy vs sparsity (lower, further right is better)", fontsize=11)
     for ax in axes[-1]:
         ax.set_xlabel(SPARSITY_LABEL, fontsize=10)
-    _variant_legend(fig, palette, shapes, {v: sorted(m for _, m, w in uniform if w == v) for v in variants})
+    _variant_legend(fig, palette, shapes, {a.label: sorted(m for _, m, k in uniform if k == a.key) for a in arms})
     fig.suptitle(f"{dataset}: one point per trial (final evaluation), one row per architecture; hollow: routing "
                  "uniform", fontsize=12)
     fig.tight_layout(rect=(0, 0.06 + 0.02 / len(models), 1, 0.97))
@@ -122,7 +121,7 @@ def training_figure(points: pd.DataFrame, dataset: str, path: Path) -> Path:
     palette = colours(list(arms["arm"]))
     mine = points[points["dataset"] == dataset]
     last = mine.sort_values("epoch").groupby("trial_key").tail(1)  # each trial's last epoch: where it ended
-    uniform = {f"{m} {v}" for _, m, v in uniform_arms(last)}
+    uniform = set(arm_label(last[in_uniform_arm(last)]))  # the flagged arms' series names
     fig, axes = plt.subplots(1, 3, figsize=(15, 4.6))
     for arm, group in arms.groupby("arm", sort=True):
         flag = f", {UNIFORM_MARK}" if arm in uniform else ""
