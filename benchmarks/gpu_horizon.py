@@ -134,16 +134,6 @@ def results_table(cfg, trials: dict, procs: dict, status: dict):
     return ordered(pd.concat(frames, ignore_index=True))
 
 
-def write_table(table, out: Path) -> str:
-    import importlib.util
-
-    if importlib.util.find_spec("pyarrow") is None:
-        table.to_csv(out / "sweep.csv", index=False)
-        return "sweep.csv (pyarrow is missing here: no Parquet)"
-    table.to_parquet(out / "sweep.parquet", index=False)
-    return "sweep.parquet"
-
-
 def run_record(described: str, started: float, table, status: dict, budget_s: float) -> dict:
     import torch
 
@@ -171,7 +161,7 @@ def main(argv: list[str] | None = None) -> int:
         return run_trial(Path(args.trial))
     import torch
 
-    from benchmarks.gpucheck.data import use_data
+    from benchmarks.gpucheck.data import use_data, write_table
 
     if not args.cpu and not torch.cuda.is_available():
         print(f"gpu_horizon: no CUDA GPU visible to torch {torch.__version__}; run it on a GPU machine or pass --cpu")
@@ -198,10 +188,10 @@ def main(argv: list[str] | None = None) -> int:
             table = results_table(cfg, trials, procs, status)
         finally:
             shutil.rmtree(work, ignore_errors=True)
-        written = write_table(table, args.out)
+        written, _ = write_table(table, args.out, "sweep")
         run = run_record(described, started, table, status, args.budget_s)
         (args.out / "run.json").write_text(json.dumps(run, indent=2, ensure_ascii=False) + "\n")
-        log(f"{len(table)} rows -> {written}; {run['epochs reached']}")
+        log(f"{len(table)} rows -> {written.name}; {run['epochs reached']}")
     return 0 if all(s == "FINISHED" for s in status.values()) else 1
 
 

@@ -142,14 +142,17 @@ class Publication:
         return {**endpoint, "command": f"`{self.command}`", "commit": commit(), **sweep_record(cfg, results), **machine(),
                 **({"load": load} if load else {}), **({"not published": "; ".join(stopped)} if stopped else {})}
 
-    def publish(self, cfg, out: Path, load: str = "") -> list[Path]:
-        results, stopped = self.finished(cfg)
+    def store(self, out: Path, results: pd.DataFrame, run: dict) -> list[Path]:
+        """The run's Parquet and its record (run.json) into `out`, then what `render` makes of them."""
         atomic_write(out / "sweep.parquet", lambda tmp: results.to_parquet(tmp, index=False))
-        if self.before_render is not None:
-            self.before_render(cfg, out, results)
-        run = self.record(cfg, results, stopped, load)
         atomic_write_text(out / "run.json", json.dumps(run, indent=2, ensure_ascii=False) + "\n")
         return self.render(out, results, run)
+
+    def publish(self, cfg, out: Path, load: str = "") -> list[Path]:
+        results, stopped = self.finished(cfg)
+        if self.before_render is not None:
+            self.before_render(cfg, out, results)
+        return self.store(out, results, self.record(cfg, results, stopped, load))
 
     def adopt(self, made: Path, out: Path) -> list[Path]:
         """Publish a run a script made without Ray or MLflow (`made` holds its sweep.parquet and its run.json, e.g.
@@ -161,9 +164,7 @@ class Publication:
         run = json.loads(run_file.read_text())
         if stopped:
             run["not published"] = "; ".join(stopped)
-        atomic_write(out / "sweep.parquet", lambda tmp: results.to_parquet(tmp, index=False))
-        atomic_write_text(out / "run.json", json.dumps(run, indent=2, ensure_ascii=False) + "\n")
-        return self.render(out, results, run)
+        return self.store(out, results, run)
 
     def add(self, cfg, out: Path, load: str = "") -> list[Path]:
         """The sweep's finished trials added to the run published in `out` (pipeline/added_trials.py): checked to
@@ -183,9 +184,7 @@ class Publication:
               f"python -m pipeline.{self.name} --add"  # the later sweep ran only its own arms
         addition = {**self.record(cfg, later, stopped, load), "command": f"`{how}`"}
         run = added_record(json.loads(run_file.read_text()) if run_file.is_file() else {}, addition, keys)
-        atomic_write(out / "sweep.parquet", lambda tmp: results.to_parquet(tmp, index=False))
-        atomic_write_text(run_file, json.dumps(run, indent=2, ensure_ascii=False) + "\n")
-        return self.render(out, results, run)
+        return self.store(out, results, run)
 
     def run(self, cfg, args: argparse.Namespace) -> int:
         if args.made is not None:

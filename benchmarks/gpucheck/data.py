@@ -41,3 +41,17 @@ def params_config(profile: str, overrides: dict):
     from rem.config import load
 
     return load(REPO / "params.yaml", {"profile": profile}).with_overrides(overrides, "gpu check")
+
+
+def write_table(table, out_dir: Path, stem: str) -> tuple[Path, str]:
+    """`table` as out_dir/<stem>.parquet, or as CSV where pyarrow is missing (the GPU machine may lack it); the file
+    and its format's description."""
+    import importlib.util
+
+    if importlib.util.find_spec("pyarrow") is None:
+        path = out_dir / f"{stem}.csv"
+        table.to_csv(path, index=False)
+        return path, "csv (pyarrow is missing here: no Parquet)"
+    path = out_dir / f"{stem}.parquet"
+    table.to_parquet(path, index=False)
+    return path, "parquet"

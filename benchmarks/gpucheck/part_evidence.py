@@ -4,13 +4,12 @@ results table's: rem.results.table), written as Parquet -- or CSV where pyarrow 
 
 from __future__ import annotations
 
-import importlib.util
 import time
 from pathlib import Path
 
 import pandas as pd
 
-from benchmarks.gpucheck.data import REPO, params_config
+from benchmarks.gpucheck.data import REPO, params_config, write_table
 from benchmarks.gpucheck.runner import OutOfTime, Part
 
 COMMITTED = REPO / "reports" / "evidence" / "sweep.parquet"
@@ -72,17 +71,10 @@ def run(part: Part, sizes, device: str, data: dict, work: Path, out_dir: Path) -
 
 
 def write(part: Part, table: pd.DataFrame, out_dir: Path) -> None:
-    if importlib.util.find_spec("pyarrow") is None:
-        path = out_dir / "evidence_gpu.csv"
-        table.to_csv(path, index=False)
-        part.result["format"] = "csv (pyarrow is missing here: no Parquet)"
-    else:
-        path = out_dir / "evidence_gpu.parquet"
-        table.to_parquet(path, index=False)
-        part.result["format"] = "parquet"
-        if COMMITTED.exists():
-            committed = set(pd.read_parquet(COMMITTED).columns) - {"node_id"}  # the Ray node: not the experiment
-            part.result["columns_missing_vs_committed"] = sorted(committed - set(table.columns))
-            part.result["columns_new_vs_committed"] = sorted(set(table.columns) - committed)
+    path, part.result["format"] = write_table(table, out_dir, "evidence_gpu")
+    if path.suffix == ".parquet" and COMMITTED.exists():
+        committed = set(pd.read_parquet(COMMITTED).columns) - {"node_id"}  # the Ray node: not the experiment
+        part.result["columns_missing_vs_committed"] = sorted(committed - set(table.columns))
+        part.result["columns_new_vs_committed"] = sorted(set(table.columns) - committed)
     part.result.update({"rows": len(table), "file": path.name})
     part.log(f"{len(table)} rows -> {path.name}")
