@@ -14,6 +14,9 @@ each a named check with its threshold here and nowhere else:
   predicts, so its own value does not gate the test);
 - `at_chance`: a transformed-accuracy point where an arm is within `LEARNED_MARGIN_POINTS` of chance measures no
   robustness: the accuracy it lost is bounded by how far it could fall;
+- `accuracy_lost`: a point of a mechanism curve (a final model pruned without retraining) shows REM's mechanism only
+  while the model still classifies: its mean accuracy within `KEPT_ACCURACY_POINTS` of the unpruned model's. Trees
+  merge trivially once a model sends most images to a few classes;
 - `evaluation_differs`: arms read at different epochs or under different checkpoint rules say so on their row.
 
 Each returns None when the check passes, else the reason in one line (it becomes "not tested: <reason>").
@@ -39,6 +42,9 @@ DEPENDENCE_MARGIN_BITS = 0.05
 # 0.9 leaves at most one image in ten sharing a tree, so the entropy is within ~0.15 bits of log2 of the images per
 # class (a class of 1,000 images: <= 9.97 of 9.97 bits) and merging is what the pruned arm would have to show.
 CEILING_TREES_PER_IMAGE = 0.9
+# Accuracy (points) a pruned point of a mechanism curve may lose against the unpruned model and still count: the
+# "no worse" claims' margin, since REM claims fewer trees without accuracy lost.
+KEPT_ACCURACY_POINTS = 1.0
 
 
 def _family(dataset: str):
@@ -116,6 +122,18 @@ def at_chance(arm: str, accuracies: Sequence[float], chance: float, point: str) 
     return None
 
 
+def accuracy_lost(unpruned: Sequence[float], pruned: Sequence[float]) -> str | None:
+    """Per seed accuracies (%) of the unpruned model and of one pruned point: the reason when the pruned mean is
+    more than `KEPT_ACCURACY_POINTS` below the unpruned mean (None when either has no value)."""
+    a, b = ([v for v in values if not math.isnan(v)] for values in (unpruned, pruned))
+    if not a or not b:
+        return None
+    base, point = sum(a) / len(a), sum(b) / len(b)
+    if point < base - KEPT_ACCURACY_POINTS:
+        return f"accuracy is lost ({base:.1f} → {point:.1f} %, more than {KEPT_ACCURACY_POINTS:g} point)"
+    return None
+
+
 def no_better_than_null(arm: str, errors: Sequence[float], nulls: Sequence[float], point: str) -> str | None:
     """Per seed, a map's held-out error and the same fit's on shuffled pairs: the reason when a seed's error is not
     below its own null, where the map explains no more of how the representation moves than of unrelated pairs."""
@@ -154,7 +172,8 @@ PRECONDITIONS_NOTE = (f"Preconditions (rem.report.preconditions): an arm learned
                       f"alone); an entropy or parse-tree claim is not tested at ceiling, when its reference arm has "
                       f"{CEILING_TREES_PER_IMAGE:g} or more distinct parse trees per test image; a transformed-accuracy "
                       f"point is not tested at chance, when an arm is within {LEARNED_MARGIN_POINTS:g} points of "
-                      "chance there. Arms evaluated at different epochs or checkpoint rules say so in their row.")
+                      f"chance there; a mechanism curve's entropy counts as falling only at targets whose mean "
+                      f"accuracy is within {KEPT_ACCURACY_POINTS:g} point of the unpruned model's. Arms evaluated at different epochs or checkpoint rules say so in their row.")
 
 
 UNIFORM_MARK = "routing uniform"  # what the main report's tables, figures and metrics say of such an arm

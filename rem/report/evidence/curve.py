@@ -11,7 +11,7 @@ import pandas as pd
 
 from rem.analysis.sparsity_curve import curves_from_results
 from rem.report.evidence.tables import METRICS, Spread, spread
-from rem.report.preconditions import at_ceiling, classes_of, first, input_independent, routing_uniform
+from rem.report.preconditions import KEPT_ACCURACY_POINTS, accuracy_lost, at_ceiling, classes_of, first, input_independent, routing_uniform
 from rem.report.render import Table
 from rem.report.verdicts import MIN_SEEDS, RULE_NOTE, Differs, Outcome, decide
 from rem.results.arms import Arm
@@ -52,12 +52,14 @@ def falls(base: dict[str, Spread], point: dict[str, Spread]):
     return decide(Differs(-1), base["entropy/mean"].values, point["entropy/mean"].values)
 
 
-def onset(points: dict[float, dict[str, Spread]]) -> float | None:
-    """The smallest target at which the entropy is shown lower than the unpruned model's (`falls` supported)."""
+def onset(points: dict[float, dict[str, Spread]], kept: bool = True) -> float | None:
+    """The smallest target at which the entropy is shown lower than the unpruned model's (`falls` supported), among
+    the targets that keep accuracy (`accuracy_lost`), or among all of them with `kept=False`."""
     base = points.get(0.0)
     if base is None:
         return None
-    return next((t for t, p in sorted(points.items()) if t > 0 and falls(base, p).outcome is Outcome.SUPPORTED), None)
+    return next((t for t, p in sorted(points.items()) if t > 0 and falls(base, p).outcome is Outcome.SUPPORTED
+                 and not (kept and accuracy_lost(base["test/acc"].values, p["test/acc"].values))), None)
 
 
 def curve_table(curves: pd.DataFrame, model: str, arm: Arm) -> Table:
@@ -89,8 +91,8 @@ def onset_rows(curves: pd.DataFrame, model: str, arm: Arm) -> list[list[str]]:
         uniform = first(routing_uniform(named, base["routing/coupling_entropy"].values, classes_of(dataset), "+Q"),
                         input_independent(named, base.get("routing/input_dependence", spread([])).values),
                         at_ceiling(named, per_image)) if dataset else None
-        last = max(points)
-        if at is None:
+        last, fell = max(points), at if at is not None else onset(points, kept=False)
+        if fell is None:
             n = base["entropy/mean"].n
             verdict = f"not tested: {uniform}" if uniform else f"undecided (n = {n}, fewer than {MIN_SEEDS} seeds)" \
                 if n < MIN_SEEDS else f"undecided (no target up to {last:g} % is shown lower)"
@@ -98,12 +100,15 @@ def onset_rows(curves: pd.DataFrame, model: str, arm: Arm) -> list[list[str]]:
                         f"{points[last]['entropy/mean'].text(3)} bits, accuracy {points[last]['test/acc'].text(1)} %",
                         verdict])
             continue
-        p = points[at]
-        out.append([question, f"{at:g} % ({p['sparsity'].text(1)} % global, {p['sparsity/votes.weight'].text(1)} % of W): "
+        p = points[fell]
+        lost = accuracy_lost(base["test/acc"].values, p["test/acc"].values)
+        verdict = f"not tested: {uniform}" if uniform else f"supported: falls from {fell:g} %, accuracy kept" \
+            if at is not None else f"undecided (it falls only where {lost}; no target that keeps accuracy is lower)"
+        out.append([question, f"{fell:g} % ({p['sparsity'].text(1)} % global, {p['sparsity/votes.weight'].text(1)} % of W): "
                     f"{base['entropy/mean'].text(3)} → {p['entropy/mean'].text(3)} bits; accuracy "
                     f"{base['test/acc'].text(1)} → {p['test/acc'].text(1)} %; coupling entropy "
                     f"{p['routing/coupling_entropy'].text(4)} bits, dead capsules {p['routing/dead_capsules'].text(1)} %",
-                    f"not tested: {uniform}" if uniform else f"supported: falls from {at:g} %"])
+                    verdict])
     return out
 
 
@@ -123,7 +128,9 @@ def curve_tables(results: pd.DataFrame) -> dict[str, Table]:
                        [r for v in variants for r in onset_rows(curves, model, v)],
                        notes=["'supported: falls from t %': the first target whose entropy is lower than the unpruned "
                               "model's by the verdict rule (a difference claim at every target; the unpruned model's "
-                              "routing must have left uniform, else the fall is votes vanishing, not routing).",
+                              "routing must have left uniform, else the fall is votes vanishing, not routing), among "
+                              f"the targets whose mean accuracy stays within {KEPT_ACCURACY_POINTS:g} point of the "
+                              "unpruned model's (trees merge trivially once a model stops classifying).",
                               RULE_NOTE])
         out[f"curve_{model}"] = [onsets, *(curve_table(curves, model, v) for v in variants)]
     return out
