@@ -11,7 +11,7 @@ import pandas as pd
 
 from rem.analysis.sparsity_curve import curves_from_results
 from rem.report.evidence.tables import METRICS, Spread, spread
-from rem.report.preconditions import KEPT_ACCURACY_POINTS, accuracy_lost, at_ceiling, classes_of, first, input_independent, routing_uniform
+from rem.report.preconditions import KEPT_ACCURACY_POINTS, accuracy_lost, classes_of, first, input_independent, routing_uniform
 from rem.report.render import Table
 from rem.report.verdicts import MIN_SEEDS, RULE_NOTE, Differs, Outcome, decide
 from rem.results.arms import Arm
@@ -87,10 +87,11 @@ def onset_rows(curves: pd.DataFrame, model: str, arm: Arm) -> list[list[str]]:
         base, at = points[0.0], onset(points)
         named = f"{model} {arm.label}"
         question = f"{named}: sparsity at which the entropy starts to fall, pruning {name}"
-        per_image = [t / n for t, n in zip(base["parse_trees/total"].values, base["n_images"].values) if n]
+        # Routing must route; the ceiling does not gate a curve: its reference is the same model unpruned, and a
+        # fall from the ceiling (images starting to share trees) is what the curve looks for.
         uniform = first(routing_uniform(named, base["routing/coupling_entropy"].values, classes_of(dataset), "+Q"),
-                        input_independent(named, base.get("routing/input_dependence", spread([])).values),
-                        at_ceiling(named, per_image)) if dataset else None
+                        input_independent(named, base.get("routing/input_dependence", spread([])).values)) \
+            if dataset else None
         last, fell = max(points), at if at is not None else onset(points, kept=False)
         if fell is None:
             n = base["entropy/mean"].n
@@ -130,7 +131,8 @@ def curve_tables(results: pd.DataFrame) -> dict[str, Table]:
                               "model's by the verdict rule (a difference claim at every target; the unpruned model's "
                               "routing must have left uniform, else the fall is votes vanishing, not routing), among "
                               f"the targets whose mean accuracy stays within {KEPT_ACCURACY_POINTS:g} point of the "
-                              "unpruned model's (trees merge trivially once a model stops classifying).",
+                              "unpruned model's (trees merge trivially once a model stops classifying). The ceiling does not "
+                              "gate a curve: a fall from it, images starting to share trees, is what the curve looks for.",
                               RULE_NOTE])
         out[f"curve_{model}"] = [onsets, *(curve_table(curves, model, v) for v in variants)]
     return out
