@@ -109,7 +109,7 @@ def main():
 
     ckpt_dir = args.checkpoint or newest_checkpoint()
     state = load_checkpoint(ckpt_dir)
-    state["config"].get("prune", {}).pop("min_step_weights", None)  # older checkpoints: see rem.config.RENAMED
+    state["config"].get("prune", {}).pop("min_step_weights", None)  # older checkpoints: see rem.config.stored.RENAMED
     cfg = from_dict(state["config"], source=str(ckpt_dir / CHECKPOINT_FILE))
     cfg = cfg.with_overrides({"data.val_subset": args.val})  # quick runs validate on 1,000 of the 5,500
     spec = get_dataset(cfg.data.dataset)

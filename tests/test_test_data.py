@@ -14,7 +14,7 @@ import numpy as np
 import pytest
 from PIL import Image
 
-from rem.data.registry import CIFAR_CLASSES
+from rem.data.cifar import CIFAR_CLASSES
 from tests.conftest import REPO, SOURCES, derive_jpeg_folders, derive_lossless200
 
 TINY = '''

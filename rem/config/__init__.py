@@ -13,14 +13,14 @@ imported (`import rem.checks` imports them all). So do the open `options` mappin
 """
 
 from rem.config.loading import add_params_arguments, deep_merge, load, load_from_args, parse_override, resolve
-from rem.config.root import (RENAMED, SECTION_CLASSES, TRIAL_SECTIONS, Config, flatten, from_dict, from_stored,
+from rem.config.root import (SECTION_CLASSES, TRIAL_SECTIONS, Config, flatten, from_dict, from_stored,
                              set_dotted)
 from rem.config.sections import (ConfigError, DataConfig, EvalConfig, FetchConfig, ModelConfig, ReportConfig,
                                  SweepConfig, TrainConfig)
 from rem.config.prune import PruneConfig
 
 __all__ = [
-    "RENAMED", "SECTION_CLASSES", "TRIAL_SECTIONS", "Config", "ConfigError", "DataConfig", "EvalConfig",
+    "SECTION_CLASSES", "TRIAL_SECTIONS", "Config", "ConfigError", "DataConfig", "EvalConfig",
     "FetchConfig", "ModelConfig", "PruneConfig", "ReportConfig", "SweepConfig", "TrainConfig", "add_params_arguments",
     "deep_merge", "flatten", "from_dict", "from_stored", "load", "load_from_args", "parse_override", "resolve", "set_dotted",
 ]

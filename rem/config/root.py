@@ -16,7 +16,6 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from rem.config.checks import check_sections
-from rem.config.moved import MOVED, upgrade_stored, where_now, with_old_defaults
 from rem.config.prune import PruneConfig  # the pruning library's own config is the `prune` section
 from rem.config.sections import (ConfigError, DataConfig, EvalConfig, FetchConfig, ModelConfig, ReportConfig,
                                  SweepConfig, TrainConfig)
@@ -50,12 +49,6 @@ class Config:
         tree = {k: v for k, v in self.to_dict().items() if k in TRIAL_SECTIONS}
         tree["train"].pop("device")  # where a trial runs, not what it computes: a sweep resumes on another device
         tree["train"].pop("checkpoint_every")  # how often its state is saved, not what it computes
-        for section, key in LATER_KEYS:  # at their default, as before they existed: the sweep keeps its id
-            if tree[section][key] == getattr(SECTION_CLASSES[section](), key):
-                tree[section].pop(key)
-        with_old_defaults(tree)  # the settings that moved into an entry's options, hashed as before: same id
-        if tree["train"]["compile"] == "auto":  # issue 53's default, hashed as the false it replaced: same id. The
-            tree["train"]["compile"] = False  # path each trial took is its own record (compute/compiled)
         tree["grid"] = self.sweep.grid
         return hashlib.sha256(json.dumps(tree, sort_keys=True).encode()).hexdigest()[:10]
 
@@ -72,11 +65,6 @@ SECTION_CLASSES = {  # params.yaml section -> its dataclass
     "eval": EvalConfig, "sweep": SweepConfig, "report": ReportConfig, "fetch": FetchConfig, "prune": PruneConfig,
 }
 TRIAL_SECTIONS = ("data", "model", "train", "eval", "prune")  # the sections that decide a trial's result
-# Trial keys added after sweeps were named by their digest: one at its default leaves the digest as it was, so a
-# sweep started before the key existed resumes (and is collected) under the same id.
-LATER_KEYS = (("data", "options"), ("prune", "options"), ("model", "routing_options"), ("prune", "tensor_targets"),
-              ("train", "min_epochs"), ("train", "cuda_graphs"))
-
 
 WHOLE_MAPPINGS = ("grid", "options", "levels_per_model", "tensor_targets")  # keys whose mapping is one value
 
@@ -101,15 +89,6 @@ def set_dotted(tree: dict[str, Any], key: str, value: Any, source: str = "overri
         raise ConfigError(f"{source}: unknown key {key!r}; keys look like <section>.<name>, sections: "
                           f"{', '.join(SECTION_CLASSES)}")
     tree.setdefault(section, {})[leaf] = value
-
-
-# Keys that old params files or checkpoints may still carry: the error says what replaced them.
-RENAMED = {
-    **{old: where_now(old) for old in MOVED},
-    "prune.min_step_weights": "prune.search_tolerance_pp (the sorted search's stop, in percentage points of the "
-                              "prunable weights instead of a weight count)",
-    "train.log_every_steps": "train.progress_every_s (a progress line at least every so many seconds)",
-}
 
 
 def _check_union(key: str, value: Any, annotation: Any, source: str) -> Any:
@@ -172,10 +151,11 @@ def _build_section(name: str, values: Any, source: str):
     allowed = [f.name for f in dataclasses.fields(cls)]
     kwargs = {}
     for key, value in values.items():
-        if f"{name}.{key}" in RENAMED:
-            raise ConfigError(f"{source}: key '{name}.{key}' was replaced by {RENAMED[f'{name}.{key}']}")
         if key not in hints:
-            raise ConfigError(f"{source}: unknown key '{name}.{key}'; allowed: {', '.join(allowed)}")
+            from rem.config.stored import replaced_by  # old keys are looked up only once a key is unknown
+            now = replaced_by(f"{name}.{key}")
+            raise ConfigError(f"{source}: key '{name}.{key}' was replaced by {now}" if now else
+                              f"{source}: unknown key '{name}.{key}'; allowed: {', '.join(allowed)}")
         kwargs[key] = _check_value(f"{name}.{key}", value, hints[key], source)
     try:
         return cls(**kwargs)
@@ -194,18 +174,12 @@ def from_dict(tree: dict[str, Any], source: str = "params", check_grid: bool = T
     return cfg
 
 
-def upgraded(tree: dict[str, Any]) -> dict[str, Any]:
-    """A config tree stored by this or an older version, as this one reads it: settings that moved into an entry's
-    options where they live now (`rem.config.moved.upgrade_stored`)."""
-    selectors = {moved.selector for moved in MOVED.values()}
-    defaults = {key: getattr(SECTION_CLASSES[key.partition(".")[0]](), key.partition(".")[2]) for key in selectors}
-    return upgrade_stored(tree, defaults)
-
-
 def from_stored(tree: dict[str, Any], source: str) -> Config:
     """A config stored with a trial (checkpoint, MLflow run, model package), written by this or an older version,
     validated; its grid is the sweep's, not checked again."""
-    return from_dict(upgraded(tree), source, check_grid=False)
+    from rem.config.stored import SELECTORS, upgrade_stored  # what was stored before: read here, off the live path
+    defaults = {key: getattr(SECTION_CLASSES[key.partition(".")[0]](), key.partition(".")[2]) for key in SELECTORS}
+    return from_dict(upgrade_stored(tree, defaults), source, check_grid=False)
 
 
 def build_config(tree: dict[str, Any], source: str) -> Config:

@@ -30,7 +30,6 @@ from __future__ import annotations
 
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field, replace
-from importlib import import_module
 from typing import TYPE_CHECKING, Any
 
 from rem.config.options import check_declaration, declared_options, read_options
@@ -223,19 +222,6 @@ class _Specs(Mapping):
 
 
 DATASETS: Mapping[str, DatasetSpec] = _Specs()
-
-# Names that moved into their family's module, importable from here as before.
-_MOVED = {**dict.fromkeys(("MNIST_URLS", "FASHION_CLASSES"), "rem.data.idx"),
-          **dict.fromkeys(("CIFAR_MEAN", "CIFAR_STD", "CIFAR_CLASSES"), "rem.data.cifar"),
-          "IMAGEFOLDER_PREFIX": "rem.data.imagefolder",
-          **dict.fromkeys(("NORB_N", "NORB_MAGIC_U8", "NORB_MAGIC_I32", "norb_header"), "rem.data.smallnorb")}
-
-
-def __getattr__(name: str):
-    if name in _MOVED:
-        return getattr(import_module(_MOVED[name]), name)
-    raise AttributeError(f"module 'rem.data.registry' has no attribute {name!r}")
-
 
 __all__ = ["DATASETS", "FAMILIES", "DatasetFamily", "DatasetSpec", "RemoteFile", "dataset_options", "family_of",
            "find_family", "get_dataset", "get_family", "image_folder_spec", "is_known_dataset", "list_datasets",

@@ -83,8 +83,7 @@ class ClassCapsuleHead:
         activations = capsule_lengths(u)  # after the votes: autograd then sums u's gradient in the order it always did
         bias = getattr(self, self.head_names.bias) if self.head_names.bias else None
         v, c = self.routing(votes, self.routing_iterations, bias, activations=activations,
-                            quantize_levels=quantize_levels, **self.routing_options,
-                            **getattr(self, "routing_settings", {}))  # a model pickled before settings had none
+                            quantize_levels=quantize_levels, **self.routing_options, **self.routing_settings)
         lengths = capsule_lengths(v)
         recon = self.decoder(v, lengths, target) if self.decoder is not None else None
         return CapsuleOutput(lengths=lengths, capsules=v, couplings=c, reconstruction=recon, input_lengths=activations)

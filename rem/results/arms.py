@@ -19,7 +19,7 @@ from dataclasses import dataclass
 
 import pandas as pd
 
-from rem.config import RENAMED, TRIAL_SECTIONS, Config, ModelConfig
+from rem.config import TRIAL_SECTIONS, Config, ModelConfig
 from rem.config.options import as_mapping
 from rem.pruning.methods.arm_settings import ArmSetting
 from rem.pruning.methods.registry import METHODS, FixedTargetMethod, PruningMethod
@@ -57,7 +57,7 @@ def stated_keys() -> frozenset[str]:
 
 def compared_keys(columns) -> list[str]:
     """The results table's config columns that can set arms apart (the trial sections, dotted, not metrics)."""
-    # a renamed setting's column in an older results table: its value is in the new key's column for newer trials
+    from rem.config.stored import RENAMED  # an older table's renamed column: newer trials hold it under its new key
     named = REPLICATES | stated_keys() | HOW_IT_RUNS | set(RENAMED)
     return sorted(c for c in map(str, columns) if "/" not in c and c.partition(".")[0] in TRIAL_SECTIONS
                   and "." in c and c not in named)

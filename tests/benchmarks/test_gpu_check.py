@@ -11,7 +11,7 @@ import sys
 import pandas as pd
 import pytest
 
-from rem.config import RENAMED
+from rem.config.stored import RENAMED
 from rem.device import native_bf16
 from rem.results.table import IDENTITY
 from tests.conftest import REPO

@@ -14,7 +14,6 @@ import yaml
 
 from rem.config import Config, ConfigError, DataConfig, ModelConfig, PruneConfig, deep_merge, resolve
 from rem.config.options import declared_options, read_options
-from rem.config.root import LATER_KEYS
 from rem.data.registry import DatasetFamily, dataset_options, register_family
 from rem.pruning.methods.registry import METHODS, PruningMethod, method_options, register_method
 from tests.conftest import REPO
@@ -127,21 +126,8 @@ def test_options_set_in_a_profile_replace_the_base_ones_whole():
     assert resolve(raw).prune.options == {}
 
 
-def test_empty_options_leave_the_sweep_digest_as_it_was_before_they_existed(monkeypatch):
+def test_options_set_are_trial_settings_that_name_another_sweep():
     base = Config()
-    assert base.digest() != Config(data=DataConfig(options={"noise": 1})).digest()  # set, they are trial settings
+    assert base.digest() != Config(data=DataConfig(options={"noise": 1})).digest()
     assert base.digest() != Config(prune=PruneConfig(options={"seed": 1})).digest()
     assert base.digest() != Config(model=ModelConfig(routing_options={"t": 1})).digest()
-    to_dict = Config.to_dict
-
-    def without_them(self):  # the config as it was before data.options, prune.options, model.routing_options and
-        tree = to_dict(self)  # the keys added since (rem.config.root.LATER_KEYS)
-        for section, key in LATER_KEYS:
-            tree[section].pop(key)
-        return tree
-
-    monkeypatch.setattr(Config, "to_dict", without_them)
-    monkeypatch.setattr("rem.config.root.LATER_KEYS", ())
-    before = base.digest()
-    monkeypatch.undo()
-    assert base.digest() == before

@@ -1,14 +1,18 @@
 """Settings that moved from flat `data.*` keys into their dataset family's own `data.options` (issue 45): what was
-written before the move still reads, a sweep keeps its id, and a params file with an old key gets one line naming
-the new one (that line: tests/data/test_families.py)."""
+written before the move still reads, through the one module that knows old keys (`rem.config.stored`), which the
+live config path never imports; a params file with an old key gets one line naming the new one (that line:
+tests/data/test_families.py)."""
 
 from __future__ import annotations
 
-import copy
+import subprocess
+import sys
+
+import pytest
 
 import rem.checks  # noqa: F401  (every package's checks: smallNORB's and affNIST's options among them)
-from rem.config import Config, DataConfig, from_stored
-from rem.config.moved import MOVED
+from rem.config import Config, ConfigError, DataConfig, from_dict, from_stored
+from rem.config.stored import MOVED
 from rem.results.variants import arm_run_names
 
 OLD_DATA = {"affnist_shift": 6, "norb_split": "standard", "norb_size": 48, "norb_crop": 32, "norb_brightness": 0.125,
@@ -31,21 +35,28 @@ def test_a_config_stored_before_the_move_reads_its_settings_as_options():
     assert norb.data.options == {"split": "azimuth", "size": 40, "crop": 28}  # the defaults stay defaults
 
 
-def test_a_sweep_named_before_the_move_keeps_its_id(monkeypatch):
-    base = Config()
-    now = base.digest()
-    to_dict = Config.to_dict
+def test_an_old_key_is_one_line_naming_its_new_place_and_never_part_of_a_config():
+    assert set(MOVED) == {f"data.{k}" for k in OLD_DATA} | {f"prune.{k}" for k in OLD_PRUNE}
+    with pytest.raises(ConfigError) as err:
+        from_dict(stored_before_the_move("smallnorb", norb_crop=28), "params.yaml")
+    assert "\n" not in str(err.value) and "data.affnist_shift' was replaced by data.options.shift" in str(err.value)
+    assert not {key.partition(".")[2] for key in MOVED} & set(Config().flat())  # the digest hashes today's keys
 
-    def as_before(self):  # the tree the digest hashed before the move: the old keys (the options, empty, are left out)
-        tree = to_dict(self)
-        tree["data"].update(copy.deepcopy(OLD_DATA))
-        tree["prune"].update(OLD_PRUNE)
-        return tree
 
-    monkeypatch.setattr(Config, "to_dict", as_before)
-    monkeypatch.setattr("rem.config.root.with_old_defaults", lambda tree: None)
-    assert base.digest() == now
-    assert set(MOVED) == {f"data.{k}" for k in OLD_DATA} | {f"prune.{k}" for k in OLD_PRUNE}  # each hashed as it was
+def test_the_live_config_path_does_not_import_what_reads_old_keys():
+    """Loading params.yaml, every profile, building a model and naming the sweep: no old key is looked up."""
+    code = ("import sys, rem.checks\n"
+            "from rem.config import load\n"
+            "from rem.data.registry import get_dataset\n"
+            "from rem.models.from_config import build_model\n"
+            "for profile in ('quick', 'paper', 'evidence', 'horizon', 'horizon_gamma', 'gpu_horizon', 'routing', 'claims'):\n"
+            "    cfg = load('params.yaml', {'profile': profile})\n"
+            "    cfg.digest()\n"
+            "    build_model(cfg, get_dataset(cfg.data.dataset))\n"
+            "assert 'rem.config.stored' not in sys.modules, 'imported'\n")
+    from tests.conftest import REPO
+    done = subprocess.run([sys.executable, "-c", code], cwd=REPO, capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr[-2000:]
 
 
 def test_smallnorbs_protocols_are_tables_not_arms():

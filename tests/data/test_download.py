@@ -133,7 +133,7 @@ def test_404_then_next_url(server, payload, tmp_path):
 
 def test_unknown_md5_checks_size_and_header(server, tmp_path):
     """smallNORB-style entry: no md5 known, so size and the header (magic, dims) are checked."""
-    from rem.data.registry import NORB_MAGIC_I32, norb_header
+    from rem.data.smallnorb import NORB_MAGIC_I32, norb_header
     header = norb_header(NORB_MAGIC_I32, (5,))
     good = header + bytes(20)
     remote = RemoteFile("x-cat.mat", "", len(good), archive="x-cat.mat.gz", header=header)

@@ -1,8 +1,10 @@
-"""Settings that moved from a flat section key into their registry entry's own options (`data.options`,
-`prune.options`): where each went, and what that means for what was written before the move. A params file that
-still sets an old key gets one line naming the new one (`rem.config.root.RENAMED`); a config stored with a trial
-(checkpoint, MLflow run, model package) is read with its old keys moved to where they live now (`upgrade_stored`);
-and a sweep's digest hashes them at their old defaults, so a sweep named before the move keeps its id."""
+"""What was stored before today's keys, read as today's config: the one place that knows old keys. Called only
+where stored things are read (`rem.config.root.from_stored`: checkpoints, MLflow runs, model packages; the results
+readers: old columns of a results table) and, for a params file, only once a key is unknown (`replaced_by`: one line
+naming its new place). The config a trial builds and the sweep digest know today's keys alone.
+
+Settings that moved from a flat section key into their registry entry's own options (`data.options`,
+`prune.options`) are read into those options where the trial ran that entry (`upgrade_stored`)."""
 
 from __future__ import annotations
 
@@ -38,13 +40,6 @@ def where_now(old: str) -> str:
     return f"{section}.options.{moved.option} (with {moved.selector}: {moved.entry}; the options are its own)"
 
 
-def with_old_defaults(tree: dict[str, Any]) -> None:
-    """Put every moved key back into a config tree at its old default (for the digest only)."""
-    for old, moved in MOVED.items():
-        section, _, key = old.partition(".")
-        tree[section][key] = copy.deepcopy(moved.default)
-
-
 def upgrade_stored(tree: dict[str, Any], selector_defaults: dict[str, Any]) -> dict[str, Any]:
     """A config tree written before the move, as it reads now: each old key's value goes into its entry's options
     where the trial ran that entry and set it away from the default, and is dropped otherwise (it was unread).
@@ -60,3 +55,20 @@ def upgrade_stored(tree: dict[str, Any], selector_defaults: dict[str, Any]) -> d
         if selected == moved.entry and value != moved.default:
             tree[section].setdefault("options", {}).setdefault(moved.option, value)
     return tree
+
+
+# Keys that old params files or stored configs may still carry -> what replaced them.
+RENAMED = {
+    **{old: where_now(old) for old in MOVED},
+    "prune.min_step_weights": "prune.search_tolerance_pp (the sorted search's stop, in percentage points of the "
+                              "prunable weights instead of a weight count)",
+    "train.log_every_steps": "train.progress_every_s (a progress line at least every so many seconds)",
+}
+
+
+def replaced_by(key: str) -> str | None:
+    """What replaced a dotted key that today's config does not know, None for a key that never existed."""
+    return RENAMED.get(key)
+
+
+SELECTORS = sorted({moved.selector for moved in MOVED.values()})  # the keys whose defaults `upgrade_stored` needs
