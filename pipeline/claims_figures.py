@@ -1,5 +1,5 @@
 """The claims publication's figures drawn from trained models at publish time (`Publication.before_render`), not
-from the Parquet: `--render-only` keeps the PNGs already under figures/ and lists them as before.
+from the Parquet: `--render-only` keeps the PNGs already under figures/ and lists them.
 
 MultiMNIST's reconstructions (`rem.report.figures.multi_reconstructions`): figures/multi_reconstructions_<dataset>.png
 for each two-digit dataset (multimnist, multifashion) a capsule model with a decoder trained on, drawn from that

@@ -1,4 +1,4 @@
-"""Equivariance tested directly (issue 36): do a model's class-capsule poses of a transformed image follow those of
+"""Equivariance tested directly: do a model's class-capsule poses of a transformed image follow those of
 the original through one linear map, and more predictably than a CNN's features of the same width?
 
 Robustness (accuracy under a transform) is not equivariance: a model can keep its answer while its poses change

@@ -1,4 +1,4 @@
-"""Which forward a final-model measurement reads (issue 36): the routing as trained, or REM's +Q beside it.
+"""Which forward a final-model measurement reads: the routing as trained, or REM's +Q beside it.
 
 A trial's final evaluation runs the +Q forward when `eval.final_quantized` (the last routing iteration's couplings
 rounded to the K levels). At a short budget nearly every coupling sits in one bin, so +Q sets them all to the

@@ -1,4 +1,4 @@
-"""Routing observed at every iteration, not only after the last (issue 36): the reproduction checklist of the
+"""Routing observed at every iteration, not only after the last: the reproduction checklist of the
 dynamic-routing paper asks to monitor routing entropy and the agreement between votes and outputs across iterations.
 
 Per iteration t of an iterative routing (`rem.routing.dynamic_routing`, `scaled_distance_routing`: their `trace`):

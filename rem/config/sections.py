@@ -81,11 +81,11 @@ class TrainConfig:
     # (rem.device.resolve_precision), else fp32. A trial records what it resolved to (rem.precision, compute/bf16).
     precision: Literal["auto", "fp32", "bf16"] = "auto"
     # torch.compile or eager: auto takes the path rem.training.paths' rule gives the architecture on this device kind
-    # (measured, issue 53); true or false force it. A trial records what it took (rem.compiled, compute/compiled).
+    # (measured per kind); true or false force it. A trial records what it took (rem.compiled, compute/compiled).
     compile: Literal["auto", True, False] = "auto"
     # On a GPU: the training step and the threshold search's validation passes as CUDA graphs (torch.compile's
-    # "reduce-overhead"; rem.training.graphs), whatever `compile` says. Off until a GPU has measured it (issue 53:
-    # benchmarks/gpu_check.py part h); ignored on the CPU.
+    # "reduce-overhead"; rem.training.graphs), whatever `compile` says. Off until a GPU has measured it
+    # (benchmarks/gpu_check.py part h); ignored on the CPU.
     cuda_graphs: bool = False
     m_pos: float = 0.9
     m_neg: float = 0.1

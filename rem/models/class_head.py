@@ -3,10 +3,10 @@ class capsules (the family's own or `model.routing`, with the learned bias of th
 takes from the model and its own settings, `model.routing_options`), their lengths, an optional reconstruction
 decoder, and the `CapsuleOutput`.
 
-A mixin, not a submodule: its tensors stay attributes of the model under the names each family always gave them
-(`votes.weight` or `class_votes.weight`; `routing_bias`, `class_bias` or `prior`), so state_dicts, saved checkpoints,
-parameter counts and the names pruning's roles declare are what they were. It builds in the families' order --
-votes (drawn by the caller), bias, decoder -- so a seed draws the same weights as before.
+A mixin, not a submodule: its tensors are attributes of the model under each family's own names
+(`votes.weight` or `class_votes.weight`; `routing_bias`, `class_bias` or `prior`), which state_dicts, checkpoints,
+parameter counts and pruning's roles use. It builds in the families' order -- votes (drawn by the caller), bias,
+decoder -- so a seed draws the family's weights.
 """
 
 from __future__ import annotations
@@ -80,7 +80,8 @@ class ClassCapsuleHead:
         """Input capsules `u` (B, I, D_in) -> the model's output: class capsules, their lengths, the couplings, the
         reconstruction (decoder masked by `target` in training, by the prediction otherwise) and u's lengths."""
         votes = getattr(self, self.head_names.votes)(u)
-        activations = capsule_lengths(u)  # after the votes: autograd then sums u's gradient in the order it always did
+        # after the votes: autograd sums u's gradient in the order the same-numbers tests pin
+        activations = capsule_lengths(u)
         bias = getattr(self, self.head_names.bias) if self.head_names.bias else None
         v, c = self.routing(votes, self.routing_iterations, bias, activations=activations,
                             quantize_levels=quantize_levels, **self.routing_options, **self.routing_settings)

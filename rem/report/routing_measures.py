@@ -2,7 +2,7 @@
 
 - `ceiling`: REM's parse-tree entropy beside the most it can be (log2 of the images per class, every image a tree of
   its own), the distinct trees per image that the "at ceiling" precondition reads, and the entropy three more ways
-  where the run recorded them (issue 52): on the first 100 images of each class (so runs on different test subsets
+  where the run recorded them: on the first 100 images of each class (so runs on different test subsets
   compare), at K = 3 (secondary: coarser keys can merge where REM's K cannot), and over the input capsules left alive
   (where pruning or starvation silenced capsules, how much of the entropy the rest carry);
 - `routing-dependence`: whether the couplings depend on the image (`rem.routing.health`): the coupling entropy's

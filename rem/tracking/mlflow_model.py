@@ -1,4 +1,4 @@
-"""A trial's final model as an MLflow Model (issue 46), so MLflow knows it is a model: a pyfunc written as models from
+"""A trial's final model as an MLflow Model, so MLflow knows it is a model: a pyfunc written as models from
 code (`serving/mlflow_code/capsule_pyfunc.py`: nothing pickled, the weights are the run's weights-only model package),
 with a signature, an input example and its input contract (`serving.contract`) in the MLmodel file. It is the run's
 logged model named `model` -- `runs:/<run id>/model` loads it, the Models tab lists it -- linked as MLflow 3 links
@@ -6,7 +6,7 @@ them: the run's output at its last epoch, carrying the trial's headline final me
 
 The steps are those of `mlflow.pyfunc.log_model` (create the logged model, save the pyfunc, upload it, link it to the
 run, finalize it), taken on the caller's `MlflowClient`: log_model works on MLflow's process-global tracking URI and
-active run, which a trial never uses (`rem.tracking.runs`). The run keeps its `model/model.pt` artifact as before.
+active run, which a trial never uses (`rem.tracking.runs`). The run also keeps its `model/model.pt` artifact.
 """
 
 from __future__ import annotations

@@ -12,7 +12,7 @@ from rem.tracking.model_store import MODEL_ARTIFACT, download
 
 
 def trial_model_id(client, run_id: str) -> str:
-    """The run's MLflow Model; a run logged before trials logged one (issue 46) gets it now, from its model package."""
+    """The run's MLflow Model; a run logged without one gets it now, from its model package."""
     run = client.get_run(run_id)
     if (model_id := ready_model_id(client, run)) is not None:
         return model_id

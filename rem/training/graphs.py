@@ -1,4 +1,4 @@
-"""A trial's forward as CUDA graphs (`train.cuda_graphs`, issue 53): for a GPU step that is launch-bound.
+"""A trial's forward as CUDA graphs (`train.cuda_graphs`): for a GPU step that is launch-bound.
 
 torch.compile's "reduce-overhead" mode records each input shape's forward (and backward) once and replays it: one
 launch instead of hundreds. Its outputs live in the graphs' memory pool and are overwritten by the next replay, so

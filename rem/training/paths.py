@@ -3,7 +3,7 @@
 `train.compile: auto` (the default) looks the trial up in `RULE` by (architecture, device kind, precision it resolved
 to): two machines of one kind then compute the same way, whatever the load on either when the trial starts (a
 measurement at start-up would be as noisy as the machine). `true` and `false` force a path. Each entry says why,
-from `benchmarks/train_step.py` on that kind (issue 53); a combination not measured takes the eager path, which needs
+from `benchmarks/train_step.py` on that kind; a combination not measured takes the eager path, which needs
 no compile per mode and matches every recorded fp32 trial. The device kinds are `rem.device.device_kind`'s: a CPU
 by its kernels (avx2, avx512, avx512_amx), every GPU as "cuda".
 
@@ -52,7 +52,7 @@ RULE: dict[tuple[str, str, str], Path] = {
     ("efficient_capsnet", "avx512", "bf16"): Path(True, f"compiled 1.38 s, eager 2.16 s a step ({_ZEN5})"),
     ("efficient_capsnet", "avx512", "fp32"): Path(False, f"eager 1.93 s, compiled 2.00 s a step ({_ZEN5})"),
     ("capsnet", "avx512_amx", "bf16"): Path(False, "compiled slower than eager in 2 of 3 runs on a 2-core Xeon with "
-                                                   "AMX (issue 53: 0.97-1.03 s against 0.72-0.88 s)"),
+                                                   "AMX (0.97-1.03 s against 0.72-0.88 s)"),
     ("capsnet", "avx2", "bf16"): Path(True, "compiled 0.66 s against eager 0.73 s a step on a 2-core Zen 4 EPYC "
                                             "(benchmarks/README.md, 2026-11-29/30)"),
 }

@@ -11,7 +11,8 @@ import pandas as pd
 
 from rem.analysis.sparsity_curve import curves_from_results
 from rem.report.evidence.tables import METRICS, Spread, spread
-from rem.report.preconditions import KEPT_ACCURACY_POINTS, accuracy_lost, classes_of, first, input_independent, routing_uniform
+from rem.report.preconditions import (KEPT_ACCURACY_POINTS, accuracy_lost, classes_of, first, input_independent,
+                                      routing_uniform)
 from rem.report.render import Table
 from rem.report.verdicts import MIN_SEEDS, RULE_NOTE, Differs, Outcome, decide
 from rem.results.arms import Arm
@@ -20,7 +21,7 @@ from rem.results.frames import arm_rows, arms, last_rows
 # curve column -> (label, scale, digits): the final table's, in the curve's order
 COLUMNS = {c: METRICS[c] for c in ("test/acc", "entropy/mean", "parse_trees/total", "routing/coupling_entropy",
                                    "routing/dead_capsules", "sparsity", "sparsity/votes.weight")}
-# Recorded by runs since issue 52: shown where a curve holds them
+# Measures a curve may hold (runs record them since 2026-12-05): shown where it does
 LATER_COLUMNS = {"routing/input_dependence": ("Input dependence (bits)", 1.0, 4),
                  "entropy/k3_mean": ("Entropy at K = 3, secondary (bits)", 1.0, 3),
                  "entropy/kept_mean": ("Entropy over alive capsules (bits)", 1.0, 3)}

@@ -1,4 +1,4 @@
-"""A trial's final model served through MLflow (issue 46): what it accepts (`contract`), how bad input is refused
+"""A trial's final model served through MLflow: what it accepts (`contract`), how bad input is refused
 (`inputs`), what it answers (`predictor`), and the models-from-code file MLflow runs (`mlflow_code/`, a script MLflow
 executes, not a module of this package). Logging it with a run is `rem.tracking.mlflow_model`'s job.
 

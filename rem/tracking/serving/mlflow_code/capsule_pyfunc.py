@@ -1,4 +1,4 @@
-"""The models-from-code file of every trial's MLflow Model (issue 46): MLflow copies it into the model and runs it
+"""The models-from-code file of every trial's MLflow Model: MLflow copies it into the model and runs it
 when the model is loaded, instead of unpickling an object. The weights come from the model's `package` artifact, the
 trial's weights-only model package; the input contract from the model's config (the MLmodel file).
 
