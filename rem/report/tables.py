@@ -28,12 +28,12 @@ import numpy as np
 import pandas as pd
 
 from rem.parse_trees import entropy_over_classes
-from rem.report.reference import Published, load_published, lookup
+from rem.report.reference import PUBLISHED_VARIANT, Published, load_published, lookup
 from rem.report.registry import REPORT_PAGE, Context, report_table
 from rem.report.render import Table
 from rem.report.preconditions import ROUTING_MARGIN_BITS, UNIFORM_MARK, stayed_uniform
 from rem.results.frames import final_value, last_rows, with_final_values
-from rem.results.arms import PLAIN_ARM, PLUS_Q, PLUS_REM, PUBLISHED_UNPRUNED, Arm
+from rem.results.arms import PLUS_Q, PLUS_REM, PUBLISHED_UNPRUNED, Arm
 from rem.results.variants import label_trials, routed
 
 MISSING = "not run"
@@ -179,9 +179,11 @@ class Sources:
 
 
 def published_for(entries: list[Published], row: Row, split: str = "test") -> Published | None:
-    # the reference lists the unpruned model once, as plain: +Q only changes how its couplings are read
-    variant = PLAIN_ARM.label if row.arm in PUBLISHED_UNPRUNED else row.variant
-    return lookup(entries, row.dataset, row.model, variant, split)
+    """The published accuracy of the row's model as its authors trained it: rows of the unpruned arms only (+Q only
+    changes how its couplings are read), matched by arm, never by a label."""
+    if row.arm not in PUBLISHED_UNPRUNED:
+        return None
+    return lookup(entries, row.dataset, row.model, PUBLISHED_VARIANT, split)
 
 
 def footnote(rows: list[Row]) -> str:

@@ -12,6 +12,7 @@ from pathlib import Path
 import yaml
 
 PUBLISHED_FILE = Path(__file__).with_name("published.yaml")
+PUBLISHED_VARIANT = "plain"  # the file's `variant` of a model as its authors trained it (unpruned, unquantized)
 FIELDS = ("dataset", "model", "variant", "split", "accuracy", "source", "check", "verified")
 
 
