@@ -237,6 +237,7 @@ DEFERRED_IMPORTS = {
     "rem/report/analysis_files.py rem.report.figures.robustness": "matplotlib only when a curve is drawn",
     "rem/report/stage.py rem.report.figures.build": "matplotlib only when figures are asked for",
     "pipeline/sweep.py pipeline.trial": "Ray Tune and MLflow, after the environment Ray reads at import is set",
+    "rem/config/root.py rem.config.stored": "old keys only where stored things are read or a key is unknown",
 }
 MAX_DEFERRED_IMPORTS = 8
 

@@ -152,8 +152,7 @@ def _build_section(name: str, values: Any, source: str):
     kwargs = {}
     for key, value in values.items():
         if key not in hints:
-            from rem.config.stored import replaced_by  # old keys are looked up only once a key is unknown
-            now = replaced_by(f"{name}.{key}")
+            now = _stored().replaced_by(f"{name}.{key}")  # old keys are looked up only once a key is unknown
             raise ConfigError(f"{source}: key '{name}.{key}' was replaced by {now}" if now else
                               f"{source}: unknown key '{name}.{key}'; allowed: {', '.join(allowed)}")
         kwargs[key] = _check_value(f"{name}.{key}", value, hints[key], source)
@@ -174,12 +173,22 @@ def from_dict(tree: dict[str, Any], source: str = "params", check_grid: bool = T
     return cfg
 
 
+def _stored():
+    """The one module that knows old keys (`rem.config.stored`): imported only when a stored config or an unknown
+    key is read, never on the live path."""
+    import rem.config.stored as stored
+    return stored
+
+
+def old_keys() -> frozenset[str]:
+    """The dotted keys that today's config replaced, which stored configs and older results tables may hold."""
+    return frozenset(_stored().RENAMED)
+
+
 def from_stored(tree: dict[str, Any], source: str) -> Config:
     """A config stored with a trial (checkpoint, MLflow run, model package), written by this or an older version,
     validated; its grid is the sweep's, not checked again."""
-    from rem.config.stored import SELECTORS, upgrade_stored  # what was stored before: read here, off the live path
-    defaults = {key: getattr(SECTION_CLASSES[key.partition(".")[0]](), key.partition(".")[2]) for key in SELECTORS}
-    return from_dict(upgrade_stored(tree, defaults), source, check_grid=False)
+    return from_dict(_stored().upgraded(tree), source, check_grid=False)
 
 
 def build_config(tree: dict[str, Any], source: str) -> Config:

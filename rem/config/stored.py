@@ -11,6 +11,8 @@ from __future__ import annotations
 import copy
 from typing import Any, NamedTuple
 
+from rem.config.root import SECTION_CLASSES
+
 
 class Moved(NamedTuple):
     selector: str  # the key that picks the entry owning the option ("data.dataset")
@@ -71,4 +73,9 @@ def replaced_by(key: str) -> str | None:
     return RENAMED.get(key)
 
 
-SELECTORS = sorted({moved.selector for moved in MOVED.values()})  # the keys whose defaults `upgrade_stored` needs
+def upgraded(tree: dict[str, Any]) -> dict[str, Any]:
+    """A config tree stored by this or an older version (checkpoint, MLflow run, model package, a recording), as
+    today's config reads it: `upgrade_stored` with today's default of every key that picks an entry."""
+    selectors = {moved.selector for moved in MOVED.values()}
+    defaults = {key: getattr(SECTION_CLASSES[key.partition(".")[0]](), key.partition(".")[2]) for key in selectors}
+    return upgrade_stored(tree, defaults)

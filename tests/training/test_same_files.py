@@ -26,7 +26,7 @@ import pandas as pd
 import pytest
 import torch
 
-from rem.config.root import upgraded
+from rem.config.stored import upgraded
 from tests.cpu_kind import kernel_kind
 
 RECORDED = Path(__file__).parents[1] / "recorded"
