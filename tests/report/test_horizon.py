@@ -1,7 +1,9 @@
-"""The horizon page (reports/evidence/horizon/) is rendered from its committed Parquet alone, is the `horizon`
-profile's run, and says how each seed stopped."""
+"""The horizon pages (reports/evidence/horizon/ and horizon-gamma/) are rendered from their committed Parquet alone;
+the Efficient-CapsNet one is the `horizon` profile's run and says how each seed stopped."""
 
 from __future__ import annotations
+
+from functools import partial
 
 import pandas as pd
 import pytest
@@ -24,6 +26,13 @@ def committed() -> pd.DataFrame:
 def test_every_committed_table_and_the_page_are_rendered_from_the_parquet_alone():
     page = assert_rendered_from_the_parquet_alone(HORIZON, render_tables, horizon_page)
     assert "(figures/epochs_efficient_capsnet.png)" in page
+
+
+def test_the_gamma_horizon_page_is_rendered_from_its_parquet_alone():
+    page = assert_rendered_from_the_parquet_alone(
+        REPO / "reports" / "evidence" / "horizon-gamma", render_tables,
+        partial(horizon_page, render_only="python -m pipeline.horizon_gamma --render-only"))
+    assert "(figures/epochs_gamma_capsnet.png)" in page
 
 
 def test_the_committed_run_is_the_horizon_profile_of_these_params(committed):
