@@ -173,7 +173,8 @@ PRECONDITIONS_NOTE = (f"Preconditions (rem.report.preconditions): an arm learned
                       f"{CEILING_TREES_PER_IMAGE:g} or more distinct parse trees per test image; a transformed-accuracy "
                       f"point is not tested at chance, when an arm is within {LEARNED_MARGIN_POINTS:g} points of "
                       f"chance there; a mechanism curve's entropy counts as falling only at targets whose mean "
-                      f"accuracy is within {KEPT_ACCURACY_POINTS:g} point of the unpruned model's. Arms evaluated at different epochs or checkpoint rules say so in their row.")
+                      f"accuracy is within {KEPT_ACCURACY_POINTS:g} point of the unpruned model's. Arms evaluated "
+                      "at different epochs or checkpoint rules say so in their row.")
 
 
 UNIFORM_MARK = "routing uniform"  # what the main report's tables, figures and metrics say of such an arm

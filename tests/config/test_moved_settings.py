@@ -14,6 +14,7 @@ import rem.checks  # noqa: F401  (every package's checks: smallNORB's and affNIS
 from rem.config import Config, ConfigError, DataConfig, from_dict, from_stored
 from rem.config.stored import MOVED
 from rem.results.variants import arm_run_names
+from tests.conftest import REPO
 
 OLD_DATA = {"affnist_shift": 6, "norb_split": "standard", "norb_size": 48, "norb_crop": 32, "norb_brightness": 0.125,
             "norb_contrast": [0.5, 1.5]}  # the data keys as every stored config before the move has them
@@ -54,7 +55,6 @@ def test_the_live_config_path_does_not_import_what_reads_old_keys():
             "    cfg.digest()\n"
             "    build_model(cfg, get_dataset(cfg.data.dataset))\n"
             "assert 'rem.config.stored' not in sys.modules, 'imported'\n")
-    from tests.conftest import REPO
     done = subprocess.run([sys.executable, "-c", code], cwd=REPO, capture_output=True, text=True)
     assert done.returncode == 0, done.stderr[-2000:]
 

@@ -103,9 +103,13 @@ def onset_rows(curves: pd.DataFrame, model: str, arm: Arm) -> list[list[str]]:
                         verdict])
             continue
         p = points[fell]
-        lost = accuracy_lost(base["test/acc"].values, p["test/acc"].values)
-        verdict = f"not tested: {uniform}" if uniform else f"supported: falls from {fell:g} %, accuracy kept" \
-            if at is not None else f"undecided (it falls only where {lost}; no target that keeps accuracy is lower)"
+        if uniform:
+            verdict = f"not tested: {uniform}"
+        elif at is not None:
+            verdict = f"supported: falls from {fell:g} %, accuracy kept"
+        else:  # the first fall lost accuracy, and none after it kept it
+            lost = accuracy_lost(base["test/acc"].values, p["test/acc"].values)
+            verdict = f"undecided (it falls only where {lost}; no target that keeps accuracy is lower)"
         out.append([question, f"{fell:g} % ({p['sparsity'].text(1)} % global, {p['sparsity/votes.weight'].text(1)} % of W): "
                     f"{base['entropy/mean'].text(3)} → {p['entropy/mean'].text(3)} bits; accuracy "
                     f"{base['test/acc'].text(1)} → {p['test/acc'].text(1)} %; coupling entropy "
@@ -132,8 +136,9 @@ def curve_tables(results: pd.DataFrame) -> dict[str, Table]:
                               "model's by the verdict rule (a difference claim at every target; the unpruned model's "
                               "routing must have left uniform, else the fall is votes vanishing, not routing), among "
                               f"the targets whose mean accuracy stays within {KEPT_ACCURACY_POINTS:g} point of the "
-                              "unpruned model's (trees merge trivially once a model stops classifying). The ceiling does not "
-                              "gate a curve: a fall from it, images starting to share trees, is what the curve looks for.",
+                              "unpruned model's (trees merge trivially once a model stops classifying). The ceiling "
+                              "does not gate a curve: a fall from it, images starting to share trees, is what the "
+                              "curve looks for.",
                               RULE_NOTE])
         out[f"curve_{model}"] = [onsets, *(curve_table(curves, model, v) for v in variants)]
     return out
