@@ -84,12 +84,18 @@ def build_tuner(cfg: Config, context: dict, storage: str, points: list[dict], na
 
     from pipeline.trial import run_trial  # with Ray, as in init_ray
 
-    trainable = tune.with_resources(tune.with_parameters(run_trial, base=cfg.to_dict(), context=context), resources(cfg))
     path = f"{storage.rstrip('/')}/{name}"
+    trainable = tune.with_resources(
+        tune.with_parameters(run_trial, base=cfg.to_dict(), context={**context, "ray_experiment": path}), resources(cfg))
+    space = {POINT: tune.grid_search(points)}
     if tune.Tuner.can_restore(path):
         log.info("resuming Ray experiment %s", path)
-        # Errored trials stay errored (a NaN is not fixed by retrying); unfinished ones continue.
-        return tune.Tuner.restore(path, trainable, resume_unfinished=True, resume_errored=False, restart_errored=False)
+        # Errored trials stay errored (a NaN is not fixed by retrying); unfinished ones continue. Ray does not store
+        # the search space: given again, a state file cut short by a killed driver restarts these same trials
+        # (each continues from its earlier attempt's checkpoint, pipeline.ray_trials.earlier_attempt), never one
+        # trial with an empty config.
+        return tune.Tuner.restore(path, trainable, param_space=space, resume_unfinished=True, resume_errored=False,
+                                  restart_errored=False)
     stop = {"time_total_s": cfg.sweep.time_limit_s} if cfg.sweep.time_limit_s else None
     reporter = tune.CLIReporter(
         parameter_columns={f"{POINT}/{axis}": axis.rpartition(".")[2] for axis in grid.axes(cfg.sweep.grid)},
@@ -98,7 +104,7 @@ def build_tuner(cfg: Config, context: dict, storage: str, points: list[dict], na
     )
     return tune.Tuner(
         trainable,
-        param_space={POINT: tune.grid_search(points)},
+        param_space=space,
         # Reused actors: a trial that follows another with the same resources runs in that worker process, so
         # the process start and the imports of torch, ray and mlflow (seconds) are paid per worker, not per
         # trial. pipeline.trial resets what a trial could leave behind in the process (see fresh_process_state).

@@ -38,9 +38,13 @@ from rem.tracking.data_inputs import log_data_inputs
 from rem.tracking.store import open_client
 from rem.tracking.system_metrics import machine_metrics, monitored
 from rem.tracking.trial_log import axis_params, best_metrics, log_config, log_final, run_name
-from rem.training.checkpoint import checkpoint_file, final_checkpoint, saved_epoch
+from rem.training.checkpoint import checkpoint_file, final_checkpoint, load_history, saved_epoch, trial_checkpoint_dir
 from rem.training.loop import NonFiniteLossError, train
 from rem.training.paths import path_tags
+
+from pipeline.ray_trials import earlier_attempt, mark_attempt
+
+log = logging.getLogger("rem.trial")  # under "rem": the logger trial_logging sends to the worker's stdout
 
 
 def trial_logging(level: str) -> None:
@@ -128,6 +132,7 @@ def epoch_reporter(client, run_id: str, node_id: str):
     logged = {int(m.step) for m in client.get_metric_history(run_id, "epoch")}
 
     def report(metrics: dict, checkpoint_dir: Path, history: list[dict]) -> None:
+        report.calls += 1
         epoch = int(metrics["epoch"])
         # An attempt killed between this log and its checkpoint reruns the epoch: log each epoch once.
         if epoch not in logged:  # `history`: every epoch, also those before a restart
@@ -138,6 +143,7 @@ def epoch_reporter(client, run_id: str, node_id: str):
         tune.report({**metrics, "node_id": node_id},
                     checkpoint=tune.Checkpoint.from_directory(str(checkpoint_dir)) if fresh else None)
 
+    report.calls = 0
     return report
 
 
@@ -156,22 +162,30 @@ def run_trial(config: dict[str, Any], *, base: dict[str, Any], context: dict[str
     # by its arm (a sweep started before arms named runs: by its grid point)
     arm = context.get("arms", {}).get(key, {"run_name": run_name(point), "arm": ""})
     run_id = tracking.open_run(client, context["experiment_id"], name=arm["run_name"],
-                               params={**asked.flat(), **axis_params(point)},
-                               tags={**tags, tracking.ARM_TAG: arm["arm"],
-                                     "rem.ray_trial_id": tune.get_context().get_trial_id()})
+                               params={**asked.flat(), **axis_params(point)}, tags={**tags, tracking.ARM_TAG: arm["arm"]})
+    # not among the tags that find the run: a Ray experiment restarted after a failed restore gives new trial ids
+    tracking.set_tags(client, run_id, {"rem.ray_trial_id": tune.get_context().get_trial_id()})
     log_config(client, run_id, asked)
     node_id = tag_data_and_place(client, run_id, cfg, Path(context["repo_root"]))
     refuse_a_known_divergence(client, run_id, key)
     report = epoch_reporter(client, run_id, node_id)
-    checkpoint = tune.get_checkpoint()
     workdir = Path(tune.get_context().get_trial_dir())
+    mark_attempt(trial_checkpoint_dir(workdir), key)
+    checkpoint, earlier = tune.get_checkpoint(), None
+    if checkpoint is None and (earlier := earlier_attempt(context["ray_experiment"], key)) is not None:
+        log.warning("%s: Ray knows no checkpoint of this trial; continuing from an earlier attempt's, %s", key, earlier)
+        checkpoint = tune.Checkpoint.from_directory(str(earlier))
     try:
         take_device(client, run_id, cfg)
         with (checkpoint.as_directory() if checkpoint else nullcontext(None)) as resume_dir, \
                 machine_metrics(run_id, context["tracking_uri"], watched(cfg)):
             resume_from = Path(resume_dir) if resume_dir else None
-            train(cfg, workdir=workdir, repo_root=Path(context["repo_root"]), resume_from=resume_from,
-                  on_epoch=report, label=arm["run_name"], measurements=AT_TRIAL_END)
+            last = train(cfg, workdir=workdir, repo_root=Path(context["repo_root"]), resume_from=resume_from,
+                         on_epoch=report, label=arm["run_name"], measurements=AT_TRIAL_END)
+            if earlier is not None and not report.calls:
+                # It had ended: this attempt trained nothing, so hand Ray its last epoch and checkpoint (the
+                # results table and the sweep's end read them from Ray).
+                report(last, earlier, load_history(earlier))
             if ended is not None:
                 # An earlier attempt finished the run, but the driver died before Ray recorded the trial's end: Ray
                 # restored it from its last checkpoint it knew (the results table reads the trial's history from

@@ -57,7 +57,16 @@ def test_killed_trial_worker_resumes_from_its_checkpoint(synthetic_raw, tmp_path
     assert epochs_logged(uri, children[0].info.run_id) == [1, 2, 3]  # epoch 1 was not trained again
 
 
-def test_killed_driver_then_rerun_finishes_without_rerunning_or_duplicating(synthetic_raw, tmp_path):
+def cut_short(experiment_states) -> None:
+    """What a driver killed while Ray copies its experiment state to storage leaves: the file's first half."""
+    for state in experiment_states:
+        state.write_bytes(state.read_bytes()[:state.stat().st_size // 2])
+
+
+# "cut short": Ray cannot read the experiment back, restarts every trial in a new folder, and each continues from
+# its earlier attempt's checkpoint (pipeline.ray_trials.earlier_attempt)
+@pytest.mark.parametrize("stored_state", ["as saved", "cut short"])
+def test_killed_driver_then_rerun_finishes_without_rerunning_or_duplicating(synthetic_raw, tmp_path, stored_state):
     # 6 epochs: the second trial stays "running, past its first epoch" for 5 of them, a window a busy machine's
     # MLflow polls still see (with 3, a fast CPU finished the second trial between two polls)
     write_params(tmp_path, synthetic_raw, grid={"train.seed": [42, 43]}, name="killdriver", epochs=KILLED_DRIVER_EPOCHS,
@@ -79,8 +88,12 @@ def test_killed_driver_then_rerun_finishes_without_rerunning_or_duplicating(synt
     finally:
         driver.process.kill()
     time.sleep(2.0)
+    if stored_state == "cut short":
+        states = list((tmp_path / "ray").glob("killdriver-*/experiment_state-*.json"))
+        assert states, sorted(p.name for p in (tmp_path / "ray").rglob("*"))
+        cut_short(states)
     try:
-        run_sweep(tmp_path)
+        rerun = run_sweep(tmp_path)
     finally:
         try:  # the killed driver's local Ray processes, if any outlived it
             os.killpg(driver.process.pid, signal.SIGKILL)
@@ -99,6 +112,10 @@ def test_killed_driver_then_rerun_finishes_without_rerunning_or_duplicating(synt
     assert again[finished.info.run_id].info.end_time == finished.info.end_time  # the finished trial did not rerun
     for run in children:
         assert epochs_logged(uri, run.info.run_id) == list(range(1, KILLED_DRIVER_EPOCHS + 1))
+    if stored_state == "cut short":  # neither trial started over: each went on from its earlier attempt's checkpoint
+        said = rerun.stdout + rerun.stderr
+        for key in ("train.seed=42", "train.seed=43"):
+            assert f"{key}: Ray knows no checkpoint of this trial; continuing from an earlier attempt's" in said, said[-3000:]
 
 
 def test_nan_trial_fails_with_its_reason_and_the_sweep_goes_on(synthetic_raw, tmp_path):
