@@ -186,16 +186,40 @@ def test_sda_fused_equals_the_routing_written_out(through, levels):
     act = torch.rand(4, 9)
     bias = torch.full((5, 8), 0.1)
     results = []
-    for route in (lambda u: scaled_distance_routing(u, 3, bias, act, p=0.9, grad_through_routing=through,
-                                                    quantize_levels=levels),
-                  lambda u: sda_written_out(u, 3, bias, act, 0.9, through, levels)):
-        votes = base.clone().requires_grad_(True)
-        v, c = route(votes)
+    for route in (lambda u, a, b: scaled_distance_routing(u, 3, b, a, p=0.9, grad_through_routing=through,
+                                                          quantize_levels=levels),
+                  lambda u, a, b: sda_written_out(u, 3, b, a, 0.9, through, levels)):
+        votes, acts, biases = (t.clone().requires_grad_(True) for t in (base, act, bias))
+        v, c = route(votes, acts, biases)
         (v * torch.linspace(-1, 1, 8)).sum().backward()
-        results.append((v.detach(), c.detach(), votes.grad))
-    (v1, c1, g1), (v2, c2, g2) = results
+        results.append((v.detach(), c.detach(), votes.grad, acts.grad, biases.grad))
+    (v1, c1, *g1), (v2, c2, *g2) = results
     assert torch.allclose(v1, v2, atol=1e-5) and torch.allclose(c1, c2, atol=1e-5)
-    assert torch.isfinite(g1).all() and torch.allclose(g1, g2, atol=1e-4, rtol=1e-3)
+    for mine, written_out in zip(g1, g2):  # the votes', the activations' (the clip) and the bias' gradients
+        assert torch.isfinite(mine).all() and torch.allclose(mine, written_out, atol=1e-4, rtol=1e-3)
+
+
+def test_sda_steps_written_out_pass_gradcheck():
+    """The two elementwise steps whose backward the routing writes out, in float64: clip factors (votes clipped and
+    not) and distance logits (with and without clip factors)."""
+    from rem.routing.scaled_distance import ClipFactors, DistanceLogits
+
+    torch.manual_seed(4)
+    squared = (torch.rand(2, 3, 5, dtype=torch.float64) * 2).requires_grad_(True)
+    acts = torch.rand(2, 5, dtype=torch.float64) + 0.2
+    acts[0, 1] = 0.5
+    with torch.no_grad():
+        squared[0, :, 1] = 0.01  # |u| = 0.1 < 0.5: not clipped (the random rest has both kinds)
+    acts.requires_grad_(True)
+    assert torch.autograd.gradcheck(ClipFactors.apply, (squared, acts))
+    dots = torch.randn(2, 3, 5, dtype=torch.float64, requires_grad=True)
+    parents = torch.randn(2, 3, 4, dtype=torch.float64, requires_grad=True)
+    scale = torch.rand(2, 3, 5, dtype=torch.float64, requires_grad=True)
+    log_odds = math.log(0.9 * 2 / 0.1)
+    assert torch.autograd.gradcheck(lambda d, v, s, q: DistanceLogits.apply(d, v, s, q, log_odds),
+                                    (dots, parents, scale, squared))
+    assert torch.autograd.gradcheck(lambda d, v, q: DistanceLogits.apply(d, v, None, q, log_odds),
+                                    (dots, parents, squared))
 
 
 def test_sda_quantized_weighted_sum():

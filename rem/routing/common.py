@@ -62,12 +62,14 @@ class WeightedVotes(torch.autograd.Function):
 
 class VoteDots(torch.autograd.Function):
     """<u_i, v> per (b, j, i): parent-major votes `(B, J, I, D)`, parents `(B, J, D)` -> `(B, J, I)`; the votes'
-    gradient as a broadcast product, for the reason `WeightedVotes` gives."""
+    gradient as a broadcast product, for the reason `WeightedVotes` gives. Both matrix-vector products take the
+    parents (or the gradient) as the left factor, v^T U^T and g^T U: CPU kernels run them 3-5x faster than U v and
+    U^T g, the same sums of D (or I) products in another order (fp32 rounding differs)."""
 
     @staticmethod
     def forward(ctx, votes: torch.Tensor, parents: torch.Tensor) -> torch.Tensor:
         ctx.save_for_backward(votes, parents)
-        return torch.matmul(votes, parents.unsqueeze(-1)).squeeze(-1)
+        return torch.matmul(parents.unsqueeze(2), votes.mT).squeeze(2)
 
     @staticmethod
     def backward(ctx, grad: torch.Tensor):
@@ -75,8 +77,8 @@ class VoteDots(torch.autograd.Function):
         grad_votes = grad_parents = None
         if ctx.needs_input_grad[0]:
             grad_votes = grad.unsqueeze(-1) * parents.unsqueeze(2)
-        if ctx.needs_input_grad[1]:  # as matmul's backward: votes^T (B, J, D, I) @ grad (B, J, I, 1)
-            grad_parents = torch.matmul(votes.transpose(-1, -2), grad.unsqueeze(-1)).squeeze(-1)
+        if ctx.needs_input_grad[1]:
+            grad_parents = torch.matmul(grad.unsqueeze(2), votes).squeeze(2)
         return grad_votes, grad_parents
 
 

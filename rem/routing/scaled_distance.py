@@ -30,8 +30,31 @@ def vote_scales(u_hat: torch.Tensor, activations: torch.Tensor | None) -> tuple[
     squared = SquaredLengths.apply(u_hat)
     if activations is None:
         return None, squared
-    norm = torch.sqrt(squared + EPS)
-    return torch.minimum(norm, activations.float()[:, None, :]) / norm, squared
+    return ClipFactors.apply(squared, activations.float()), squared
+
+
+class ClipFactors(torch.autograd.Function):
+    """min(a_i, n) / n with n = sqrt(|u|^2 + EPS), from squared lengths `(B, J, I)` and activations `(B, I)`: 1 where
+    the vote is shorter than its capsule's activation, a_i / n where it is clipped (ties count as clipped). Written
+    out because autograd's `minimum` spends four passes over (B, J, I) on ties alone."""
+
+    @staticmethod
+    def forward(ctx, squared, activations):
+        norm = torch.sqrt(squared + EPS)
+        limit = activations[:, None, :]  # (B, 1, I)
+        clipped = norm > limit
+        ctx.save_for_backward(norm, clipped, activations)
+        return torch.where(clipped, limit / norm, 1.0)
+
+    @staticmethod
+    def backward(ctx, grad):
+        norm, clipped, activations = ctx.saved_tensors
+        per_norm = (grad / norm).mul_(clipped)  # d(a / n)/da = 1 / n where clipped, 0 elsewhere
+        grad_activations = per_norm.sum(1) if ctx.needs_input_grad[1] else None
+        grad_squared = None
+        if ctx.needs_input_grad[0]:  # d(a / n)/dq = -a / (2 n^3), n = sqrt(q + EPS)
+            grad_squared = per_norm.mul_(activations[:, None, :]).div_(norm).div_(norm).mul_(-0.5)
+        return grad_squared, grad_activations
 
 
 def distance_logits(v: torch.Tensor, votes: torch.Tensor, scale: torch.Tensor | None, squared: torch.Tensor,
@@ -40,19 +63,58 @@ def distance_logits(v: torch.Tensor, votes: torch.Tensor, scale: torch.Tensor | 
     half the mean distance when the others sit at the mean (`log_odds` = log(p (J - 1) / (1 - p))).
 
     The distance is expanded, |v|^2 - 2 s <u, v> + s^2 |u|^2, so the only pass over the votes `(B, J, I, D)` is one
-    batched matrix-vector product (s: the clip factors, |u|^2: `squared`, from `vote_scales`); rounding can take the
-    expansion a hair below 0 where a vote meets its parent, hence the clamp before the root's epsilon.
+    batched matrix-vector product (s: the clip factors, |u|^2: `squared`, from `vote_scales`); the rest is
+    `DistanceLogits`, elementwise over (B, J, I).
     """
     dots = VoteDots.apply(votes, v)  # (B, J, I)
-    own = (v * v).sum(-1, keepdim=True)  # (B, J, 1)
-    if scale is None:
-        dist2 = own - 2.0 * dots + squared
-    else:
-        dist2 = own - 2.0 * scale * dots + scale * scale * squared
-    dist = torch.sqrt(dist2.clamp_min(0.0) + EPS)
-    d_o = dist.mean(dim=(1, 2), keepdim=True)
-    t = log_odds / (0.5 * d_o - d_o - 1e-12)
-    return t * dist
+    return DistanceLogits.apply(dots, v, scale, squared, log_odds)
+
+
+class DistanceLogits(torch.autograd.Function):
+    """t * sqrt(max(|v|^2 - 2 s d + s^2 q, 0) + EPS) from the dots d `(B, J, I)`, parents v `(B, J, D)`, clip factors
+    s (or None: 1) and squared vote lengths q `(B, J, I)`, t = log_odds / (d_o / 2 - d_o - 1e-12), d_o the mean
+    distance per sample. Rounding can take the expansion a hair below 0 where a vote meets its parent, hence the
+    clamp before the root's epsilon.
+
+    Written out, forward and backward, because autograd spends a pass over (B, J, I) per elementwise step (about
+    thirty each iteration of a scaled-distance routing); here the forward works in place and the backward takes
+    about half as many passes."""
+
+    @staticmethod
+    def forward(ctx, dots, parents, scale, squared, log_odds: float):
+        own = parents.square().sum(-1, keepdim=True)  # (B, J, 1)
+        if scale is None:
+            r = dots * -2.0
+            r += squared
+            scale2 = None
+        else:
+            scale2 = scale * scale
+            r = (scale * dots).mul_(-2.0)
+            r.addcmul_(scale2, squared)
+        r += own
+        inside = r >= 0  # where the clamp passes a gradient
+        dist = r.clamp_min_(0.0).add_(EPS).sqrt_()
+        d_o = dist.mean(dim=(1, 2), keepdim=True)
+        den = 0.5 * d_o - d_o - 1e-12
+        ctx.save_for_backward(dots, parents, scale, squared, scale2, inside, dist, den)
+        ctx.log_odds = log_odds
+        return dist * (log_odds / den)
+
+    @staticmethod
+    def backward(ctx, grad):
+        dots, parents, scale, squared, scale2, inside, dist, den = ctx.saved_tensors
+        b, j, i = dist.shape
+        t = ctx.log_odds / den
+        # t depends on every distance through their mean d_o: dt/dd_o = log_odds / (2 den^2)
+        grad_t = torch.bmm(grad.reshape(b, 1, j * i), dist.reshape(b, j * i, 1)).view(b, 1, 1)
+        grad_r = grad * t
+        grad_r += grad_t * (0.5 * ctx.log_odds) / (den * den * (j * i))
+        grad_r.mul_(0.5).div_(dist).mul_(inside)  # d sqrt(r + EPS) / dr = 1 / (2 dist), 0 where the clamp held
+        grad_parents = 2.0 * parents * grad_r.sum(2, keepdim=True) if ctx.needs_input_grad[1] else None
+        if scale is None:
+            return grad_r * -2.0, grad_parents, None, grad_r, None
+        grad_scale = (scale * squared).sub_(dots).mul_(grad_r).mul_(2.0) if ctx.needs_input_grad[2] else None
+        return (grad_r * scale).mul_(-2.0), grad_parents, grad_scale, grad_r * scale2, None
 
 
 @register_routing("scaled_distance", activations=True, options=("p", "grad_through_routing"))
