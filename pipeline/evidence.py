@@ -10,16 +10,16 @@ from __future__ import annotations
 
 import shutil
 import sys
+from functools import partial
 from pathlib import Path
 
 import pandas as pd
 
 from pipeline.publication import Publication
-from rem.io import atomic_write_text
-from rem.report.evidence.curve import trial_curves
-from rem.report.evidence.figures import epochs_figure
-from rem.report.evidence.page import evidence_page, render_tables
+from rem.report.evidence import PAGE
 from rem.report.figures.curve import curve_figure
+from rem.report.figures.epochs import epochs_figure
+from rem.report.mechanism_curve import trial_curves
 
 
 def copy_coupling_figures(cfg, out: Path, results: pd.DataFrame) -> None:
@@ -31,23 +31,19 @@ def copy_coupling_figures(cfg, out: Path, results: pd.DataFrame) -> None:
             shutil.copyfile(source, out / "figures" / f"couplings_{model}.png")
 
 
-def render(out: Path, results: pd.DataFrame, run: dict) -> list[Path]:
-    """Tables, per-epoch curves and the page, from the results table alone."""
-    written = [atomic_write_text(out / "tables" / name, text) for name, text in render_tables(results).items()]
-    curves = trial_curves(results)
+def draw(results: pd.DataFrame, figures: Path) -> list[Path]:
+    """Each model's per-epoch curves, and its mechanism curve where its trials recorded one (results table only)."""
+    written, curves = [], trial_curves(results)
     for model in sorted(results["model.name"].astype(str).unique()):
-        written.append(epochs_figure(results, model, out / "figures" / f"epochs_{model}.png"))
+        written.append(epochs_figure(results, model, figures / f"epochs_{model}.png"))
         mine = curves[curves["model.name"].astype(str) == model] if not curves.empty else curves
         if not mine.empty:
-            written.append(curve_figure(mine, out / "figures" / f"curve_{model}.png", f"{model}: final models pruned by "
+            written.append(curve_figure(mine, figures / f"curve_{model}.png", f"{model}: final models pruned by "
                                         f"magnitude without retraining ({int(mine['n_images'].max())} test images)"))
-    figures = sorted(p.name for p in (out / "figures").glob("*.png"))
-    notes = (out / "notes.md").read_text() if (out / "notes.md").is_file() else ""
-    written.append(atomic_write_text(out / "README.md", evidence_page(results, run, figures, notes)))
     return written
 
 
-EVIDENCE = Publication("evidence", render, before_render=copy_coupling_figures)
+EVIDENCE = Publication("evidence", partial(PAGE.write, draw=draw), before_render=copy_coupling_figures)
 
 
 def main(argv: list[str] | None = None) -> int:

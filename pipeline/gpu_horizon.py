@@ -1,5 +1,6 @@
 """Publish CapsNet's GPU horizon (profile `gpu_horizon`: CapsNet as REM trains it, +Q and +REM, three seeds) under
-reports/evidence/gpu-horizon/, with the horizon pages' tables, figures and page (`pipeline.horizon.render`).
+reports/evidence/gpu-horizon/, with the horizon pages' tables, figures and page
+(`pipeline.horizon.horizon_publication`).
 
     python benchmarks/gpu_horizon.py --out DIR      # the prepared run on one GPU, at most 9 minutes
     python -m pipeline.gpu_horizon --from DIR       # publish it
@@ -10,12 +11,9 @@ reports/evidence/gpu-horizon/, with the horizon pages' tables, figures and page 
 from __future__ import annotations
 
 import sys
-from functools import partial
 from pathlib import Path
 
-from pipeline.evidence import copy_coupling_figures
-from pipeline.horizon import render
-from pipeline.publication import Publication
+from pipeline.horizon import horizon_publication
 
 
 def not_run_page() -> str:
@@ -53,9 +51,7 @@ def not_run_page() -> str:
     ])
 
 
-GPU_HORIZON = Publication("gpu_horizon", partial(render, module="pipeline.gpu_horizon"),
-                          before_render=copy_coupling_figures, folder=Path("reports/evidence/gpu-horizon"),
-                          not_run=not_run_page)
+GPU_HORIZON = horizon_publication("gpu_horizon", Path("reports/evidence/gpu-horizon"), not_run=not_run_page)
 
 
 def main(argv: list[str] | None = None) -> int:

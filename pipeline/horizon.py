@@ -9,29 +9,33 @@ per-epoch Parquet, tables, figures and page, and how the run was made (command, 
 from __future__ import annotations
 
 import sys
+from dataclasses import replace
+from functools import partial
 from pathlib import Path
 
 import pandas as pd
 
 from pipeline.evidence import copy_coupling_figures
 from pipeline.publication import Publication
-from rem.io import atomic_write_text
-from rem.report.horizon.figures import horizon_figure
-from rem.report.horizon.page import horizon_page, render_tables
+from rem.report.figures.epochs import horizon_figure
+from rem.report.horizon import PAGE
 
 
-def render(out: Path, results: pd.DataFrame, run: dict, module: str = "pipeline.horizon") -> list[Path]:
-    """Tables, each model's per-seed figure and the page (published by `module`), from the results table alone."""
-    written = [atomic_write_text(out / "tables" / name, text) for name, text in render_tables(results).items()]
-    for model in sorted(results["model.name"].astype(str).unique()):
-        written.append(horizon_figure(results, model, out / "figures" / f"epochs_{model}.png"))
-    figures = sorted(p.name for p in (out / "figures").glob("*.png"))
-    notes = (out / "notes.md").read_text() if (out / "notes.md").is_file() else ""
-    written.append(atomic_write_text(out / "README.md", horizon_page(results, run, figures, notes, f"python -m {module} --render-only")))
-    return written
+def draw(results: pd.DataFrame, figures: Path) -> list[Path]:
+    """Each model's every seed to its stopping rule (results table only)."""
+    return [horizon_figure(results, model, figures / f"epochs_{model}.png")
+            for model in sorted(results["model.name"].astype(str).unique())]
 
 
-HORIZON = Publication("horizon", render, before_render=copy_coupling_figures, folder=Path("reports/evidence/horizon"))
+def horizon_publication(name: str, folder: Path, **options) -> Publication:
+    """A horizon run that `python -m pipeline.<name>` publishes under `folder`: the horizon page and its figures, beside
+    the report stage's coupling histograms (`options`: the other `Publication` fields)."""
+    page = replace(PAGE, publication=name)
+    return Publication(name, partial(page.write, draw=draw), before_render=copy_coupling_figures, folder=folder,
+                       **options)
+
+
+HORIZON = horizon_publication("horizon", Path("reports/evidence/horizon"))
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -1,5 +1,5 @@
 """Publish the γ-CapsNet horizon run (profile `horizon_gamma`) under reports/evidence/horizon-gamma/, beside the
-Efficient-CapsNet horizon, with the same tables, figures and page (`pipeline.horizon.render`).
+Efficient-CapsNet horizon, with the same tables, figures and page (`pipeline.horizon.horizon_publication`).
 
     python -m pipeline.sweep -S profile=horizon_gamma -S 'sweep.grid=[<one seed's three arms>]'   # one seed a sweep
     python -m pipeline.horizon_gamma           # publish the first seed (reads results/sweep.parquet and MLflow)
@@ -10,16 +10,11 @@ Efficient-CapsNet horizon, with the same tables, figures and page (`pipeline.hor
 from __future__ import annotations
 
 import sys
-from functools import partial
 from pathlib import Path
 
-from pipeline.evidence import copy_coupling_figures
-from pipeline.horizon import render
-from pipeline.publication import Publication
+from pipeline.horizon import horizon_publication
 
-HORIZON_GAMMA = Publication("horizon_gamma", partial(render, module="pipeline.horizon_gamma"),
-                            before_render=copy_coupling_figures,
-                            folder=Path("reports/evidence/horizon-gamma"))
+HORIZON_GAMMA = horizon_publication("horizon_gamma", Path("reports/evidence/horizon-gamma"))
 
 
 def main(argv: list[str] | None = None) -> int:

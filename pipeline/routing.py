@@ -9,26 +9,21 @@ figure and page, and how the run was made (command, commit, wall time, hardware)
 from __future__ import annotations
 
 import sys
+from functools import partial
 from pathlib import Path
 
 import pandas as pd
 
 from pipeline.publication import Publication
-from rem.io import atomic_write_text
-from rem.report.routing_study.figures import routing_figure
-from rem.report.routing_study.page import render_tables, routing_page
+from rem.report.figures.routing_study import routing_figure
+from rem.report.routing_study import PAGE
 
 
-def render(out: Path, results: pd.DataFrame, run: dict) -> list[Path]:
-    written = [atomic_write_text(out / "tables" / name, text) for name, text in render_tables(results).items()]
-    written.append(routing_figure(results, out / "figures" / "routing_by_images.png"))
-    figures = sorted(p.name for p in (out / "figures").glob("*.png"))
-    notes = (out / "notes.md").read_text() if (out / "notes.md").is_file() else ""
-    written.append(atomic_write_text(out / "README.md", routing_page(results, run, figures, notes)))
-    return written
+def draw(results: pd.DataFrame, figures: Path) -> list[Path]:
+    return [routing_figure(results, figures / "routing_by_images.png")]
 
 
-ROUTING = Publication("routing", render)
+ROUTING = Publication("routing", partial(PAGE.write, draw=draw))
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -7,7 +7,10 @@
 - figures: one module per figure family; analysis_files: a one-model analysis's table and figure (`rem
   sparsity-curve`, `rem robustness`);
 - registry: every table by name, with the pages it sits on (the report, evidence and claims pages); assemble: a
-  page's tables from the results table; stage: the report stage's files (`pipeline.report` calls it).
+  page's tables from the results table; stage: the report stage's files (`pipeline.report` calls it);
+- blocks: what every published run's page (reports/<run>/README.md) is made of, a `PublishedPage` each: evidence,
+  horizon, routing_study and claims; spread: an arm's values over its seeds; abstract_claims and mechanism_curve:
+  the verdicts the evidence and horizon pages share.
 
 Nothing here needs Ray, MLflow or the pipeline.
 """

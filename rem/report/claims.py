@@ -18,10 +18,8 @@ from rem.analysis.forwards import PLAIN
 from rem.data.registry import find_family
 from rem.models.counts import decoder_parameters
 from rem.report.ablations import gflops, step_ms
-from rem.report.assemble import assemble_page, markdown_body, markdown_files
-from rem.report.evidence.page import run_lines
 from rem.report.arm_seeds import QUANTIZED, ArmSeeds, arms_of, evaluation_note
-from rem.report.evidence.tables import Spread, spread
+from rem.report.blocks import PublishedPage
 from rem.report.preconditions import PRECONDITIONS_NOTE, at_chance, chance_accuracy, first
 from rem.report.verdicts import HEADER as VERDICT_HEADER, RULE_NOTE, Differs, NoWorse, cells, decide, claims_table
 from rem.report.registry import CLAIMS_PAGE, Context, report_table
@@ -30,9 +28,10 @@ from rem.report.equivariance import equivariance_points, equivariance_rows
 from rem.report.overlapping import overlapping_rows
 from rem.report.robustness import (HEADLINE, arm_spread, arms, baseline_arms, capsule_arms, dataset_points, drop,
                                    per_trial, robustness_points)
+from rem.report.spread import Spread, spread
 from rem.report.tables import aggregate
 from rem.results.arms import PLAIN_ARM, PLUS_Q, Arm
-from rem.results.frames import final_value, finished_trials
+from rem.results.frames import final_value
 from rem.results.variants import routed
 
 PLAIN_ACC = f"{PLAIN}/test/acc"  # the plain forward's accuracy in the robustness points (rem.report.robustness)
@@ -261,19 +260,10 @@ def accuracy_lost_section(frame: pd.DataFrame, context: Context, dataset: str) -
     return None if points is None else drop_table(points, dataset)
 
 
-def render_tables(results: pd.DataFrame) -> dict[str, str]:
-    """Every claims table as Markdown, by file name; the page embeds the same strings."""
-    return markdown_files(assemble_page(results, CLAIMS_PAGE).parts)
-
-
-def claims_page(results: pd.DataFrame, run: dict, figures: list[str], notes: str = "") -> str:
-    """The page as Markdown: `run` says how the run was made, `figures` are file names under figures/, `notes` is
-    the hand-written reading of the numbers (reports/claims/notes.md), linked rather than generated."""
-    done = finished_trials(results)
+def heading(done: pd.DataFrame) -> tuple[str, str]:
     listed = ", ".join(f"{m} {v}" for m, v in sorted({(str(m), str(v)) for m, v in zip(done["model.name"], done["variant"])}))
-    parts = ["# Claims: do capsule networks keep their promises here, and does REM keep them?", "",
-             f"{done['trial_key'].nunique()} finished trials ({listed}); every number below is computed from "
-             "`sweep.parquet` in this folder (`python -m pipeline.claims --render-only` regenerates the tables and "
-             "this page from it without retraining).", "", *run_lines(run), "", notes.strip(), "",
-             *markdown_body(assemble_page(results, CLAIMS_PAGE).parts, figures)]
-    return "\n".join(parts).rstrip() + "\n"
+    return ("Claims: do capsule networks keep their promises here, and does REM keep them?",
+            f"{done['trial_key'].nunique()} finished trials ({listed})")
+
+
+PAGE = PublishedPage(CLAIMS_PAGE, "claims", heading)

@@ -13,13 +13,13 @@ from rem.analysis.equivariance import FOLDS, MIN_FIT_IMAGES, equivariance_from_r
 from rem.analysis.forwards import PLAIN
 from rem.analysis.robustness.families import PER_IMAGE
 from rem.report.arm_seeds import QUANTIZED, evaluation_note
-from rem.report.evidence.tables import Spread
 from rem.report.preconditions import first, no_better_than_null
 from rem.report.verdicts import Differs, cells, decide
 from rem.report.registry import CLAIMS_PAGE, REPORT_PAGE, Context, report_table
 from rem.report.render import Table
 from rem.report.robustness import (HEADLINE, KEEP, arm_spread, arm_trials, arms, baseline_arms, capsule_arms, per_trial,
                                    with_plain_forward)
+from rem.report.spread import Spread
 from rem.results.arms import PLAIN_ARM, PLUS_Q, Arm
 from rem.results.frames import arm_rows, last_rows
 from rem.results.variants import routed

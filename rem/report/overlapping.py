@@ -8,11 +8,11 @@ from __future__ import annotations
 from rem.data.multi import PairedDigits
 from rem.data.registry import find_family
 from rem.report.arm_seeds import evaluation_note
-from rem.report.evidence.tables import Spread, spread
 from rem.report.verdicts import Differs, cells, decide
 from rem.report.preconditions import first
 from rem.report.registry import CLAIMS_PAGE, Context, report_table
 from rem.report.render import Table
+from rem.report.spread import Spread, spread
 from rem.report.tables import aggregate, pm
 from rem.results.frames import final_value
 from rem.results.variants import routed

@@ -12,10 +12,10 @@ import pandas as pd
 
 from rem.analysis.forwards import PLAIN
 from rem.analysis.robustness.evaluation import robust_from_results
-from rem.report.evidence.tables import Spread, spread
 from rem.report.protocol import viewpoint_table
 from rem.report.registry import CLAIMS_PAGE, REPORT_PAGE, Context, report_table
 from rem.report.render import Table
+from rem.report.spread import Spread, spread
 from rem.report.tables import MISSING, NOT_APPLICABLE, aggregate, pm
 from rem.results.arms import PLUS_Q, Arm
 from rem.results.frames import arm_rows, arms as frame_arms, last_rows

@@ -13,10 +13,10 @@ from __future__ import annotations
 import pandas as pd
 
 from rem.analysis.routing_iterations import iterations_from_results
-from rem.report.evidence.tables import spread
 from rem.report.registry import CLAIMS_PAGE, REPORT_PAGE, Context, report_table
 from rem.report.render import Table
 from rem.report.robustness import arms
+from rem.report.spread import spread
 from rem.results.frames import arm_rows, finished_trials
 
 KEEP = ("trial_key", "data.dataset", "model.name", "arm", "arm_key", "variant", "arm_rank", "train.seed", "epoch")

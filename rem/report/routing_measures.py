@@ -21,11 +21,11 @@ import pandas as pd
 
 from rem.evaluate import ENTROPY_IMAGES_PER_CLASS, SECONDARY_LEVELS
 from rem.report.arm_seeds import trees_per_image
-from rem.report.evidence.tables import Spread, arm_rows, arms, spread
 from rem.report.preconditions import CEILING_TREES_PER_IMAGE, DEPENDENCE_MARGIN_BITS, classes_of
 from rem.report.registry import CLAIMS_PAGE, EVIDENCE_PAGE, HORIZON_PAGE, ROUTING_PAGE, Context, report_table
 from rem.report.render import Table
-from rem.results.frames import final_value, last_rows
+from rem.report.spread import Spread, spread
+from rem.results.frames import arm_rows, arms, final_value, last_rows
 from rem.results.variants import routed
 
 NOT_RECORDED = "not recorded"

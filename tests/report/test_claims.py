@@ -9,7 +9,7 @@ import pandas as pd
 import pytest
 
 from rem.config import load
-from rem.report.claims import claims_page, render_tables
+from rem.report.claims import PAGE
 from rem.results import grid
 from tests.conftest import REPO
 from tests.report.published_pages import assert_rendered_from_the_parquet_alone
@@ -23,7 +23,7 @@ def committed() -> pd.DataFrame:
 
 
 def test_every_committed_table_and_the_page_are_rendered_from_the_parquet_alone():
-    assert_rendered_from_the_parquet_alone(CLAIMS, render_tables, claims_page)
+    assert_rendered_from_the_parquet_alone(CLAIMS, PAGE)
 
 
 def test_the_committed_run_is_the_claims_profile_of_these_params(committed):

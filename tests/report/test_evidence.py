@@ -10,9 +10,9 @@ import pandas as pd
 import pytest
 
 from rem.config import load
-from rem.report.evidence.page import evidence_page, render_tables
+from rem.report.evidence import PAGE, mechanism_rows as mechanism_cells
 from rem.report.arm_seeds import ArmSeeds
-from rem.report.evidence.tables import METRICS, mechanism_rows as mechanism_cells, spread as spread_of
+from rem.report.spread import METRICS, spread as spread_of
 from rem.report.verdicts import HEADER as VERDICT_HEADER, claims_table
 from rem.results import grid
 from rem.results.arms import PLUS_Q, Arm
@@ -28,7 +28,7 @@ def committed() -> pd.DataFrame:
 
 
 def test_every_committed_table_and_the_page_are_rendered_from_the_parquet_alone():
-    assert_rendered_from_the_parquet_alone(EVIDENCE, render_tables, evidence_page)
+    assert_rendered_from_the_parquet_alone(EVIDENCE, PAGE)
 
 
 def test_the_committed_run_is_the_evidence_profile_of_these_params(committed):

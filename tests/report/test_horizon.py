@@ -3,14 +3,13 @@ the Efficient-CapsNet one is the `horizon` profile's run and says how each seed 
 
 from __future__ import annotations
 
-from functools import partial
+from dataclasses import replace
 
 import pandas as pd
 import pytest
 
 from rem.config import load
-from rem.report.horizon.page import horizon_page, render_tables
-from rem.report.horizon.tables import ceiling, lowest_val_loss_epoch, stopped_by
+from rem.report.horizon import PAGE, ceiling, lowest_val_loss_epoch, stopped_by
 from rem.results import grid
 from tests.conftest import REPO
 from tests.report.published_pages import assert_rendered_from_the_parquet_alone
@@ -24,14 +23,13 @@ def committed() -> pd.DataFrame:
 
 
 def test_every_committed_table_and_the_page_are_rendered_from_the_parquet_alone():
-    page = assert_rendered_from_the_parquet_alone(HORIZON, render_tables, horizon_page)
+    page = assert_rendered_from_the_parquet_alone(HORIZON, PAGE)
     assert "(figures/epochs_efficient_capsnet.png)" in page
 
 
 def test_the_gamma_horizon_page_is_rendered_from_its_parquet_alone():
     page = assert_rendered_from_the_parquet_alone(
-        REPO / "reports" / "evidence" / "horizon-gamma", render_tables,
-        partial(horizon_page, render_only="python -m pipeline.horizon_gamma --render-only"))
+        REPO / "reports" / "evidence" / "horizon-gamma", replace(PAGE, publication="horizon_gamma"))
     assert "(figures/epochs_gamma_capsnet.png)" in page
 
 

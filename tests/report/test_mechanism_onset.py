@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from rem.report.evidence.curve import onset
-from rem.report.evidence.tables import spread
+from rem.report.mechanism_curve import onset
 from rem.report.preconditions import KEPT_ACCURACY_POINTS, accuracy_lost
+from rem.report.spread import spread
 
 
 def point(entropies, accuracies):
@@ -40,7 +40,7 @@ def test_the_gamma_horizons_falls_come_only_where_accuracy_collapsed():
     counted as REM's mechanism."""
     import pandas as pd
 
-    from rem.report.evidence.curve import curve_tables
+    from rem.report.mechanism_curve import curve_tables
     from tests.conftest import REPO
 
     results = pd.read_parquet(REPO / "reports/evidence/horizon-gamma/sweep.parquet")

@@ -1,10 +1,9 @@
-"""The horizon page's tables: REM's claims where every trial trained until its validation loss stopped improving
-(REM's patience rule, capped), read from the results table alone.
+"""The horizon pages (reports/evidence/horizon*/README.md): REM's claims where every trial trained until its
+validation loss stopped improving (REM's patience rule, capped), read from the results table alone.
 
-The claims reuse the evidence page's rows (`rem.report.evidence.tables.claim_rows`: the same metrics, preconditions
-and verdict rule), so the two pages cannot judge the same numbers differently. What this page adds is what a run to
-a stopping point must show: how each seed stopped, what the pruning removed from each tensor, and the entropy and
-parse trees of every class.
+The claims are the evidence page's (`rem.report.abstract_claims`), and so are the mechanism curve, the evaluated
+checkpoints and the cost. What this page adds is what a run to a stopping point must show: how each seed stopped,
+what the pruning removed from each tensor, and the entropy and parse trees of every class.
 """
 
 from __future__ import annotations
@@ -13,14 +12,14 @@ import numpy as np
 import pandas as pd
 
 from rem.data.registry import get_dataset
-from rem.report.evidence.curve import curve_tables
-from rem.report.evidence.tables import arm_rows, arm_seed_map, arms, claim_rows, final_spreads, spread
-from rem.report.preconditions import PRECONDITIONS_NOTE
+from rem.report.abstract_claims import abstract_claims_table, arm_seed_map
+from rem.report.blocks import PublishedPage
+from rem.report.mechanism_curve import curve_tables
 from rem.report.registry import HORIZON_PAGE, Context, report_table
 from rem.report.render import Table
 from rem.report.routing_measures import ceiling_bits
-from rem.report.verdicts import HEADER as VERDICT_HEADER, RULE_NOTE, claims_table
-from rem.results.frames import final_value, finished_trials, last_rows
+from rem.report.spread import final_spreads, model_arms, spread
+from rem.results.frames import arm_rows, arms, final_value, finished_trials, last_rows
 
 SPARSITY_PREFIX = "sparsity/"  # per prunable tensor, % of its weights pruned (the results table's columns)
 SEED_NOTE = "Mean ± std over seeds: the sample standard deviation (ddof 1), the seed spread."
@@ -28,11 +27,8 @@ SEED_NOTE = "Mean ± std over seeds: the sample standard deviation (ddof 1), the
 
 @report_table("horizon-claims", "REM's claims at the training horizon", pages={HORIZON_PAGE: 10}, file="claims")
 def horizon_claims(frame: pd.DataFrame, context: Context) -> Table:
-    spreads, seeds = context.once(final_spreads), context.once(arm_seed_map)
-    models = sorted({m for m, _ in spreads})
-    return claims_table("REM's claims where training ran to its stopping rule", ["Arm", "Claim",
-                 "Measured (mean ± std over seeds)", *VERDICT_HEADER],
-                 [row for m in models for row in claim_rows(m, spreads, seeds)], notes=[RULE_NOTE, PRECONDITIONS_NOTE])
+    return abstract_claims_table("REM's claims where training ran to its stopping rule", context.once(final_spreads),
+                                 context.once(arm_seed_map))
 
 
 def stopped_by(rows: pd.DataFrame, patience: int, cap: int) -> str:
@@ -72,6 +68,12 @@ def stopping_section(frame: pd.DataFrame, context: Context) -> Table:
                         "(its masks only grow)."])
 
 
+def model_finals(results: pd.DataFrame, model: str) -> pd.DataFrame:
+    """The last row of each of `model`'s finished trials: the row its final evaluation is on."""
+    last = last_rows(results)
+    return last[last["model.name"].astype(str) == model]
+
+
 def tensor_columns(frame: pd.DataFrame) -> list[str]:
     """The per-tensor sparsity columns any trial recorded, in the model's layer order (the results' column order)."""
     return [c for c in frame.columns if c.startswith(SPARSITY_PREFIX) and frame[c].notna().any()]
@@ -80,13 +82,12 @@ def tensor_columns(frame: pd.DataFrame) -> list[str]:
 @report_table("horizon-tensors", "What the pruning removed, per tensor", pages={HORIZON_PAGE: 30},
               file="tensors_{group}", per="model.name")
 def tensors_section(frame: pd.DataFrame, context: Context, model: str) -> Table | None:
-    last = last_rows(context.results)
-    last = last[last["model.name"].astype(str) == model]
+    last = model_finals(context.results, model)
     columns = tensor_columns(last)
     if not columns:
         return None
     rows = [[arm.label, str(len(mine := arm_rows(last, model, arm))),
-             *(spread(mine[c]).text(2) for c in [*columns, "sparsity"])] for m, arm in arms(last) if m == model]
+             *(spread(mine[c]).text(2) for c in [*columns, "sparsity"])] for arm in model_arms(last, model)]
     prunable = [f"{c.removeprefix(SPARSITY_PREFIX)} (%)" for c in columns]
     return Table(f"{model}: sparsity per tensor at the evaluated epoch", ["Variant", "Seeds", *prunable,
                  "All prunable (%)"], rows, notes=[f"Percent of each tensor's weights pruned. {SEED_NOTE}"])
@@ -111,12 +112,11 @@ def ceiling(group: pd.DataFrame, indices: list[int]) -> tuple[str, str]:
 @report_table("horizon-classes", "Entropy and parse trees per class", pages={HORIZON_PAGE: 40}, file="classes_{group}",
               per="model.name", figures=("epochs_{group}.png", "couplings_{group}.png"))
 def classes_section(frame: pd.DataFrame, context: Context, model: str) -> Table | None:
-    last = last_rows(context.results)
-    last = last[last["model.name"].astype(str) == model]
+    last = model_finals(context.results, model)
     indices = class_indices(last)
     if not indices:
         return None
-    mine = [(arm, arm_rows(last, model, arm)) for m, arm in arms(last) if m == model]
+    mine = [(arm, arm_rows(last, model, arm)) for arm in model_arms(last, model)]
     names = class_names(str(last["data.dataset"].iloc[0]), len(indices))
     rows = [[names[k], *(spread(final_value(group, column)).text(digits) for _, group in mine
                          for column, digits in ((f"entropy/class_{k}", 3), (f"parse_trees/class_{k}", 0)))]
@@ -140,3 +140,24 @@ def curve_section(frame: pd.DataFrame, context: Context, model: str) -> list[Tab
     """Each final model pruned by magnitude without retraining (the in-trial mechanism curve), with where its entropy
     starts to fall: the onsets first, then each arm's curve (the evidence page splits them; here they stand together)."""
     return context.once(curve_tables).get(f"curve_{model}")
+
+
+# How the pages name an architecture in a title
+TITLES = {"efficient_capsnet": "Efficient-CapsNet", "gamma_capsnet": "γ-CapsNet", "capsnet": "CapsNet",
+          "deepcaps": "DeepCaps"}
+
+
+def heading(done: pd.DataFrame) -> tuple[str, str]:
+    names = sorted(done["model.name"].astype(str).unique())
+    datasets = ", ".join(sorted(done["data.dataset"].astype(str).unique()))
+    patience, cap = int(done["train.patience"].max()), int(done["train.epochs"].max())
+    title = " and ".join(TITLES.get(n, n) for n in names)
+    return (f"REM at a training horizon: {title} to its stopping rule",
+            f"{', '.join(names)} on {datasets}, {done['trial_key'].nunique()} finished trials, each trained until its "
+            f"validation loss had not improved for {patience} epochs (REM's patience rule) or for {cap} epochs, "
+            "whichever came first. The CapsNet evidence run is one folder up (`../README.md`); the runs come from "
+            "different sweeps, so no comparison crosses them")
+
+
+# The Efficient-CapsNet run's; the γ-CapsNet and GPU runs are the same page, each its own publication
+PAGE = PublishedPage(HORIZON_PAGE, "horizon", heading, new_sentence=True)

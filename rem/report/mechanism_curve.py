@@ -1,5 +1,5 @@
-"""The evidence page's mechanism curve: at what sparsity does CapsNet's routing entropy start to fall when its
-trained weights are pruned by magnitude, and what is the entropy made of there?
+"""The mechanism curve the evidence and horizon pages show: at what sparsity does CapsNet's routing entropy start to
+fall when its trained weights are pruned by magnitude, and what is the entropy made of there?
 
 Read from the curves the trials recorded with their final evaluation (`eval.sparsity_curve`, columns
 `curve/<scope>/<target>/<metric>` of the results table), so the committed Parquet regenerates every number.
@@ -10,13 +10,13 @@ from __future__ import annotations
 import pandas as pd
 
 from rem.analysis.sparsity_curve import curves_from_results
-from rem.report.evidence.tables import METRICS, Spread, spread
 from rem.report.preconditions import (KEPT_ACCURACY_POINTS, accuracy_lost, classes_of, first, input_independent,
                                       routing_uniform)
 from rem.report.render import Table
+from rem.report.spread import METRICS, Spread, model_arms, spread
 from rem.report.verdicts import MIN_SEEDS, RULE_NOTE, Differs, Outcome, decide
 from rem.results.arms import Arm
-from rem.results.frames import arm_rows, arms, last_rows
+from rem.results.frames import arm_rows, last_rows
 
 # curve column -> (label, scale, digits): the final table's, in the curve's order
 COLUMNS = {c: METRICS[c] for c in ("test/acc", "entropy/mean", "parse_trees/total", "routing/coupling_entropy",
@@ -118,17 +118,12 @@ def onset_rows(curves: pd.DataFrame, model: str, arm: Arm) -> list[list[str]]:
     return out
 
 
-def curve_arms(curves: pd.DataFrame, model: str) -> list[Arm]:
-    """`model`'s arms with a recorded curve, in their order."""
-    return [] if curves.empty else [arm for m, arm in arms(curves) if m == model]
-
-
 def curve_tables(results: pd.DataFrame) -> dict[str, Table]:
     """`curve_<model>.md`: the onset verdicts, then each variant's curve table; empty without recorded curves."""
     curves = trial_curves(results)
     out = {}
     for model in sorted(set(curves["model.name"].astype(str))) if not curves.empty else []:
-        variants = curve_arms(curves, model)
+        variants = model_arms(curves, model)
         onsets = Table(f"{model}: where the entropy falls as magnitude pruning removes more (no retraining)",
                        ["Question", "Measured (mean ± std over seeds)", "Verdict"],
                        [r for v in variants for r in onset_rows(curves, model, v)],
