@@ -26,7 +26,7 @@ RUN_KEYS = [("primary endpoint", "Primary endpoint"), ("command", "Command"), ("
             ("started", "Started (UTC)"), ("finished", "Finished (UTC)"), ("wall", "Wall time"), ("load", "Load"),
             ("not published", "Stopped, not published"), ("hardware", "Hardware"), ("software", "Software")]
 FULL_PROTOCOL = (201, 5)  # REM's: at least 201 epochs (patience 200), 5 seeds
-SOURCE = ("very number below is computed from `sweep.parquet` in this folder (`python -m pipeline.{publication} --render-only` "
+SOURCE = ("every number below is computed from `sweep.parquet` in this folder (`python -m pipeline.{publication} --render-only` "
           "regenerates the tables and this page from it without retraining).")
 
 
@@ -106,7 +106,7 @@ class PublishedPage:
         notes = (out / "notes.md").read_text() if (out / "notes.md").is_file() else ""
         title, opening = self.heading(finished_trials(results))
         source = SOURCE.format(publication=self.publication)
-        intro = opening + (f". E{source}" if self.new_sentence else f"; e{source}")
+        intro = f"{opening}. {source[0].upper()}{source[1:]}" if self.new_sentence else f"{opening}; {source}"
         page = [f"# {title}", "", intro, "", *run_lines(run), "", notes.strip(), "", *markdown_body(parts, figures)]
         tables = {out / "tables" / name: text for name, text in markdown_files(parts).items()}
         return {**tables, out / "README.md": "\n".join(page).rstrip() + "\n"}
