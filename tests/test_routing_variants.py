@@ -290,3 +290,29 @@ def test_conv_caps_3d_shapes_and_finite(softmax_over):
     assert torch.isfinite(x.grad).all()
     z = layer(torch.zeros(2, 4, 8, 5, 5))
     assert torch.isfinite(z).all()
+
+
+def test_shared_votes_sum_every_products_gradient_as_autograd_does():
+    """Votes read by weighted sums, dots and squared lengths: the gradient summed in place is autograd's (float64),
+    and a second backward through the same graph sums afresh."""
+    from rem.routing.common import SharedVotes
+
+    torch.manual_seed(5)
+    base = torch.randn(2, 3, 4, 5, dtype=torch.float64)
+    weights, parents = torch.rand(2, 3, 4, dtype=torch.float64), torch.randn(2, 3, 5, dtype=torch.float64)
+
+    def loss(weighted, dots, squared):
+        return (weighted * parents).sum() + (dots * weights).sum() + (squared * weights.flip(1)).sum() + \
+            (weighted.square() * 0.5).sum()
+
+    plain = base.clone().requires_grad_(True)
+    loss(torch.einsum("bji,bjid->bjd", weights, plain), torch.einsum("bjid,bjd->bji", plain, parents),
+         (plain * plain).sum(-1)).backward()
+    shared_votes = base.clone().requires_grad_(True)
+    shared = SharedVotes(shared_votes)
+    total = loss(shared.weighted(weights), shared.dots(parents), shared.squared())
+    total.backward(retain_graph=True)
+    assert torch.allclose(shared_votes.grad, plain.grad, atol=1e-12)
+    first, shared_votes.grad = shared_votes.grad.clone(), None
+    total.backward()
+    assert torch.equal(shared_votes.grad, first)

@@ -36,87 +36,146 @@ def parent_major(votes: torch.Tensor) -> torch.Tensor:
     return votes.float().transpose(1, 2).contiguous()
 
 
-class WeightedVotes(torch.autograd.Function):
-    """s = sum_i w_i u_i per (b, j): weights `(B, J, I)`, parent-major votes `(B, J, I, D)` -> `(B, J, D)`.
+class SharedVotes:
+    """Parent-major votes `(B, J, I, D)` that several products read -- weighted sums over the inputs, dots with the
+    parents, squared lengths -- with the votes' gradient summed in place.
 
-    What `torch.matmul(w.unsqueeze(2), u)` computes, forward and backward, with one change: autograd's gradient for
-    the votes is a batched matrix product of inner size 1, an outer product per (b, j) that CPU kernels run ~5x
-    slower than the same products written as one broadcast multiplication. Each of its elements is a single product
-    w_i g_d either way, so the numbers are the same to the bit."""
+    Autograd would have each product's backward write its share of the votes' gradient, a votes-sized tensor (150 MB
+    for γ-CapsNet's fully-connected capsules at batch 128), and add the shares pairwise. Here the products take a
+    token, a scalar that stands for the votes, as their differentiable input: each backward adds its share to one
+    sum, and the token's own backward, which autograd runs after every product's, hands that sum on as the votes'
+    gradient. The shares are single products of two factors each, the first written as autograd writes it, so
+    votes read by one product get the same gradient to the bit."""
+
+    def __init__(self, votes: torch.Tensor):
+        self.votes = votes.detach()
+        self._sum = _GradientSum(self.votes)
+        self._token = _Votes.apply(votes, self._sum) if votes.requires_grad else None
+
+    def detached(self) -> SharedVotes:
+        """The same votes with no gradient (the routing iterations gradients do not run through)."""
+        return SharedVotes(self.votes)
+
+    def weighted(self, weights: torch.Tensor) -> torch.Tensor:
+        """s = sum_i w_i u_i per (b, j): weights `(B, J, I)` -> `(B, J, D)`."""
+        return _Weighted.apply(weights, self._token, self._sum)
+
+    def dots(self, parents: torch.Tensor) -> torch.Tensor:
+        """<u_i, v> per (b, j, i): parents `(B, J, D)` -> `(B, J, I)`."""
+        return _Dots.apply(parents, self._token, self._sum)
+
+    def squared(self) -> torch.Tensor:
+        """|u_i|^2 per (b, j, i) `(B, J, I)`."""
+        return _Squared.apply(self._token, self._sum)
+
+
+class _GradientSum:
+    """The votes' gradient so far: shares a_i m per (b, j) (a `(B, J, I)`, m `(B, J, D)`), or a_i u_i."""
+
+    def __init__(self, votes: torch.Tensor):
+        self.votes, self.total = votes, None
+
+    def add(self, a: torch.Tensor, m: torch.Tensor | None = None) -> None:
+        other = self.votes if m is None else m.unsqueeze(2)
+        if self.total is None:
+            self.total = a.unsqueeze(-1) * other
+        else:
+            self.total.addcmul_(a.unsqueeze(-1), other)
+
+    def take(self) -> torch.Tensor:
+        total, self.total = self.total, None  # a second backward (retain_graph) sums afresh
+        return total if total is not None else torch.zeros_like(self.votes)
+
+
+class _Votes(torch.autograd.Function):
+    """votes -> the token; its backward is the sum the products left."""
 
     @staticmethod
-    def forward(ctx, weights: torch.Tensor, votes: torch.Tensor) -> torch.Tensor:
-        ctx.save_for_backward(weights, votes)
-        return torch.matmul(weights.unsqueeze(2), votes).squeeze(2)
+    def forward(ctx, votes, total: _GradientSum):
+        ctx.total = total
+        return votes.new_zeros(())
 
     @staticmethod
-    def backward(ctx, grad: torch.Tensor):
-        weights, votes = ctx.saved_tensors
-        grad_weights = grad_votes = None
-        if ctx.needs_input_grad[0]:  # as matmul's backward: grad (B, J, 1, D) @ votes^T (B, J, D, I)
-            grad_weights = torch.matmul(grad.unsqueeze(2), votes.transpose(-1, -2)).squeeze(2)
+    def backward(ctx, _grad):
+        return ctx.total.take(), None
+
+
+def _token_gradient(ctx, grad: torch.Tensor) -> torch.Tensor | None:
+    return grad.new_zeros(()) if ctx.needs_input_grad[1] else None
+
+
+class _Weighted(torch.autograd.Function):
+    """`SharedVotes.weighted`. Both matrix-vector products take the small factor on the left, w^T U and g^T U^T: CPU
+    kernels run them 3-5x faster than U^T w and U g (the same sums of products in another order)."""
+
+    @staticmethod
+    def forward(ctx, weights, token, total: _GradientSum):
+        ctx.total = total
+        ctx.save_for_backward(weights)
+        return torch.matmul(weights.unsqueeze(2), total.votes).squeeze(2)
+
+    @staticmethod
+    def backward(ctx, grad):
+        (weights,) = ctx.saved_tensors
+        grad_weights = torch.matmul(grad.unsqueeze(2), ctx.total.votes.mT).squeeze(2) if ctx.needs_input_grad[0] else None
         if ctx.needs_input_grad[1]:
-            grad_votes = weights.unsqueeze(-1) * grad.unsqueeze(2)
-        return grad_weights, grad_votes
+            ctx.total.add(weights, grad)
+        return grad_weights, _token_gradient(ctx, grad), None
 
 
-class VoteDots(torch.autograd.Function):
-    """<u_i, v> per (b, j, i): parent-major votes `(B, J, I, D)`, parents `(B, J, D)` -> `(B, J, I)`; the votes'
-    gradient as a broadcast product, for the reason `WeightedVotes` gives. Both matrix-vector products take the
-    parents (or the gradient) as the left factor, v^T U^T and g^T U: CPU kernels run them 3-5x faster than U v and
-    U^T g, the same sums of D (or I) products in another order (fp32 rounding differs)."""
+class _Dots(torch.autograd.Function):
+    """`SharedVotes.dots`, its products oriented as `_Weighted`'s."""
 
     @staticmethod
-    def forward(ctx, votes: torch.Tensor, parents: torch.Tensor) -> torch.Tensor:
-        ctx.save_for_backward(votes, parents)
-        return torch.matmul(parents.unsqueeze(2), votes.mT).squeeze(2)
+    def forward(ctx, parents, token, total: _GradientSum):
+        ctx.total = total
+        ctx.save_for_backward(parents)
+        return torch.matmul(parents.unsqueeze(2), total.votes.mT).squeeze(2)
 
     @staticmethod
-    def backward(ctx, grad: torch.Tensor):
-        votes, parents = ctx.saved_tensors
-        grad_votes = grad_parents = None
-        if ctx.needs_input_grad[0]:
-            grad_votes = grad.unsqueeze(-1) * parents.unsqueeze(2)
+    def backward(ctx, grad):
+        (parents,) = ctx.saved_tensors
+        grad_parents = torch.matmul(grad.unsqueeze(2), ctx.total.votes).squeeze(2) if ctx.needs_input_grad[0] else None
         if ctx.needs_input_grad[1]:
-            grad_parents = torch.matmul(grad.unsqueeze(2), votes).squeeze(2)
-        return grad_votes, grad_parents
+            ctx.total.add(grad, parents)
+        return grad_parents, _token_gradient(ctx, grad), None
 
 
-class SquaredLengths(torch.autograd.Function):
-    """|u|^2 over the last axis, `(..., D)` -> `(...)`, its gradient 2 u g in one broadcast product (a norm's
-    backward divides by the norm and masks its zeros: three passes over the votes)."""
-
-    @staticmethod
-    def forward(ctx, votes: torch.Tensor) -> torch.Tensor:
-        ctx.save_for_backward(votes)
-        return torch.linalg.vecdot(votes, votes)
+class _Squared(torch.autograd.Function):
+    """`SharedVotes.squared`; its share 2 g_i u_i (a norm's backward would divide by the norm and mask its zeros)."""
 
     @staticmethod
-    def backward(ctx, grad: torch.Tensor):
-        (votes,) = ctx.saved_tensors
-        return votes * (2.0 * grad).unsqueeze(-1)
+    def forward(ctx, token, total: _GradientSum):
+        ctx.total = total
+        return torch.linalg.vecdot(total.votes, total.votes)
+
+    @staticmethod
+    def backward(ctx, grad):
+        ctx.total.add(2.0 * grad)
+        return grad.new_zeros(()), None
 
 
-def weighted_parents(c: torch.Tensor, u_hat: torch.Tensor, bias: torch.Tensor | None,
+def weighted_parents(c: torch.Tensor, u_hat: torch.Tensor | SharedVotes, bias: torch.Tensor | None,
                      quantize_levels: int | None, vote_scale: torch.Tensor | None = None) -> torch.Tensor:
-    """v_j = squash(sum_i c_ij u_hat_j|i + bias_j) from parent-major couplings (B, J, I) and votes (B, J, I, D);
+    """v_j = squash(sum_i c_ij u_hat_j|i + bias_j) from parent-major couplings (B, J, I) and votes (B, J, I, D), a
+    tensor or `SharedVotes`;
     `quantize_levels` rounds the couplings in the sum (REM's +Q). `vote_scale` (B, J, I) multiplies each vote
     (γ-CapsNet's length clip), applied to the (rounded) coupling so the rescaled votes are never materialised."""
     weights = quantize_couplings(c, quantize_levels) if quantize_levels else c
     if vote_scale is not None:
         weights = weights * vote_scale
-    s = WeightedVotes.apply(weights, u_hat)  # (B, J, D)
+    s = (u_hat if isinstance(u_hat, SharedVotes) else SharedVotes(u_hat)).weighted(weights)  # (B, J, D)
     if bias is not None:
         s = s + bias.float()
     return squash(s)
 
 
-def agreement_iterations(u_hat: torch.Tensor, routed: torch.Tensor, iterations: int, bias: torch.Tensor | None,
+def agreement_iterations(u_hat: SharedVotes, routed: SharedVotes, iterations: int, bias: torch.Tensor | None,
                          quantize_levels: int | None, trace: list | None,
                          next_logits: Callable[[torch.Tensor, torch.Tensor], torch.Tensor],
                          vote_scales: tuple[torch.Tensor, torch.Tensor] | None = None,
                          ) -> tuple[torch.Tensor, torch.Tensor]:
-    """The loop of the iterative routings, on parent-major votes `(B, J, I, D)`: logits start at 0, c = softmax over
+    """The loop of the iterative routings, on parent-major votes `(B, J, I, D)` (`SharedVotes`): logits start at 0, c = softmax over
     the parents, v = `weighted_parents`, logits = `next_logits(logits, v)` between iterations (the agreement rule).
 
     Earlier iterations sum `routed` (the votes, detached where gradients flow only through the last), the last sums
@@ -124,7 +183,7 @@ def agreement_iterations(u_hat: torch.Tensor, routed: torch.Tensor, iterations: 
     rescale the votes inside the sums (`weighted_parents`). `trace` receives each iteration's detached `(c (B, I, J),
     v)`. Returns `(v (B, J, D), c (B, I, J))`, c the last iteration's unrounded couplings.
     """
-    logits = u_hat.new_zeros(u_hat.shape[:3])  # (B, J, I)
+    logits = u_hat.votes.new_zeros(u_hat.votes.shape[:3])  # (B, J, I)
     for it in range(iterations):
         last = it == iterations - 1
         c = torch.softmax(logits, dim=1)

@@ -8,7 +8,7 @@ import math
 import torch
 
 from rem.capsules import EPS
-from rem.routing.common import SquaredLengths, VoteDots, agreement_iterations, parent_major
+from rem.routing.common import SharedVotes, agreement_iterations, parent_major
 from rem.routing.registry import register_routing
 
 
@@ -19,15 +19,15 @@ def clip_vote_lengths(u_hat: torch.Tensor, activations: torch.Tensor) -> torch.T
     (REM's code divides by the bare norm, which is NaN for a zero vote). The routing itself never materialises the
     clipped votes: it carries `vote_scales` instead; this is the definition they are tested against.
     """
-    scale, _ = vote_scales(u_hat, activations)
+    scale, _ = vote_scales(SharedVotes(u_hat), activations)
     return u_hat * scale.unsqueeze(-1)
 
 
-def vote_scales(u_hat: torch.Tensor, activations: torch.Tensor | None) -> tuple[torch.Tensor | None, torch.Tensor]:
+def vote_scales(u_hat: SharedVotes, activations: torch.Tensor | None) -> tuple[torch.Tensor | None, torch.Tensor]:
     """Each vote's clip factor min(a_i, |u|) / |u| `(B, J, I)` (None without activations) and its squared length
-    before the clip `(B, J, I)`: one pass over the votes each way (`SquaredLengths`), where the clipped votes
-    themselves would cost three forward and more backward."""
-    squared = SquaredLengths.apply(u_hat)
+    before the clip `(B, J, I)`: one pass over the votes forward and a share of their gradient backward, where the
+    clipped votes themselves would cost three forward and more backward."""
+    squared = u_hat.squared()
     if activations is None:
         return None, squared
     return ClipFactors.apply(squared, activations.float()), squared
@@ -57,7 +57,7 @@ class ClipFactors(torch.autograd.Function):
         return grad_squared, grad_activations
 
 
-def distance_logits(v: torch.Tensor, votes: torch.Tensor, scale: torch.Tensor | None, squared: torch.Tensor,
+def distance_logits(v: torch.Tensor, votes: SharedVotes, scale: torch.Tensor | None, squared: torch.Tensor,
                     log_odds: float) -> torch.Tensor:
     """Next iteration's logits `(B, J, I)` = t * |v_j - s_ij u_hat_j|i|, t < 0 putting probability p on a parent at
     half the mean distance when the others sit at the mean (`log_odds` = log(p (J - 1) / (1 - p))).
@@ -66,7 +66,7 @@ def distance_logits(v: torch.Tensor, votes: torch.Tensor, scale: torch.Tensor | 
     batched matrix-vector product (s: the clip factors, |u|^2: `squared`, from `vote_scales`); the rest is
     `DistanceLogits`, elementwise over (B, J, I).
     """
-    dots = VoteDots.apply(votes, v)  # (B, J, I)
+    dots = votes.dots(v)  # (B, J, I)
     return DistanceLogits.apply(dots, v, scale, squared, log_odds)
 
 
@@ -159,12 +159,13 @@ def scaled_distance_routing(
     if not 0.0 < p < 1.0:
         raise ValueError(f"scaled_distance_routing: p must be in (0, 1), got {p}")
     with torch.autocast(votes.device.type, enabled=False):
-        u_hat = parent_major(votes)  # (B, J, I, D)
+        u_hat = SharedVotes(parent_major(votes))  # (B, J, I, D)
         scale, squared = vote_scales(u_hat, activations)
-        num_parents = u_hat.shape[1]
+        num_parents = u_hat.votes.shape[1]
         # what the non-final iterations see: the same votes and clip factors, detached unless gradients run through
         keep = (lambda t: t) if grad_through_routing else (lambda t: None if t is None else t.detach())
-        routed, routed_scale, routed_squared = keep(u_hat), keep(scale), keep(squared)
+        routed = u_hat if grad_through_routing else u_hat.detached()
+        routed_scale, routed_squared = keep(scale), keep(squared)
         log_odds = math.log(p * (num_parents - 1) / (1.0 - p)) if num_parents > 1 else 0.0
 
         def next_logits(logits: torch.Tensor, v: torch.Tensor) -> torch.Tensor:
