@@ -25,6 +25,7 @@ from rem.cli import run_with_params
 from rem.config import add_params_arguments
 from rem.device import bf16_capability, cpu_name
 from rem.io import atomic_write, atomic_write_text
+from rem.results.table import read_results
 from rem.tracking import runs as tracking
 from rem.tracking.store import open_client
 
@@ -110,9 +111,10 @@ class Publication:
         return f"dvc exp run -S profile={self.name} && python -m pipeline.{self.name}"
 
     def read(self, path: Path) -> pd.DataFrame:
-        if not path.is_file():
-            raise PublicationError(f"{path}: not found; run `{self.command}` first")
-        results = pd.read_parquet(path)
+        try:
+            results = read_results(path)
+        except FileNotFoundError:
+            raise PublicationError(f"{path}: not found; run `{self.command}` first") from None
         profiles = sorted(set(results["profile"].astype(str))) if "profile" in results else []
         if profiles != [self.name]:
             raise PublicationError(f"{path}: results of profile {profiles or 'unknown'}, expected [{self.name!r}]; "
@@ -155,8 +157,9 @@ class Publication:
         return self.store(out, results, self.record(cfg, results, stopped, load))
 
     def adopt(self, made: Path, out: Path) -> list[Path]:
-        """Publish a run a script made without Ray or MLflow (`made` holds its sweep.parquet and its run.json, e.g.
-        benchmarks/gpu_horizon.py's): its finished trials, and its record as the script wrote it."""
+        """Publish a run a script made without Ray or MLflow (`made` holds its sweep.parquet -- or sweep.csv, written
+        where pyarrow was missing -- and its run.json, e.g. benchmarks/gpu_horizon.py's): its finished trials, and its
+        record as the script wrote it."""
         results, stopped = self.without_stopped(portable(self.read(made / "sweep.parquet")))
         run_file = made / "run.json"
         if not run_file.is_file():

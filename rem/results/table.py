@@ -62,3 +62,14 @@ def sweeps_in(table: pd.DataFrame) -> list[str]:
 
 def write_results(table: pd.DataFrame, path: Path) -> Path:
     return atomic_write(path, lambda tmp: table.to_parquet(tmp, index=False))
+
+
+def read_results(path: Path) -> pd.DataFrame:
+    """The results table at `path` (Parquet), or the CSV of the same name a machine without pyarrow wrote
+    (benchmarks/gpucheck: the GPU machine may lack it); FileNotFoundError naming `path` when neither is there."""
+    path = Path(path)
+    if path.is_file():
+        return pd.read_parquet(path)
+    if path.with_suffix(".csv").is_file():
+        return pd.read_csv(path.with_suffix(".csv"))
+    raise FileNotFoundError(f"{path}: not found")

@@ -4,6 +4,7 @@ CPU at tiny sizes without Ray, MLflow or DVC, its publication, and the page whil
 from __future__ import annotations
 
 import json
+import shutil
 import subprocess
 import sys
 from itertools import count
@@ -77,6 +78,17 @@ def test_the_prepared_run_trains_the_whole_grid_on_the_cpu_and_publishes(fashion
     assert published.returncode == 0, published.stderr[-3000:]
     assert (pub / "sweep.parquet").is_file() and (pub / "README.md").read_text().startswith("#")
     assert "not run" not in (pub / "README.md").read_text().splitlines()[0]
+
+    # a GPU machine without pyarrow writes sweep.csv: published from it, the page and its tables are the same
+    made = tmp_path / "made-csv"
+    made.mkdir()
+    table.to_csv(made / "sweep.csv", index=False)
+    shutil.copy(out / "run.json", made / "run.json")
+    from_csv = tmp_path / "pub-csv"
+    shutil.copytree(pub / "figures", from_csv / "figures")  # the same figures: this compares the text
+    GPU_HORIZON.adopt(made, from_csv)
+    for page in ["README.md", *(f"tables/{t.name}" for t in (pub / "tables").iterdir())]:
+        assert (from_csv / page).read_text() == (pub / page).read_text(), page
 
 
 def test_publishing_a_folder_without_its_run_record_names_the_file(tmp_path):
