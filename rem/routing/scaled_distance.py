@@ -55,7 +55,7 @@ def distance_logits(v: torch.Tensor, votes: torch.Tensor, scale: torch.Tensor | 
     return t * dist
 
 
-@register_routing("scaled_distance", activations=True, options=("p", "grad_through_routing"))
+@register_routing("scaled_distance", activations=True, takes=("p", "grad_through_routing"))
 def scaled_distance_routing(
     votes: torch.Tensor,
     iterations: int,
