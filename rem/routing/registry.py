@@ -24,6 +24,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
+
 import torch
 
 from rem.config.options import check_declaration, declared_options
@@ -31,7 +32,7 @@ from rem.registry import Registry
 
 PARENTS, PRIOR = "parents", "prior"
 BIAS_FORMS = (PARENTS, PRIOR, None)
-CALL_KEYWORDS = ("votes", "iterations", "bias", "activations", "quantize_levels", "trace")  # no setting's name
+CALL_KEYWORDS = ("votes", "iterations", "bias", "activations", "quantize_levels", "trace")  # no option's name
 
 
 @dataclass(frozen=True)
