@@ -8,8 +8,7 @@ names none of these modules (it is the leaf every package imports); tests/test_r
 the `checks` modules of rem's packages one.
 """
 
-import inspect
-
+from rem.config.options import REQUIRED, declared_options
 from rem.data.registry import FAMILIES, named_forms
 from rem.models.registry import MODELS, family_options, list_models
 from rem.pruning.methods.registry import METHODS
@@ -25,7 +24,7 @@ from rem.results import checks as sweep_checks  # noqa: F401  (its grid check bu
 
 def _default(value) -> str:
     """A default as params.yaml writes it."""
-    if value is inspect.Parameter.empty:
+    if value is REQUIRED:
         return "required"
     if isinstance(value, (tuple, list)):
         return "[" + ", ".join(map(_default, value)) + "]"
@@ -55,8 +54,8 @@ def settings_reference() -> str:
               "|---|---|---|"]
     for name, routing in ROUTINGS.items():
         if _ours(routing.route.__module__):
-            passed = ", ".join(f"`{key}`" for key in routing.options) or "none"
-            lines.append(f"| `{name}` | {_options(routing.declared_settings())} | {passed} |")
+            passed = ", ".join(f"`{key}`" for key in routing.takes) or "none"
+            lines.append(f"| `{name}` | {_options(declared_options(routing.options))} | {passed} |")
     lines += ["", "| `data.dataset` | the `data` keys it reads beyond every dataset's | `data.options` (default) |",
               "|---|---|---|"]
     for name, family in FAMILIES.items():
@@ -64,11 +63,11 @@ def settings_reference() -> str:
             continue
         name = next((form for form in named_forms() if form.startswith(name)), name) if name.endswith(":") else name
         settings = ", ".join(f"`data.{key}`" for key in family.settings) or "none"
-        lines.append(f"| `{name}` | {settings} | {_options(family.declared_options())} |")
+        lines.append(f"| `{name}` | {settings} | {_options(declared_options(family.options))} |")
     lines += ["", "| `prune.method` | `prune.options` (default) |", "|---|---|"]
     for name, method in METHODS.items():
         if _ours(method.__module__):
-            lines.append(f"| `{name}` | {_options(method.declared_options())} |")
+            lines.append(f"| `{name}` | {_options(declared_options(method.options))} |")
     return "\n".join(lines) + "\n"
 
 

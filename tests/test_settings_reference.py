@@ -1,11 +1,10 @@
 """The settings reference (docs/settings.md) of each registry entry's settings is the one the registries generate,
-and `model.options` takes only what a family declares (rem.models.registry.ModelFamily.declared_options); the
+and `model.options` takes only what a family declares (its options dataclass, rem.config.options); the
 reference lists the `data.options`, `prune.options` and `model.routing_options` each dataset family, pruning method
 and routing declares."""
 
 from __future__ import annotations
 
-import inspect
 import re
 from dataclasses import dataclass, field
 
@@ -38,10 +37,10 @@ def test_the_settings_page_lists_the_settings_the_registries_declare():
 def test_every_declared_option_is_one_the_builder_takes(name):
     """Each option passed at its declared default builds the same model as none passed (built-in families; DeepCaps
     and γ-CapsNet declare theirs the same way, off their classes, and cost more to build)."""
-    defaults = {k: v for k, v in family_options(name).items() if v is not inspect.Parameter.empty}
+    defaults = family_options(name)
     assert defaults, name
     shape = {"in_shape": (1, 28, 28), "num_classes": 10}
-    if name == "cnn_matched":
+    if name in ("capsnet", "cnn_matched"):
         defaults.pop("primary_types")  # None: "CapsNet's default for the input", resolved by the builder
     plain, explicit = create_model(name, **shape), create_model(name, **shape, **defaults)
     assert [p.shape for p in plain.parameters()] == [p.shape for p in explicit.parameters()]
@@ -83,14 +82,14 @@ def test_the_reference_lists_each_dataset_familys_and_pruning_methods_declared_o
     assert "| `fashion-mnist` | `data.shift` | none |" in lines and "| `rem` | none |" in lines
 
 
-def routing_with_settings(votes, iterations, bias=None, *, quantize_levels=None, trace=None, noise=0.0, sizes=()):
+def routing_with_options(votes, iterations, bias=None, *, quantize_levels=None, trace=None, noise=0.0, sizes=()):
     raise NotImplementedError  # listed, never called
 
 
-def test_the_reference_lists_each_routings_settings_and_what_its_models_pass(monkeypatch):
-    monkeypatch.setitem(ROUTINGS._entries, "with-settings", Routing(routing_with_settings, options=("p",),
-                                                                     settings=Options))
+def test_the_reference_lists_each_routings_options_and_what_its_models_pass(monkeypatch):
+    monkeypatch.setitem(ROUTINGS._entries, "with-options", Routing(routing_with_options, takes=("p",),
+                                                                    options=Options))
     monkeypatch.setattr("rem.checks._ours", lambda module: module.startswith(("rem.", __name__)))
     lines = settings_reference().splitlines()
-    assert "| `with-settings` | `noise` (0.0), `sizes` ([1, 2]) | `p` |" in lines
+    assert "| `with-options` | `noise` (0.0), `sizes` ([1, 2]) | `p` |" in lines
     assert "| `dynamic` | none | `agreement_scale` |" in lines and "| `self_attention` | none | none |" in lines

@@ -8,8 +8,8 @@ unknown or ill-typed key raises ConfigError naming the key and what is allowed, 
 This package imports no other package of `rem` (they all import it) and builds without torch: a check that needs
 one -- is this model, dataset, method known -- is that package's, which registers it in `rem.config.checks` when it is
 imported (`import rem.checks` imports them all). So do the open `options` mappings (`model.options`, `data.options`,
-`prune.options`, `model.routing_options`): the selected entry declares their keys and its package checks them
-(`rem.config.options` reads a dataset family's, a pruning method's or a routing's own, defaults filled in).
+`prune.options`, `model.routing_options`, `report.options`): the selected entry declares their keys, one way for every
+kind (`rem.config.options`), and its package reads them into the entry's dataclass.
 """
 
 from rem.config.loading import add_params_arguments, deep_merge, load, load_from_args, parse_override, resolve

@@ -1,38 +1,43 @@
-"""The options a registry entry declares for itself -- a dataset family's `data.options`, a pruning method's
-`prune.options`, a routing's `model.routing_options` -- as a dataclass whose fields, with their defaults, are the keys it takes (as a CNN baseline declares
-its `model.options`). The sections hold only the open mapping; the entry's package checks it (`rem.config.checks`)
-and the entry's code reads it, both through `read_options`, so a key is refused, and a default filled in, the same
-way wherever it is read. Here, beside the sections, because this needs nothing but the standard library and names
-no entry."""
+"""The one way a registry entry declares its options -- a model family's `model.options`, a routing's
+`model.routing_options`, a dataset family's `data.options`, a pruning method's `prune.options`, a report table's
+`report.options.<name>`: a frozen dataclass whose fields, with their defaults, are the keys it takes (None: it takes
+none; a field without a default is required, as capsule pruning's `fraction`). The config sections hold only the
+open mapping, so a sweep's ids and labels read what params.yaml wrote; the entry's package reads it with
+`read_options` when params.yaml is checked, and again where the entry is built or run, so a key is refused, and a
+default filled in, the same way wherever it is read. Here, beside the sections, because this needs nothing but the
+standard library and names no entry."""
 
 from __future__ import annotations
 
 import copy
 import dataclasses
-import inspect
 import json
 from collections.abc import Mapping
+from dataclasses import MISSING
 from typing import Any
+
+REQUIRED = MISSING  # the default of an option without one
 
 
 def check_declaration(options: Any, entry: str) -> None:
-    """TypeError unless `options` (what `entry` registered as its options) is None or a dataclass class."""
-    if options is not None and not (inspect.isclass(options) and dataclasses.is_dataclass(options)):
-        raise TypeError(f"{entry}: options must be a dataclass (its fields with their defaults are its options); "
-                        f"got {options!r}")
+    """TypeError unless `options` (what `entry` declared) is None or a frozen dataclass (what the entry receives
+    cannot change under it)."""
+    if options is not None and not (isinstance(options, type) and dataclasses.is_dataclass(options)
+                                    and options.__dataclass_params__.frozen):
+        raise TypeError(f"{entry}: options must be a frozen dataclass (its fields with their defaults are its "
+                        f"options); got {options!r}")
 
 
 def declared_options(options: type | None) -> dict[str, Any]:
-    """Option -> default of an options dataclass (inspect.Parameter.empty: it has none); {} for None."""
-    if options is None:
-        return {}
-    found = {}
-    for f in dataclasses.fields(options):
-        if f.init:
-            found[f.name] = (f.default if f.default is not dataclasses.MISSING else
-                             f.default_factory() if f.default_factory is not dataclasses.MISSING else
-                             inspect.Parameter.empty)
-    return found
+    """Option -> default of an options dataclass (REQUIRED: it has none); {} for None."""
+    return {} if options is None else {
+        f.name: f.default if f.default is not MISSING else f.default_factory() if f.default_factory is not MISSING
+        else REQUIRED for f in dataclasses.fields(options)}
+
+
+def as_keywords(options: Any) -> dict[str, Any]:
+    """An options instance as keyword arguments (field -> value); {} for None."""
+    return {} if options is None else {f.name: getattr(options, f.name) for f in dataclasses.fields(options)}
 
 
 def read_options(options: type | None, given: Mapping[str, Any], key: str, entry: str) -> Any:
@@ -46,7 +51,7 @@ def read_options(options: type | None, given: Mapping[str, Any], key: str, entry
             raise ValueError(f"{key}.{name} is not an option of {entry}; its options: {', '.join(known) or 'none'}")
     if options is None:
         return None
-    missing = [name for name, default in known.items() if default is inspect.Parameter.empty and name not in given]
+    missing = [name for name, default in known.items() if default is REQUIRED and name not in given]
     if missing:
         raise ValueError(f"{key}.{missing[0]} is required by {entry}; its options: {', '.join(known)}")
     try:

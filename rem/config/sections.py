@@ -58,10 +58,9 @@ class ModelConfig:
     # The routing between the last two capsule layers (rem.routing's registry): "" = the architecture's own
     # (CapsNet: dynamic, γ-CapsNet: scaled_distance, Efficient-CapsNet: self_attention)
     routing: str = ""
-    options: dict = field(default_factory=dict)  # extra keyword overrides for the model builder
-    # The selected routing's own settings (model.routing, or for "" the family's), as the routing declares them
-    # (`register_routing(..., settings=<dataclass>)`): checked and read by the routing's package, each a keyword of its
-    # call; a key the model's family declares in `options` is set there
+    # The family's own options and those of the selected routing (model.routing, or for "" the family's), as each
+    # declares them (`rem.config.options`): checked when the config is, read into them by `rem.models.create_model`
+    options: dict = field(default_factory=dict)
     routing_options: dict = field(default_factory=dict)
 
 

@@ -32,7 +32,7 @@ from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
-from rem.config.options import check_declaration, declared_options, read_options
+from rem.config.options import check_declaration, read_options
 from rem.registry import Registry, load_plugins
 
 if TYPE_CHECKING:
@@ -97,10 +97,6 @@ class DatasetFamily:
             if spec.name == name:
                 return spec
         raise KeyError(f"{type(self).__name__} has no dataset {name!r}; it has {', '.join(self.names())}")
-
-    def declared_options(self) -> dict[str, Any]:
-        """Option -> default of its `data.options` (inspect.Parameter.empty: none), read off `options`."""
-        return declared_options(self.options)
 
     def options_of(self, data: DataConfig) -> Any:
         """Its options as `data` sets them (`data.options`), every other at its default: an instance of `options`
@@ -180,11 +176,6 @@ def get_family(name: str) -> DatasetFamily:
     return family
 
 
-def dataset_options(name: str) -> dict[str, Any]:
-    """The `data.options` dataset `name` takes (its family's), each with its default."""
-    return get_family(name).declared_options()
-
-
 def get_dataset(name: str) -> DatasetSpec:
     return get_family(name).spec(name)
 
@@ -223,6 +214,6 @@ class _Specs(Mapping):
 
 DATASETS: Mapping[str, DatasetSpec] = _Specs()
 
-__all__ = ["DATASETS", "FAMILIES", "DatasetFamily", "DatasetSpec", "RemoteFile", "dataset_options", "family_of",
+__all__ = ["DATASETS", "FAMILIES", "DatasetFamily", "DatasetSpec", "RemoteFile", "family_of",
            "find_family", "get_dataset", "get_family", "image_folder_spec", "is_known_dataset", "list_datasets",
            "named_forms", "register_family", "replace", "table_name"]

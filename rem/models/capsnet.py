@@ -19,6 +19,8 @@ reproduction is unchanged):
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import torch
 
 from rem.capsules import CapsuleVotes, SabourStem, SharedCapsuleVotes
@@ -34,41 +36,45 @@ ROLES = TensorRoles(class_capsule_matrices=("votes.weight",), primary_convs=("pr
                     capsule_types=("primary.conv.bias", "votes.weight", "primary_types"))
 
 
+@dataclass(frozen=True)
+class CapsNetOptions:
+    """CapsNet's `model.options`."""
+
+    conv_channels: int = 256
+    kernel_size: int = 9
+    primary_types: int | None = None  # None: 64 for colour inputs (REM's CIFAR-10 setting), 32 otherwise
+    primary_dim: int = 8
+    primary_stride: int = 2
+    class_dim: int = 16
+    routing_bias: bool = True
+    shared_votes: bool = False
+    vote_init_std: float = PUBLISHED_VOTE_STD
+    vote_init_fan_in: bool = False
+    routing_bias_init: float = 0.1
+    agreement_scale: float = 1.0
+
+
+@register_model("capsnet", routing="dynamic", roles=ROLES, options=CapsNetOptions)
 class CapsNet(SabourStem, ClassCapsuleHead):
-    def __init__(
-        self,
-        in_shape: tuple[int, int, int],
-        num_classes: int,
-        *,
-        conv_channels: int = 256,
-        kernel_size: int = 9,
-        primary_types: int = 32,
-        primary_dim: int = 8,
-        primary_stride: int = 2,
-        class_dim: int = 16,
-        routing_iterations: int = 3,
-        routing_bias: bool = True,
-        decoder: bool = False,
-        shared_votes: bool = False,
-        routing: str,  # the class layer's: create_model passes model.routing or the registered one
-        vote_init_std: float = PUBLISHED_VOTE_STD,
-        vote_init_fan_in: bool = False,
-        routing_bias_init: float = 0.1,
-        agreement_scale: float = 1.0,
-    ):
-        super().__init__(in_shape, conv_channels=conv_channels, kernel_size=kernel_size, primary_types=primary_types,
-                         primary_dim=primary_dim, primary_stride=primary_stride)
-        std = vote_init_std * ((PUBLISHED_INPUTS / self.num_primary) ** 0.5 if vote_init_fan_in else 1.0)
+    def __init__(self, in_shape: tuple[int, int, int], num_classes: int, options: CapsNetOptions, *,
+                 routing: str, routing_iterations: int = 3, decoder: bool = False):
+        o = options
+        types = o.primary_types if o.primary_types is not None else 64 if in_shape[0] == 3 else 32
+        super().__init__(in_shape, conv_channels=o.conv_channels, kernel_size=o.kernel_size, primary_types=types,
+                         primary_dim=o.primary_dim, primary_stride=o.primary_stride)
+        std = o.vote_init_std * ((PUBLISHED_INPUTS / self.num_primary) ** 0.5 if o.vote_init_fan_in else 1.0)
         # shared_votes: one matrix per capsule type and parent across the grid, not one per primary capsule
-        votes = (SharedCapsuleVotes(self.num_primary, primary_dim, num_classes, class_dim, types=primary_types,
+        votes = (SharedCapsuleVotes(self.num_primary, o.primary_dim, num_classes, o.class_dim, types=types,
                                     init_std=std)
-                 if shared_votes else CapsuleVotes(self.num_primary, primary_dim, num_classes, class_dim, init_std=std))
-        bias = LearnedBias("routing_bias", PARENTS, wanted=routing_bias,
-                           start=lambda: torch.full((num_classes, class_dim), float(routing_bias_init), device=HOST))
+                 if o.shared_votes else CapsuleVotes(self.num_primary, o.primary_dim, num_classes, o.class_dim,
+                                                     init_std=std))
+        bias_init = float(o.routing_bias_init)
+        bias = LearnedBias("routing_bias", PARENTS, wanted=o.routing_bias,
+                           start=lambda: torch.full((num_classes, o.class_dim), bias_init, device=HOST))
         self.build_class_capsules(votes, in_shape=in_shape, routing=routing, iterations=routing_iterations,
-                                  bias=bias, options={"agreement_scale": agreement_scale}, decoder=decoder)
-        if agreement_scale != 1.0 and not self.routing_options:
-            raise ValueError(f"capsnet: agreement_scale {agreement_scale:g} needs an agreement routing (dynamic); "
+                                  bias=bias, options={"agreement_scale": o.agreement_scale}, decoder=decoder)
+        if o.agreement_scale != 1.0 and not self.routing_options:
+            raise ValueError(f"capsnet: agreement_scale {o.agreement_scale:g} needs an agreement routing (dynamic); "
                              f"model.routing {routing!r} takes none")
 
     def capsule_layout(self) -> CapsuleLayout:
@@ -79,10 +85,3 @@ class CapsNet(SabourStem, ClassCapsuleHead):
 
     def forward(self, x: torch.Tensor, target: torch.Tensor | None = None, *, quantize_levels: int | None = None) -> CapsuleOutput:
         return self.class_capsules(self.primary_capsules(x), target, quantize_levels)
-
-
-@register_model("capsnet", routing="dynamic", roles=ROLES)
-def capsnet(*, in_shape: tuple[int, int, int], num_classes: int, **overrides) -> CapsNet:
-    """REM's CapsNet; 64 primary types for colour inputs (REM's CIFAR-10 setting), 32 otherwise."""
-    overrides.setdefault("primary_types", 64 if in_shape[0] == 3 else 32)
-    return CapsNet(in_shape, num_classes, **overrides)

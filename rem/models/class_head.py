@@ -1,6 +1,6 @@
 """The class capsules every capsule family ends with: the votes of its last capsules, the routing that turns them into
 class capsules (the family's own or `model.routing`, with the learned bias of that routing's form, the options it
-takes from the model and its own settings, `model.routing_options`), their lengths, an optional reconstruction
+takes from the model and its own options, `model.routing_options`), their lengths, an optional reconstruction
 decoder, and the `CapsuleOutput`.
 
 A mixin, not a submodule: its tensors are attributes of the model under each family's own names
@@ -11,7 +11,7 @@ decoder -- so a seed draws the family's weights.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import torch
@@ -20,7 +20,8 @@ from torch import nn
 from rem.capsules import capsule_lengths
 from rem.models.decoder import build_decoder
 from rem.models.registry import CapsuleOutput
-from rem.routing import ROUTINGS, routing_settings
+from rem.config.options import declared_options
+from rem.routing import ROUTINGS
 
 
 @dataclass(frozen=True)
@@ -48,32 +49,27 @@ class ClassCapsuleHead:
     """Mixin for a capsule family (an `nn.Module`): `build_class_capsules` in its constructor, `class_capsules` at the
     end of its forward. Sets `routing` (the registered `rem.routing.Routing`; the per-iteration analysis stands in
     for it), `routing_iterations`, `routing_options` (the keywords the family passes its routing), `routing_settings`
-    (the routing's own, `model.routing_options`, defaults filled in) and `decoder` on the model."""
+    (the routing's own options as keywords: their defaults; `create_model` sets those `model.routing_options` gives)
+    and `decoder` on the model."""
 
     def build_class_capsules(self, votes: nn.Module, *, in_shape: tuple[int, int, int], routing: str, iterations: int,
                              bias: LearnedBias | None = None, options: dict | None = None, decoder: bool | str = False,
-                             votes_attribute: str = "votes", settings: Mapping | None = None) -> None:
+                             votes_attribute: str = "votes") -> None:
         """`votes`: the class layer's vote matrices (`rem.capsules.CapsuleVotes` or `SharedCapsuleVotes`, weight
         (inputs, J, D, D_in)), stored as `votes_attribute`; `routing`: a registered routing's name (`create_model`
         passes `model.routing`, or for "" the routing the family registered with); `options`: the family's routing
         options, of which the routing gets those it takes; `decoder`: `rem.models.decoder.build_decoder`'s kind,
-        reconstructing `in_shape` from the J x D capsules; `settings`: the routing's own (`use_routing_settings`)."""
+        reconstructing `in_shape` from the J x D capsules."""
         setattr(self, votes_attribute, votes)
         self.routing, self.routing_iterations = ROUTINGS.get(routing), iterations
         self.routing_options = self.routing.own_options(options or {})
-        self.routing_name = routing
-        self.use_routing_settings(settings or {})
+        self.routing_settings = declared_options(self.routing.options)
         if bias is not None:
             kept = bias.wanted and self.routing.bias == bias.form
             setattr(self, bias.attribute, nn.Parameter(bias.start()) if kept else None)
         self.head_names = HeadNames(votes_attribute, bias.attribute if bias is not None else None)
         _, classes, dim, _ = votes.weight.shape
         self.decoder = build_decoder(decoder, classes, dim, in_shape)
-
-    def use_routing_settings(self, given: Mapping) -> None:
-        """The routing's own settings from `given` (`model.routing_options`; `create_model` hands them over), every
-        one it declares at its default unless given; ValueError in one line for a key it does not declare."""
-        self.routing_settings = routing_settings(self.routing_name, given)
 
     def class_capsules(self, u: torch.Tensor, target: torch.Tensor | None,
                        quantize_levels: int | None) -> CapsuleOutput:

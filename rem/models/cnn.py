@@ -17,7 +17,8 @@ capsule model. There are no couplings (registered with `routing=None`): no parse
 With two labels per image (MultiMNIST, rem/data/multi.py) the loss is the cross-entropy against half the
 probability on each label (`rem.losses.classification_loss` says why) and an image is right when its two largest
 logits are its labels, as for a capsule model's two longest capsules.
-Neither model has a decoder or routing iterations; asking for one is a ValueError naming the model and option.
+Neither model has a decoder or routing iterations; asking for one is a ValueError naming the model and key
+(`rem.models.create_model`).
 """
 
 from __future__ import annotations
@@ -68,26 +69,11 @@ class CNNBaseline(nn.Module):
                              logits=logits)
 
 
-DROPOUT = 0.5  # before the class layer; `dropout` overrides it
-
-
-def cnn_options(name: str, overrides: dict) -> dict:
-    """The builder's options: `dropout` by default, `overrides` less the capsule options `rem.models.from_config` may pass,
-    which a CNN cannot honour (one line each); any other unknown option fails in `CNNBaseline` as a TypeError."""
-    if overrides.pop("decoder", False):
-        raise ValueError(f"{name}: no decoder option (a CNN baseline has no class capsules to reconstruct "
-                         f"from); set model.decoder to false")
-    if overrides.pop("routing_iterations", None) is not None:
-        raise ValueError(f"{name}: no routing_iterations option (a CNN baseline has no routing); leave "
-                         f"model.routing_iterations at 3")
-    return {"dropout": DROPOUT, **overrides}
-
-
 @dataclass(frozen=True)
 class CNNOptions:
     """The `model.options` of a CNN baseline (its layers are the builder's own)."""
 
-    dropout: float = DROPOUT
+    dropout: float = 0.5  # before the class layer
 
 
 @dataclass(frozen=True)
@@ -96,17 +82,16 @@ class MatchedCNNOptions(CNNOptions):
 
 
 @register_model("cnn_sabour", routing=None, options=CNNOptions)
-def cnn_sabour(*, in_shape: tuple[int, int, int], num_classes: int, **overrides) -> CNNBaseline:
+def cnn_sabour(in_shape: tuple[int, int, int], num_classes: int, options: CNNOptions) -> CNNBaseline:
     return CNNBaseline(in_shape, num_classes, convs=((256, 5, 1, 2), (256, 5, 1, 2), (128, 5, 1, 2)),
-                       hidden=(328, 192), **cnn_options("cnn_sabour", overrides))
+                       hidden=(328, 192), dropout=options.dropout)
 
 
 @register_model("cnn_matched", routing=None, options=MatchedCNNOptions)
-def cnn_matched(*, in_shape: tuple[int, int, int], num_classes: int, primary_types: int | None = None,
-                **overrides) -> CNNBaseline:
+def cnn_matched(in_shape: tuple[int, int, int], num_classes: int, options: MatchedCNNOptions) -> CNNBaseline:
     """CapsNet's convolutions (its default for `primary_types`: 64 for colour inputs, 32 otherwise -- see
     rem.models.capsnet; tests/models/test_cnn_baselines.py compares the layer shapes) and a layer of its vote-matrix size."""
-    types = primary_types if primary_types is not None else (64 if in_shape[0] == 3 else 32)
+    types = options.primary_types if options.primary_types is not None else (64 if in_shape[0] == 3 else 32)
     primary_dim, class_dim = 8, 16  # CapsNet's capsule sizes: the FC layer gets its (I x 8) x (J x 16) vote weights
     return CNNBaseline(in_shape, num_classes, convs=((256, 9, 1, 0), (types * primary_dim, 9, 2, 0)),
-                       hidden=(num_classes * class_dim,), **cnn_options("cnn_matched", overrides))
+                       hidden=(num_classes * class_dim,), dropout=options.dropout)

@@ -21,6 +21,7 @@ gain 2 keeps capsule lengths of order one through all four cells at initialisati
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
 
 import torch
 from torch import nn
@@ -156,52 +157,54 @@ def flatten_capsules(x: torch.Tensor) -> torch.Tensor:
     return x.permute(0, 3, 4, 1, 2).reshape(b, h * w * t, d)
 
 
+@dataclass(frozen=True)
+class DeepCapsOptions:
+    """DeepCaps' `model.options`."""
+
+    stem_channels: int = 128
+    caps_types: int = 32
+    cell_dims: tuple[int, int, int, int] = (4, 8, 8, 8)
+    class_dim: int = 32
+    conv3d_kernel_depth: int = 3
+    conv3d_softmax: str = "space_and_parents"
+    caps_init_gain: float | None = 2.0
+
+
+@register_model("deepcaps", routing="dynamic", roles=ROLES, options=DeepCapsOptions)
 class DeepCaps(nn.Module, ClassCapsuleHead):
-    def __init__(
-        self,
-        in_shape: tuple[int, int, int],
-        num_classes: int,
-        *,
-        stem_channels: int = 128,
-        caps_types: int = 32,
-        cell_dims: tuple[int, int, int, int] = (4, 8, 8, 8),
-        class_dim: int = 32,
-        routing_iterations: int = 3,
-        conv3d_kernel_depth: int = 3,
-        conv3d_softmax: str = "space_and_parents",
-        caps_init_gain: float | None = 2.0,
-        decoder: bool | str = False,
-        routing: str,  # the class layer's: create_model passes model.routing or the registered one
-    ):
+    def __init__(self, in_shape: tuple[int, int, int], num_classes: int, options: DeepCapsOptions, *,
+                 routing: str, routing_iterations: int = 3, decoder: bool | str = False):
         super().__init__()
+        o = options
         c, h, w = in_shape
-        self.conv1 = nn.Conv2d(c, stem_channels, 3, padding=1)
+        self.conv1 = nn.Conv2d(c, o.stem_channels, 3, padding=1)
         # REM's momentum 0.99 (PyTorch convention: running statistics ~ the last training batch's), eps 1e-8
-        self.bn1 = nn.BatchNorm2d(stem_channels, eps=1e-8, momentum=0.99)
+        self.bn1 = nn.BatchNorm2d(o.stem_channels, eps=1e-8, momentum=0.99)
         cells = []
-        in_types, in_dim = stem_channels, 1
-        for k, dim in enumerate(cell_dims):
+        in_types, in_dim = o.stem_channels, 1
+        for k, dim in enumerate(o.cell_dims):
             cell = nn.ModuleDict({
-                "down": ConvCaps2d(in_types, in_dim, caps_types, dim, stride=2),
+                "down": ConvCaps2d(in_types, in_dim, o.caps_types, dim, stride=2),
                 "skip": (
-                    ConvCaps3d(caps_types, dim, caps_types, dim, kernel_depth=conv3d_kernel_depth,
-                               iterations=routing_iterations, softmax_over=conv3d_softmax)
-                    if k == len(cell_dims) - 1 else ConvCaps2d(caps_types, dim, caps_types, dim)
+                    ConvCaps3d(o.caps_types, dim, o.caps_types, dim, kernel_depth=o.conv3d_kernel_depth,
+                               iterations=routing_iterations, softmax_over=o.conv3d_softmax)
+                    if k == len(o.cell_dims) - 1 else ConvCaps2d(o.caps_types, dim, o.caps_types, dim)
                 ),
-                "a": ConvCaps2d(caps_types, dim, caps_types, dim),
-                "b": ConvCaps2d(caps_types, dim, caps_types, dim),
+                "a": ConvCaps2d(o.caps_types, dim, o.caps_types, dim),
+                "b": ConvCaps2d(o.caps_types, dim, o.caps_types, dim),
             })
             cells.append(cell)
-            in_types, in_dim = caps_types, dim
+            in_types, in_dim = o.caps_types, dim
         self.cells = nn.ModuleList(cells)
-        if caps_init_gain is not None:
-            init_conv_capsules(self.cells, caps_init_gain)
+        if o.caps_init_gain is not None:
+            init_conv_capsules(self.cells, o.caps_init_gain)
         sizes = [(h, w)]
-        for _ in cell_dims:
+        for _ in o.cell_dims:
             sizes.append(tuple(math.ceil(z / 2) for z in sizes[-1]))
-        self.num_inputs = caps_types * (sizes[-2][0] * sizes[-2][1] + sizes[-1][0] * sizes[-1][1])
-        votes = CapsuleVotes(self.num_inputs, cell_dims[-1], num_classes, class_dim, init_std=0.05)
-        bias = LearnedBias("class_bias", PARENTS, start=lambda: torch.randn(num_classes, class_dim, device=HOST) * 0.05)
+        self.num_inputs = o.caps_types * (sizes[-2][0] * sizes[-2][1] + sizes[-1][0] * sizes[-1][1])
+        votes = CapsuleVotes(self.num_inputs, o.cell_dims[-1], num_classes, o.class_dim, init_std=0.05)
+        bias = LearnedBias("class_bias", PARENTS,
+                           start=lambda: torch.randn(num_classes, o.class_dim, device=HOST) * 0.05)
         self.build_class_capsules(votes, in_shape=in_shape, routing=routing, iterations=routing_iterations,
                                   bias=bias, decoder=decoder)
 
@@ -219,8 +222,3 @@ class DeepCaps(nn.Module, ClassCapsuleHead):
             outputs.append(x)
         u = torch.cat([flatten_capsules(outputs[-2]), flatten_capsules(outputs[-1])], dim=1)
         return self.class_capsules(u, target, quantize_levels)
-
-
-@register_model("deepcaps", routing="dynamic", roles=ROLES)
-def deepcaps(*, in_shape: tuple[int, int, int], num_classes: int, **overrides) -> DeepCaps:
-    return DeepCaps(in_shape, num_classes, **overrides)

@@ -16,6 +16,8 @@ Efficient-CapsNet's smallNORB conv decoder for 2-channel inputs (`decoder="fc"`/
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import torch
 from torch import nn
 
@@ -36,23 +38,24 @@ STEMS = {
 }
 
 
+@dataclass(frozen=True)
+class EfficientOptions:
+    """Efficient-CapsNet's `model.options`."""
+
+    stem: str = "auto"  # a STEMS key; auto: smallnorb's for 2-channel or >= 48 px inputs, else mnist's
+    primary_caps: int = 16
+    primary_dim: int = 8
+    class_dim: int = 16
+    routing_prior: bool = True
+    votes_init_std: float = 0.5
+
+
+@register_model("efficient_capsnet", routing="self_attention", roles=ROLES, options=EfficientOptions)
 class EfficientCapsNet(nn.Module, ClassCapsuleHead):
-    def __init__(
-        self,
-        in_shape: tuple[int, int, int],
-        num_classes: int,
-        *,
-        stem: str = "auto",
-        primary_caps: int = 16,
-        primary_dim: int = 8,
-        class_dim: int = 16,
-        routing_prior: bool = True,
-        votes_init_std: float = 0.5,
-        decoder: bool | str = False,
-        routing: str,  # the class layer's: create_model passes model.routing or the registered one
-        routing_iterations: int = 3,
-    ):
+    def __init__(self, in_shape: tuple[int, int, int], num_classes: int, options: EfficientOptions, *,
+                 routing: str, routing_iterations: int = 3, decoder: bool | str = False):
         super().__init__()
+        o, stem = options, options.stem
         c, h, w = in_shape
         if stem == "auto":
             stem = "smallnorb" if (c == 2 or min(h, w) >= 48) else "mnist"
@@ -64,7 +67,7 @@ class EfficientCapsNet(nn.Module, ClassCapsuleHead):
         convs = list(STEMS[stem])
         # The last conv makes one channel per primary-capsule component (128 in the paper); fewer after capsule
         # pruning (rem.pruning.capsules), where whole types leave with their channels.
-        convs[-1] = (primary_caps * primary_dim, *convs[-1][1:])
+        convs[-1] = (o.primary_caps * o.primary_dim, *convs[-1][1:])
         for out, k, s in convs:
             conv = nn.Conv2d(channels, out, k, stride=s)
             nn.init.kaiming_normal_(conv.weight, nonlinearity="relu")
@@ -79,15 +82,16 @@ class EfficientCapsNet(nn.Module, ClassCapsuleHead):
             channels, size = out, [conv_output_size(z, k, s) for z in size]
         if min(size) < 1:
             raise ValueError(f"EfficientCapsNet: input {in_shape} is too small for the {stem} stem")
-        if primary_caps < 1 or primary_dim < 1:
-            raise ValueError(f"EfficientCapsNet: primary_caps and primary_dim must be >= 1; got {primary_caps}, {primary_dim}")
+        if o.primary_caps < 1 or o.primary_dim < 1:
+            raise ValueError(f"EfficientCapsNet: primary_caps and primary_dim must be >= 1; got {o.primary_caps}, "
+                             f"{o.primary_dim}")
         self.stem = nn.Sequential(*layers)
         # Depthwise conv covering the whole map: one (H x W) filter per channel -> (B, 128, 1, 1).
         self.primary = nn.Conv2d(channels, channels, tuple(size), groups=channels)
-        self.primary_caps, self.primary_dim = primary_caps, primary_dim
-        votes = CapsuleVotes(primary_caps, primary_dim, num_classes, class_dim, init_std=votes_init_std)
-        prior = LearnedBias("prior", PRIOR, wanted=routing_prior,
-                            start=lambda: torch.zeros(primary_caps, num_classes, device=HOST))
+        self.primary_caps, self.primary_dim = o.primary_caps, o.primary_dim
+        votes = CapsuleVotes(o.primary_caps, o.primary_dim, num_classes, o.class_dim, init_std=o.votes_init_std)
+        prior = LearnedBias("prior", PRIOR, wanted=o.routing_prior,
+                            start=lambda: torch.zeros(o.primary_caps, num_classes, device=HOST))
         if decoder is True:
             decoder = "conv" if c == 2 else "fc"
         self.build_class_capsules(votes, in_shape=in_shape, routing=routing, iterations=routing_iterations,
@@ -112,8 +116,3 @@ class EfficientCapsNet(nn.Module, ClassCapsuleHead):
         feat = self.primary(self.stem(x))
         u = efficient_squash(feat.reshape(x.shape[0], self.primary_caps, self.primary_dim))
         return self.class_capsules(u, target, quantize_levels)
-
-
-@register_model("efficient_capsnet", routing="self_attention", roles=ROLES)
-def efficient_capsnet(*, in_shape: tuple[int, int, int], num_classes: int, **overrides) -> EfficientCapsNet:
-    return EfficientCapsNet(in_shape, num_classes, **overrides)

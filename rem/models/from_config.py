@@ -7,7 +7,6 @@ import torch
 
 from rem.config import Config
 from rem.models import create_model
-from rem.models.checks import check_routing
 
 
 def model_options(cfg: Config, **extra) -> dict:
@@ -19,7 +18,6 @@ def model_options(cfg: Config, **extra) -> dict:
     if cfg.model.routing_iterations != 3:  # only iterative routings take it; 3 is every family's default
         options["routing_iterations"] = cfg.model.routing_iterations
     if cfg.model.routing:  # "" (the architecture's own) stays out, so a default trial logs only the family's options
-        check_routing(cfg, "model")
         options["routing"] = cfg.model.routing
     if cfg.model.routing_options:  # as "" above: only when set
         options["routing_options"] = dict(cfg.model.routing_options)

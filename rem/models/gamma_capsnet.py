@@ -20,6 +20,8 @@ barely learns in short runs (benchmarks/README.md, "γ-CapsNet defaults", has th
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import torch
 from torch import nn
 
@@ -35,41 +37,43 @@ ROLES = TensorRoles(class_capsule_matrices=("fc_votes.weight", "class_votes.weig
                     capsule_types=("primary.conv.bias", "fc_votes.weight", "primary_types"))
 
 
+@dataclass(frozen=True)
+class GammaOptions:
+    """γ-CapsNet's `model.options`."""
+
+    conv_channels: int = 256
+    kernel_size: int = 9
+    primary_types: int = 32  # for every input: REM's CIFAR-10 γ-CapsNet also uses 32
+    primary_dim: int = 8
+    primary_stride: int = 2
+    fc_caps: int = 32
+    fc_dim: int = 8
+    class_dim: int = 16
+    routing_bias: bool = True
+    p: float = 0.9
+    grad_through_routing: bool = True
+    vote_init_std: float | None = None
+    fc_quantize_levels: int = 11
+
+
+@register_model("gamma_capsnet", routing="scaled_distance", roles=ROLES, options=GammaOptions)
 class GammaCapsNet(SabourStem, ClassCapsuleHead):
-    def __init__(
-        self,
-        in_shape: tuple[int, int, int],
-        num_classes: int,
-        *,
-        conv_channels: int = 256,
-        kernel_size: int = 9,
-        primary_types: int = 32,
-        primary_dim: int = 8,
-        primary_stride: int = 2,
-        fc_caps: int = 32,
-        fc_dim: int = 8,
-        class_dim: int = 16,
-        routing_iterations: int = 3,
-        routing_bias: bool = True,
-        p: float = 0.9,
-        grad_through_routing: bool = True,
-        vote_init_std: float | None = None,
-        fc_quantize_levels: int = 11,
-        decoder: bool | str = False,
-        routing: str,  # the class layer's: create_model passes model.routing or the registered one
-    ):
-        super().__init__(in_shape, conv_channels=conv_channels, kernel_size=kernel_size, primary_types=primary_types,
-                         primary_dim=primary_dim, primary_stride=primary_stride)
-        self.p, self.grad_through_routing = p, grad_through_routing
+    def __init__(self, in_shape: tuple[int, int, int], num_classes: int, options: GammaOptions, *,
+                 routing: str, routing_iterations: int = 3, decoder: bool | str = False):
+        o = options
+        super().__init__(in_shape, conv_channels=o.conv_channels, kernel_size=o.kernel_size,
+                         primary_types=o.primary_types, primary_dim=o.primary_dim, primary_stride=o.primary_stride)
+        self.p, self.grad_through_routing = o.p, o.grad_through_routing
         # REM's +Q quantizes both routings: the FC capsule layer with K = 11, the class layer with the K asked
         # for (REM: 6, rem.config's eval.levels_per_model)
-        self.fc_quantize_levels = fc_quantize_levels
-        self.fc_votes = CapsuleVotes(self.num_primary, primary_dim, fc_caps, fc_dim,
-                                     init_std=vote_init_std or primary_dim ** -0.5)
-        self.fc_bias = nn.Parameter(torch.full((fc_caps, fc_dim), 0.1, device=HOST)) if routing_bias else None
-        class_votes = CapsuleVotes(fc_caps, fc_dim, num_classes, class_dim, init_std=vote_init_std or fc_dim ** -0.5)
-        bias = LearnedBias("class_bias", PARENTS, wanted=routing_bias,
-                           start=lambda: torch.full((num_classes, class_dim), 0.1, device=HOST))
+        self.fc_quantize_levels = o.fc_quantize_levels
+        self.fc_votes = CapsuleVotes(self.num_primary, o.primary_dim, o.fc_caps, o.fc_dim,
+                                     init_std=o.vote_init_std or o.primary_dim ** -0.5)
+        self.fc_bias = nn.Parameter(torch.full((o.fc_caps, o.fc_dim), 0.1, device=HOST)) if o.routing_bias else None
+        class_votes = CapsuleVotes(o.fc_caps, o.fc_dim, num_classes, o.class_dim,
+                                   init_std=o.vote_init_std or o.fc_dim ** -0.5)
+        bias = LearnedBias("class_bias", PARENTS, wanted=o.routing_bias,
+                           start=lambda: torch.full((num_classes, o.class_dim), 0.1, device=HOST))
         self.build_class_capsules(class_votes, in_shape=in_shape, routing=routing, iterations=routing_iterations,
                                   bias=bias, options=self.sda_options(), decoder=decoder, votes_attribute="class_votes")
 
@@ -86,9 +90,3 @@ class GammaCapsNet(SabourStem, ClassCapsuleHead):
         h, _ = scaled_distance_routing(self.fc_votes(u), self.routing_iterations, self.fc_bias, capsule_lengths(u),
                                        quantize_levels=fc_levels, **self.sda_options())
         return self.class_capsules(h, target, quantize_levels)
-
-
-@register_model("gamma_capsnet", routing="scaled_distance", roles=ROLES)
-def gamma_capsnet(*, in_shape: tuple[int, int, int], num_classes: int, **overrides) -> GammaCapsNet:
-    """REM's γ-CapsNet; 32 primary types for every input (REM's CIFAR-10 γ-CapsNet also uses 32)."""
-    return GammaCapsNet(in_shape, num_classes, **overrides)

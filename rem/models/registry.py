@@ -1,4 +1,5 @@
-"""Model registry: families register small builder functions; `create_model` fails loudly on unknown names.
+"""Model registry: families register their class (or a small builder function) and options; `create_model` fails
+loudly on unknown names.
 
 One registration says all a family is to the rest of the package, known without building a model: its builder, the
 routing its class layer runs when `model.routing` is "" (None for a family without routing couplings, the CNN
@@ -7,8 +8,6 @@ are to pruning (`roles`; `create_model` hands them to every model it builds, whi
 
 from __future__ import annotations
 
-import inspect
-import typing
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Callable
@@ -16,9 +15,10 @@ from typing import Any, Callable
 import torch
 from torch import nn
 
+from rem.config.options import as_keywords, check_declaration, declared_options, read_options
 from rem.models.roles import NO_ROLES, TensorRoles
 from rem.registry import Registry
-from rem.routing import routing_settings
+from rem.routing import ROUTINGS
 
 
 @dataclass
@@ -42,49 +42,30 @@ class CapsuleOutput:
     logits: torch.Tensor | None = None
 
 
-# Build arguments every family takes from the data (not options), and those the config's own model keys set
-# (rem.models.from_config): model.options may name neither.
-BUILD_ARGUMENTS = ("self", "in_shape", "num_classes")
-SECTION_KEYS = ("decoder", "routing_iterations", "routing")
+# The model section's own keys (`rem.models.from_config`), which reach a routing family's class-capsule head, not its
+# options; `create_model` takes them beside the options, so a stored model's build arguments rebuild it.
+HEAD_KEYS = ("decoder", "routing_iterations", "routing", "routing_options")
 
 
 @dataclass(frozen=True)
 class ModelFamily:
-    builder: Callable[..., nn.Module]  # (in_shape, num_classes, **overrides) -> nn.Module
+    builder: Callable[..., nn.Module]  # (in_shape, num_classes, options, **head keys) -> nn.Module; the class itself
     routing: str | None  # the routing model.routing "" means; None: no routing couplings (a CNN), so no parse trees
     roles: TensorRoles  # what its tensors are to pruning (known without building one)
-    options: Callable[..., Any] | None = None  # whose keyword arguments are its model.options (`declared_options`)
-
-    def declared_options(self) -> dict[str, Any]:
-        """Option -> default (inspect.Parameter.empty: none) of the family, read from the signature that declares
-        them: `options` if it registered one, else the builder's own keyword arguments and, where it passes the
-        rest on (`**overrides`), those of the class it is annotated to return."""
-        sources = [self.options] if self.options is not None else [self.builder, *self._passed_on_to()]
-        found: dict[str, Any] = {}
-        for source in sources:
-            for name, param in inspect.signature(source).parameters.items():
-                if name not in BUILD_ARGUMENTS and param.kind not in (param.VAR_KEYWORD, param.VAR_POSITIONAL):
-                    found.setdefault(name, param.default)
-        return found
-
-    def _passed_on_to(self) -> list[type]:
-        takes_rest = any(p.kind is p.VAR_KEYWORD for p in inspect.signature(self.builder).parameters.values())
-        returned = typing.get_type_hints(self.builder).get("return") if inspect.isfunction(self.builder) else None
-        return [returned] if takes_rest and inspect.isclass(returned) else []
+    options: type | None = None  # its model.options (`rem.config.options`)
 
 
 MODELS: Registry[ModelFamily] = Registry("model", "model.name")
 
 
-def register_model(name: str, *, routing: str | None, roles: TensorRoles = NO_ROLES,
-                   options: Callable[..., Any] | None = None):
-    """Decorator: `@register_model("capsnet", routing="dynamic", roles=ROLES)` on a builder `(in_shape, num_classes,
-    **overrides) -> nn.Module` (a function, or the model's class itself), returned unchanged. `routing`: the
-    registered routing (`rem.routing`) its class layer runs when `model.routing` is "", which also says the family
-    takes `model.routing`; None for a family whose forward has no routing couplings. `roles`: what its tensors are to
-    pruning (`rem.models.roles`). `options`: a callable whose keyword arguments (with their defaults) are the
-    family's `model.options`, for a builder that fixes some of its class's arguments itself; by default they are
-    read off the builder and the class it returns (`ModelFamily.declared_options`)."""
+def register_model(name: str, *, routing: str | None, roles: TensorRoles = NO_ROLES, options: type | None = None):
+    """Decorator: `@register_model("capsnet", routing="dynamic", roles=ROLES, options=CapsNetOptions)` on the model's
+    class (or a builder function) called `(in_shape, num_classes, options, **head keys)`, returned unchanged.
+    `routing`: the registered routing (`rem.routing`) its class layer runs when `model.routing` is "", which also
+    says the family takes `model.routing`, `model.decoder`, `model.routing_iterations` (the head keys, as keywords);
+    None for a family whose forward has no routing couplings (called without them). `roles`: what its tensors are to
+    pruning (`rem.models.roles`). `options`: its `model.options`, an instance of which the builder receives."""
+    check_declaration(options, f"register_model({name!r})")
 
     def wrap(builder: Callable[..., nn.Module]) -> Callable[..., nn.Module]:
         MODELS.register(name, ModelFamily(builder, routing, roles, options))
@@ -122,25 +103,7 @@ def routing_models() -> list[str]:
 
 def family_options(name: str) -> dict[str, Any]:
     """The `model.options` model family `name` takes, each with its default, without building one."""
-    return {k: v for k, v in family(name).declared_options().items() if k not in SECTION_KEYS}
-
-
-def read_routing_options(name: str, routing: str, given: Mapping[str, Any]) -> dict[str, Any]:
-    """The settings `given` (`model.routing_options`) sets for the routing model `name`'s class layer runs (`routing`;
-    "" for the one it registered with), each the routing declares at its default unless given. ValueError in one line
-    for a family without routing given any, a key the family declares in `model.options` (one setting, one place) or
-    one the routing does not declare."""
-    if given and not has_routing(name):
-        raise ValueError(f"model.routing_options is set, but model {name!r} takes no routing (it has none; those "
-                         f"that do: {', '.join(routing_models())}); leave it empty")
-    if not has_routing(name):
-        return {}
-    own = family_options(name)
-    for key in given:
-        if key in own:
-            raise ValueError(f"model.routing_options.{key}: set model.options.{key} instead (model {name!r} "
-                             "declares it)")
-    return routing_settings(routing or default_routing(name), given)
+    return declared_options(family(name).options)
 
 
 def family_roles(name: str) -> TensorRoles:
@@ -153,24 +116,42 @@ def declared_class_capsule_matrices() -> set[str]:
     return {n for _, entry in MODELS.items() for n in entry.roles.class_capsule_matrices}
 
 
-def create_model(name: str, *, in_shape: tuple[int, int, int], num_classes: int, **overrides) -> nn.Module:
-    """Build model `name` for inputs `(C, H, W)`; `overrides` pin family options (e.g. `decoder=True`). A family that
-    routes gets `routing`: the one asked for, else ("" or none) the one it registered with; `routing_options`, that
-    routing's own settings (`model.routing_options`), reach its class-capsule head (`read_routing_options`)."""
-    entry = family(name)
+def read_model(name: str, given: Mapping[str, Any]) -> tuple[Any, dict[str, Any]]:
+    """`given` -- model `name`'s `model.options` and the head keys (`HEAD_KEYS`), as `create_model` takes them --
+    read: the family's options (an instance of its dataclass, defaults filled in) and the head keys its builder takes,
+    the routing resolved ("" or none: the one it registered with) and `routing_options` read into that routing's
+    options. A family without routing takes no head key. ValueError in one line naming the key for any other."""
+    entry, given = family(name), dict(given)
+    head = {key: given.pop(key) for key in HEAD_KEYS if key in given}
+    options = read_options(entry.options, given, "model.options", f"model {name!r}")
+    if entry.routing is None:
+        # 3 iterations is every family's default, which a caller may spell out
+        set_keys = [key for key, value in head.items() if value and (key, value) != ("routing_iterations", 3)]
+        if set_keys:
+            raise ValueError(f"model.{set_keys[0]} is set, but model {name!r} has no routing or class capsules "
+                             f"(those that do: {', '.join(routing_models())}); leave it unset")
+        return options, {}
+    head["routing"] = head.get("routing") or entry.routing
+    head["routing_options"] = read_options(ROUTINGS.get(head["routing"]).options, head.get("routing_options") or {},
+                                           "model.routing_options", f"routing {head['routing']!r}")
+    return options, head
+
+
+def create_model(name: str, *, in_shape: tuple[int, int, int], num_classes: int, **given) -> nn.Module:
+    """Build model `name` for inputs `(C, H, W)` from `given`, its `model.options` and head keys (`read_model`:
+    refused in one line before anything is built). The builder receives the family's options instance and the head
+    keys; the routing's own options reach its class-capsule head as keywords of the routing's call."""
     if len(in_shape) != 3 or min(in_shape) < 1:
         raise ValueError(f"create_model({name!r}): in_shape must be (C, H, W) with positive sizes, got {in_shape}")
-    settings = overrides.pop("routing_options", None) or {}
-    read_routing_options(name, overrides.get("routing") or "", settings)  # refused before anything is built
-    if entry.routing is not None and not overrides.get("routing"):
-        overrides["routing"] = entry.routing  # model.routing "" is the routing the family registered with
-    model = entry.builder(in_shape=tuple(in_shape), num_classes=num_classes, **overrides)
-    if settings:  # the head fills in the routing's defaults itself; a family's builder never sees its settings
-        if not callable(getattr(model, "use_routing_settings", None)):
+    options, head = read_model(name, given)
+    settings = head.pop("routing_options", None)
+    model = family(name).builder(tuple(in_shape), num_classes, options, **head)
+    if settings is not None:  # its routing declares options: the class-capsule head passes them to each call
+        if not hasattr(model, "routing_settings"):
             raise ValueError(f"create_model({name!r}): model.routing_options needs the class-capsule head "
                              "(rem.models.class_head.ClassCapsuleHead), which this model does not end in")
-        model.use_routing_settings(settings)
-    model.roles = entry.roles  # declared once, at registration; pruning reads them off the model (`roles_of`)
+        model.routing_settings = as_keywords(settings)
+    model.roles = family(name).roles  # declared once, at registration; pruning reads them off the model (`roles_of`)
     return model
 
 

@@ -8,7 +8,7 @@ from rem.routing.common import SharedVotes, agreement_iterations, parent_major
 from rem.routing.registry import register_routing
 
 
-@register_routing("dynamic", options=("agreement_scale",))
+@register_routing("dynamic", takes=("agreement_scale",))
 def dynamic_routing(
     votes: torch.Tensor,
     iterations: int,

@@ -117,7 +117,7 @@ class DistanceLogits(torch.autograd.Function):
         return (grad_r * scale).mul_(-2.0), grad_parents, grad_scale, grad_r * scale2, None
 
 
-@register_routing("scaled_distance", activations=True, options=("p", "grad_through_routing"))
+@register_routing("scaled_distance", activations=True, takes=("p", "grad_through_routing"))
 def scaled_distance_routing(
     votes: torch.Tensor,
     iterations: int,

@@ -1,21 +1,20 @@
 """`data.options`, `prune.options` and `model.routing_options`: open mappings, like `model.options`, that the selected
 dataset's family, pruning method and routing declare (a dataclass on their one registration) and read (`options_of`,
-`rem.routing.routing_settings`, defaults filled in by `rem.config.options.read_options`); any other key is one line
+`rem.models.create_model`, defaults filled in by `rem.config.options.read_options`); any other key is one line
 naming the entry and its options. The built-in entries declare none (their settings are the flat keys the results
 tables hold), and a default run records `{}`."""
 
 from __future__ import annotations
 
-import inspect
 from dataclasses import dataclass, field
 
 import pytest
 import yaml
 
 from rem.config import Config, ConfigError, DataConfig, ModelConfig, PruneConfig, deep_merge, resolve
-from rem.config.options import declared_options, read_options
-from rem.data.registry import DatasetFamily, dataset_options, register_family
-from rem.pruning.methods.registry import METHODS, PruningMethod, method_options, register_method
+from rem.config.options import REQUIRED, check_declaration, declared_options, read_options
+from rem.data.registry import DatasetFamily, get_family, register_family
+from rem.pruning.methods.registry import METHODS, PruningMethod, get_method, register_method
 from tests.conftest import REPO
 
 
@@ -29,11 +28,6 @@ class Opts:
             raise ValueError(f"size={self.size!r} must be >= 1")
 
 
-@dataclass(frozen=True)
-class Required:
-    path: str
-
-
 class Family(DatasetFamily):  # never registered: the options API needs no registry
     options = Opts
 
@@ -45,9 +39,8 @@ class Method(PruningMethod):
 
 def test_declared_options_are_the_dataclass_fields_with_their_defaults():
     assert declared_options(Opts) == {"size": 4, "names": ["a"]}
-    assert declared_options(Required) == {"path": inspect.Parameter.empty}
+    assert declared_options(Required) == {"path": REQUIRED}
     assert declared_options(None) == {}
-    assert Family().declared_options() == Method.declared_options() == {"size": 4, "names": ["a"]}
 
 
 def test_an_entry_reads_its_options_with_defaults_filled_in():
@@ -59,7 +52,7 @@ def test_an_entry_reads_its_options_with_defaults_filled_in():
     assert given == {"names": ["b"]}  # the config's mapping is the config's
 
 
-def test_an_undeclared_required_or_refused_option_is_one_line_naming_the_entry_and_its_options():
+def test_an_undeclared_or_refused_option_is_one_line_naming_the_entry_and_its_options():
     with pytest.raises(ValueError, match=r"^data.options.sizes is not an option of dataset 'toy'; its options: "
                                          r"size, names$"):
         Family().options_of(DataConfig(dataset="toy", options={"sizes": 2}))
@@ -72,7 +65,17 @@ def test_an_undeclared_required_or_refused_option_is_one_line_naming_the_entry_a
         read_options(Required, {}, "x.options", "e")
 
 
-def test_options_must_be_a_dataclass_refused_before_anything_is_registered():
+@dataclass
+class Unfrozen:
+    size: int = 4
+
+
+@dataclass(frozen=True)
+class Required:
+    path: str
+
+
+def test_options_must_be_a_frozen_dataclass_refused_before_anything_is_registered():
     class Loose(DatasetFamily):
         options = dict
 
@@ -80,15 +83,17 @@ def test_options_must_be_a_dataclass_refused_before_anything_is_registered():
         name = "loose_method_of_a_test"
         options = {"fraction": 0.5}
 
-    with pytest.raises(TypeError, match=r"^Loose: options must be a dataclass"):
+    with pytest.raises(TypeError, match=r"^Loose: options must be a frozen dataclass"):
         register_family(Loose())
-    with pytest.raises(TypeError, match=r"LooseMethod: options must be a dataclass"):
+    with pytest.raises(TypeError, match=r"LooseMethod: options must be a frozen dataclass"):
         register_method(LooseMethod)
+    with pytest.raises(TypeError, match=r"^e: options must be a frozen dataclass"):
+        check_declaration(Unfrozen, "e")
     assert "loose_method_of_a_test" not in METHODS._entries
 
 
 def test_the_built_in_entries_declare_none_and_refuse_any_in_one_line():
-    assert dataset_options("fashion-mnist") == {} and method_options("rem") == {}
+    assert get_family("fashion-mnist").options is None and get_method("rem").options is None
     with pytest.raises(ConfigError, match=r"^x: data.options.noise is not an option of dataset 'fashion-mnist'; "
                                           r"its options: none$"):
         Config().with_overrides({"data.options": {"noise": 1}}, "x")

@@ -1,7 +1,7 @@
-"""docs/extending.md's recipe for a routing of one's own and a setting of its own: the toy "uniform" routing
-(tests/extending/toy_routing.py) declares `sharpness` as a dataclass at its registration; `model.routing_options`
-sets it, the config refuses any key it does not declare in one line, and the value reaches the routing's call as a
-keyword from the params through `create_model`. (tests/extending/test_recipes.py runs it through a real sweep.)"""
+"""docs/extending.md's recipe for a routing of one's own and an option of its own: the toy "uniform" routing
+(tests/extending/toy_routing.py) declares `sharpness` in its options dataclass at its registration;
+`model.routing_options` sets it, the config refuses any key it does not declare in one line, and the value reaches
+the routing's call as a keyword from the params through `create_model`. (tests/extending/test_recipes.py runs it through a real sweep.)"""
 
 from __future__ import annotations
 
@@ -13,26 +13,27 @@ import torch
 from rem.config import Config, ConfigError
 from rem.models.from_config import model_options
 from rem.models import create_model
-from rem.routing import ROUTINGS, register_routing, routing_settings
-from tests.extending.toy_routing import UniformSettings, uniform_routing
+from rem.config.options import as_keywords, declared_options
+from rem.routing import ROUTINGS, register_routing
+from tests.extending.toy_routing import UniformOptions, uniform_routing
 from tests.tiny_trials import SMALL_CAPSNET
 
 SHAPE = {"in_shape": (1, 28, 28), "num_classes": 10}
 
 
-def test_the_routing_declares_its_setting_and_the_setting_changes_the_couplings():
+def test_the_routing_declares_its_option_and_the_option_changes_the_couplings():
     routing = ROUTINGS.get("uniform")
-    assert routing.settings is UniformSettings and routing.declared_settings() == {"sharpness": 0.0}
-    assert routing_settings("uniform", {}) == {"sharpness": 0.0} and routing_settings("dynamic", {}) == {}
+    assert routing.options is UniformOptions and declared_options(routing.options) == {"sharpness": 0.0}
+    assert ROUTINGS.get("dynamic").options is None
     votes = torch.randn(2, 6, 4, 8, generator=torch.Generator().manual_seed(0))
-    _, flat = routing(votes, 1, **routing_settings("uniform", {}))
-    _, sharp = routing(votes, 1, **routing_settings("uniform", {"sharpness": 3.0}))
+    _, flat = routing(votes, 1, **as_keywords(UniformOptions()))
+    _, sharp = routing(votes, 1, **as_keywords(UniformOptions(sharpness=3.0)))
     assert torch.equal(flat, torch.full_like(flat, 0.25))
     assert torch.allclose(sharp.sum(-1), torch.ones(2, 6)) and sharp.std() > 0.1
     assert torch.equal(sharp.argmax(-1), votes.norm(dim=-1).argmax(-1))  # each input leans to its longest vote
 
 
-def test_the_setting_reaches_the_routing_from_the_params_through_create_model():
+def test_the_option_reaches_the_routing_from_the_params_through_create_model():
     cfg = Config().with_overrides({"model.routing": "uniform", "model.routing_options": {"sharpness": 3.0},
                                    "model.options": SMALL_CAPSNET})
     assert cfg.flat()["model.routing_options"] == {"sharpness": 3.0}  # kept whole, as MLflow logs it
@@ -46,7 +47,7 @@ def test_the_setting_reaches_the_routing_from_the_params_through_create_model():
     assert not torch.allclose(sharp(x).couplings, torch.full((2, 8 * 36, 10), 0.1), atol=1e-3)
 
 
-def test_an_undeclared_or_refused_setting_is_one_line_naming_the_routing_and_its_settings():
+def test_an_undeclared_or_refused_option_is_one_line_naming_the_routing_and_its_options():
     uniform = {"model.routing": "uniform", "model.options": SMALL_CAPSNET}
     with pytest.raises(ConfigError, match=r"^x: model.routing_options.temperature is not an option of routing "
                                           r"'uniform'; its options: sharpness$"):
@@ -62,25 +63,25 @@ def test_an_undeclared_or_refused_setting_is_one_line_naming_the_routing_and_its
         create_model("capsnet", **SHAPE, routing="uniform", routing_options={"temperature": 1.0}, **SMALL_CAPSNET)
 
 
-def test_a_routing_setting_has_one_place():
-    with pytest.raises(ConfigError, match=r"^x: model.routing_options.agreement_scale: set "
-                                          r"model.options.agreement_scale instead \(model 'capsnet' declares it\)$"):
+def test_a_routing_option_has_one_place():
+    with pytest.raises(ConfigError, match=r"^x: model.routing_options.agreement_scale is not an option of routing "
+                                          r"'dynamic'; its options: none$"):  # capsnet's own: model.options
         Config().with_overrides({"model.routing_options": {"agreement_scale": 2.0}}, "x")
-    with pytest.raises(ConfigError, match=r"^x: model.routing_options is set, but model 'cnn_sabour' takes no "
-                                          r"routing .*; leave it empty$"):
+    with pytest.raises(ConfigError, match=r"^x: model.routing_options is set, but model 'cnn_sabour' has no "
+                                          r"routing or class capsules .*; leave it unset$"):
         Config().with_overrides({"model.name": "cnn_sabour", "model.routing_options": {"sharpness": 1.0}}, "x")
-    with pytest.raises(TypeError, match=r"^register_routing\('loose'\): options must be a dataclass"):
-        register_routing("loose", settings={"sharpness": 1.0})
+    with pytest.raises(TypeError, match=r"^register_routing\('loose'\): options must be a frozen dataclass"):
+        register_routing("loose", options={"sharpness": 1.0})
 
     @dataclass(frozen=True)
     class Clashing:
         p: float = 0.5
 
-    with pytest.raises(ValueError, match=r"^register_routing\('clashing'\): setting 'p' is already a keyword"):
-        register_routing("clashing", options=("p",), settings=Clashing)
+    with pytest.raises(ValueError, match=r"^register_routing\('clashing'\): option 'p' is already a keyword"):
+        register_routing("clashing", takes=("p",), options=Clashing)
     assert "loose" not in ROUTINGS._entries and "clashing" not in ROUTINGS._entries
 
 
-def test_the_same_definition_met_again_keeps_its_settings():
+def test_the_same_definition_met_again_keeps_its_options():
     register_routing("uniform", iterative=False)(uniform_routing)
-    assert ROUTINGS.get("uniform").settings is UniformSettings
+    assert ROUTINGS.get("uniform").options is UniformOptions

@@ -2,7 +2,7 @@
 every parent in equal parts, in one pass -- the floor routing-by-agreement should beat. Trials find it through
 REM_PLUGINS=tests.extending.toy_routing.
 
-Its one setting of its own, `model.routing_options.sharpness`, is declared as a dataclass at its registration and
+Its one option of its own, `model.routing_options.sharpness`, is declared as a dataclass at its registration and
 arrives as a keyword of the call: above 0, each input leans to the parents its vote is longest for."""
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ from rem.routing import parent_major, register_routing, weighted_parents
 
 
 @dataclass(frozen=True)
-class UniformSettings:
+class UniformOptions:
     sharpness: float = 0.0  # c_ij = softmax_j(sharpness * |u_hat_j|i|): 0 is equal parts
 
     def __post_init__(self):
@@ -23,7 +23,7 @@ class UniformSettings:
             raise ValueError(f"sharpness must be a number >= 0; got {self.sharpness!r}")
 
 
-@register_routing("uniform", iterative=False, settings=UniformSettings)
+@register_routing("uniform", iterative=False, options=UniformOptions)
 def uniform_routing(votes: torch.Tensor, iterations: int, bias: torch.Tensor | None = None, *,
                     quantize_levels: int | None = None, trace: list | None = None,
                     sharpness: float = 0.0) -> tuple[torch.Tensor, torch.Tensor]:

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any, ClassVar
 
-from rem.config.options import check_declaration, declared_options, read_options
+from rem.config.options import check_declaration, read_options
 from rem.pruning.methods.arm_settings import TARGET, ArmSetting
 from rem.registry import Registry
 
@@ -57,11 +57,6 @@ class PruningMethod:
         if cfg.target_from is not None and not cls.controls:
             raise ValueError(f"PruneConfig.target_from={cfg.target_from!r} needs a method that prunes to a target "
                              f"(imp or snip); got method={cls.name!r}")
-
-    @classmethod
-    def declared_options(cls) -> dict[str, Any]:
-        """Option -> default of its `prune.options` (inspect.Parameter.empty: none), read off `options`."""
-        return declared_options(cls.options)
 
     @classmethod
     def options_of(cls, cfg: "PruneConfig") -> Any:
@@ -136,8 +131,3 @@ def method_names() -> list[str]:
 
 def get_method(name: str) -> type[PruningMethod]:
     return METHODS.get(name)
-
-
-def method_options(name: str) -> dict[str, Any]:
-    """The `prune.options` method `name` takes, each with its default."""
-    return get_method(name).declared_options()
