@@ -36,6 +36,40 @@ def parent_major(votes: torch.Tensor) -> torch.Tensor:
     return votes.float().transpose(1, 2).contiguous()
 
 
+def weighted_sum(weights: torch.Tensor, votes: torch.Tensor) -> torch.Tensor:
+    """s = sum_i w_i u_i per (b, j): weights `(B, J, I)`, parent-major votes `(B, J, I, D)` -> `(B, J, D)`."""
+    return torch.matmul(weights.unsqueeze(2), votes).squeeze(2)
+
+
+def weights_gradient(grad: torch.Tensor, votes: torch.Tensor) -> torch.Tensor:
+    """The weights' gradient of `weighted_sum`: g^T U^T per (b, j), `(B, J, I)` (matmul's own backward)."""
+    return torch.matmul(grad.unsqueeze(2), votes.mT).squeeze(2)
+
+
+def outer_share(a: torch.Tensor, m: torch.Tensor) -> torch.Tensor:
+    """a_i m per (b, j), `(B, J, I, D)`: a product's share of the votes' gradient. Autograd's own for a matmul would be
+    a batched matrix product of inner size 1, which CPU kernels run ~5x slower than this broadcast product; each
+    element is the single product a_i m_d either way, so the numbers are the same to the bit."""
+    return a.unsqueeze(-1) * m.unsqueeze(2)
+
+
+class WeightedVotes(torch.autograd.Function):
+    """`weighted_sum` of votes that nothing else reads (dynamic routing's: its agreement reads detached votes), with
+    `outer_share` as the votes' gradient. Plain tensors in and out, so torch.compile keeps it in one graph (CapsNet
+    and DeepCaps compile on some trial paths); `SharedVotes` is for votes several products read."""
+
+    @staticmethod
+    def forward(ctx, weights: torch.Tensor, votes: torch.Tensor) -> torch.Tensor:
+        ctx.save_for_backward(weights, votes)
+        return weighted_sum(weights, votes)
+
+    @staticmethod
+    def backward(ctx, grad: torch.Tensor):
+        weights, votes = ctx.saved_tensors
+        grad_weights = weights_gradient(grad, votes) if ctx.needs_input_grad[0] else None
+        return grad_weights, outer_share(weights, grad) if ctx.needs_input_grad[1] else None
+
+
 class SharedVotes:
     """Parent-major votes `(B, J, I, D)` that several products read -- weighted sums over the inputs, dots with the
     parents, squared lengths -- with the votes' gradient summed in place.
@@ -44,8 +78,8 @@ class SharedVotes:
     for γ-CapsNet's fully-connected capsules at batch 128), and add the shares pairwise. Here the products take a
     token, a scalar that stands for the votes, as their differentiable input: each backward adds its share to one
     sum, and the token's own backward, which autograd runs after every product's, hands that sum on as the votes'
-    gradient. The shares are single products of two factors each, the first written as autograd writes it, so
-    votes read by one product get the same gradient to the bit."""
+    gradient (γ-CapsNet's routing reads its votes six times). Its Python-side sum is a side effect torch.compile
+    cannot trace in one graph: models that compile route their votes as plain tensors (`WeightedVotes`)."""
 
     def __init__(self, votes: torch.Tensor):
         self.votes = votes.detach()
@@ -76,11 +110,10 @@ class _GradientSum:
         self.votes, self.total = votes, None
 
     def add(self, a: torch.Tensor, m: torch.Tensor | None = None) -> None:
-        other = self.votes if m is None else m.unsqueeze(2)
         if self.total is None:
-            self.total = a.unsqueeze(-1) * other
+            self.total = a.unsqueeze(-1) * self.votes if m is None else outer_share(a, m)
         else:
-            self.total.addcmul_(a.unsqueeze(-1), other)
+            self.total.addcmul_(a.unsqueeze(-1), self.votes if m is None else m.unsqueeze(2))
 
     def take(self) -> torch.Tensor:
         total, self.total = self.total, None  # a second backward (retain_graph) sums afresh
@@ -105,26 +138,26 @@ def _token_gradient(ctx, grad: torch.Tensor) -> torch.Tensor | None:
 
 
 class _Weighted(torch.autograd.Function):
-    """`SharedVotes.weighted`. Both matrix-vector products take the small factor on the left, w^T U and g^T U^T: CPU
-    kernels run them 3-5x faster than U^T w and U g (the same sums of products in another order)."""
+    """`SharedVotes.weighted`."""
 
     @staticmethod
     def forward(ctx, weights, token, total: _GradientSum):
         ctx.total = total
         ctx.save_for_backward(weights)
-        return torch.matmul(weights.unsqueeze(2), total.votes).squeeze(2)
+        return weighted_sum(weights, total.votes)
 
     @staticmethod
     def backward(ctx, grad):
         (weights,) = ctx.saved_tensors
-        grad_weights = torch.matmul(grad.unsqueeze(2), ctx.total.votes.mT).squeeze(2) if ctx.needs_input_grad[0] else None
+        grad_weights = weights_gradient(grad, ctx.total.votes) if ctx.needs_input_grad[0] else None
         if ctx.needs_input_grad[1]:
             ctx.total.add(weights, grad)
         return grad_weights, _token_gradient(ctx, grad), None
 
 
 class _Dots(torch.autograd.Function):
-    """`SharedVotes.dots`, its products oriented as `_Weighted`'s."""
+    """`SharedVotes.dots`. Both matrix-vector products take the small factor on the left, v^T U^T and g^T U: CPU
+    kernels run them 3-5x faster than U v and U^T g (the same sums of products in another order)."""
 
     @staticmethod
     def forward(ctx, parents, token, total: _GradientSum):
@@ -164,18 +197,19 @@ def weighted_parents(c: torch.Tensor, u_hat: torch.Tensor | SharedVotes, bias: t
     weights = quantize_couplings(c, quantize_levels) if quantize_levels else c
     if vote_scale is not None:
         weights = weights * vote_scale
-    s = (u_hat if isinstance(u_hat, SharedVotes) else SharedVotes(u_hat)).weighted(weights)  # (B, J, D)
+    s = u_hat.weighted(weights) if isinstance(u_hat, SharedVotes) else WeightedVotes.apply(weights, u_hat)  # (B, J, D)
     if bias is not None:
         s = s + bias.float()
     return squash(s)
 
 
-def agreement_iterations(u_hat: SharedVotes, routed: SharedVotes, iterations: int, bias: torch.Tensor | None,
+def agreement_iterations(u_hat: torch.Tensor | SharedVotes, routed: torch.Tensor | SharedVotes, iterations: int,
+                         bias: torch.Tensor | None,
                          quantize_levels: int | None, trace: list | None,
                          next_logits: Callable[[torch.Tensor, torch.Tensor], torch.Tensor],
                          vote_scales: tuple[torch.Tensor, torch.Tensor] | None = None,
                          ) -> tuple[torch.Tensor, torch.Tensor]:
-    """The loop of the iterative routings, on parent-major votes `(B, J, I, D)` (`SharedVotes`): logits start at 0, c = softmax over
+    """The loop of the iterative routings, on parent-major votes `(B, J, I, D)` (or `SharedVotes`): logits start at 0, c = softmax over
     the parents, v = `weighted_parents`, logits = `next_logits(logits, v)` between iterations (the agreement rule).
 
     Earlier iterations sum `routed` (the votes, detached where gradients flow only through the last), the last sums
@@ -183,7 +217,8 @@ def agreement_iterations(u_hat: SharedVotes, routed: SharedVotes, iterations: in
     rescale the votes inside the sums (`weighted_parents`). `trace` receives each iteration's detached `(c (B, I, J),
     v)`. Returns `(v (B, J, D), c (B, I, J))`, c the last iteration's unrounded couplings.
     """
-    logits = u_hat.votes.new_zeros(u_hat.votes.shape[:3])  # (B, J, I)
+    votes = u_hat.votes if isinstance(u_hat, SharedVotes) else u_hat
+    logits = votes.new_zeros(votes.shape[:3])  # (B, J, I)
     for it in range(iterations):
         last = it == iterations - 1
         c = torch.softmax(logits, dim=1)

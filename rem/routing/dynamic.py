@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import torch
 
-from rem.routing.common import SharedVotes, agreement_iterations, parent_major
+from rem.routing.common import agreement_iterations, parent_major
 from rem.routing.registry import register_routing
 
 
@@ -33,7 +33,7 @@ def dynamic_routing(
     if iterations < 1:
         raise ValueError(f"dynamic_routing: iterations must be >= 1, got {iterations}")
     with torch.autocast(votes.device.type, enabled=False):
-        u_hat = SharedVotes(parent_major(votes))  # (B, J, I, D)
-        detached = u_hat.detached()
+        u_hat = parent_major(votes)  # (B, J, I, D)
+        detached = u_hat.detach()
         return agreement_iterations(u_hat, detached, iterations, bias, quantize_levels, trace, lambda logits, v:
-                                    logits + agreement_scale * torch.matmul(detached.votes, v.unsqueeze(-1)).squeeze(-1))
+                                    logits + agreement_scale * torch.matmul(detached, v.unsqueeze(-1)).squeeze(-1))
