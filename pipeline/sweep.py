@@ -85,8 +85,8 @@ def build_tuner(cfg: Config, context: dict, storage: str, points: list[dict], na
     from pipeline.trial import run_trial  # with Ray, as in init_ray
 
     path = f"{storage.rstrip('/')}/{name}"
-    trainable = tune.with_resources(
-        tune.with_parameters(run_trial, base=cfg.to_dict(), context={**context, "ray_experiment": path}), resources(cfg))
+    context = {**context, "ray_experiment": path}  # where a restarted trial looks for its earlier attempt
+    trainable = tune.with_resources(tune.with_parameters(run_trial, base=cfg.to_dict(), context=context), resources(cfg))
     space = {POINT: tune.grid_search(points)}
     if tune.Tuner.can_restore(path):
         log.info("resuming Ray experiment %s", path)

@@ -162,7 +162,8 @@ def run_trial(config: dict[str, Any], *, base: dict[str, Any], context: dict[str
     # by its arm (a sweep started before arms named runs: by its grid point)
     arm = context.get("arms", {}).get(key, {"run_name": run_name(point), "arm": ""})
     run_id = tracking.open_run(client, context["experiment_id"], name=arm["run_name"],
-                               params={**asked.flat(), **axis_params(point)}, tags={**tags, tracking.ARM_TAG: arm["arm"]})
+                               params={**asked.flat(), **axis_params(point)},
+                               tags={**tags, tracking.ARM_TAG: arm["arm"]})
     # not among the tags that find the run: a Ray experiment restarted after a failed restore gives new trial ids
     tracking.set_tags(client, run_id, {"rem.ray_trial_id": tune.get_context().get_trial_id()})
     log_config(client, run_id, asked)

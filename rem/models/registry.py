@@ -15,6 +15,7 @@ from typing import Any, Callable
 import torch
 from torch import nn
 
+from rem.config import ModelConfig
 from rem.config.options import as_keywords, check_declaration, declared_options, read_options
 from rem.models.roles import NO_ROLES, TensorRoles
 from rem.registry import Registry
@@ -125,8 +126,9 @@ def read_model(name: str, given: Mapping[str, Any]) -> tuple[Any, dict[str, Any]
     head = {key: given.pop(key) for key in HEAD_KEYS if key in given}
     options = read_options(entry.options, given, "model.options", f"model {name!r}")
     if entry.routing is None:
-        # 3 iterations is every family's default, which a caller may spell out
-        set_keys = [key for key, value in head.items() if value and (key, value) != ("routing_iterations", 3)]
+        # the config's default iterations, which a caller may spell out
+        default = ("routing_iterations", ModelConfig.routing_iterations)
+        set_keys = [key for key, value in head.items() if value and (key, value) != default]
         if set_keys:
             raise ValueError(f"model.{set_keys[0]} is set, but model {name!r} has no routing or class capsules "
                              f"(those that do: {', '.join(routing_models())}); leave it unset")

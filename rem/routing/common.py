@@ -191,13 +191,14 @@ class _Squared(torch.autograd.Function):
 def weighted_parents(c: torch.Tensor, u_hat: torch.Tensor | SharedVotes, bias: torch.Tensor | None,
                      quantize_levels: int | None, vote_scale: torch.Tensor | None = None) -> torch.Tensor:
     """v_j = squash(sum_i c_ij u_hat_j|i + bias_j) from parent-major couplings (B, J, I) and votes (B, J, I, D), a
-    tensor or `SharedVotes`;
-    `quantize_levels` rounds the couplings in the sum (REM's +Q). `vote_scale` (B, J, I) multiplies each vote
-    (γ-CapsNet's length clip), applied to the (rounded) coupling so the rescaled votes are never materialised."""
+    tensor or `SharedVotes`; `quantize_levels` rounds the couplings in the sum (REM's +Q). `vote_scale` (B, J, I)
+    multiplies each vote (γ-CapsNet's length clip), applied to the (rounded) coupling so the rescaled votes are never
+    materialised."""
     weights = quantize_couplings(c, quantize_levels) if quantize_levels else c
     if vote_scale is not None:
         weights = weights * vote_scale
-    s = u_hat.weighted(weights) if isinstance(u_hat, SharedVotes) else WeightedVotes.apply(weights, u_hat)  # (B, J, D)
+    # (B, J, D)
+    s = u_hat.weighted(weights) if isinstance(u_hat, SharedVotes) else WeightedVotes.apply(weights, u_hat)
     if bias is not None:
         s = s + bias.float()
     return squash(s)
@@ -209,8 +210,9 @@ def agreement_iterations(u_hat: torch.Tensor | SharedVotes, routed: torch.Tensor
                          next_logits: Callable[[torch.Tensor, torch.Tensor], torch.Tensor],
                          vote_scales: tuple[torch.Tensor, torch.Tensor] | None = None,
                          ) -> tuple[torch.Tensor, torch.Tensor]:
-    """The loop of the iterative routings, on parent-major votes `(B, J, I, D)` (or `SharedVotes`): logits start at 0, c = softmax over
-    the parents, v = `weighted_parents`, logits = `next_logits(logits, v)` between iterations (the agreement rule).
+    """The loop of the iterative routings, on parent-major votes `(B, J, I, D)` (or `SharedVotes`): logits start at
+    0, c = softmax over the parents, v = `weighted_parents`, logits = `next_logits(logits, v)` between iterations
+    (the agreement rule).
 
     Earlier iterations sum `routed` (the votes, detached where gradients flow only through the last), the last sums
     `u_hat`; only the last's couplings are rounded for +Q. `vote_scales` (for `u_hat`, for `routed`), each (B, J, I),

@@ -35,8 +35,8 @@ def vote_scales(u_hat: SharedVotes, activations: torch.Tensor | None) -> tuple[t
 
 class ClipFactors(torch.autograd.Function):
     """min(a_i, n) / n with n = sqrt(|u|^2 + EPS), from squared lengths `(B, J, I)` and activations `(B, I)`: 1 where
-    the vote is shorter than its capsule's activation, a_i / n where it is clipped (ties count as clipped). Written
-    out because autograd's `minimum` spends four passes over (B, J, I) on ties alone."""
+    the vote is shorter than its capsule's activation, a_i / n where it is clipped (a tie is not: the factor is 1
+    either way). Written out because autograd's `minimum` spends four passes over (B, J, I) on ties alone."""
 
     @staticmethod
     def forward(ctx, squared, activations):
