@@ -10,17 +10,13 @@ from torch import nn
 
 from rem.device import HOST
 
-# Inside the square root, never added to it: sqrt(x + eps) has a finite gradient at x = 0,
-# sqrt(x) + eps does not (the classic NaN of capsule implementations).
+# Inside the square root: sqrt(x + eps) has a finite gradient at x = 0, sqrt(x) + eps does not.
 EPS = 1e-8
 
 
 def squash(s: torch.Tensor, dim: int = -1) -> torch.Tensor:
-    """Hinton's squash v = |s|^2 / (1 + |s|^2) * s / |s| along `dim`.
-
-    Computed in fp32 whatever the input precision (bf16 loses the small lengths that decide the
-    prediction), and finite in value and gradient at s = 0.
-    """
+    """Hinton's squash v = |s|^2 / (1 + |s|^2) * s / |s| along `dim`, in fp32 (bf16 loses the small lengths
+    that decide the prediction); finite in value and gradient at s = 0."""
     s32 = s.float()
     sq = (s32 * s32).sum(dim=dim, keepdim=True)
     scale = sq / (1.0 + sq) / torch.sqrt(sq + EPS)
@@ -28,12 +24,8 @@ def squash(s: torch.Tensor, dim: int = -1) -> torch.Tensor:
 
 
 def efficient_squash(s: torch.Tensor, dim: int = -1) -> torch.Tensor:
-    """Efficient-CapsNet's squash v = (1 - 1/exp(|s|)) * s / |s| along `dim`.
-
-    Efficient-CapsNet adds eps = 1e-20 to exp(|s|) and to |s|; here, as in `squash`, the epsilon sits inside
-    the square root (|s| = sqrt(sum s^2 + EPS)), which keeps value and gradient finite at s = 0 (there
-    v ~= s, since (1 - e^-n)/n -> 1). `-expm1(-n)` computes 1 - e^-n without cancellation. fp32 throughout.
-    """
+    """Efficient-CapsNet's squash v = (1 - 1/exp(|s|)) * s / |s| along `dim`, in fp32; the epsilon sits inside the
+    root as in `squash` (finite at s = 0), and `-expm1(-n)` gives 1 - e^-n without cancellation."""
     s32 = s.float()
     norm = torch.sqrt((s32 * s32).sum(dim=dim, keepdim=True) + EPS)
     return s32 * (-torch.expm1(-norm) / norm)
@@ -46,15 +38,9 @@ def capsule_lengths(v: torch.Tensor, dim: int = -1) -> torch.Tensor:
 
 
 class _ValidConv2d(torch.autograd.Function):
-    """conv2d without padding whose weight gradient is computed as a *forward* convolution.
-
-    dW[o, c, kh, kw] = sum_{b,i,j} dY[b, o, i, j] x[b, c, s*i + kh, s*j + kw] is itself a convolution of x (batch
-    and channels swapped) with dY as a kernel dilated by the stride s. For the Sabour front end (9x9 kernels,
-    stride 2, 256 channels) oneDNN's own weight-gradient kernel in bf16 is several times slower than its forward
-    convolution; as a forward conv the same FLOPs run at forward speed. The input gradient
-    is the usual transposed convolution. Autocast is applied by hand (inputs cast to the autocast dtype) so
-    backward runs in the forward's precision on any device.
-    """
+    """Unpadded conv2d whose weight gradient is a *forward* convolution of x (batch and channels swapped) with dY
+    dilated by the stride: oneDNN's own bf16 weight-gradient kernel is several times slower for Sabour's 9x9 front
+    end. Autocast is applied by hand so backward runs in the forward's precision."""
 
     @staticmethod
     def forward(ctx, x, weight, bias, stride: int):
@@ -94,14 +80,9 @@ def _eager_valid_conv2d(conv: nn.Conv2d, x: torch.Tensor) -> torch.Tensor:
 
 
 def compile_model(model: nn.Module, mode: str | None = None) -> nn.Module:
-    """`torch.compile(model)` for models with these layers: use it instead of torch.compile.
-
-    Only the CPU low-precision path of `valid_conv2d` runs eagerly under torch.compile: inductor would only call the
-    same oneDNN kernels, and tracing its Function with a dynamic batch (train and eval batches differ) fails in
-    inductor's stride logic (torch 2.14). Everywhere else (fp32, GPUs) the stock convolution stays inside the
-    compiled graph. The path is marked here, not by a decorator, because `torch.compiler.disable` imports
-    torch._dynamo, ~2 s of every process's start (each trial worker, CLI call and pipeline stage) that never
-    compiles."""
+    """`torch.compile(model)` for models with these layers: use it instead of torch.compile. The CPU low-precision
+    path of `valid_conv2d` stays eager (inductor fails tracing it with a dynamic batch); it is marked here, not by
+    a decorator, because `torch.compiler.disable` imports torch._dynamo, ~2 s of every process's start."""
     global _eager_valid_conv2d
     if not getattr(_eager_valid_conv2d, "_rem_kept_eager", False):
         _eager_valid_conv2d = torch.compiler.disable(_eager_valid_conv2d)
@@ -110,10 +91,8 @@ def compile_model(model: nn.Module, mode: str | None = None) -> nn.Module:
 
 
 def valid_conv2d(conv: nn.Conv2d, x: torch.Tensor) -> torch.Tensor:
-    """`conv(x)` for an unpadded, undilated, ungrouped square-stride nn.Conv2d, with the fast weight gradient
-    of `_ValidConv2d` under bf16/fp16 autocast. The module (state_dict, parameter count) is unchanged.
-
-    fp32 and GPUs keep the stock path: their own weight gradient is not the slow one."""
+    """`conv(x)`, with `_ValidConv2d`'s fast weight gradient on the CPU under bf16/fp16 autocast for an unpadded,
+    undilated, ungrouped square-stride conv; fp32 and GPUs keep the stock path."""
     device = x.device.type
     low_precision = torch.is_autocast_enabled(device) and torch.get_autocast_dtype(device) != torch.float32
     if (device != "cpu" or not low_precision or conv.padding != (0, 0) or conv.dilation != (1, 1) or conv.groups != 1
@@ -123,10 +102,8 @@ def valid_conv2d(conv: nn.Conv2d, x: torch.Tensor) -> torch.Tensor:
 
 
 class PrimaryCapsules(nn.Module):
-    """Convolutional primary capsules: one conv, reshaped into `types` capsule types of `dim` each.
-
-    Output `(B, H*W*types, dim)`, ordered position-major (all types of pixel (0,0) first), squashed.
-    """
+    """Convolutional primary capsules: one conv reshaped into `types` capsule types of `dim` each; output
+    `(B, H*W*types, dim)`, squashed, position-major (all types of pixel (0,0) first)."""
 
     def __init__(self, in_channels: int, types: int, dim: int, kernel_size: int, stride: int):
         super().__init__()
@@ -146,27 +123,21 @@ class PrimaryCapsules(nn.Module):
 
 
 class CapsuleVotes(nn.Module):
-    """One transformation matrix per (input capsule, parent): votes u_hat[b,i,j] = W[i,j] @ u[b,i].
-
-    The votes are one einsum over the batch, never a broadcast of W over the batch: the common
-    `matmul(W[None], u[..., None])` form materialises W per sample (benchmarks/train_step.py compares them).
-    """
+    """One transformation matrix per (input capsule, parent): votes u_hat[b,i,j] = W[i,j] @ u[b,i], as one einsum
+    (`matmul(W[None], u[..., None])` would materialise W per sample)."""
 
     def __init__(self, in_caps: int, in_dim: int, out_caps: int, out_dim: int, init_std: float = 0.1):
         super().__init__()
         self.weight = nn.Parameter(torch.randn(in_caps, out_caps, out_dim, in_dim, device=HOST) * init_std)
 
     def forward(self, u: torch.Tensor) -> torch.Tensor:
-        # Computed parent-major (B, J, I, D) and returned as a (B, I, J, D) view: routing reads it
-        # without a copy (see rem.routing.parent_major).
+        # Parent-major (B, J, I, D), returned as a (B, I, J, D) view that routing reads without a copy.
         return torch.einsum("ijdk,bik->bjid", self.weight, u).transpose(1, 2)
 
 
 class SharedCapsuleVotes(nn.Module):
-    """One transformation matrix per (input capsule *type*, parent), shared by every position of the primary grid:
-    u_hat[b,i,j] = W[type(i), j] @ u[b,i]. The alternative the dynamic-routing paper's checklist asks to state:
-    CapsNet's 1,152 matrices per parent become 32 (`types`), for inputs ordered position-major, type innermost, as
-    `PrimaryCapsules` returns them. Same output contract as `CapsuleVotes`."""
+    """`CapsuleVotes` with one matrix per (input capsule *type*, parent), shared over the primary grid:
+    u_hat[b,i,j] = W[type(i), j] @ u[b,i], for inputs ordered as `PrimaryCapsules` returns them."""
 
     shared_over_grid = True  # a capsule type's matrices are not per input capsule (rem.pruning.capsules refuses it)
 
@@ -190,8 +161,8 @@ def conv_output_size(size: int, kernel: int, stride: int = 1, padding: int = 0) 
 
 
 class SabourStem(nn.Module):
-    """Sabour et al.'s front end, shared by CapsNet and gamma-CapsNet: conv + ReLU, then convolutional
-    primary capsules. Subclasses call `primary_capsules(x)` -> `(B, num_primary, primary_dim)`."""
+    """Sabour et al.'s front end (CapsNet, gamma-CapsNet): conv + ReLU, then primary capsules;
+    `primary_capsules(x)` -> `(B, num_primary, primary_dim)`."""
 
     def __init__(self, in_shape: tuple[int, int, int], *, conv_channels: int, kernel_size: int, primary_types: int,
                  primary_dim: int, primary_stride: int):

@@ -1,12 +1,6 @@
-"""Every package's checks of params.yaml: importing this module registers each with `rem.config.checks`; and the
-reference of the settings the registries' entries declare (`settings_reference`, docs/settings.md's copy): model
-families', routings', dataset families' and pruning methods' options.
-
-The CLI and the pipeline's stages import it before they read params.yaml, so an unknown model, dataset, routing or
-pruning method, or a grid point that cannot run, stops the run in one line before any work starts. `rem.config` itself
-names none of these modules (it is the leaf every package imports); tests/test_registry_lists.py keeps this list and
-the `checks` modules of rem's packages one.
-"""
+"""Importing this registers every package's checks of params.yaml (the CLI and the stages do, before reading it,
+so a bad name stops a run in one line); `settings_reference` renders the options every registry entry declares
+(docs/settings.md). `rem.config` names none of these modules: it is the leaf every package imports."""
 
 from rem.config.options import REQUIRED, declared_options
 from rem.data.registry import FAMILIES, named_forms
@@ -40,11 +34,8 @@ def _options(declared: dict) -> str:
 
 
 def settings_reference() -> str:
-    """The reference (docs/settings.md) of the settings each registry entry declares, as Markdown: every model
-    family's `model.options` with their defaults (from its registration); each routing's `model.routing_options` and
-    the keywords its models pass it (`model.options`, from its registration); the `data` keys each dataset reads beyond
-    those every dataset reads and its `data.options` (from its family); each pruning method's `prune.options`. `python
-    -m rem.checks` prints it; tests/test_settings_reference.py keeps docs/settings.md's copy equal to it."""
+    """docs/settings.md's Markdown tables of the options each model family, routing, dataset family and pruning
+    method declares, with defaults (`python -m rem.checks` prints it)."""
     lines = ["| `model.name` | `model.options` (default) |", "|---|---|"]
     for name in list_models():
         if not _ours(MODELS.get(name).builder.__module__):

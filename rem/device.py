@@ -1,17 +1,8 @@
-"""Which device a trial computes on, the autocast that goes with it, and how it is described in MLflow.
+"""Which device a trial computes on, its precision and backend settings, and how MLflow describes them.
 
-`train.device`:
-  auto     the GPU this process was given (Ray sets CUDA_VISIBLE_DEVICES to the trial's GPU, so torch sees
-           it as cuda:0), else the CPU; a Ray trial given no GPU is set to cpu by pipeline/trial.py, whatever
-           the environment shows (rem/ does not import Ray)
-  cpu      the CPU, even where a GPU is visible
-  cuda     the current CUDA device; fails with one line where there is none
-  cuda:N   GPU N of those visible to this process
-
-The setting is checked for its form when params.yaml is read (`check_setting`), and resolved against the
-machine only inside the process that trains (`resolve_device`): the sweep driver may have no GPU at all.
-How the device computes is set per trial too (`prepare_backend`: determinism, TF32; `cap_memory`: a fractional
-GPU's share) and recorded (`numerics`).
+`train.device` is auto (the GPU this process was given, else the CPU), cpu, cuda or cuda:N. Its form is checked
+when params.yaml is read (`check_setting`); it is resolved only in the process that trains (`resolve_device`),
+since the sweep driver may have no GPU.
 """
 
 from __future__ import annotations
@@ -68,12 +59,8 @@ _warned: set[str] = set()  # devices already warned about (one line per process,
 
 
 def native_bf16(device: torch.device | str) -> bool:
-    """Whether `device` computes bf16 natively, by torch's own capability checks.
-
-    CUDA: `torch.cuda.is_bf16_supported(including_emulation=False)` (Ampere and newer). CPU: oneDNN's bf16 kernels
-    (`torch.ops.mkldnn._is_mkldnn_bf16_supported()`: AVX-512 cores, AVX512-BF16, AMX). Without them (an AVX2-only
-    CPU) bf16 autocast falls back to emulation, and a CapsNet step is ~13x slower than in fp32 (34 s against
-    2.6 s at batch 64 on one AMD EPYC thread)."""
+    """Whether `device` computes bf16 natively (CUDA: Ampere and newer; CPU: oneDNN's bf16 kernels). Emulated bf16
+    is slow: a CapsNet step on an AVX2-only CPU is ~13x slower than in fp32."""
     device = torch.device(device)
     if device.type == "cuda":
         return bool(torch.cuda.is_bf16_supported(including_emulation=False))
@@ -83,8 +70,7 @@ def native_bf16(device: torch.device | str) -> bool:
 
 
 def bf16_capability(device: torch.device | str) -> str:
-    """The device's bf16 capability in words, for the warning and the benchmarks' header: e.g. "cpu: AVX2, no
-    native bf16 (no oneDNN bf16 kernels)" or "cuda:0: Tesla T4, compute capability 7.5, no native bf16"."""
+    """The device's bf16 capability in words, e.g. "cuda:0: Tesla T4, compute capability 7.5, no native bf16"."""
     device = torch.device(device)
     has = native_bf16(device)
     native = "native bf16" if has else "no native bf16"
@@ -97,8 +83,8 @@ def bf16_capability(device: torch.device | str) -> str:
 
 
 def cpu_name() -> str:
-    """The CPU as the kernel names it, with its family and model where the name alone does not tell the kind
-    (an "AMD EPYC" may be a Zen 2 without native bf16 or a Zen 4 with it), e.g. "AMD EPYC, family 25 model 17"."""
+    """The CPU's name with its family and model (an "AMD EPYC" may be Zen 2 or Zen 4), e.g.
+    "AMD EPYC, family 25 model 17"."""
     try:
         lines = Path("/proc/cpuinfo").read_text().splitlines()
     except OSError:  # not Linux
@@ -127,10 +113,8 @@ def cpu_flags() -> set[str]:
 
 
 def cpu_kind() -> str:
-    """Which kernels this CPU's arithmetic runs on: ATen's vectorised ones by its capability (AVX2 or AVX512), oneDNN's
-    by the CPU's flags, AMX among them. Kinds met so far: "avx2" (AMD EPYC, Zen 2-4), "avx512" (AMD EPYC, Zen 5:
-    AVX-512 with native bf16, no AMX), "avx512_amx" (Intel Xeon with AMX). Kernels of another kind sum in another
-    order and run at other speeds: the same-numbers recordings and the eager-or-compiled rule are kept per kind."""
+    """Which kernels this CPU runs on ("avx2", "avx512", "avx512_amx"): other kernels sum in another order and run
+    at other speeds, so same-numbers recordings and the eager-or-compiled rule are kept per kind."""
     aten = torch.backends.cpu.get_cpu_capability().lower()
     return aten + ("_amx" if "amx_tile" in cpu_flags() else "")
 
@@ -141,10 +125,8 @@ def device_kind(device: torch.device | str) -> str:
 
 
 def resolve_precision(device: torch.device | str, setting: str, warn: bool = False) -> str:
-    """The precision a trial computes in on `device` for its `train.precision` setting: "auto" is bf16 where the
-    device computes bf16 natively, else fp32; "fp32" and "bf16" are themselves. An explicit bf16 on a device
-    without native bf16 still runs (emulated, slowly) after one warning line naming the device's capability, when
-    `warn` (the trial's set-up asks; every later evaluation resolves the same setting silently)."""
+    """"fp32" or "bf16" for a `train.precision` setting on `device` ("auto": bf16 where native). With `warn`, an
+    explicit bf16 on a device that only emulates it logs one warning per device."""
     if setting not in PRECISIONS:
         raise ValueError(f"train.precision must be one of {', '.join(PRECISIONS)}; got {setting!r}")
     if setting == "auto":
@@ -159,8 +141,8 @@ def resolve_precision(device: torch.device | str, setting: str, warn: bool = Fal
 
 
 def autocast(device: torch.device | str, precision: str):
-    """bf16 autocast for the device's own type when `precision` (a `train.precision` setting, "auto" resolved for
-    this device) is bf16; a disabled context otherwise."""
+    """bf16 autocast on the device's type when `precision` (a `train.precision` setting) resolves to bf16, else
+    a disabled context."""
     device_type = torch.device(device).type
     return torch.autocast(device_type, dtype=torch.bfloat16, enabled=resolve_precision(device, precision) == "bf16")
 
@@ -176,8 +158,7 @@ def describe(device: torch.device | str) -> str:
 
 
 def describe_visible() -> str:
-    """What this process could compute on, without creating a CUDA context: the sweep driver calls it, and a
-    context would hold GPU memory for the whole sweep that the trials then cannot use."""
+    """What this process could compute on, without creating a CUDA context (which would hold GPU memory)."""
     if torch.cuda.is_available():
         return f"{torch.cuda.device_count()} CUDA device(s) visible, {describe(HOST)}"
     return describe(HOST)
@@ -188,51 +169,41 @@ CUBLAS_WORKSPACE = ":4096:8"
 
 
 def configure_determinism(deterministic: bool) -> None:
-    """Before anything touches CUDA (`rem.training.loop.set_up` calls it first): a deterministic trial needs cuBLAS's
-    workspace fixed by the environment, and that is read once, when the CUDA context is created."""
+    """Fix cuBLAS's workspace for a deterministic trial; call before anything touches CUDA."""
     if deterministic:
         os.environ.setdefault("CUBLAS_WORKSPACE_CONFIG", CUBLAS_WORKSPACE)
 
 
 def prepare_backend(device: torch.device, deterministic: bool = False, tf32: bool = False) -> None:
-    """The numerics a trial asked for, set on every trial (a reused worker process keeps the previous one's).
-
-    deterministic: the same algorithms every run (cuDNN's autotuner off, deterministic kernels; an op without one
-    warns instead of failing the trial); otherwise cuDNN picks its fastest algorithm once per input shape (a
-    trial's batches have fixed shapes). tf32: fp32 convolutions and matmuls on a GPU may run in TF32 (torch's
-    default for cuDNN); off, "fp32" computes in fp32."""
-    # The CPU kernels a trial uses are deterministic already (tests/training/test_same_numbers.py reruns a trial): the switch
-    # is for the GPU, and left off on the CPU so the CPU's numbers and speed stay as they are.
+    """Set a trial's GPU numerics (every trial: a reused worker keeps the last one's): `deterministic` kernels and
+    cuDNN's autotuner off, or its fastest algorithm per shape; `tf32` for fp32 convolutions and matmuls."""
+    # The CPU kernels are deterministic already: the switch stays off there, leaving the CPU's speed as it is.
     torch.use_deterministic_algorithms(deterministic and device.type == "cuda", warn_only=True)
     if device.type != "cuda":
         return
     torch.backends.cudnn.benchmark = not deterministic
     torch.backends.cudnn.deterministic = deterministic
-    # The legacy flags, not torch's newer `fp32_precision` API: setting the new matmul one leaves torch's two
-    # records disagreeing, and every cuBLAS matmul then fails reading them (torch 2.14; tests/test_gpu_settings.py).
+    # The legacy flags: torch's newer `fp32_precision` API makes cuBLAS matmuls fail (torch 2.14).
     torch.backends.cudnn.allow_tf32 = tf32
     torch.backends.cuda.matmul.allow_tf32 = tf32
 
 
 def numerics(device: torch.device, train) -> dict[str, str]:
-    """How a trial computes, for MLflow (`rem.precision` as resolved on the device, `rem.precision_setting` as asked,
-    `rem.tf32`, `rem.deterministic`): from its TrainConfig and the device, so a CPU trial says TF32 does not apply
-    rather than repeating a setting it never used."""
+    """How a trial computes, for MLflow: precision resolved and as asked, TF32 ("n/a" on the CPU), determinism."""
     tf32 = ("on" if train.tf32 else "off") if device.type == "cuda" else "n/a (cpu)"
     return {"rem.precision": resolve_precision(device, train.precision), "rem.precision_setting": train.precision,
             "rem.tf32": tf32, "rem.deterministic": str(bool(train.deterministic)).lower()}
 
 
 def cap_memory(device: torch.device, fraction: float) -> None:
-    """A trial given a share of a GPU (Ray's fractional `gpu`) may allocate at most that share of its memory, so
-    one trial's peak cannot starve the others on the same GPU; a whole GPU (or none) is not capped."""
+    """Cap a trial's GPU memory at its fractional share, so its peak cannot starve trials sharing the GPU."""
     if device.type == "cuda":
         share = fraction if 0 < fraction < 1 else 1.0
         torch.cuda.set_per_process_memory_fraction(share, device)
 
 
 def release_memory() -> None:
-    """Between two trials in one (reused) worker process: the cached blocks of the last one go back to the GPU."""
+    """Return the cached GPU blocks of the last trial (between trials in a reused worker)."""
     if torch.cuda.is_initialized():
         torch.cuda.empty_cache()
 
@@ -247,8 +218,7 @@ def to_device(tensor: torch.Tensor, device: torch.device) -> torch.Tensor:
 
 
 def splits_to(splits, device: torch.device):
-    """A trial's `rem.data.Splits` with every split's uint8 images and labels on `device`, moved once per trial:
-    batches, augmentation and normalisation are then made there (Fashion-MNIST is 47 MB)."""
+    """`rem.data.Splits` with every split's tensors on `device`, moved once per trial so batches are made there."""
     def move(split):
         return replace(split, **{f.name: to_device(getattr(split, f.name), device) for f in fields(split)})
 

@@ -1,17 +1,8 @@
-"""Evaluation: the classification loss (margin loss; cross-entropy for a CNN baseline), accuracy and REM's
-parse-tree statistics (models with routing couplings only) over a split, optionally with +Q.
+"""Evaluation over a split: loss, accuracy and REM's parse-tree statistics, optionally with the +Q forward.
 
-`quantize_levels=K` runs the quantized ("+Q") forward: the last routing iteration's couplings are replaced by
-the nearest of K levels in the weighted vote sum. Parse-tree keys are always the couplings quantized with
-`levels` bins at the *predicted* class (REM's definition), whatever the forward. With `parse_trees=False`
-it is the cheap validation closure the pruner's threshold search calls.
-
-Parse-tree keys are gathered batch by batch as uint8 rows (one per image, at its predicted class), so a
-10,000-image test set costs ~11 MB of keys instead of the 460 MB the full coupling tensor would take.
-
-Two labels per image (`(B, 2)`, MultiMNIST): an image is right when its two labels are its two longest class
-capsules (a CNN's two largest logits), and each of its two objects has a parse-tree key at its own predicted class
-(two rows per image, so the per-class table counts objects).
+Parse-tree keys are the couplings quantized with `levels` bins at the *predicted* class (REM's definition), gathered
+batch by batch as uint8 rows (~11 MB for 10,000 images instead of 460 MB of couplings). With two labels per image
+(MultiMNIST) each object is right and keyed at its own predicted class, so the per-class table counts objects.
 """
 
 from __future__ import annotations
@@ -28,18 +19,15 @@ from rem.parse_trees import entropy_at_images, keys_for_predictions, stats_from_
 from rem.routing.health import RoutingHealth
 
 
-# A secondary, coarser quantization (labelled so on the pages): with K = 3 levels keys can merge where REM's K
-# leaves every image a tree of its own, so a metric at its ceiling under REM's K may still move under it.
+# A coarser secondary quantization: a metric at its ceiling under REM's K may still move under K = 3.
 SECONDARY_LEVELS = 3
-# Images per class for the entropy that compares across test subsets (`entropy/at_images_mean`): every profile's
-# test subset holds at least this many per Fashion-MNIST class, and log2(100) = 6.6 bits leaves room to fall.
+# Images per class for `entropy/at_images_mean`, comparable across test subsets (every profile has this many).
 ENTROPY_IMAGES_PER_CLASS = 100
 
 
 class ParseTreeKeys:
-    """The parse-tree keys of one evaluation pass (at REM's levels and at `SECONDARY_LEVELS`), gathered batch by
-    batch, and the routing health of the same couplings; `result` turns them into the per-class table and its
-    summaries."""
+    """One evaluation pass's parse-tree keys (at REM's levels and `SECONDARY_LEVELS`) and routing health, batch
+    by batch; `result` turns them into the per-class table and its summaries."""
 
     def __init__(self, levels: int, dead_capsule_threshold: float):
         self.levels = levels
@@ -48,8 +36,7 @@ class ParseTreeKeys:
         self.health = RoutingHealth(dead_capsule_threshold)
 
     def add(self, out, predicted: torch.Tensor) -> None:
-        """One batch's forward output `out` (couplings of the last routing layer) and its predicted classes: `(B,)`,
-        or `(B, K)` for K objects per image, each object then a key of its own at its class (a row per object)."""
+        """One batch's forward output and predicted classes, `(B,)` or `(B, K)` (a key row per object)."""
         for column in (predicted,) if predicted.dim() == 1 else predicted.unbind(1):
             for levels, keys in self.keys.items():
                 keys.append(keys_for_predictions(out.couplings, column, levels))
@@ -58,11 +45,9 @@ class ParseTreeKeys:
             self.health.update(out.couplings, out.input_lengths)
 
     def result(self, num_classes: int, keep_keys: bool) -> dict:
-        """The per-class table and `summarize`'s numbers at REM's levels, the routing health, and the entropy three
-        other ways: at `SECONDARY_LEVELS` (`entropy/k3_mean`), on the first `ENTROPY_IMAGES_PER_CLASS` images of
-        each class (`entropy/at_images_mean`), and over the keys' entries of the input capsules that are alive
-        (`entropy/kept_mean`: where pruning or starvation silenced capsules, how much of the entropy the capsules
-        it kept still carry; entropy does not add over capsules, so this is the measure, not a difference)."""
+        """The per-class table, its summary, the routing health, and the entropy at `SECONDARY_LEVELS`
+        (`entropy/k3_mean`), on `ENTROPY_IMAGES_PER_CLASS` images per class (`entropy/at_images_mean`) and over
+        the live input capsules only (`entropy/kept_mean`: what the capsules pruning kept still carry)."""
         if not self.predictions:
             return {}
         predicted = torch.cat(self.predictions).cpu().numpy()
@@ -96,21 +81,13 @@ def evaluate(
     parse_trees: bool = True, keep_keys: bool = False, dead_capsule_threshold: float = 0.01,
     stop_loss_sum: float | None = None, per_image_loss: bool = False,
 ) -> dict:
-    """Metrics of `model` over `(normalised images, labels)` batches.
+    """Metrics of `model` over `(normalised images, labels)` batches: `loss` (mean `classification_loss`, summed
+    per image in float64), `acc`, `n_images`, and with `parse_trees` for a model with couplings `per_class`, its
+    summary (`entropy/*`, `parse_trees/total`) and `routing/*`. `quantize_levels=K`: the +Q forward.
 
-    Returns `loss` (mean `classification_loss` per image: the margin loss, cross-entropy for a CNN baseline),
-    `acc` (fraction), `n_images`, and with `parse_trees` the per-class table (`per_class`: n_images,
-    n_parse_trees, entropy_bits) plus its summary (`entropy/mean`, `entropy/std`, `parse_trees/total`) and the
-    routing metrics of `rem.routing.health` (`routing/*`, dead capsules below `dead_capsule_threshold`); a model
-    without couplings (a CNN baseline) has none of these keys.
-
-    `stop_loss_sum` ends the pass as soon as the summed loss of the images seen exceeds it (the loss is
-    non-negative, so the total can only grow): the result is then `loss` inf, `acc` None, `stopped_early`.
-    REM's threshold search uses it to reject a threshold without finishing the validation pass.
-    The loss is summed per image in float64, so the total does not depend on how images are batched or
-    ordered. With `per_image_loss` the result also holds the `(n_images,)` float64 losses, in the order seen;
-    with `keep_keys` (and `parse_trees`) the parse-tree keys `keys` `(n_images, I)` and `predicted` `(n_images,)`.
-    """
+    `stop_loss_sum`: stop once the summed loss exceeds it (`loss` inf, `acc` None, `stopped_early`), so REM's
+    search rejects a threshold early. `per_image_loss` adds the `(n_images,)` losses; `keep_keys` adds `keys`
+    `(n_images, I)` and `predicted`."""
     device = model_device(model) if device is None else torch.device(device)
     was_training = model.training
     model.eval()
@@ -146,16 +123,14 @@ def evaluate(
 
 
 def predict(lengths: torch.Tensor, labels: torch.Tensor) -> torch.Tensor:
-    """The predicted classes: the longest class capsule `(B,)` (the largest logit: a CNN's lengths are its softmax),
-    or for `(B, K)` labels the K longest, `(B, K)`."""
+    """The longest class capsule per image `(B,)`, or for `(B, K)` labels the K longest `(B, K)`."""
     if labels.dim() == 2:
         return lengths.topk(labels.shape[1], dim=1).indices
     return lengths.argmax(dim=1)
 
 
 def count_correct(predicted: torch.Tensor, labels: torch.Tensor) -> torch.Tensor:
-    """How many images are right (a device tensor): their predicted class is their label, or with K labels the K
-    predicted classes are exactly the K labels (MultiMNIST: both digits' classes are the two longest capsules)."""
+    """How many images are right (a device tensor); with K labels, the K predicted classes must be exactly them."""
     if labels.dim() == 2:
         return (predicted.sort(dim=1).values == labels.sort(dim=1).values).all(dim=1).sum()
     return (predicted == labels).sum()

@@ -1,18 +1,5 @@
-"""Files on disk: atomic writes, weights-only loading, and config paths.
-
-- `atomic_write`: every file the library and the pipeline write goes through it. A reader (a resumed trial, the
-  report, DVC) sees either the previous complete file or the new complete one, never half of one: the content is
-  written to a hidden temporary beside the target (same filesystem, so the rename is atomic), then renamed over it.
-  The temporary carries the process id, so two processes writing the same target (two Ray workers preparing one
-  dataset cache) never write into each other's temporary.
-- `load_plain`: reading `.pt` files without running code from them. A checkpoint or a logged model may come from a
-  shared store (Ray storage on NFS, an MLflow server): with a full unpickler, a tampered file would run whatever it
-  names on load. `torch.load(weights_only=True)` only rebuilds tensors, numbers, strings and containers of them;
-  anything else is refused with one line.
-- `resolve_path`: config paths, `~` expanded, relative ones taken from the repo root (so every stage and trial
-  agrees on them).
-- `home_checkout`: the user's checkout, also from inside the temporary copy a queued DVC experiment runs in.
-"""
+"""Files on disk: atomic writes (a reader never sees half a file), weights-only `.pt` loading (a tampered file
+from a shared store cannot run code), and config paths resolved from the repo root."""
 
 from __future__ import annotations
 
@@ -26,7 +13,7 @@ import torch
 
 
 def temporary_for(path: Path) -> Path:
-    # The suffix is kept last: writers that pick a format from the name (savefig, to_parquet) still see it.
+    # Beside the target (an atomic rename), per process, and with the suffix last for writers that read it.
     return path.with_name(f".{path.stem}.tmp-{os.getpid()}{path.suffix}")
 
 
@@ -71,10 +58,8 @@ DVC_EXPERIMENT_COPIES = (".dvc", "tmp", "exps")
 
 
 def home_checkout(repo_root: Path) -> Path:
-    """The checkout whose MLflow store and data mirror a run of `repo_root` uses: `repo_root` itself, or, for a DVC
-    experiment running in a temporary copy (DVC_EXPERIMENT_COPIES below the checkout), the checkout it was queued
-    from, so its runs land in the user's store instead of being deleted with the copy, and a relative mirror
-    (`../shared/data`) is found beside the checkout, not beside the copy."""
+    """The checkout whose MLflow store and data mirror a run uses: `repo_root`, or for a DVC experiment running in
+    a temporary copy, the checkout it was queued from (so its runs are not deleted with the copy)."""
     parts = Path(repo_root).resolve().parts
     for at in range(len(parts) - len(DVC_EXPERIMENT_COPIES), 0, -1):
         if parts[at:at + len(DVC_EXPERIMENT_COPIES)] == DVC_EXPERIMENT_COPIES:

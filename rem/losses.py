@@ -1,6 +1,5 @@
-"""Losses: the margin loss on capsule lengths, `classification_loss` (the margin loss, or cross-entropy for the
-models that return logits: the CNN baselines), the reconstruction loss of the decoder, and the classification loss
-of successive training batches that SNIP scores weights with."""
+"""Losses: the margin loss, `classification_loss` (cross-entropy for models that return logits), the decoder's
+reconstruction loss, and SNIP's per-batch loss."""
 
 from __future__ import annotations
 
@@ -29,12 +28,8 @@ def margin_loss(
     lam: float = 0.5,
     reduction: str = "mean",
 ) -> torch.Tensor:
-    """Sabour et al.'s margin loss: lengths `(B, J)`, integer targets `(B,)`, or `(B, K)` for K objects per image
-    (MultiMNIST's two digits: T_j = 1 for each class present).
-
-    L = sum_j T_j max(0, m+ - |v_j|)^2 + lam (1 - T_j) max(0, |v_j| - m-)^2, summed over classes and
-    averaged over the batch (REM's reduction); `reduction="none"` gives the `(B,)` per-image losses.
-    """
+    """Sabour et al.'s L = sum_j T_j max(0, m+ - |v_j|)^2 + lam (1 - T_j) max(0, |v_j| - m-)^2 on lengths `(B, J)`
+    and targets `(B,)` or `(B, K)` (T_j = 1 per class present); batch mean, or `(B,)` with `reduction="none"`."""
     lengths = lengths.float()
     # one label per image is one object: the same one-hot as a (B, 1) label list
     onehot = present_classes(target if target.dim() == 2 else target[:, None], lengths.shape[1]).to(lengths.dtype)
@@ -50,15 +45,9 @@ def margin_loss(
 
 def classification_loss(out, labels: torch.Tensor, *, reduction: str = "mean", m_pos: float = 0.9,
                         m_neg: float = 0.1, lam: float = 0.5) -> torch.Tensor:
-    """The training and evaluation loss of a model output `out` (`rem.models.CapsuleOutput`): cross-entropy on
-    `out.logits` when the model returns logits (the margin constants are then unused), else the margin loss on
-    `out.lengths`, exactly `margin_loss`. `reduction` "mean" or "none" (per image), as for `margin_loss`.
-
-    Two labels per image (`(B, 2)`, MultiMNIST): the margin loss with both classes' T_k = 1; for logits, the
-    cross-entropy against half the probability on each labelled class. Why that rather than a sigmoid per class:
-    it is the very loss of one label (the one-hot target is its K = 1 case), and the model's lengths are
-    softmax(logits), whose two largest are what the two-label metric reads -- at its optimum half the mass on each
-    labelled class, above every other."""
+    """The training and evaluation loss of a model output: cross-entropy on `out.logits` when it has them, else
+    `margin_loss` on `out.lengths`. With `(B, K)` labels the cross-entropy targets 1/K on each labelled class: the
+    one-label loss's generalisation, whose optimum puts the labels on top of softmax(logits)."""
     logits = getattr(out, "logits", None)  # any output with `lengths` will do (the tests' stand-in models)
     if logits is None:
         return margin_loss(out.lengths, labels, m_pos, m_neg, lam, reduction)
@@ -71,15 +60,14 @@ def classification_loss(out, labels: torch.Tensor, *, reduction: str = "mean", m
 
 
 def reconstruction_loss(reconstruction: torch.Tensor, images: torch.Tensor) -> torch.Tensor:
-    """Sum of squared pixel errors per image, averaged over the batch (scaled by a weight from params). With one
-    reconstruction per label (`(B, K, C, H, W)` against each object's own image) the K errors are summed."""
+    """Sum of squared pixel errors per image (over the K objects for `(B, K, C, H, W)`), averaged over the batch."""
     diff = reconstruction.float().flatten(1) - images.float().flatten(1)
     return diff.pow(2).sum(dim=1).mean()
 
 
 def batch_losses(split, transform, cfg: Config, loss_kwargs: dict) -> Callable[[torch.nn.Module], torch.Tensor]:
-    """SNIP's saliency batches: each call is the classification loss (the training loss) of the next distinct batch
-    of one seeded permutation of the training split (wrapping around only after every image was used)."""
+    """SNIP's saliency batches: each call is the classification loss of the next batch of one seeded permutation
+    of the training split."""
     order = torch.randperm(len(split), generator=torch.Generator(device=HOST).manual_seed(cfg.train.seed), device=HOST)
     per_pass = max(1, len(order) // cfg.train.batch_size)
     calls = itertools.count()

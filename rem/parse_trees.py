@@ -1,12 +1,6 @@
-"""Parse trees as REM defines them: quantized coupling keys, per-class dictionaries and their entropy.
-
-A test image predicted as class j has the key (q(c_1j), ..., q(c_Ij)): the quantized couplings from every
-input capsule to j. Class j's dictionary counts the distinct keys among the images predicted as j; its
-entropy is the Shannon entropy (bits) of the key frequencies.
-
-Keys are kept as rows of small integers, binned by table lookup and counted through a verified 64-bit row
-hash, never as strings, which would cost seconds per evaluation (benchmarks/parse_tree_stats.py measures both).
-"""
+"""Parse trees as REM defines them: an image predicted as class j has the key (q(c_1j), ..., q(c_Ij)); class j's
+dictionary counts the distinct keys, its entropy is their Shannon entropy in bits. Keys are uint8 rows counted
+through a verified 64-bit row hash: strings would cost seconds per evaluation."""
 
 from __future__ import annotations
 
@@ -25,12 +19,8 @@ AMBIGUOUS = 255  # table entry whose float range straddles a bin edge
 
 
 def quantize(c: torch.Tensor | np.ndarray, levels: int = 11) -> torch.Tensor:
-    """Integer bin of each coupling: the nearest of `levels` equally spaced centres in [0, 1].
-
-    K = 11 gives c~ = round(10 c) / 10 with ties going down (REM's bins are (e_k, e_k+1]): one bucketize
-    against the K - 1 bin edges (k + 0.5) / (K - 1), values outside [0, 1] in the end bins.
-    Returned as uint8 when levels <= 256 (int16 otherwise), the compact form parse-tree keys are stored in.
-    """
+    """Integer bin of each coupling, the nearest of `levels` centres in [0, 1] (K = 11: round(10 c) / 10, ties
+    down, as REM's (e_k, e_k+1] bins); uint8 when levels <= 256, else int16."""
     if levels < 2:
         raise ValueError(f"quantize: levels must be >= 2, got {levels}")
     c = torch.as_tensor(c).float().contiguous()  # bucketize copies strided inputs anyway
@@ -45,12 +35,8 @@ BLOCK_VALUES = 1 << 20  # values per block of rows: a few MiB, so each pass over
 
 @functools.lru_cache(maxsize=8)
 def _bin_table(levels: int) -> torch.Tensor:
-    """`quantize` as a lookup table on the top `TABLE_BITS` bits of a float32 (sign, exponent, 11 mantissa bits).
-
-    Each entry covers the floats sharing those bits; where a bin edge falls inside that range (a relative
-    width of 2**-11) the entry is AMBIGUOUS and those few values are bucketized exactly. Built from
-    `quantize` itself, so the table cannot disagree with it.
-    """
+    """`quantize` as a table on a float32's top `TABLE_BITS` bits, built from `quantize` itself; an entry whose
+    float range straddles a bin edge is AMBIGUOUS and those few values are bucketized exactly."""
     shift = 32 - TABLE_BITS
     top = np.arange(1 << TABLE_BITS, dtype=np.uint32) << shift
     low = quantize(torch.from_numpy(top.view(np.float32)), levels)
@@ -82,8 +68,7 @@ def _key_rows(couplings: torch.Tensor, predicted: np.ndarray, levels: int, out: 
 
 
 def _in_blocks(fn, n_rows: int, row_size: int) -> list:
-    """fn(rows) over cache-sized blocks of rows, on torch's threads (the numpy and torch calls inside release
-    the GIL); results in block order."""
+    """fn(rows) over cache-sized blocks of rows on torch's threads (the calls release the GIL), in block order."""
     block = max(1, BLOCK_VALUES // max(row_size, 1))
     blocks = [slice(s, min(s + block, n_rows)) for s in range(0, n_rows, block)]
     workers = min(torch.get_num_threads(), len(blocks))
@@ -94,12 +79,8 @@ def _in_blocks(fn, n_rows: int, row_size: int) -> list:
 
 
 def keys_for_predictions(couplings: torch.Tensor, predicted: torch.Tensor, levels: int = 11) -> torch.Tensor:
-    """The parse-tree key of each image: quantized couplings `(N, I, J)` gathered at the predicted parent.
-
-    On the CPU the bins come from a table indexed by the floats' top bits (one shift, one lookup), the same
-    result as bucketizing to the bit, in blocks of images that stay in cache and run on torch's threads
-    (numpy and torch release the GIL here).
-    """
+    """The parse-tree key `(N, I)` of each image: couplings `(N, I, J)` at the predicted parent, quantized (on the
+    CPU by `_bin_table` lookup, in cache-sized blocks on torch's threads)."""
     n, i, _ = couplings.shape
     predicted = predicted.long().to(couplings.device)
     if not _table_applies(couplings, levels):
@@ -131,8 +112,7 @@ def _splitmix(z: np.ndarray, tmp: np.ndarray) -> np.ndarray:
 
 
 def _row_hashes(keys: np.ndarray, predicted: np.ndarray) -> np.ndarray:
-    """A 64-bit hash of each (class, key) row: each 8-byte word of the key xor-ed with a random constant of
-    its position and scrambled (so that no difference in any bit can cancel out linearly), then summed."""
+    """A 64-bit hash of each (class, key) row: each 8-byte word salted by position and scrambled, then summed."""
     row = keys.view(np.uint8).reshape(len(keys), -1)
     if row.shape[1] % 8:
         row = np.concatenate([row, np.zeros((len(row), -row.shape[1] % 8), np.uint8)], axis=1)
@@ -149,11 +129,8 @@ def _row_hashes(keys: np.ndarray, predicted: np.ndarray) -> np.ndarray:
 
 
 def _distinct_keys(keys: np.ndarray, predicted: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Index of the first row of each distinct (class, key) and its count.
-
-    Rows are grouped by a 64-bit hash, then every row is compared with its group's first row, so the result
-    is exact; on a collision (none seen; ~3e-12 for 10k distinct keys) the rows' raw bytes are sorted instead.
-    """
+    """Index of the first row of each distinct (class, key) and its count: grouped by hash, verified row by row,
+    and on a collision (~3e-12 for 10k keys) sorted by raw bytes instead."""
     _, first, inverse, counts = np.unique(_row_hashes(keys, predicted), return_index=True, return_inverse=True,
                                           return_counts=True)
     rep = first[inverse]
@@ -167,11 +144,8 @@ def _distinct_keys(keys: np.ndarray, predicted: np.ndarray) -> tuple[np.ndarray,
 
 
 def stats_from_keys(keys: np.ndarray | torch.Tensor, predicted: np.ndarray | torch.Tensor, num_classes: int) -> pd.DataFrame:
-    """Per-class images, distinct keys and entropy from keys `(N, I)` and predicted classes `(N,)`.
-
-    One row for every class 0..num_classes-1 (index `class`); a class nobody was predicted as has
-    0 images, 0 parse trees and entropy 0.
-    """
+    """Per-class images, distinct keys and entropy from keys `(N, I)` and predicted classes `(N,)`: one row per
+    class 0..num_classes-1 (index `class`), zeros for a class never predicted."""
     keys = np.ascontiguousarray(torch.as_tensor(keys, device=HOST).numpy())
     predicted = torch.as_tensor(predicted, device=HOST).numpy().astype(np.int64)
     if keys.ndim != 2 or keys.shape[0] != predicted.shape[0]:
@@ -216,9 +190,8 @@ def parse_tree_stats(couplings: torch.Tensor, predicted: torch.Tensor, levels: i
 
 
 def entropy_over_classes(entropy: np.ndarray, images: np.ndarray) -> tuple[float, float]:
-    """REM's headline entropy from per-class entropies of one or more seeds, `(S, J)` each with the images
-    predicted per class: each class's entropy averaged over the seeds where it received images, then mean and
-    population std over the classes that received any. The trial (S = 1) and the report's table both use it."""
+    """REM's headline entropy from `(S, J)` per-class entropies and image counts of S seeds: each class averaged
+    over the seeds where it received images, then mean and population std over the classes that received any."""
     entropy = np.atleast_2d(np.asarray(entropy, dtype=np.float64))
     seen = np.atleast_2d(np.asarray(images, dtype=np.float64)) > 0
     counts = seen.sum(axis=0)
@@ -229,9 +202,8 @@ def entropy_over_classes(entropy: np.ndarray, images: np.ndarray) -> tuple[float
 
 
 def entropy_at_images(keys: np.ndarray, predicted: np.ndarray, num_classes: int, images: int) -> float:
-    """REM's entropy read on the first `images` images predicted as each class: the mean over the classes with at
-    least that many, NaN where none has. Its ceiling is log2(images) whatever the test subset, so runs evaluated on
-    different numbers of test images compare on it."""
+    """Mean entropy over the first `images` images of each class that has that many (NaN if none): its ceiling is
+    log2(images) whatever the test subset, so it compares across subsets."""
     keys, predicted = np.asarray(keys), np.asarray(predicted).astype(np.int64)
     entropies = []
     for j in range(num_classes):

@@ -1,12 +1,6 @@
-"""Named extension points. Each kind the config names by a string -- models (`model.name`), routings
-(`model.routing`), pruning methods (`prune.method`), dataset families (`data.dataset`), report tables -- has one
-`Registry`, and everything that depends on the name asks it: no branch on the name anywhere else.
-
-Built-in entries may be listed by module (`built_in`: name -> the module that registers it), imported the first time
-the name is looked up, so a light import (the config's) stays light. An entry from outside the package -- a user's,
-a test's -- is registered by importing its module; every process does that, a Ray trial's worker included, for each
-module named in the environment variable REM_PLUGINS (comma-separated) before it gives up on a name.
-"""
+"""Named extension points: each kind the config names by a string (models, routings, pruning methods, datasets,
+report tables) has one `Registry`, so nothing else branches on the name. Built-in entries are imported on first
+lookup; others come from the modules the REM_PLUGINS environment variable names (comma-separated)."""
 
 from __future__ import annotations
 
@@ -19,14 +13,11 @@ PLUGINS = "REM_PLUGINS"
 T = TypeVar("T")
 
 
-def plugin_modules() -> list[str]:
-    return [m.strip() for m in os.environ.get(PLUGINS, "").split(",") if m.strip()]
-
-
 def load_plugins() -> None:
     """Import every module REM_PLUGINS names (each registers what it defines; a second import is a no-op)."""
-    for module in plugin_modules():
-        importlib.import_module(module)
+    for module in (m.strip() for m in os.environ.get(PLUGINS, "").split(",")):
+        if module:
+            importlib.import_module(module)
 
 
 def same_definition(a: object, b: object) -> bool:
@@ -79,8 +70,8 @@ class Registry(Generic[T]):
         return isinstance(name, str) and self.find(name) is not None
 
     def items(self) -> Iterator[tuple[str, T]]:
-        """Every entry: the built-in ones (imported first), then those registered since, the REM_PLUGINS modules'
-        included (loaded here, not in `names`, which a package may read while it is still being imported)."""
+        """Every entry, the REM_PLUGINS modules' included (loaded here, not in `names`, which a package may read
+        while it is still being imported)."""
         load_plugins()
         for name in self.names():
             entry = self.find(name)

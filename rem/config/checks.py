@@ -1,16 +1,5 @@
-"""The checks of a config that need another package, registered here by the package that owns the names.
-
-`rem.config` knows the keys, their types and the ranges that need nothing else. Whether a name is known (a model, a
-dataset, a pruning method, a routing, a robustness family), whether a model can run a method, and whether every sweep
-grid point is a valid config are checked by the package that owns the name: its `checks` module calls
-`register_section_check` (a check of the whole config, raising ConfigError) or `register_fields_check` (a check of one
-section's dataclass as it is built, raising ValueError) when it is imported. This package names none of them, so it
-stays the leaf every package imports and builds without torch.
-
-Which checks run is which packages are loaded. `import rem.checks` loads every one of rem's own; the CLI and the
-pipeline's stages import it before they read params.yaml, so a run is checked before any work starts. A process that
-has not imported a package does not use its section either: a plugin's checks come with the plugin.
-"""
+"""Config checks that need another package (is this model, dataset or method known; is every grid point valid),
+registered by the package that owns the names when it is imported (`import rem.checks` imports rem's own)."""
 
 from __future__ import annotations
 

@@ -1,11 +1,6 @@
-"""The one way a registry entry declares its options -- a model family's `model.options`, a routing's
-`model.routing_options`, a dataset family's `data.options`, a pruning method's `prune.options`, a report table's
-`report.options.<name>`: a frozen dataclass whose fields, with their defaults, are the keys it takes (None: it takes
-none; a field without a default is required, as capsule pruning's `fraction`). The config sections hold only the
-open mapping, so a sweep's ids and labels read what params.yaml wrote; the entry's package reads it with
-`read_options` when params.yaml is checked, and again where the entry is built or run, so a key is refused, and a
-default filled in, the same way wherever it is read. Here, beside the sections, because this needs nothing but the
-standard library and names no entry."""
+"""How a registry entry declares its options (`model.options`, `data.options`, `prune.options`, ...): a frozen
+dataclass whose fields, with their defaults, are the keys it takes (None: none; no default: required). The config
+holds only the open mapping; `read_options` reads it the same way wherever the entry is checked, built or run."""
 
 from __future__ import annotations
 
@@ -20,8 +15,7 @@ REQUIRED = MISSING  # the default of an option without one
 
 
 def check_declaration(options: Any, entry: str) -> None:
-    """TypeError unless `options` (what `entry` declared) is None or a frozen dataclass (what the entry receives
-    cannot change under it)."""
+    """TypeError unless `options` (what `entry` declared) is None or a frozen dataclass."""
     if options is not None and not (isinstance(options, type) and dataclasses.is_dataclass(options)
                                     and options.__dataclass_params__.frozen):
         raise TypeError(f"{entry}: options must be a frozen dataclass (its fields with their defaults are its "
@@ -41,10 +35,8 @@ def as_keywords(options: Any) -> dict[str, Any]:
 
 
 def read_options(options: type | None, given: Mapping[str, Any], key: str, entry: str) -> Any:
-    """`given` (the mapping at config key `key`, e.g. "data.options") as an instance of `options`, every option it
-    does not set at its default; None when the entry declares none and none is given. ValueError in one line naming
-    the key, `entry` (e.g. "dataset 'toy-npz'") and the options it declares, for a key it does not declare, a required
-    one missing, or a value the dataclass itself refuses."""
+    """`given` (the mapping at config key `key`) as an `options` instance, defaults filled in; None when the entry
+    declares none. ValueError in one line naming `key`, `entry` and its options for an unknown, missing or bad key."""
     known = declared_options(options)
     for name in given:
         if name not in known:

@@ -1,6 +1,5 @@
-"""`PruneConfig`: the `prune` section of params.yaml (the pruning library's own config, `rem.pruning.PruneConfig`),
-validated where it is built: its choices and ranges here, the named method's own fields by the checks the pruning
-package registers (`rem.config.checks.register_fields_check`)."""
+"""`PruneConfig`: the `prune` section of params.yaml, validated where it is built (the method's own fields by
+the checks the pruning package registers)."""
 
 from __future__ import annotations
 
@@ -36,44 +35,35 @@ class PruneConfig:
     lambda0: float = 1e-4  # REM's max_lmbda
     lambda_decay: float = 0.99  # per epoch, as REM's learning-rate decay
     threshold_search: str = "sorted"  # bisection (as published) | sorted (the same answer in fewer passes) | none
-    # The search's validation passes run in fp32 whatever train.precision is: REM's rule `loss(T) <= base` decides
-    # on loss differences of ~1e-6, below bf16's rounding of the same loss. "train": the training precision.
+    # fp32: REM's rule `loss(T) <= base` decides on differences of ~1e-6, below bf16's rounding. "train": as trained.
     search_precision: str = "fp32"
-    # Parameter names the threshold (REM's search, IMP's magnitude step) may prune; empty: every prunable tensor.
-    # E.g. ["votes.W"] prunes only CapsNet's class-capsule matrices. Sparsity is still measured over all of them.
+    # Parameter names the threshold (REM, IMP) may prune; empty: every prunable tensor. Sparsity counts them all.
     threshold_tensors: list = field(default_factory=list)
     twt: float = 0.0  # threshold worsening tolerance: the val loss may rise to base * (1 + twt) (REM: 0)
-    # sorted: 0 lands exactly where the published search does; > 0 stops once the bracket holds at most this
-    # many percentage points of the prunable weights (fewer passes, up to that much below the published answer)
+    # sorted: 0 = the published answer; > 0 stops once the bracket holds at most this many percentage points of
+    # the prunable weights (fewer passes, up to that much below it)
     search_tolerance_pp: float = 0.0
     order_by_loss: bool = True  # search passes visit the highest-loss images first (cost only, same answer)
     max_evaluations: int | None = None  # cap on validation passes per search (None: no cap)
     max_prune_fraction_per_epoch: float = 1.0  # collapse guard: at most this fraction of unpruned weights per search
-    # Collapse guard: a barely trained capsule net can have a higher margin loss than the all-zero net, so the
-    # loss rule alone may prune everything; a candidate must also keep the validation accuracy within
-    # accuracy_tolerance (a fraction: 0.01 = 1 point) of the unpruned net's.
+    # Collapse guard: a barely trained net may lose to the all-zero net on loss, so a candidate must also keep the
+    # validation accuracy within accuracy_tolerance (0.01 = 1 point) of the unpruned net's.
     require_accuracy: bool = True
     accuracy_tolerance: float = 0.01
-    # Threshold only the tensors REM's code thresholds (a model's roles list as `unthresholded` stay out, e.g.
-    # DeepCaps' class-capsule matrix); false: every capsule matrix and conv kernel.
+    # Threshold only what REM's code thresholds (a model's `unthresholded` roles stay out); false: every tensor.
     rem_tensors: bool = True
     # IMP / SNIP
     target_sparsity: float = 0.0  # fraction in [0, 1) of prunable weights
-    # A matched control: the sweep sets target_sparsity to what the matching trial of this method reached
-    # (e.g. IMP pruning exactly as much as REM did, without minimising the routing entropy).
+    # A matched control: the sweep sets target_sparsity to what the matching trial of this method reached.
     target_from: str | None = None  # None | rem
     schedule: str = "cubic"  # cubic | linear (IMP)
     schedule_epochs: int | None = None  # epochs to reach the target (None: all but the run's last)
-    # global | layer | tensor (IMP; SNIP is global). tensor: each tensor to its own target in `tensor_targets`, what
-    # a control matched tensor by tensor (scope tensor, target_from rem) gets from its reference trial
+    # global | layer | tensor (IMP; SNIP is global). tensor: each tensor to its own target in `tensor_targets`
     scope: str = "global"
     # tensor name -> target sparsity (fraction) for IMP's scope tensor; a matched control's sweep sets it
     tensor_targets: dict = field(default_factory=dict)
-    # The selected method's own options, as it declares them (`PruningMethod.options`): checked and read by the
-    # method (`rem.config.options.read_options`). snip: batches; capsules: fraction, criterion, rule (docs/settings.md
-    # lists every method's). The keys above are the pruning library's, read by more than one
-    # method: REM's threshold search also decides capsule pruning's "rem" rule, and REM's lambda0/lambda_decay name
-    # the REM arm a matched control (an IMP trial with target_from: rem) takes its sparsity from.
+    # The selected method's own options, as it declares them (`PruningMethod.options`; docs/settings.md lists
+    # them). The keys above are shared by more than one method.
     options: dict = field(default_factory=dict)
 
     def __post_init__(self):

@@ -1,8 +1,5 @@
-"""`Config`, the whole validated configuration, and how a config tree becomes one (`from_dict`): every key checked
-against its section's dataclass, then the checks across keys -- here those that need no other package (sizes,
-ranges), then each owning package's (known models, datasets, methods, routings; every sweep grid point:
-`rem.config.checks`). Errors are ConfigError naming the key. The root and its validation share this module because
-each needs the other: a Config re-derived with overrides (`with_overrides`) is validated again."""
+"""`Config`, the whole validated configuration, and `from_dict`: every key checked against its section's
+dataclass, then the checks across keys (sizes here, the rest by their packages); ConfigError names the key."""
 
 from __future__ import annotations
 
@@ -41,11 +38,8 @@ class Config:
         return flatten(self.to_dict())
 
     def digest(self) -> str:
-        """Short stable hash of what decides trial results: data, model, train, eval and the grid.
-
-        Names the sweep (Ray experiment folder, MLflow parent run): an unchanged digest resumes the
-        same sweep; report or resource settings do not start a new one.
-        """
+        """Short stable hash of what decides trial results (data, model, train, eval, prune, the grid): it names the
+        sweep, so an unchanged digest resumes it."""
         tree = {k: v for k, v in self.to_dict().items() if k in TRIAL_SECTIONS}
         tree["train"].pop("device")  # where a trial runs, not what it computes: a sweep resumes on another device
         tree["train"].pop("checkpoint_every")  # how often its state is saved, not what it computes
@@ -70,8 +64,7 @@ WHOLE_MAPPINGS = ("grid", "options", "levels_per_model", "tensor_targets")  # ke
 
 
 def flatten(tree: dict[str, Any], prefix: str = "") -> dict[str, Any]:
-    """Nested sections -> dotted keys; the grid, every section's options, per-model levels and per-tensor targets stay
-    whole values."""
+    """Nested sections -> dotted keys; the mappings of `WHOLE_MAPPINGS` stay whole values."""
     out: dict[str, Any] = {}
     for key, value in tree.items():
         name = f"{prefix}{key}"
@@ -174,8 +167,7 @@ def from_dict(tree: dict[str, Any], source: str = "params", check_grid: bool = T
 
 
 def _stored():
-    """The one module that knows old keys (`rem.config.stored`): imported only when a stored config or an unknown
-    key is read, never on the live path."""
+    """`rem.config.stored`, imported only when a stored config or an unknown key is read."""
     import rem.config.stored as stored
     return stored
 
@@ -186,8 +178,7 @@ def old_keys() -> frozenset[str]:
 
 
 def from_stored(tree: dict[str, Any], source: str) -> Config:
-    """A config stored with a trial (checkpoint, MLflow run, model package), written by this or an older version,
-    validated; its grid is the sweep's, not checked again."""
+    """A config stored with a trial by this or an older version, validated (its grid is not checked again)."""
     return from_dict(_stored().upgraded(tree), source, check_grid=False)
 
 

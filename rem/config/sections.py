@@ -6,8 +6,7 @@ from dataclasses import dataclass, field
 from typing import Literal
 
 
-# The robustness evaluation's transformation families and their default strengths (rem.analysis.robustness.families
-# says what each means and which strengths it accepts).
+# The robustness families' default strengths (rem.analysis.robustness.families says what each means).
 DEFAULT_FAMILIES: dict[str, list[float]] = {
     "rotation": [-60.0, -45.0, -30.0, -15.0, 0.0, 15.0, 30.0, 45.0, 60.0],
     "scale": [0.7, 0.8, 0.9, 1.0, 1.1, 1.2, 1.3],
@@ -43,9 +42,7 @@ class DataConfig:
     mean: list = field(default_factory=list)  # per-channel normalisation override; empty = the dataset's REM values
     std: list = field(default_factory=list)  # ... its std (same length as mean)
     prepared: str = "data/prepared"  # decoded uint8 arrays cached here, keyed by source checksums ("" = no cache)
-    # The selected dataset's own options, as its family declares them (`DatasetFamily.options`): checked and read by
-    # the family (`rem.config.options.read_options`). affnist: shift; smallnorb: split, size, crop, brightness,
-    # contrast (docs/settings.md's reference lists every family's, with their defaults)
+    # The selected dataset's own options, as its family declares them (docs/settings.md lists every family's)
     options: dict = field(default_factory=dict)
 
 
@@ -58,8 +55,7 @@ class ModelConfig:
     # The routing between the last two capsule layers (rem.routing's registry): "" = the architecture's own
     # (CapsNet: dynamic, γ-CapsNet: scaled_distance, Efficient-CapsNet: self_attention)
     routing: str = ""
-    # The family's own options and those of the selected routing (model.routing, or for "" the family's), as each
-    # declares them (`rem.config.options`): checked when the config is, read into them by `rem.models.create_model`
+    # The family's own options and the selected routing's, as each declares them (`rem.config.options`)
     options: dict = field(default_factory=dict)
     routing_options: dict = field(default_factory=dict)
 
@@ -71,20 +67,16 @@ class TrainConfig:
     eval_batch_size: int = 500
     lr: float = 1e-3
     lr_decay: float = 0.99  # ExponentialLR per epoch (REM)
-    # the learning rate rises linearly from lr / warmup_steps to lr over the first warmup_steps optimizer steps
-    # (rem.training.warmup); 0 = none (REM: none). On 36x36 pairs Adam's first full steps saturate CapsNet's class
-    # capsules (lengths near 1 within a few steps) without it.
+    # linear rise from lr / warmup_steps to lr over the first steps; 0 = none (REM). Without it Adam's first full
+    # steps saturate CapsNet's class capsules on 36x36 pairs.
     warmup_steps: int = 0
     seed: int = 42
-    # bf16 autocast (squash and routing stay fp32) or fp32; auto: bf16 where the trial's device computes it natively
-    # (rem.device.resolve_precision), else fp32. A trial records what it resolved to (rem.precision, compute/bf16).
+    # bf16 autocast (squash and routing stay fp32) or fp32; auto: bf16 where the device computes it natively
     precision: Literal["auto", "fp32", "bf16"] = "auto"
-    # torch.compile or eager: auto takes the path rem.training.paths' rule gives the architecture on this device kind
-    # (measured per kind); true or false force it. A trial records what it took (rem.compiled, compute/compiled).
+    # torch.compile or eager: auto follows rem.training.paths' measured rule per architecture and device kind
     compile: Literal["auto", True, False] = "auto"
-    # On a GPU: the training step and the threshold search's validation passes as CUDA graphs (torch.compile's
-    # "reduce-overhead"; rem.training.graphs), whatever `compile` says. Off until a GPU has measured it
-    # (benchmarks/gpu_check.py part h); ignored on the CPU.
+    # On a GPU: the training step and the search's validation passes as CUDA graphs (rem.training.graphs); off
+    # until a GPU has measured it; ignored on the CPU.
     cuda_graphs: bool = False
     m_pos: float = 0.9
     m_neg: float = 0.1
@@ -93,13 +85,11 @@ class TrainConfig:
     hard_margin_epoch: int = 0
     hard_margin: list = field(default_factory=lambda: [0.95, 0.05, 0.8])  # [m_pos, m_neg, lam] after the switch
     max_steps_per_epoch: int = 0  # 0 = a full pass over the training subset
-    # REM's stopping rule: stop once the validation loss has not strictly improved for this many epochs
-    # (REM: 200); `epochs` is then only a cap. 0 = run every epoch.
+    # REM's stop: no strict validation-loss improvement for this many epochs (REM: 200); 0 = run every epoch
     patience: int = 0
     # patience cannot stop a trial before this many epochs: a run that must see a number of images (a horizon) sets it
     min_epochs: int = 0
-    # a progress line (epoch, step of steps, loss, s/step, ETA) at least this often while a trial runs, the first
-    # after its first step (rem.training.progress); 0 = none
+    # a progress line (epoch, step, loss, s/step, ETA) at least this often while a trial runs; 0 = none
     progress_every_s: float = 20.0
     device: str = "auto"  # auto (the GPU Ray gave the trial, else the CPU) | cpu | cuda | cuda:N (rem.device)
     deterministic: bool = False  # reproducible GPU kernels, cuDNN's autotuner off (rem.device.prepare_backend)
@@ -119,38 +109,30 @@ class EvalConfig:
     levels: int = 11  # K quantization levels of the couplings (REM: 11 for 10 classes)
     quantized_forward: bool = False  # per-epoch metrics with the +Q forward (REM logs them unquantized)
     split: Literal["test", "val"] = "test"  # where parse trees are counted (REM: test)
-    # The final evaluation, as the paper's tables use it: +Q forward, the best-validation-loss weights for an
-    # unpruned run and the last epoch's for a pruned one ("auto"). Both choices are recorded with the run.
+    # The paper's final evaluation: +Q forward; "auto": the best-validation-loss weights unpruned, else the last
     final_quantized: bool = True
     final_checkpoint: Literal["auto", "best", "last"] = "auto"
-    # Coupling levels of a model's class layer where REM's code differs from `levels`: its γ-CapsNet quantizes
-    # the class layer with K = 6 (and its FC capsule layer with `levels`). Keys and the +Q forward both use it.
+    # Class-layer coupling levels where REM's code differs from `levels` (keys and the +Q forward use it)
     levels_per_model: dict = field(default_factory=lambda: {"gamma_capsnet": 6})
     # A routing-layer input capsule is "dead" when its length stays below this on every evaluated image.
     dead_capsule_threshold: float = 0.01
-    # The mechanism curve (rem.analysis.sparsity_curve) of the final model, for trials of `curve_methods`: test metrics at
-    # each magnitude sparsity of `curve_sparsities`, recorded as `curve/<scope>/<sparsity %>/<metric>` with the
-    # final evaluation. `curve_images` > 0: the first that many test images (22 test passes per trial).
+    # The final model's test metrics at each magnitude sparsity (rem.analysis.sparsity_curve), for trials of
+    # `curve_methods`, as `curve/<scope>/<sparsity %>/<metric>`; `curve_images` > 0: the first that many images.
     sparsity_curve: bool = False
     curve_methods: list = field(default_factory=lambda: ["none", "rem"])
     curve_images: int = 0
     curve_sparsities: list = field(default_factory=lambda: [0.0, 0.2, 0.4, 0.6, 0.8, 0.9, 0.95, 0.98])
-    # Robustness (rem.analysis.robustness) of the final model: test metrics of the test images transformed by each family
-    # at each strength (rem/analysis/robustness/families.py), recorded as `robust/<family>/<strength>/<metric>` with the
-    # final evaluation. `robust_images` > 0: the first that many test images; `robust_seed` fixes the one random
-    # family (affnist's per-image maps), so every trial of a sweep sees the same transformed images.
+    # The final model's test metrics under each family's transforms (rem.analysis.robustness), as
+    # `robust/<family>/<strength>/<metric>`; `robust_images` as `curve_images`; `robust_seed` fixes affnist's maps.
     robustness: bool = False
     robust_images: int = 0
     robust_families: dict = field(default_factory=lambda: {k: list(v) for k, v in DEFAULT_FAMILIES.items()})
     robust_seed: int = 0
-    # Equivariance tested directly (rem.analysis.equivariance): on the robustness images, families and seed, the
-    # held-out error of a linear map from the class capsules' poses of x (a CNN's last hidden layer) to those of g.x,
-    # recorded as `equivariance/<family>/<strength>/error`. A capsule model whose final forward is +Q is measured
-    # with the plain forward too (`.../plain/...`), and so is its robustness: the routing as trained beside +Q.
+    # Equivariance (rem.analysis.equivariance): on the robustness images, the held-out error of a linear map from
+    # the class poses of x to those of g.x, as `equivariance/<family>/<strength>/error` (+Q models also `plain/`).
     equivariance: bool = False
-    # Routing observed at every iteration (rem.analysis.routing_iterations): each epoch, on the first
-    # `iteration_images` validation images, the coupling entropy and the vote-output agreement of the class layer's
-    # routing after each of its iterations, recorded as `routing/iter<t>/<metric>`.
+    # Each epoch, the class layer's coupling entropy and vote agreement after each routing iteration on the first
+    # `iteration_images` validation images, as `routing/iter<t>/<metric>` (rem.analysis.routing_iterations)
     iteration_curves: bool = False
     iteration_images: int = 500
 
@@ -177,9 +159,7 @@ class SweepConfig:
     tracking_uri: str = ""  # empty: env MLFLOW_TRACKING_URI, else sqlite:///<repo>/mlflow.db
     verbose: int = 1  # Tune's status table: 0 silent, 1 status updates, 2 per-result lines
     log_model: bool = True  # each trial's final model as an MLflow artifact (false for huge sweeps)
-    # MLflow's machine metrics per trial (system/...: CPU, memory, disk, network; GPU with the `gpu` extra), sampled
-    # every 10 s. auto: for trials on a GPU, where they show whether trials share it well; on a CPU they cost a
-    # thread and a store write per sample for little news
+    # MLflow's system metrics per trial, every 10 s; auto: on a GPU only, where they show how trials share it
     system_metrics: Literal["auto", "always", "never"] = "auto"
 
 
@@ -199,9 +179,7 @@ class ReportConfig:
     graph_capsules: int = 16  # input capsules drawn in a parse-tree graph (all of them would be unreadable)
     checkpoint_figures: bool = True  # false: only the results-table figures (no checkpoints or data needed)
     log_to_mlflow: bool = True  # figures and tables as artifacts of the sweep's parent run, when reachable
-    # The claim a run is designed to decide, named in its profile before it starts (a published run records it in
-    # run.json, and its page states it first); the other claims on its page are secondary
+    # The claim a run is designed to decide, named before it starts; the other claims on its page are secondary
     primary_endpoint: str = ""
-    # Each report table's own options, by its registered name ({trials-per-arm: {decimals: 2}}), as the table
-    # declares them (`report_table(..., options=<dataclass>)`): checked by the report package, read by the table
+    # Each report table's own options by its registered name ({trials-per-arm: {decimals: 2}})
     options: dict = field(default_factory=dict)

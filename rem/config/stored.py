@@ -1,10 +1,6 @@
-"""What was stored before today's keys, read as today's config: the one place that knows old keys. Called only
-where stored things are read (`rem.config.root.from_stored`: checkpoints, MLflow runs, model packages; the results
-readers: old columns of a results table) and, for a params file, only once a key is unknown (`replaced_by`: one line
-naming its new place). The config a trial builds and the sweep digest know today's keys alone.
-
-Settings that moved from a flat section key into their registry entry's own options (`data.options`,
-`prune.options`) are read into those options where the trial ran that entry (`upgrade_stored`)."""
+"""The one place that knows old config keys: stored configs and results columns are read as today's config
+(`upgraded`), and an unknown params key is told its new place (`replaced_by`). Keys that moved into an entry's
+own options are read into them where the trial ran that entry."""
 
 from __future__ import annotations
 
@@ -42,10 +38,12 @@ def where_now(old: str) -> str:
     return f"{section}.options.{moved.option} (with {moved.selector}: {moved.entry}; the options are its own)"
 
 
-def upgrade_stored(tree: dict[str, Any], selector_defaults: dict[str, Any]) -> dict[str, Any]:
-    """A config tree written before the move, as it reads now: each old key's value goes into its entry's options
-    where the trial ran that entry and set it away from the default, and is dropped otherwise (it was unread).
-    `selector_defaults`: each selector's default, for a tree that leaves it out."""
+def upgraded(tree: dict[str, Any]) -> dict[str, Any]:
+    """A stored config tree as today's config reads it: each moved key's value goes into its entry's options where
+    the trial ran that entry and set it away from the default, and is dropped otherwise (it was unread)."""
+    selectors = {moved.selector for moved in MOVED.values()}
+    selector_defaults = {key: getattr(SECTION_CLASSES[key.partition(".")[0]](), key.partition(".")[2])
+                         for key in selectors}
     tree = copy.deepcopy(tree)
     for old, moved in MOVED.items():
         section, _, key = old.partition(".")
@@ -71,11 +69,3 @@ RENAMED = {
 def replaced_by(key: str) -> str | None:
     """What replaced a dotted key that today's config does not know, None for a key that never existed."""
     return RENAMED.get(key)
-
-
-def upgraded(tree: dict[str, Any]) -> dict[str, Any]:
-    """A config tree stored by this or an older version (checkpoint, MLflow run, model package, a recording), as
-    today's config reads it: `upgrade_stored` with today's default of every key that picks an entry."""
-    selectors = {moved.selector for moved in MOVED.values()}
-    defaults = {key: getattr(SECTION_CLASSES[key.partition(".")[0]](), key.partition(".")[2]) for key in selectors}
-    return upgrade_stored(tree, defaults)
