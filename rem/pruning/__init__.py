@@ -1,10 +1,5 @@
-"""Pruning for capsule networks: REM (LOBSTER plus a loss-bounded magnitude threshold), iterative magnitude
-pruning (IMP), SNIP, and sparsity measured from the weights.
-
-`prune.method` picks one: "none", "rem", "imp", "snip", or "capsules" (whole primary-capsule types removed and
-the model rebuilt; rem.pruning.capsules.CapsulePruner takes the Pruner's place, both `TrialPruner`s), or a method
-registered with `rem.pruning.methods.register_method`: each is a `PruningMethod` in its own file, and
-`rem.pruning.for_trial.trial_pruner` asks it for its pruner. A training loop drives a `Pruner`::
+"""Pruning for capsule networks: REM (LOBSTER plus a loss-bounded magnitude threshold), IMP, SNIP, whole capsule
+types (`rem.pruning.capsules`), or a method registered with `register_method`. A training loop drives a `Pruner`::
 
     pruner = Pruner(model, PruneConfig(method="rem"))
     pruner.at_start(model, batch_loss_fn)                    # SNIP prunes here

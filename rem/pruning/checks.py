@@ -1,5 +1,4 @@
-"""The `prune` section against the method registry (registered with `rem.config.checks`): the method's own fields and
-options (`prune.options`), how long it needs to run, and whether the model has the routing it prunes by."""
+"""Checks of the `prune` section against its method: its fields and options, its epochs, the routing it needs."""
 
 from __future__ import annotations
 

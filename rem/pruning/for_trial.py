@@ -13,7 +13,6 @@ from rem.pruning.pruner import Pruner, TrialPruner
 
 def trial_pruner(model: nn.Module, cfg: PruneConfig, build: Callable[..., nn.Module], in_shape: tuple[int, int, int],
                  precision: str) -> TrialPruner:
-    """The method's pruner: a `Pruner` masking `model`, or one that rebuilds it (capsules: `build(**args)` creates one
-    like `model`, for inputs of `in_shape`, its validation passes in `precision`)."""
+    """A `Pruner` masking `model`, or the method's own pruner that rebuilds it with `build(**args)`."""
     method = get_method(cfg.method)(cfg)
     return method.make_pruner(model, build, in_shape, precision) if method.rebuilds_model else Pruner(model, cfg)

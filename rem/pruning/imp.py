@@ -18,9 +18,8 @@ def schedule_sparsity(target: float, step: int, total: int, schedule: str = "cub
 
 
 def magnitude_prune_to(model: nn.Module, masks: Masks, sparsity: float | dict[str, float], scope: str = "global") -> None:
-    """Prune exactly round(sparsity * n) weights by |w|, n counted over all prunable weights ("global") or per
-    layer ("layer"), or each tensor to its own sparsity (a dict name -> fraction, scope "tensor", the tensors of
-    `masks`); already pruned weights count first, ties go by flat index."""
+    """Prune exactly round(sparsity * n) weights by |w|, globally, per layer, or per tensor ("tensor": `sparsity`
+    maps each name of `masks` to its own); already pruned weights count first, ties by flat index."""
     params = masks.parameters(model)
     scores = {n: p.detach().abs() for n, p in params.items()}
     if scope == "global":

@@ -6,9 +6,7 @@ import torch
 
 
 def lobster_shrink_(params: list[torch.Tensor], lam: float) -> None:
-    """In place, fused: w <- w - lam * w * max(0, 1 - |g|) for every w in `params` (g = w.grad, None -> 0).
-
-    Called before the optimizer's step, with lam = lambda0 * lambda_decay**epoch (0-based epoch)."""
+    """In place, before the optimizer's step: w <- w - lam * w * max(0, 1 - |g|) (g = w.grad, None -> 0)."""
     if lam == 0 or not params:
         return
     with torch.no_grad():

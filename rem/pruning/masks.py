@@ -20,8 +20,7 @@ class Masks:
         return cls({n: torch.ones_like(p, dtype=torch.bool) for n, p in params.items()})
 
     def subset(self, names: list[str] | tuple[str, ...]) -> "Masks":
-        """The masks of `names` only (all of them when empty), as a new Masks sharing no dict with this one; a
-        name without a mask raises KeyError listing the masked ones. `update` writes its changes back."""
+        """A new Masks of `names` only (all when empty; KeyError for one not masked); `update` writes it back."""
         if not names:
             return Masks(dict(self.masks))
         unknown = [n for n in names if n not in self.masks]
@@ -65,8 +64,7 @@ class Masks:
                 p.grad.masked_fill_(~self.masks[n].to(p.device), 0.0)
 
     def zero_optimizer_state(self, model: nn.Module, optimizer: torch.optim.Optimizer) -> None:
-        """Zero every per-parameter state tensor shaped like the weight (Adam's exp_avg, exp_avg_sq, ...), so a
-        pruned weight's momentum cannot revive it."""
+        """Zero the pruned entries of the optimizer's state (Adam's moments), so momentum cannot revive them."""
         with torch.no_grad():
             for n, p in self.parameters(model).items():
                 state = optimizer.state.get(p)
@@ -89,12 +87,12 @@ class Masks:
         return newly_pruned
 
     def prune_lowest(self, scores: dict[str, torch.Tensor], count: int | dict[str, int]) -> None:
-        """Set the masks so exactly `count` weights are pruned (globally, or per name with a dict): already pruned
-        weights first, then the lowest scores; ties by flat index (stable sort)."""
+        """Prune exactly `count` weights (globally, or per name with a dict): already pruned first, then the lowest
+        scores, ties by flat index."""
         names = list(scores)
         groups = [(names, count)] if isinstance(count, int) else [([n], count[n]) for n in names]
         for group, group_count in groups:
-            # sorted where the scores are (the weights' device): no copy of every magnitude to the host
+            # sorted on the weights' device: no copy of every magnitude to the host
             flat = torch.cat([torch.where(self.masks[n].to(scores[n].device), scores[n].float(), -1.0).flatten()
                               for n in group])
             order = torch.argsort(flat, stable=True)
@@ -119,9 +117,8 @@ class Masks:
 
 
 def sparsity_report(model: nn.Module, masks: Masks | None = None) -> dict[str, float]:
-    """Measured sparsity, from exact zeros (never from masks or configs): % of zeros among prunable weights,
-    global (`sparsity`) and per layer (`sparsity/<param name>`), `nonzero_params`, `prunable_params`; with masks
-    also `masked_params` (weights the masks hold at zero)."""
+    """Sparsity measured from exact zeros: % zeros among prunable weights (`sparsity`, `sparsity/<name>`),
+    `nonzero_params`, `prunable_params`, and with masks `masked_params`."""
     out: dict[str, float] = {}
     total = nonzero = 0
     params = masks.parameters(model) if masks is not None else prunable_parameters(model)

@@ -1,5 +1,5 @@
-"""Which tensors pruning touches: the prunable ones get masks and thresholds; the shrinkable ones LOBSTER shrinks.
-What a tensor is comes from the model's declaration (`rem.models.roles.TensorRoles`), and from its layer's type."""
+"""Which tensors pruning touches (masked and thresholded, or shrunk by LOBSTER), by the model's declared roles
+and its layers' types."""
 
 from __future__ import annotations
 
@@ -18,8 +18,7 @@ def _never_pruned(module_name: str, module: nn.Module, roles: TensorRoles) -> bo
 
 
 def is_class_capsule_matrix(name: str, model: nn.Module | None = None) -> bool:
-    """A class-capsule vote matrix W, as `model` declares them (without a model: as any registered family does): the
-    tensors whose pruning zeroes votes, as opposed to the convolutions before them."""
+    """A class-capsule vote matrix W, as `model` declares them (without a model: as any registered family does)."""
     declared = roles_of(model).class_capsule_matrices if model is not None else declared_class_capsule_matrices()
     return name in declared
 
@@ -30,8 +29,8 @@ def is_primary_conv(name: str, model: nn.Module) -> bool:
 
 
 def prunable_parameters(model: nn.Module, *, rem_tensors: bool = True) -> dict[str, nn.Parameter]:
-    """`weight` tensors of prunable modules (conv kernels, capsule matrices), by full parameter name. With
-    `rem_tensors`, the names a model's roles list as `unthresholded` (tensors REM's code never zeroes) are left out."""
+    """`weight` tensors of prunable modules by parameter name; with `rem_tensors`, without the model's
+    `unthresholded` ones (which REM's code never zeroes)."""
     roles = roles_of(model)
     skip = set(roles.unthresholded) if rem_tensors else set()
     out = {}
@@ -46,10 +45,8 @@ def prunable_parameters(model: nn.Module, *, rem_tensors: bool = True) -> dict[s
 
 
 def shrinkable_parameters(model: nn.Module) -> dict[str, nn.Parameter]:
-    """What LOBSTER shrinks, as REM does: every parameter of a prunable module (weights, conv biases, capsule
-    matrices) and the routing biases. REM keeps a routing bias inside its capsule layer; these models hold it
-    themselves (CapsNet's routing_bias, γ-CapsNet's fc_bias and class_bias, DeepCaps' class_bias), so the
-    model's own direct parameters count too."""
+    """What LOBSTER shrinks, as REM does: every parameter of a prunable module, and the model's own direct
+    parameters (the routing biases REM keeps inside its capsule layers)."""
     out, roles = {}, roles_of(model)
     for module_name, module in model.named_modules():
         if _never_pruned(module_name, module, roles):

@@ -36,16 +36,14 @@ def loss_and_accuracy(out) -> tuple[float, float | None]:
 
 
 class ThresholdProbe:
-    """Evaluates 'zero every unpruned |w| < T' without committing it; `restore` puts the weights back.
-
-    The loss bound is REM's relative rule, base * (1 + prune.twt); the collapse guards (a cap on the pruned
-    fraction, the accuracy check) reject candidates the loss rule alone would accept."""
+    """Evaluates 'zero every unpruned |w| < T' against the bound base * (1 + prune.twt) and the collapse guards,
+    without committing it; `restore` puts the weights back."""
 
     def __init__(self, model: nn.Module, masks: Masks, val_loss_fn: Callable, cfg: PruneConfig):
         self.model, self.val_loss_fn, self.cfg = model, val_loss_fn, cfg
         self.params = masks.parameters(model)
         self.original = {n: p.detach().clone() for n, p in self.params.items()}
-        # Sorted and searched where the weights are: ~6.8 M CapsNet magnitudes need no trip to the host.
+        # Sorted and searched on the weights' device: no trip to the host.
         magnitudes = [p.detach().abs().flatten().float() for p in self.params.values()]
         unpruned = [m[masks.masks[n].flatten().to(m.device)] for n, m in zip(self.params, magnitudes)]
         # REM's search range: min, max and mean of |w| over every weight it prunes, zeros included
@@ -60,8 +58,7 @@ class ThresholdProbe:
         self.guard_limited = False
         self.can_stop_early = "stop_above" in inspect.signature(val_loss_fn).parameters
         self.base_loss, self.base_accuracy = self._evaluate(None)
-        tolerated_rise = cfg.twt
-        self.bound = self.base_loss * (1 + tolerated_rise)
+        self.bound = self.base_loss * (1 + cfg.twt)
         if cfg.require_accuracy and self.base_accuracy is None:
             raise ValueError("PruneConfig.require_accuracy=True needs val_loss_fn to return (loss, accuracy) or a dict with 'accuracy'")
 
@@ -85,8 +82,8 @@ class ThresholdProbe:
         return loss_and_accuracy(self.val_loss_fn(self.model, stop_above=stop_above))
 
     def evaluate(self, threshold: float, early_exit: bool = False) -> CandidateOutcome:
-        """Evaluate a threshold; the cap on the pruned count is checked before paying for a pass. With
-        `early_exit` a pass may stop once its loss cannot end <= the bound (its loss is then inf)."""
+        """Evaluate a threshold (the pruned-count cap first, before paying for a pass); with `early_exit` a pass
+        may stop once it cannot meet the bound (loss inf)."""
         count = self.count_below(threshold)
         if count > self.max_pruned:
             self.guard_limited = True

@@ -18,9 +18,7 @@ log = logging.getLogger(__name__)
 
 
 class TrialPruner(Protocol):
-    """What a trial's training run drives, whatever `prune.method` is: `Pruner` for the methods that mask weights,
-    `rem.pruning.capsules.CapsulePruner` for the one that rebuilds the model (the call order is in rem.pruning's
-    docstring). The run asks the pruner instead of asking which method it is."""
+    """What a trial's training run drives, whatever `prune.method` is (call order: rem.pruning's docstring)."""
 
     rebuilds_model: bool  # True: `adopt` / `restore_structure` may hand back another (smaller) model
 
@@ -38,9 +36,8 @@ class TrialPruner(Protocol):
 
 
 class Pruner:
-    """Masks behind the `TrialPruner` hooks, for every method that prunes weights in place: what each hook does
-    for the trial's method is that method's (`rem.pruning.methods`); `state_dict` holds the masks and the per-epoch
-    history for a resumed run."""
+    """The `TrialPruner` of every method that masks weights in place: each hook runs the method's step
+    (`rem.pruning.methods`); `state_dict` holds the masks and history for a resumed run."""
 
     rebuilds_model = False  # masks keep every tensor's shape: the trainer's model stays the one it built
 
@@ -66,8 +63,7 @@ class Pruner:
         return self.method.lam(epoch)
 
     def at_start(self, model: nn.Module, batch_loss_fn: Callable[[nn.Module], torch.Tensor] | None = None) -> dict:
-        """Before the first step: a method that prunes at initialisation does it here (SNIP: it needs
-        batch_loss_fn(model) -> scalar loss tensor)."""
+        """Before the first step: SNIP prunes here (it needs batch_loss_fn(model) -> scalar loss tensor)."""
         self.method.at_start(self, model, batch_loss_fn)
         self._masks_active = self.masks.any_pruned()
         if self._masks_active:
@@ -91,8 +87,7 @@ class Pruner:
                 self.masks.zero_optimizer_state(model, optimizer)
 
     def end_of_epoch(self, model: nn.Module, epoch: int, total_epochs: int, val_loss_fn=None) -> dict:
-        """The method's epoch step (REM's threshold search, IMP's scheduled step), then the measured sparsity;
-        returns the epoch's metrics."""
+        """The method's epoch step (REM's search, IMP's step); returns the epoch's metrics with the sparsity."""
         metrics = dict(self.method.end_of_epoch(self, model, epoch, total_epochs, val_loss_fn))
         self._masks_active = self.masks.any_pruned()
         metrics.update(sparsity_report(model, self.masks))

@@ -1,6 +1,5 @@
-"""REM's end-of-epoch threshold search: the largest global magnitude threshold whose pruning keeps the validation
-loss within the bound. `prune.threshold_search` picks the search: "bisection" as published, or "sorted", which
-walks the same path to the same answer paying fewer validation passes."""
+"""REM's end-of-epoch search for the largest magnitude threshold that keeps the validation loss within the bound:
+"bisection" as published, or "sorted", the same answer in fewer validation passes."""
 
 from __future__ import annotations
 
@@ -37,8 +36,8 @@ class ThresholdResult:
 
 
 class _RepeatedLoss:
-    """The published stop on a plateau: the loss came out the same `limit` times in a row. A pass stopped early
-    has loss inf, so for it 'the same pruned set' stands in for 'the same loss'."""
+    """The published plateau stop: the same loss `limit` times in a row (for a pass stopped early, loss inf, the
+    same pruned set)."""
 
     def __init__(self, limit: int = 10):
         self.limit, self.repeats, self.previous = limit, 0, None
@@ -53,11 +52,9 @@ class _RepeatedLoss:
 
 
 class Bisection:
-    """REM's published search: start at mean|w|, bisect T in [min|w|, max|w|], stop when T moves < 1e-10 or the
-    loss repeats 10 times; the answer is the last accepted T. Every candidate costs a full validation pass.
-
-    With `bracket_width > 1` it also stops once at most that many weights separate the largest accepted pruned
-    set from the smallest rejected one, answering the accepted end (approximate, fewer passes)."""
+    """REM's published search: from mean|w|, bisect T in [min|w|, max|w|] until T moves < 1e-10 or the loss
+    repeats 10 times; the answer is the last accepted T. `bracket_width > 1` also stops once at most that many
+    weights separate accepted from rejected."""
 
     name = "bisection"
 
@@ -98,9 +95,8 @@ class Bisection:
 
 
 class SortedSearch(Bisection):
-    """The published bisection's path and answer, paying less: a threshold whose pruned set (its count of unpruned
-    weights below T) was already evaluated is answered from memory, and a pass may stop as soon as its loss
-    can no longer meet the bound."""
+    """The bisection's path and answer, paying less: a pruned set already evaluated is answered from memory, and a
+    pass may stop once its loss cannot meet the bound."""
 
     name = "sorted"
 
@@ -127,11 +123,9 @@ def threshold_search(
     *,
     search: str | None = None,
 ) -> ThresholdResult:
-    """Find and apply the largest global magnitude threshold that keeps the validation loss <= base * (1 + twt)
-    and passes the collapse guards; the masks are updated in place.
-
-    `val_loss_fn(model)` returns the validation loss, a (loss, accuracy) pair, or a dict with "loss" (and
-    "accuracy" or "acc", needed by the accuracy guard); a `stop_above` keyword lets a pass stop early."""
+    """Find and apply (to the masks, in place) the largest magnitude threshold that keeps the validation loss
+    <= base * (1 + twt) and passes the collapse guards. `val_loss_fn(model)` returns a loss, (loss, accuracy) or
+    a dict with "loss" and "acc"/"accuracy"; a `stop_above` keyword lets a pass stop early."""
     search = search or cfg.threshold_search
     if search not in SEARCH_CLASSES:
         raise ValueError(f"threshold_search: search={search!r} is not one of {list(SEARCH_CLASSES)}")

@@ -12,8 +12,7 @@ from rem.pruning.masks import Masks
 
 def snip_prune(model: nn.Module, masks: Masks, batch_loss_fn: Callable[[nn.Module], torch.Tensor], sparsity: float,
                batches: int = 1) -> None:
-    """Prune round(sparsity * n) weights (global) with the lowest |g * w|, g summed over `batches` calls of
-    batch_loss_fn(model) -> scalar loss tensor."""
+    """Prune round(sparsity * n) weights with the lowest |g * w|, g summed over `batches` calls of batch_loss_fn."""
     params = masks.parameters(model)
     names, tensors = list(params), list(params.values())
     grads = [torch.zeros_like(t) for t in tensors]

@@ -1,12 +1,6 @@
-"""How useful each primary-capsule type is (all per type, higher = more useful), and what a model costs.
-
-- "weight_norm": |filters of the type| x |its vote matrices| -- a capsule's votes scale with both.
-- "coupling_mass": over validation images, sum_i c_{i,y} |u_hat_{i,y}| for the true class y -- how much the type's
-  capsules actually send, through their couplings, to the parse tree of the right class. (c alone sums to 1 over
-  the parents for every capsule, so the plain coupling sum would rank nothing.)
-- "sensitivity": LOBSTER-style sum of |w * dL/dw| over the type's filters and vote matrices, accumulated over the
-  training steps since the last pruning step.
-"""
+"""How useful each primary-capsule type is (higher = more useful), and what a model costs. "weight_norm":
+|filters| x |vote matrices|; "coupling_mass": sum_i c_{i,y} |u_hat_{i,y}| at the true class y over validation
+images; "sensitivity": sum of |w * dL/dw| since the last pruning step."""
 
 from __future__ import annotations
 
@@ -34,8 +28,7 @@ def weight_norm_scores(model: nn.Module) -> torch.Tensor:
 
 
 def sensitivity_add_(model: nn.Module, total: torch.Tensor) -> None:
-    """total += sum |w * dL/dw| per type over the type's filters and vote matrices (gradients of this step); `total`
-    lives on the model's device, so a step adds to it without waiting for a copy to the host."""
+    """total += this step's sum |w * dL/dw| per type (`total` on the model's device: no wait for the host)."""
     layout = capsule_layout(model)
     params = dict(model.named_parameters())
     with torch.no_grad():
@@ -84,9 +77,8 @@ def flops_per_image(model: nn.Module, in_shape: tuple[int, int, int]) -> int:
 
 def capsule_report(model: nn.Module, in_shape: tuple[int, int, int], original_types: int,
                    original_prunable: int | None = None) -> dict[str, float]:
-    """Capsule count, parameters and FLOPs per image of `model`; with `original_prunable` (the dense model's prunable
-    weight count) `sparsity` is the % of those weights that are zero *or removed*, so a capsule-pruned trial sits on
-    the same sparsity axis as IMP, SNIP and REM (per-layer `sparsity/...` stay about the current tensors)."""
+    """Capsule count, parameters and FLOPs per image; with `original_prunable` (the dense model's count), `sparsity`
+    is the % of those weights zero *or removed*, the same axis as the other methods'."""
     layout = capsule_layout(model)
     report = sparsity_report(model)
     if original_prunable:

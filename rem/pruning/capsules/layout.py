@@ -1,8 +1,5 @@
-"""A model rebuilt (or masked) without some of its primary-capsule types. Which tensors each type owns is the model's
-declaration (`capsule_layout()`, a `rem.models.roles.CapsuleLayout`; see CapsNet, γ-CapsNet and Efficient-CapsNet);
-DeepCaps declares why it has none: its class layer reads the capsules of two cells, and each cell's types are routed
-from the previous cell's by 3-D conv routing, so a type's removal reaches through every cell.
-"""
+"""A model rebuilt (or masked) without some of its primary-capsule types, as the model's `capsule_layout()`
+declares which tensors each type owns."""
 
 from __future__ import annotations
 
@@ -26,9 +23,8 @@ def capsule_layout(model: nn.Module) -> CapsuleLayout:
 
 
 def build_args_from_weights(weights: dict[str, torch.Tensor]) -> dict[str, int]:
-    """The capsule-count build argument of a saved state_dict ({} for families capsule pruning does not touch):
-    a checkpoint written at any size -- the first epoch's or a later, smaller one -- rebuilds at that size. Each
-    family declares where its type count is read (`TensorRoles.capsule_types`)."""
+    """The capsule-count build argument of a saved state_dict, so a checkpoint rebuilds at its size ({} for
+    families capsule pruning does not touch)."""
     for _, entry in MODELS.items():
         if found := entry.roles.types_in(weights):
             return found
@@ -64,15 +60,14 @@ def mask_capsules(model: nn.Module, keep: Iterable[int]) -> nn.Module:
 
 def prune_capsules(model: nn.Module, keep: Iterable[int], build: Callable[..., nn.Module],
                    build_args: dict | None = None) -> tuple[nn.Module, dict, dict[str, torch.Tensor]]:
-    """A NEW model holding only the `keep` types, built by `build(**build_args, <types_arg>=len(keep))` and given
-    the kept weights. Returns (model, its build args, state_dict name -> dim-0 indices taken from the old tensor)."""
+    """A new model of only the `keep` types, `build(**build_args, <types_arg>=len(keep))` with the kept weights;
+    returns (model, its build args, state_dict name -> dim-0 indices kept)."""
     layout = capsule_layout(model)
     slices = type_slices(model, keep)
     args = {**(build_args or {}), layout.types_arg: len(_check_keep(layout, keep))}
     new = build(**args)
     old = model.state_dict()
     with torch.no_grad():
-        # the host's indices go where the weights are (index_select wants both on one device)
         state = {name: (old[name].index_select(0, slices[name].to(old[name].device)) if name in slices
                         else old[name]).clone()
                  for name in new.state_dict()}
@@ -83,9 +78,8 @@ def prune_capsules(model: nn.Module, keep: Iterable[int], build: Callable[..., n
 
 def retarget_optimizer(optimizer: torch.optim.Optimizer, old: nn.Module, new: nn.Module,
                        slices: dict[str, torch.Tensor] | None = None) -> None:
-    """Point `optimizer` (one param group, e.g. the trainer's Adam) at `new`'s parameters, carrying each kept
-    parameter's state (Adam's moments: the kept rows; its step count) over from `old`. The object stays the same,
-    so a scheduler built on it keeps working."""
+    """Point `optimizer` (one param group) at `new`'s parameters, carrying the kept rows of `old`'s state over; the
+    object stays the same, so a scheduler built on it keeps working."""
     if len(optimizer.param_groups) != 1:
         raise ValueError("retarget_optimizer: expected one parameter group")
     old_params = dict(old.named_parameters())

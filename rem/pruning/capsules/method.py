@@ -8,8 +8,7 @@ from rem.pruning.capsules.pruner import CapsulePruner
 from rem.pruning.methods.arm_settings import ArmSetting, percent_text
 from rem.pruning.methods.registry import PruningMethod, register_method
 
-# Structured: the fraction of primary-capsule types removed ("+CAPS 25%"); a results table from before it was the
-# method's own option has it as prune.capsule_fraction
+# The fraction of primary-capsule types removed ("+CAPS 25%"); older results tables: prune.capsule_fraction
 CAPSULE_FRACTION = ArmSetting("capsule_fraction", ("prune.options.fraction", "prune.capsule_fraction"), read=float,
                               missing=0.0, text=percent_text)
 

@@ -1,5 +1,4 @@
-"""Capsule pruning's own `prune.options` (`prune.method: capsules`), declared once for the method
-(`CapsuleTypes.options`) and read by the pruner it makes."""
+"""Capsule pruning's own `prune.options` (`prune.method: capsules`)."""
 
 from __future__ import annotations
 

@@ -29,9 +29,8 @@ def _val_loss(model: nn.Module, val, precision: str) -> float:
 
 def largest_harmless_removal(model: nn.Module, ranked: torch.Tensor, most: int, build, build_args: dict, val,
                              precision: str, tolerance: float) -> tuple[int, int]:
-    """REM's rule on types: the largest k <= `most` such that removing the k lowest-ranked types keeps the
-    validation loss <= base * (1 + tolerance), REM's relative tolerance `prune.twt` (bisection on k, the loss
-    assumed to rise with k). Returns (k, passes)."""
+    """REM's rule on types: the largest k <= `most` whose removal keeps the validation loss <= base * (1 +
+    tolerance), by bisection on k (the loss assumed to rise with k). Returns (k, passes)."""
     base = _val_loss(model, val, precision)
     lo, hi, passes = 0, most + 1, 1
     while hi - lo > 1:
@@ -46,14 +45,9 @@ def largest_harmless_removal(model: nn.Module, ranked: torch.Tensor, most: int, 
 
 
 class CapsulePruner:
-    """`prune.method: capsules` for the trainer: the Pruner's hook points plus `adopt`, which hands the trainer the
-    rebuilt (smaller) model after a pruning step.
-
-    `build(**args)` creates the trial's model with extra build args (rem.models.from_config.build_model). The pruning steps are
-    the ends of epochs 1..T (T = prune.schedule_epochs, else the run's epochs minus one so the last epoch
-    fine-tunes); after step t, round(s_t * types) of the original types are gone, s_t = the options' `fraction` on
-    prune.schedule (cubic/linear). With the rule "rem" a step removes only as many of those as keep the
-    validation loss <= base * (1 + twt). `options`: the method's own (`CapsuleOptions`, `prune.options`)."""
+    """The `TrialPruner` of `prune.method: capsules`: at the ends of epochs 1..T (T = prune.schedule_epochs, else
+    all but the last) the scheduled share of the options' `fraction` of types is removed (rule "rem": only as
+    many as keep the validation loss within the bound), and `adopt` hands over the rebuilt model."""
 
     rebuilds_model = True  # see `adopt` and `restore_structure`
 
@@ -74,8 +68,7 @@ class CapsulePruner:
     # --- the Pruner interface (rem.pruning.pruner.TrialPruner)
     @property
     def searches_threshold(self) -> bool:
-        """Validation passes at each end of epoch (the coupling-mass criterion and the "rem" rule read them),
-        unless `threshold_search: none` turns them off."""
+        """Validation passes at each end of epoch, unless `threshold_search: none`."""
         return self.cfg.threshold_search != "none"
 
     def at_start(self, model: nn.Module, batch_loss_fn=None) -> dict:
@@ -124,8 +117,8 @@ class CapsulePruner:
         return metrics
 
     def adopt(self, model: nn.Module, optimizer: torch.optim.Optimizer) -> nn.Module:
-        """The model to train from now on: the rebuilt one after a pruning step (the optimizer is pointed at its
-        parameters, Adam's state of the kept rows carried over), else `model` itself."""
+        """The model to train from now on: the rebuilt one after a pruning step (the optimizer retargeted), else
+        `model`."""
         if self._pending is None:
             return model
         new, slices = self._pending
@@ -144,8 +137,7 @@ class CapsulePruner:
         self.history = list(state.get("history", []))
 
     def restore_structure(self, state: dict, model: nn.Module, optimizer: torch.optim.Optimizer) -> nn.Module:
-        """On resume: the model at the size the checkpoint saved (built from its recorded build args), with the
-        optimizer pointed at it, ready for load_state_dict of weights and optimizer state."""
+        """On resume: the model at the checkpoint's size, the optimizer pointed at it, ready to load both."""
         if not state.get("build_args"):
             return model
         new = self.build(**state["build_args"])

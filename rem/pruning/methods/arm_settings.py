@@ -1,8 +1,5 @@
-"""The config values a pruning method names its arms by (`PruningMethod.arm_settings`): each one says where the
-results table holds it, how a cell becomes its value and how that value shows in the arm's name. `rem.results.arms.Arm`
-keeps whatever settings the arm's method declares, so a method of one's own brings its settings with it and Arm lists
-none of any method's.
-"""
+"""The config values a pruning method names its arms by (`PruningMethod.arm_settings`), so a method brings its
+own settings and `rem.results.arms.Arm` lists none."""
 
 from __future__ import annotations
 
@@ -14,14 +11,9 @@ _UNSET = object()  # `default` not given: an Arm built without the setting holds
 
 @dataclass(frozen=True)
 class ArmSetting:
-    """One setting that sets a method's arms apart.
-
-    name: the Arm attribute that holds it (`arm.target`); columns: the results-table columns it is read from, the
-    first one a row holds (its value may be missing); read: a present cell -> the value; missing: the value of a
-    trial whose row has no such cell; text: the value -> what it adds to the arm's name ("" adds nothing: the method
-    as published); order: the value -> what the arms sort by; default: the value of an Arm built without it (e.g.
-    `Arm(method="imp")`, the method as a whole), else `missing`; routing_only: a model without routing never has it
-    (its trials hold `missing`)."""
+    """One setting that sets a method's arms apart: the Arm attribute `name`, the results `columns` it is read
+    from (the first a row holds) by `read`, its value when `missing`, its `text` in the arm's name, its sort
+    `order`, its `default` in an Arm built without it, and whether it is `routing_only`."""
 
     name: str
     columns: tuple[str, ...]

@@ -19,8 +19,7 @@ class Imp(FixedTargetMethod):
         return None
 
     def epochs_to_target(self, total_epochs: int) -> int:
-        """`schedule_epochs`, else all but the last, so the last pruning step is followed by an epoch of training
-        before the final evaluation (a one-epoch run has no room)."""
+        """`schedule_epochs`, else all but the last, so training follows the last pruning step."""
         return self.cfg.schedule_epochs or max(1, total_epochs - 1)
 
     def end_of_epoch(self, pruner, model, epoch: int, total_epochs: int, val_loss_fn) -> dict[str, float]:

@@ -1,9 +1,5 @@
-"""The registry of pruning methods: `prune.method` names one, and everything that depends on the method asks it.
-
-A method is a `PruningMethod` subclass in its own file, registered with `@register_method` in `METHODS` (a
-`rem.registry.Registry`: the built-in ones listed by module and imported on first lookup; one of your own registered
-by a module named in REM_PLUGINS, which every process, a trial's worker included, imports before giving up on a name).
-"""
+"""The registry of pruning methods: `prune.method` names a `PruningMethod` subclass, registered with
+`@register_method` in its own file, and everything that depends on the method asks it."""
 
 from __future__ import annotations
 
@@ -28,7 +24,6 @@ METHODS: Registry[type["PruningMethod"]] = Registry("pruning method", "prune.met
 BUILT_IN = METHODS.built_in  # name -> the module that registers it
 
 
-
 class PruningMethod:
     """One pruning method: its checks, and what it does at the hooks of the masking `rem.pruning.Pruner` (a method
     that rebuilds the model instead sets `rebuilds_model` and makes its own pruner). The defaults prune nothing."""
@@ -39,13 +34,11 @@ class PruningMethod:
     controls: ClassVar[bool] = False  # can be a matched control (prune.target_from) at a fixed target
     reports_magnitudes: ClassVar[bool] = False  # weights shrunk or pruned: the epoch reports their magnitudes
     rebuilds_model: ClassVar[bool] = False  # True: the method's own pruner (`make_pruner`) instead of the masks
-    # What sets its arms apart (`rem.results.arms.Arm`): the settings each read from the results table (by default
-    # the target sparsity: "+IMP 50%"); a matched control of this method's arms by `control_settings` (+IMP@REM
-    # λ×100). How an arm is drawn -- its family, rank, marker -- is the results' (`rem.results.presentation`)
+    # What sets its arms apart (`rem.results.arms.Arm`; by default the target: "+IMP 50%"), and a matched control
+    # of its arms (`control_settings`: +IMP@REM λ×100)
     arm_settings: ClassVar[tuple[ArmSetting, ...]] = (TARGET,)
     control_settings: ClassVar[tuple[ArmSetting, ...]] = ()
-    # A dataclass whose fields, with their defaults, are its own `prune.options` (None: it takes none); a key it does
-    # not declare is refused in one line naming them. Its code reads them with `options_of(self.cfg)`.
+    # Its own `prune.options` as a frozen dataclass (None: none), read with `options_of(self.cfg)`
     options: ClassVar[type | None] = None
 
     def __init__(self, cfg: "PruneConfig"):
@@ -60,15 +53,14 @@ class PruningMethod:
 
     @classmethod
     def options_of(cls, cfg: "PruneConfig") -> Any:
-        """Its options as `cfg` sets them (`prune.options`), every other at its default: an instance of `options`
-        (None if it declares none); ValueError in one line naming the method and its options for a key it does not
-        declare."""
+        """Its `options` as `cfg.options` sets them, defaults filled in (None if it declares none); ValueError in one
+        line for a key it does not declare."""
         return read_options(cls.options, cfg.options, "prune.options", f"pruning method {cls.name!r}")
 
     @classmethod
     def arm_settings_of(cls, control_of: str) -> tuple[ArmSetting, ...]:
-        """The settings one of its arms is named by: its own, or for a matched control (`control_of`, the method it
-        matches) that method's `control_settings` -- its target derives from the arm it matches."""
+        """The settings its arms are named by: its own, or for a control of method `control_of` that method's
+        `control_settings`."""
         if not control_of:
             return cls.arm_settings
         reference = METHODS.find(control_of)
@@ -103,8 +95,7 @@ class PruningMethod:
 
 
 class FixedTargetMethod(PruningMethod):
-    """A method that prunes to `prune.target_sparsity` (IMP, SNIP); it can be a matched control, whose sweep sets the
-    target after its reference trial (the pruner checks it is set by then)."""
+    """A method that prunes to `prune.target_sparsity` (IMP, SNIP), so it can be a matched control."""
 
     controls = True
 

@@ -5,8 +5,7 @@ from __future__ import annotations
 from rem.pruning.methods.arm_settings import ArmSetting
 from rem.pruning.methods.registry import PruningMethod, register_method
 
-# Whether the final forward rounded the couplings (+Q): the final evaluation's record, else the config's (older
-# runs). No couplings to round in a CNN: +Q means nothing there. It names the arm whole, so it adds no text.
+# Whether the final forward rounded the couplings (+Q; meaningless for a CNN); it names the arm whole, adding no text
 QUANTIZED = ArmSetting("quantized", ("final/quantized", "eval.quantized_forward"), read=bool, missing=False,
                        text=lambda quantized: "", routing_only=True)
 
