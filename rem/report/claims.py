@@ -1,10 +1,5 @@
-"""The claims page (reports/claims/): do capsule networks keep their promises here -- robustness to geometric
-change against a matched CNN, the number of routing iterations, the decoder -- and does REM keep them?
-
-Every number comes from the results table alone (the trials' final evaluations and their `robust/...` points), so
-the committed Parquet regenerates the page. Every verdict is `rem.report.verdicts`' (Welch's test on the per-seed
-values, a stated margin for "no worse" claims, n >= 3) after `rem.report.preconditions` (arms that learned; routing
-that left uniform for the claims about routing).
+"""The claims page (reports/claims/): do capsule networks keep their promises here (robustness against a matched
+CNN, routing iterations, the decoder), and does REM keep them? From the results table alone.
 """
 
 from __future__ import annotations
@@ -56,8 +51,7 @@ def arm_drop(points: pd.DataFrame, model: str, arm: Arm, family: str, strengths,
 
 def near_chance(points: pd.DataFrame, model: str, arm: Arm, family: str, strengths, label: str,
                 metric: str = "test/acc") -> str | None:
-    """The reason a transformed point cannot be scored for this arm: at one of its strengths a seed's accuracy is
-    within the learned margin of chance (`rem.report.preconditions.at_chance`), else None."""
+    """The reason a transformed point cannot be scored for this arm: `at_chance` at one of its strengths."""
     dataset = str(points["data.dataset"].iloc[0])
     for strength in strengths:
         values = arm_spread(per_trial(points, family, (strength,), metric), points, model, arm, 100.0).values
@@ -76,8 +70,7 @@ def seeds_of(seeds: dict, points_or_row, model: str, arm: Arm) -> ArmSeeds:
 
 def robust_against_cnn(points: pd.DataFrame, seeds: dict, model: str, cnn: str, family: str, strengths,
                        label: str) -> list[str] | None:
-    """The robustness claim for one transform: the capsule model's plain forward (the routing as trained) where
-    its trials measured it, +Q beside it; the final evaluation's +Q alone where they did not."""
+    """The robustness claim for one transform, on the capsule model's plain forward where measured, else +Q."""
     q = PLUS_Q
     base = arm_drop(points, cnn, PLAIN_ARM, family, strengths, PLAIN_ACC)
     caps = arm_drop(points, model, q, family, strengths)
@@ -129,8 +122,7 @@ def accuracy(row) -> Spread:
 
 
 def routing_rows(rows, seeds: dict) -> list[list[str]]:
-    """Iterations, decoder and shared votes against each capsule model's default +Q arm (same data, epochs and
-    steps). The iteration claims are about routing: tested only where the default arm's couplings left uniform."""
+    """Iterations, decoder and shared votes against each capsule model's default +Q arm."""
     by = {(r.dataset, r.model, r.arm): r for r in rows if r.seeds}
     out = []
     for (dataset, model, plus_q), row in sorted(by.items(), key=lambda item: item[1].order):
@@ -191,8 +183,7 @@ def verdict_table(points: pd.DataFrame, rows, seeds: dict, equivariance: pd.Data
 
 
 def inference_parameters(row) -> tuple[int, int]:
-    """(parameters at inference, the decoder's): a decoder arm's count without its decoder, which only training
-    uses (the decoder's size from `rem.models.counts.decoder_parameters` for the row's dataset shape)."""
+    """(parameters at inference, the decoder's): only training uses the decoder."""
     if not row.arm.decoder:
         return row.params, 0
     spec = find_family(row.dataset).spec(row.dataset)
@@ -201,8 +192,7 @@ def inference_parameters(row) -> tuple[int, int]:
 
 
 def size_table(rows) -> Table:
-    """Parameters (the decoder apart), FLOPs and time per step of each unablated arm and each decoder arm: how
-    closely the CNN matches the capsule model, stated from these counts per dataset."""
+    """Parameters, FLOPs and time per step of each unablated and decoder arm: how closely the CNN matches."""
     def number(value: float, digits: int) -> str:
         return "–" if math.isnan(value) else f"{value:.{digits}f}"
 
@@ -232,7 +222,7 @@ def size_table(rows) -> Table:
 
 
 def drop_table(points: pd.DataFrame, dataset: str) -> Table:
-    """Accuracy lost per transform, per arm: the robustness table as differences from each trial's clean accuracy."""
+    """The robustness table as accuracy lost against each trial's clean accuracy."""
     points = points[points["data.dataset"].astype(str) == dataset]
     rows = [[m, a.label, *(arm_drop(points, m, a, f, s).text(2) for f, s, _ in HEADLINE)] for m, a in arms(points)]
     return Table(f"{dataset}: accuracy lost to each transform (points)", ["Model", "Variant",

@@ -1,11 +1,6 @@
-"""The routing-regime study (reports/routing/README.md): when does a capsule network's routing leave uniform, by how
-much, at what accuracy, and the verdicts of each CapsNet setting against CapsNet as published
-(`rem.report.verdicts`, n >= 3 seeds).
-
-"Leaves uniform" is the verdicts' own routing precondition (coupling entropy at least `ROUTING_MARGIN_BITS` below
-log2 of the classes in every seed), read at every epoch, so this page and every claim that needs routing agree. What
-the study reads per trial and epoch -- images seen so far, and the class layer's routing beside accuracy and REM's
-parse-tree measures -- is one frame (`curves`) that the tables and the figure share.
+"""The routing-regime study (reports/routing/README.md): when does a capsule network's routing leave uniform (the
+verdicts' own routing precondition, read at every epoch), by how much, at what accuracy, and each CapsNet setting's
+verdicts against CapsNet as published.
 """
 
 from __future__ import annotations
@@ -41,8 +36,7 @@ MEASURES = {
 
 
 def last_agreement(rows: pd.DataFrame) -> pd.Series:
-    """Each row's agreement after the highest routing iteration it recorded (NaN where none was: no iteration
-    curves, or a model without routing)."""
+    """Each row's agreement after the highest routing iteration it recorded (NaN where none)."""
     found = sorted((int(m["t"]), c) for c in rows.columns if (m := ITERATION.match(c)))
     out = pd.Series(np.nan, index=rows.index)
     for _, column in found:
@@ -51,8 +45,7 @@ def last_agreement(rows: pd.DataFrame) -> pd.Series:
 
 
 def curves(results: pd.DataFrame) -> pd.DataFrame:
-    """One row per finished trial and epoch: model, arm, variant, seed, epoch, images seen by the end of the epoch,
-    and every `MEASURES` column."""
+    """One row per finished trial and epoch: its arm, seed, images seen so far and every `MEASURES` column."""
     done = finished_trials(results).sort_values(["trial_key", "epoch"])
     out = done[["trial_key", "data.dataset", "model.name", "arm", "variant", "train.seed", "epoch"]].copy()
     out["images"] = done.groupby("trial_key")["train/images"].cumsum().astype(np.int64)
@@ -63,14 +56,12 @@ def curves(results: pd.DataFrame) -> pd.DataFrame:
 
 
 def routing_threshold(dataset: str) -> float:
-    """The coupling entropy below which a seed counts as routing: uniform over the classes minus the margin the
-    verdicts' routing precondition uses (rem.report.preconditions), so the study and the verdicts agree."""
+    """The coupling entropy below which a seed routes: the verdicts' routing precondition, so both agree."""
     return math.log2(classes_of(dataset)) - ROUTING_MARGIN_BITS
 
 
 def onset(arm_curves: pd.DataFrame) -> tuple[int | None, int | None]:
-    """(epoch, images seen) of the first epoch at which every seed of the arm routes (coupling entropy below the
-    threshold), or (None, None) if none did."""
+    """(epoch, images seen) of the first epoch at which every seed of the arm routes, or (None, None)."""
     threshold = routing_threshold(str(arm_curves["data.dataset"].iloc[0]))
     seeds = arm_curves["train.seed"].nunique()
     for epoch, group in arm_curves.groupby("epoch"):
@@ -81,13 +72,12 @@ def onset(arm_curves: pd.DataFrame) -> tuple[int | None, int | None]:
 
 
 def arm_groups(table: pd.DataFrame):
-    """((model, arm), that arm's curve rows) in table order: models by name, arms by their fields."""
+    """((model, arm), that arm's curve rows) in table order."""
     keys = sorted(set(zip(table["model.name"].astype(str), table["arm"])))
     return [(key, table[(table["model.name"].astype(str) == key[0]) & (table["arm"] == key[1])]) for key in keys]
 
 
 def final_rows(arm_curves: pd.DataFrame) -> pd.DataFrame:
-    """Each seed's last epoch."""
     return arm_curves.sort_values("epoch").groupby("train.seed").tail(1)
 
 
@@ -117,7 +107,7 @@ def onset_section(frame: pd.DataFrame, context: Context) -> Table:
 
 
 def as_published(rows: pd.DataFrame) -> bool:
-    """Whether these trials are CapsNet as published: their grid point sets the model and the seed, nothing else."""
+    """Whether these trials' grid points set the model and the seed, nothing else."""
     return all(str(key) == grid.trial_key({"model.name": PUBLISHED_MODEL, "train.seed": int(seed)})
                for key, seed in zip(rows["trial_key"], rows["train.seed"]))
 
