@@ -1,8 +1,6 @@
-"""Equivariance tested directly, from the results table alone (`eval.equivariance`: columns
-`equivariance/<family>/<strength>/[plain/]<metric>`, rem.analysis.equivariance): per arm and headline transform,
-the held-out error of the linear map from a model's representation of x to that of g·x -- the class capsules'
-poses (10 x 16 for CapsNet), or the matched CNN's hidden layer of the same width -- and the claim that capsule
-poses transform more predictably than CNN features.
+"""Equivariance tested directly: per arm and headline transform, the held-out error of the linear map from a model's
+representation of x (capsule poses, or a CNN's hidden layer of the same width) to that of g·x, and the claim that
+capsule poses transform more predictably.
 """
 
 from __future__ import annotations
@@ -29,8 +27,7 @@ CLAIM = "Capsule poses transform more predictably than a CNN's features of the s
 
 
 def equivariance_points(results: pd.DataFrame) -> pd.DataFrame:
-    """Every finished trial's equivariance points in long form, `plain/error` for every trial that has a plain
-    forward (as `rem.report.robustness.robustness_points`); empty when no trial recorded any."""
+    """Every finished trial's equivariance points in long form, with `plain/error` where there is a plain forward."""
     return with_plain_forward(equivariance_from_results(last_rows(results), keep=KEEP))
 
 
@@ -52,13 +49,12 @@ def error_cell(points: pd.DataFrame, model: str, arm: Arm, family: str, strength
 
 
 def null_recorded(points: pd.DataFrame) -> bool:
-    """Whether these trials fitted their maps by cross-validation beside a shuffled-pair null (`null_error`); trials
-    from before it fitted on half of the images at a fixed ridge, with no null."""
+    """Whether these trials fitted their maps by cross-validation beside a shuffled-pair null (`null_error`)."""
     return "null_error" in points and points["null_error"].notna().any()
 
 
 def null_cell(points: pd.DataFrame, model: str, arm: Arm, family: str, strengths) -> str:
-    """The shuffled-pair null of the forward `error_cell` leads with (the plain one where it was measured)."""
+    """The shuffled-pair null of the forward `error_cell` leads with."""
     plain = arm_error(points, model, arm, family, strengths, f"{PLAIN}/null_error")
     return (plain if plain.n else arm_error(points, model, arm, family, strengths, "null_error")).text(3)
 
@@ -101,7 +97,7 @@ def equivariance_table(points: pd.DataFrame, dataset: str) -> Table:
 
 def null_check(points: pd.DataFrame, model: str, arm: Arm, family: str, strengths, metric: str,
                label: str) -> str | None:
-    """`no_better_than_null` on an arm's seeds, where its trials recorded a null."""
+    """`no_better_than_null` on an arm's seeds, where they recorded a null."""
     null = metric.replace("error", "null_error")
     if null not in points:
         return None
@@ -111,7 +107,7 @@ def null_check(points: pd.DataFrame, model: str, arm: Arm, family: str, strength
 
 
 def equivariance_rows(points: pd.DataFrame, seeds: dict) -> list[list[str]]:
-    """The claim per unpruned capsule arm, CNN and headline transform: capsule error (plain) against the CNN's."""
+    """The claim per unpruned capsule arm, CNN and headline transform."""
     rows = []
     for model in capsule_arms(points):
         for cnn in baseline_arms(points):

@@ -1,7 +1,5 @@
-"""Overlapping digits on the claims page: each two-digit dataset's arms (an image counts as right when its two
-labels are its two longest class capsules, rem.evaluate.count_correct), the claim that capsules tell overlapping
-objects apart better than a CNN of the same size, and the reconstructions of each digit from its own capsule
-(figures/multi_reconstructions_<dataset>.png, drawn at publish time by pipeline/claims_figures.py)."""
+"""Overlapping digits on the claims page: each two-digit dataset's arms (both labels right) and the claim that capsules
+tell overlapping objects apart better than a CNN of the same size."""
 
 from __future__ import annotations
 
@@ -42,8 +40,7 @@ def overlapping_table(rows, dataset: str) -> Table:
 
 
 def overlapping_rows(rows, seeds: dict) -> list[list[str]]:
-    """The claim per two-digit dataset, unpruned capsule arm (a decoder's included) and CNN, in the final
-    evaluation's forward."""
+    """The claim per two-digit dataset, unpruned capsule arm and CNN, in the final evaluation's forward."""
     done = [r for r in rows if r.seeds and paired(r.dataset)]
     out = []
     for caps in [r for r in done if routed(r.model) and r.arm.unpruned]:
@@ -57,7 +54,6 @@ def overlapping_rows(rows, seeds: dict) -> list[list[str]]:
     return out
 
 
-# per dataset, made for those of the two-digit family (a plugin's paired dataset included), None for the rest
 @report_table("overlapping-digits", "Overlapping digits", pages={CLAIMS_PAGE: 30}, per="data.dataset",
               file="overlapping_{group}", figures=("multi_reconstructions_{group}.png",))
 def overlapping_section(frame, context: Context, dataset: str) -> Table | None:

@@ -1,15 +1,6 @@
-"""Two tables every page that judges REM shows beside its verdicts, read from the results table alone:
-
-- `ceiling`: REM's parse-tree entropy beside the most it can be (log2 of the images per class, every image a tree of
-  its own), the distinct trees per image that the "at ceiling" precondition reads, and the entropy three more ways
-  where the run recorded them: on the first 100 images of each class (so runs on different test subsets
-  compare), at K = 3 (secondary: coarser keys can merge where REM's K cannot), and over the input capsules left alive
-  (where pruning or starvation silenced capsules, how much of the entropy the rest carry);
-- `routing-dependence`: whether the couplings depend on the image (`rem.routing.health`): the coupling entropy's
-  distance from uniform split into the input dependence and the fixed preference every image shares.
-
-A run made before these measures shows "not recorded" in their columns: its Parquet holds the parse-tree counts the
-ceiling needs, not the couplings the other measures need.
+"""Two tables every page that judges REM shows beside its verdicts: REM's entropy beside its ceiling (every image a
+tree of its own), and whether the couplings depend on the image (`rem.routing.health`). Runs made before a measure
+show "not recorded".
 """
 
 from __future__ import annotations
@@ -37,7 +28,7 @@ def final_spread(rows: pd.DataFrame, column: str, scale: float = 1.0) -> Spread:
 
 
 def recorded(rows: pd.DataFrame, column: str, digits: int) -> str:
-    """The final value's mean ± std over seeds, or NOT_RECORDED where no seed's run measured it."""
+    """The final value's mean ± std over seeds, or NOT_RECORDED."""
     values = final_value(rows, column)
     return NOT_RECORDED if values.isna().all() else spread(values).text(digits)
 
