@@ -1,11 +1,5 @@
-"""The capsule-pruning table: what "+CAPS s%" rows kept and what it bought, beside their model's unpruned row.
-
-Per row (medians over seeds of each trial's final epoch): test accuracy, capsule types kept, parameters, FLOPs per
-image (`capsules/...`, recorded by rem.pruning.capsules; unpruned rows have none), the training step time
-(`time/step_s`) and the evaluation time of the epoch (`time/epoch_s - time/train_s`: validation + test passes),
-and their speed-ups against the unpruned row ("plain" / "+Q") of the same model. Times come from the trials
-themselves, so they are only comparable between trials that ran on equally loaded machines;
-benchmarks/capsule_pruning.py measures the speed-ups in one process.
+"""The capsule-pruning table: what "+CAPS s%" rows kept and what it bought (parameters, FLOPs, step and evaluation
+times with their speed-ups) beside their model's unpruned row; times compare only between equally loaded trials.
 """
 
 from __future__ import annotations

@@ -1,7 +1,5 @@
-"""One table, three renderings: Markdown (README-style), LaTeX with booktabs (papers), HTML (the report page).
-
-A `Table` holds already-formatted cell strings; the report's builders decide the numbers and the wording,
-this module only escapes and lays them out, so the three forms can never disagree.
+"""One table, three renderings: Markdown, LaTeX with booktabs, HTML. A `Table` holds formatted cell strings, so
+the three forms never disagree.
 """
 
 from __future__ import annotations
