@@ -1,21 +1,5 @@
-"""The paper's tables from the results table alone (one row per trial x epoch).
-
-Rows are model x variant (`rem.results.variants`): "plain" / "+Q" (unpruned; +Q when the final forward was
-quantized), "+REM", "+IMP s%" and "+SNIP s%" (pruned, per target sparsity), "+CAPS s%" (s % of the capsule types
-removed; capsules kept, FLOPs and speed-ups in `rem.report.capsule_pruning`). Each trial contributes its final
-evaluation (`final/...` columns: the paper's checkpoint and forward), or its last epoch when a run predates them
-(`rem.results.frames.with_final_values`).
-
-Aggregation rules, as REM's inference script computes them:
-- accuracy: mean and sample std (ddof 1) over seeds;
-- entropy: per class, the mean over seeds; the headline is the mean and population std over classes
-  of those per-class means (a mean over classes, not a sum);
-- parse trees: per seed the total over classes, then the median over seeds;
-- sparsity and non-zero parameters: median over seeds; parameters: the model's trainable count.
-
-Tables are `rem.report.render.Table`s (Markdown, LaTeX, HTML); published numbers come from
-`rem/report/reference/published.yaml` (verified entries only). The protocol tables (affNIST, smallNORB, pruning
-ablation) are in `rem.report.protocol`.
+"""The paper's tables from the results table: rows are model x variant, each trial its final evaluation, aggregated
+as REM's inference script does (accuracy mean ± sample std over seeds; entropy over classes; medians for the rest).
 """
 
 from __future__ import annotations

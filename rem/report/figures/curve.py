@@ -1,6 +1,5 @@
-"""The mechanism curve as a figure: accuracy and routing against the sparsity magnitude pruning imposes, one row
-of panels per scope (every REM tensor, only the class-capsule matrices W, only the primary-capsule conv), one line
-per variant (the mean over its seeds, the seed spread as a band)."""
+"""The mechanism curve as a figure: accuracy and routing against the sparsity magnitude pruning imposes, a row of
+panels per scope, a line per variant (mean over seeds, band ± std)."""
 
 from __future__ import annotations
 
