@@ -6,10 +6,10 @@ from __future__ import annotations
 import pandas as pd
 
 from rem.report.arm_seeds import QUANTIZED, ArmSeeds, arm_seeds, evaluation_note as evaluated
-from rem.report.preconditions import PRECONDITIONS_NOTE, first
+from rem.report.preconditions import PRECONDITIONS_NOTE
 from rem.report.render import Table
 from rem.report.spread import Spread
-from rem.report.verdicts import HEADER as VERDICT_HEADER, RULE_NOTE, Differs, NoWorse, cells, claims_table, decide
+from rem.report.verdicts import HEADER as VERDICT_HEADER, RULE_NOTE, Differs, NoWorse, claims_table, judged
 from rem.results.arms import PLUS_Q, Arm
 from rem.results.frames import arm_rows, arms, last_rows
 
@@ -26,11 +26,6 @@ def arm_seed_map(results: pd.DataFrame) -> dict[tuple[str, Arm], ArmSeeds]:
     """(model, arm) -> its seeds as the verdicts read them (accuracy, coupling entropy, evaluated epochs)."""
     last = last_rows(results)
     return {(m, a): arm_seeds(arm_rows(last, m, a), f"{m} {a.label}") for m, a in arms(last)}
-
-
-def judged(claim, a: Spread, b: Spread, digits: int, *reasons: str | None, by_construction: str | None = None) -> list:
-    """The verdict columns of `claim` on b against a, not tested at the first failed check's reason."""
-    return cells(decide(claim, a.values, b.values, first(*reasons), by_construction), digits)
 
 
 def fewer_weights_by_construction(unpruned: Spread, pruned: Spread) -> str | None:

@@ -4,7 +4,7 @@ is a `PublishedPage` with its tables registered on its name (`rem.report.registr
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 

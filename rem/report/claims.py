@@ -16,17 +16,16 @@ from rem.report.ablations import gflops, step_ms
 from rem.report.arm_seeds import QUANTIZED, ArmSeeds, arms_of, evaluation_note
 from rem.report.blocks import PublishedPage
 from rem.report.preconditions import PRECONDITIONS_NOTE, at_chance, chance_accuracy, first
-from rem.report.verdicts import HEADER as VERDICT_HEADER, RULE_NOTE, Differs, NoWorse, cells, decide, claims_table
+from rem.report.verdicts import HEADER as VERDICT_HEADER, RULE_NOTE, Differs, NoWorse, claims_table, judged
 from rem.report.registry import CLAIMS_PAGE, Context, report_table
 from rem.report.render import Table
 from rem.report.equivariance import equivariance_points, equivariance_rows
-from rem.report.overlapping import overlapping_rows
+from rem.report.overlapping import accuracy, overlapping_rows
 from rem.report.robustness import (HEADLINE, arm_spread, arms, baseline_arms, capsule_arms, dataset_points, drop,
                                    per_trial, robustness_points)
-from rem.report.spread import Spread, spread
+from rem.report.spread import Spread
 from rem.report.tables import aggregate
 from rem.results.arms import PLAIN_ARM, PLUS_Q, Arm
-from rem.results.frames import final_value
 from rem.results.variants import routed
 
 PLAIN_ACC = f"{PLAIN}/test/acc"  # the plain forward's accuracy in the robustness points (rem.report.robustness)
@@ -81,12 +80,11 @@ def robust_against_cnn(points: pd.DataFrame, seeds: dict, model: str, cnn: str, 
     beside = f" ({QUANTIZED} {caps.text(2)})" if plain.n and caps.n else ""
     mine, theirs = seeds_of(seeds, points, model, q), seeds_of(seeds, points, cnn, PLAIN_ARM)
     metric = PLAIN_ACC if forward == PLAIN else "test/acc"
-    verdict = decide(Differs(-1), base.values, read.values, first(
-        mine.not_learned(), theirs.not_learned(), near_chance(points, model, q, family, strengths, label, metric),
-        near_chance(points, cnn, PLAIN_ARM, family, strengths, label, PLAIN_ACC)))
     return [f"{model} {q.label} vs {cnn}", CLAIMS["robust"] + f": {label}", forward,
             f"accuracy lost {read.text(2)}{beside} vs {base.text(2)} points{evaluation_note(mine, theirs)}",
-            *cells(verdict, 2)]
+            *judged(Differs(-1), base, read, 2, mine.not_learned(), theirs.not_learned(),
+                    near_chance(points, model, q, family, strengths, label, metric),
+                    near_chance(points, cnn, PLAIN_ARM, family, strengths, label, PLAIN_ACC))]
 
 
 def robustness_rows(points: pd.DataFrame, seeds: dict) -> list[list[str]]:
@@ -107,18 +105,12 @@ def robustness_rows(points: pd.DataFrame, seeds: dict) -> list[list[str]]:
                 q = arm_drop(points, model, PLUS_Q, family, strengths)
                 rem = arm_drop(points, model, arm, family, strengths)
                 if q.n and rem.n:
-                    verdict = decide(NoWorse(MARGIN_POINTS, higher_is_better=False), q.values, rem.values, first(
-                        untested, near_chance(points, model, PLUS_Q, family, strengths, label),
-                        near_chance(points, model, arm, family, strengths, label)))
                     rows.append([f"{model} {arm.label} vs {PLUS_Q.label}", CLAIMS["rem"] + f": {label}", QUANTIZED,
                                  f"accuracy lost {rem.text(2)} vs {q.text(2)} points{evaluation_note(rem_seeds, q_seeds)}",
-                                 *cells(verdict, 2)])
+                                 *judged(NoWorse(MARGIN_POINTS, higher_is_better=False), q, rem, 2, untested,
+                                         near_chance(points, model, PLUS_Q, family, strengths, label),
+                                         near_chance(points, model, arm, family, strengths, label))])
     return rows
-
-
-def accuracy(row) -> Spread:
-    """An aggregate row's final accuracy over its seeds (%), with the per-seed values the verdicts test."""
-    return spread(final_value(row.finals, "test/acc"), 100.0)
 
 
 def routing_rows(rows, seeds: dict) -> list[list[str]]:
@@ -141,30 +133,25 @@ def routing_rows(rows, seeds: dict) -> list[list[str]]:
         routes = base_seeds.not_routing(QUANTIZED)
         one, one_acc, one_seeds = arm(iterations=1)
         if one:  # one iteration is a single softmax of zero logits: uniform by construction, so only 3's must route
-            verdict = decide(Differs(-1), base.values, one_acc.values, first(learned, one_seeds.not_learned(), routes))
             out.append([f"{model} 1 vs 3 iterations", CLAIMS["iterations"], FINAL_FORWARD, measured(one_acc, one_seeds),
-                        *cells(verdict, 2)])
+                        *judged(Differs(-1), base, one_acc, 2, learned, one_seeds.not_learned(), routes)])
         five, five_acc, five_seeds = arm(iterations=5)
         if five:
             cost, seconds = gflops(five) / gflops(row), step_ms(five) / step_ms(row)
-            verdict = decide(NoWorse(MARGIN_POINTS, higher_is_better=False), base.values, five_acc.values,
-                             first(learned, five_seeds.not_learned(), routes, five_seeds.not_routing(QUANTIZED),
-                                   None if cost > 1 else f"5 iterations cost no more FLOPs ({cost:.3f}x)"))
             out.append([f"{model} 5 vs 3 iterations", CLAIMS["plateau"], FINAL_FORWARD,
                         measured(five_acc, five_seeds, f"; {cost:.3f}x the FLOPs, {seconds:.2f}x the time per step"),
-                        *cells(verdict, 2)])
+                        *judged(NoWorse(MARGIN_POINTS, higher_is_better=False), base, five_acc, 2, learned,
+                                five_seeds.not_learned(), routes, five_seeds.not_routing(QUANTIZED),
+                                None if cost > 1 else f"5 iterations cost no more FLOPs ({cost:.3f}x)")])
         dec, dec_acc, dec_seeds = arm(decoder=True)
         if dec:
-            verdict = decide(Differs(+1), base.values, dec_acc.values, first(learned, dec_seeds.not_learned()))
             out.append([f"{model} decoder vs none", CLAIMS["decoder"], FINAL_FORWARD, measured(dec_acc, dec_seeds),
-                        *cells(verdict, 2)])
+                        *judged(Differs(+1), base, dec_acc, 2, learned, dec_seeds.not_learned())])
         shared, shared_acc, shared_seeds = arm(shared_votes=True)
         if shared:
-            verdict = decide(NoWorse(MARGIN_POINTS), base.values, shared_acc.values,
-                             first(learned, shared_seeds.not_learned()))
             out.append([f"{model} shared vs per-capsule votes", CLAIMS["shared"], FINAL_FORWARD,
                         measured(shared_acc, shared_seeds, f" with {shared.params:,} vs {row.params:,} parameters"),
-                        *cells(verdict, 2)])
+                        *judged(NoWorse(MARGIN_POINTS), base, shared_acc, 2, learned, shared_seeds.not_learned())])
     return out
 
 

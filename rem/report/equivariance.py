@@ -11,8 +11,8 @@ from rem.analysis.equivariance import FOLDS, MIN_FIT_IMAGES, equivariance_from_r
 from rem.analysis.forwards import PLAIN
 from rem.analysis.robustness.families import PER_IMAGE
 from rem.report.arm_seeds import QUANTIZED, evaluation_note
-from rem.report.preconditions import first, no_better_than_null
-from rem.report.verdicts import Differs, cells, decide
+from rem.report.preconditions import no_better_than_null
+from rem.report.verdicts import Differs, judged
 from rem.report.registry import CLAIMS_PAGE, REPORT_PAGE, Context, report_table
 from rem.report.render import Table
 from rem.report.robustness import (HEADLINE, KEEP, arm_spread, arm_trials, arms, baseline_arms, capsule_arms, per_trial,
@@ -120,11 +120,10 @@ def equivariance_rows(points: pd.DataFrame, seeds: dict) -> list[list[str]]:
                     dataset = str(points["data.dataset"].iloc[0])
                     mine, theirs = seeds[(dataset, model, PLUS_Q)], seeds[(dataset, cnn, PLAIN_ARM)]
                     metric = PLAIN_ERROR if forward == PLAIN else "error"
-                    untested = first(mine.not_learned(), theirs.not_learned(),
-                                     null_check(points, model, PLUS_Q, family, strengths, metric, label))
                     rows.append([f"{model} {PLUS_Q.label} vs {cnn}", f"{CLAIM}: {label}", forward,
                                  f"held-out error {read.text(3)} vs {base.text(3)}{evaluation_note(mine, theirs)}",
-                                 *cells(decide(Differs(-1), base.values, read.values, untested), 3)])
+                                 *judged(Differs(-1), base, read, 3, mine.not_learned(), theirs.not_learned(),
+                                         null_check(points, model, PLUS_Q, family, strengths, metric, label))])
     return rows
 
 

@@ -8,14 +8,15 @@ from dataclasses import replace
 
 import pandas as pd
 
-from rem.report.abstract_claims import NEGLIGIBLE_POINTS, abstract_claims_table, arm_seed_map, judged
+from rem.report.abstract_claims import NEGLIGIBLE_POINTS, abstract_claims_table, arm_seed_map
 from rem.report.arm_seeds import QUANTIZED, ArmSeeds, evaluation_note as evaluated
 from rem.report.blocks import PublishedPage
 from rem.report.mechanism_curve import curve_tables
 from rem.report.registry import EVIDENCE_PAGE, Context, report_table
 from rem.report.render import Table
 from rem.report.spread import METRICS, final_spreads, model_arms, spread
-from rem.report.verdicts import HEADER as VERDICT_HEADER, DerivedCell, Differs, NoWorse, Outcome, Verdict, claims_table
+from rem.report.verdicts import (HEADER as VERDICT_HEADER, DerivedCell, Differs, NoWorse, Outcome, Verdict,
+                                  claims_table, judged)
 from rem.results.arms import PLUS_Q, Arm
 from rem.results.frames import arm_rows, finished_trials
 

@@ -6,8 +6,7 @@ from __future__ import annotations
 from rem.data.multi import PairedDigits
 from rem.data.registry import find_family
 from rem.report.arm_seeds import evaluation_note
-from rem.report.verdicts import Differs, cells, decide
-from rem.report.preconditions import first
+from rem.report.verdicts import Differs, judged
 from rem.report.registry import CLAIMS_PAGE, Context, report_table
 from rem.report.render import Table
 from rem.report.spread import Spread, spread
@@ -48,9 +47,9 @@ def overlapping_rows(rows, seeds: dict) -> list[list[str]]:
             read, base = accuracy(caps), accuracy(cnn)
             forward = "+Q (final evaluation)" if caps.arm.quantized else "plain (final evaluation)"
             mine, theirs = seeds[(caps.dataset, caps.model, caps.arm)], seeds[(cnn.dataset, cnn.model, cnn.arm)]
-            verdict = decide(Differs(+1), base.values, read.values, first(mine.not_learned(), theirs.not_learned()))
             out.append([f"{caps.model} {caps.variant} vs {cnn.model} ({caps.dataset})", CLAIM, forward,
-                        f"both right {read.text(2)} vs {base.text(2)} %{evaluation_note(mine, theirs)}", *cells(verdict, 2)])
+                        f"both right {read.text(2)} vs {base.text(2)} %{evaluation_note(mine, theirs)}",
+                        *judged(Differs(+1), base, read, 2, mine.not_learned(), theirs.not_learned())])
     return out
 
 

@@ -14,11 +14,11 @@ import pandas as pd
 from rem.report.abstract_claims import NEGLIGIBLE_POINTS
 from rem.report.blocks import PublishedPage
 from rem.report.preconditions import (PRECONDITIONS_NOTE, ROUTING_MARGIN_BITS, chance_accuracy, classes_of,
-                                      did_not_learn, first)
+                                      did_not_learn)
 from rem.report.registry import ROUTING_PAGE, Context, report_table
 from rem.report.render import Table
 from rem.report.spread import spread
-from rem.report.verdicts import HEADER as VERDICT_HEADER, RULE_NOTE, Differs, NoWorse, cells, decide, claims_table
+from rem.report.verdicts import HEADER as VERDICT_HEADER, RULE_NOTE, Differs, NoWorse, claims_table, judged
 from rem.results import grid
 from rem.results.frames import finished_trials
 
@@ -136,12 +136,10 @@ def verdicts_section(frame: pd.DataFrame, context: Context) -> Table | None:
                    did_not_learn(f"{model} {arm.label}", list(last["accuracy"]), chance))
         a, b = spread(base["coupling_entropy"]), spread(last["coupling_entropy"])
         rows.append([arm.label, "couplings further from uniform than published (coupling entropy lower)",
-                     f"{a.text(4)} → {b.text(4)} bits", *cells(decide(Differs(-1), a.values, b.values,
-                                                                     first(*learned)), 4)])
+                     f"{a.text(4)} → {b.text(4)} bits", *judged(Differs(-1), a, b, 4, *learned)])
         a, b = spread(base["accuracy"]), spread(last["accuracy"])
         rows.append([arm.label, f"accuracy no worse than published (margin {NEGLIGIBLE_POINTS:g} point)",
-                     f"{a.text(2)} → {b.text(2)} %", *cells(decide(NoWorse(NEGLIGIBLE_POINTS), a.values, b.values,
-                                                                   first(*learned)), 2)])
+                     f"{a.text(2)} → {b.text(2)} %", *judged(NoWorse(NEGLIGIBLE_POINTS), a, b, 2, *learned)])
     threshold = routing_threshold(dataset)
     return claims_table("Each CapsNet setting against CapsNet as published (each seed's last epoch)", ["Setting", "Claim",
                  "Measured (published → setting)", *VERDICT_HEADER], rows, notes=[

@@ -15,6 +15,7 @@ from typing import Sequence
 import numpy as np
 from scipy import stats
 
+from rem.report.preconditions import first
 from rem.report.render import Table
 
 ALPHA = 0.05  # two-sided; the confidence intervals are 1 - ALPHA = 95 %
@@ -187,6 +188,12 @@ def decide(claim: Differs | NoWorse, a: Sequence[float], b: Sequence[float], not
         return Verdict(Outcome.UNDECIDED, f"n = {min(len(a), len(b))}, fewer than {MIN_SEEDS} seeds")
     verdict = claim.decide(welch(a, b))
     return with_power(verdict, claim) if verdict.outcome is Outcome.UNDECIDED else verdict
+
+
+def judged(claim: Differs | NoWorse, a, b, digits: int, *reasons: str | None,
+           by_construction: str | None = None) -> list[VerdictCell]:
+    """The verdict columns of `claim` on spreads b against a, not tested at the first failed check's reason."""
+    return cells(decide(claim, a.values, b.values, first(*reasons), by_construction), digits)
 
 
 def with_power(verdict: Verdict, claim: Differs | NoWorse, digits: int = 4) -> Verdict:
