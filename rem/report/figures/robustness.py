@@ -1,6 +1,5 @@
-"""Robustness as a figure: test accuracy against each transformation family's strength, one panel per family,
-one line per series (e.g. "capsnet +Q": the mean over its seeds, the seed spread as a band), and a second row with
-the parse-tree entropy where the models have routing couplings."""
+"""Robustness as a figure: test accuracy (and parse-tree entropy where models route) against each transformation
+family's strength, a line per series (mean over seeds, band ± std)."""
 
 from __future__ import annotations
 
@@ -15,8 +14,7 @@ ROWS = {"test/acc": ("Test acc. (%)", 100.0), "entropy/mean": ("Entropy (bits)",
 
 
 def robustness_figure(frame: pd.DataFrame, path: Path, title: str, series: str = "series") -> Path:
-    """`frame` in `rem.analysis.robustness.evaluation.robust_from_results`' long form (family, strength, metrics), a
-    `series` column naming the lines; the entropy row only where some series has entropies."""
+    """`frame` in `robust_from_results`' long form with a `series` column naming the lines."""
     families = [f for f in RANGES if f in set(frame["family"])] if len(frame) else []
     rows = [m for m in ROWS if m in frame and frame[m].notna().any()] or ["test/acc"]
     fig, axes = plt.subplots(len(rows), max(len(families), 1), figsize=(3.4 * max(len(families), 1), 2.9 * len(rows)),
@@ -45,7 +43,7 @@ def robustness_figure(frame: pd.DataFrame, path: Path, title: str, series: str =
 
 
 def band(ax, group: pd.DataFrame, metric: str, colour, label: str) -> None:
-    """One series' `metric` against strength: its mean over seeds as a line, +- the sample std (ddof 1) as a band."""
+    """One series' `metric` against strength: the mean over seeds, ± the sample std as a band."""
     if metric not in group or group[metric].isna().all():
         return
     scale = ROWS[metric][1]

@@ -1,7 +1,5 @@
-"""Routing at each iteration as a figure: the coupling entropy and the vote-output agreement of the class layer's
-routing against the iteration, one panel each, one line per series (an arm, e.g. "capsnet +Q": at its trials' final
-epoch the mean over seeds, the seed spread as a band) and, faint in the same colour, the same mean at each earlier
-epoch: how training moves the curve."""
+"""Routing at each iteration as a figure: coupling entropy and vote-output agreement against the iteration, a line per
+series at its final epoch (mean over seeds, band ± std), earlier epochs faint."""
 
 from __future__ import annotations
 
@@ -15,8 +13,7 @@ PANELS = {"coupling_entropy": "Coupling entropy (bits)", "agreement": "Agreement
 
 
 def routing_iterations_figure(points: pd.DataFrame, path: Path, title: str, series: str = "series") -> Path:
-    """`points` in `rem.report.routing_iterations.iteration_points`' long form (epoch, `last`, iteration, metrics), a
-    `series` column naming the lines; arms are never pooled: each series is drawn from its own rows only."""
+    """`points` in `iteration_points`' long form with a `series` column naming the lines (never pooled)."""
     fig, axes = plt.subplots(1, len(PANELS), figsize=(4.2 * len(PANELS), 3.3), squeeze=False, constrained_layout=True)
     if points.empty:
         message_panel(axes[0][0], "no routing iterations recorded")
@@ -42,8 +39,7 @@ def routing_iterations_figure(points: pd.DataFrame, path: Path, title: str, seri
 
 
 def seed_band(ax, final: pd.DataFrame, metric: str, colour, label: str) -> None:
-    """One series at its final epoch: the mean over seeds per iteration as a line, +- the sample std (the
-    tables' spread) as a band."""
+    """One series at its final epoch: the mean over seeds per iteration, ± the sample std as a band."""
     if final.empty or final[metric].isna().all():
         return
     by_iteration = final.groupby("iteration")[metric]
