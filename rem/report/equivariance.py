@@ -15,8 +15,8 @@ from rem.report.preconditions import no_better_than_null
 from rem.report.verdicts import Differs, judged
 from rem.report.registry import CLAIMS_PAGE, REPORT_PAGE, Context, report_table
 from rem.report.render import Table
-from rem.report.robustness import (HEADLINE, KEEP, arm_spread, arm_trials, arms, baseline_arms, capsule_arms, per_trial,
-                                   with_plain_forward)
+from rem.report.robustness import (KEEP, arm_spread, arm_trials, arms, baseline_arms, capsule_arms, per_trial,
+                                   shown_headline, with_plain_forward)
 from rem.report.spread import Spread
 from rem.results.arms import PLAIN_ARM, PLUS_Q, Arm
 from rem.results.frames import arm_rows, last_rows
@@ -33,10 +33,6 @@ def equivariance_points(results: pd.DataFrame) -> pd.DataFrame:
 
 def arm_error(points: pd.DataFrame, model: str, arm: Arm, family: str, strengths, metric: str) -> Spread:
     return arm_spread(per_trial(points, family, strengths, metric), points, model, arm, 1.0)
-
-
-def shown(points: pd.DataFrame) -> list[tuple[str, tuple, str]]:
-    return [h for h in HEADLINE if not per_trial(points, h[0], h[1], "error").empty]
 
 
 def error_cell(points: pd.DataFrame, model: str, arm: Arm, family: str, strengths) -> str:
@@ -75,7 +71,7 @@ def method_note(points: pd.DataFrame, images: int) -> str:
 
 def equivariance_table(points: pd.DataFrame, dataset: str) -> Table:
     points = points[points["data.dataset"].astype(str) == dataset]
-    headline, nulls = shown(points), null_recorded(points)
+    headline, nulls = shown_headline(points, "error"), null_recorded(points)
     rows = []
     for model, arm in arms(points):
         mine = arm_rows(points, model, arm)
@@ -111,7 +107,7 @@ def equivariance_rows(points: pd.DataFrame, seeds: dict) -> list[list[str]]:
     rows = []
     for model in capsule_arms(points):
         for cnn in baseline_arms(points):
-            for family, strengths, label in [h for h in shown(points) if h[0] not in PER_IMAGE]:
+            for family, strengths, label in [h for h in shown_headline(points, "error") if h[0] not in PER_IMAGE]:
                 caps = arm_error(points, model, PLUS_Q, family, strengths, PLAIN_ERROR)
                 read, forward = (caps, PLAIN) if caps.n else \
                     (arm_error(points, model, PLUS_Q, family, strengths, "error"), QUANTIZED)

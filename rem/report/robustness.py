@@ -98,8 +98,9 @@ def arm_spread(values: pd.Series, points: pd.DataFrame, model: str, arm: Arm, sc
     return spread(values.reindex(arm_trials(points, model, arm)).dropna(), scale)
 
 
-def shown_headline(points: pd.DataFrame) -> list[tuple[str, tuple, str]]:
-    return [h for h in HEADLINE if not per_trial(points, h[0], h[1], "test/acc").empty]
+def shown_headline(points: pd.DataFrame, metric: str = "test/acc") -> list[tuple[str, tuple, str]]:
+    """The `HEADLINE` transforms whose `metric` the points hold."""
+    return [h for h in HEADLINE if not per_trial(points, h[0], h[1], metric).empty]
 
 
 def cell(model: str, value: Spread, digits: int, routing_metric: bool) -> str:
@@ -158,10 +159,6 @@ def robustness_table(points: pd.DataFrame, dataset: str, protocols: dict | None 
 def drop(points: pd.DataFrame, family: str, strengths, metric: str = "test/acc") -> pd.Series:
     """trial_key -> `metric` lost to the transform against the trial's own clean value."""
     return (clean(points, metric) - per_trial(points, family, strengths, metric)).dropna()
-
-
-def has_points(results: pd.DataFrame) -> bool:
-    return any(str(c).startswith("robust/") for c in results.columns)
 
 
 def dataset_points(context: Context, dataset: str) -> pd.DataFrame | None:

@@ -15,16 +15,12 @@ from rem.report.arm_seeds import trees_per_image
 from rem.report.preconditions import CEILING_TREES_PER_IMAGE, DEPENDENCE_MARGIN_BITS, classes_of
 from rem.report.registry import CLAIMS_PAGE, EVIDENCE_PAGE, HORIZON_PAGE, ROUTING_PAGE, Context, report_table
 from rem.report.render import Table
-from rem.report.spread import Spread, spread
+from rem.report.spread import spread
 from rem.results.frames import arm_rows, arms, final_value, last_rows
 from rem.results.variants import routed
 
 NOT_RECORDED = "not recorded"
 SAMPLE_SD = "Mean ± sample std (ddof 1) over seeds."
-
-
-def final_spread(rows: pd.DataFrame, column: str, scale: float = 1.0) -> Spread:
-    return spread(final_value(rows, column), scale)
 
 
 def recorded(rows: pd.DataFrame, column: str, digits: int) -> str:

@@ -8,7 +8,7 @@ from pathlib import Path
 import pandas as pd
 
 from rem.analysis.robustness.families import IDENTITY, RANGES
-from rem.report.figures.style import colours, message_panel, plt, save
+from rem.report.figures.style import colours, mean_band, message_panel, plt, save
 
 ROWS = {"test/acc": ("Test acc. (%)", 100.0), "entropy/mean": ("Entropy (bits)", 1.0)}
 
@@ -29,7 +29,7 @@ def robustness_figure(frame: pd.DataFrame, path: Path, title: str, series: str =
         for ax, family in zip(row, families):
             for name in names:
                 group = frame[(frame["family"] == family) & (frame[series].astype(str) == name)]
-                band(ax, group, metric, palette[name], name)
+                mean_band(ax, group, "strength", metric, palette[name], name, ROWS[metric][1])
             label, _ = ROWS[metric]
             ax.set_title(f"{label}\n{family}", fontsize=9)
             ax.set_xlabel(f"strength ({RANGES[family][3]})", fontsize=8)
@@ -40,16 +40,3 @@ def robustness_figure(frame: pd.DataFrame, path: Path, title: str, series: str =
     axes[0][0].legend(fontsize=7)
     fig.suptitle(title)
     return save(fig, path)
-
-
-def band(ax, group: pd.DataFrame, metric: str, colour, label: str) -> None:
-    """One series' `metric` against strength: the mean over seeds, ± the sample std as a band."""
-    if metric not in group or group[metric].isna().all():
-        return
-    scale = ROWS[metric][1]
-    by_strength = group.groupby("strength")[metric]
-    mean = by_strength.mean() * scale
-    spread = by_strength.std(ddof=1).fillna(0.0).to_numpy() * scale  # the tables' sample std
-    x, mean = mean.index.to_numpy(), mean.to_numpy()
-    ax.plot(x, mean, marker="o", ms=3, color=colour, label=label)
-    ax.fill_between(x, mean - spread, mean + spread, color=colour, alpha=0.2)

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from rem.report.figures.style import colours, message_panel, plt, save
+from rem.report.figures.style import colours, mean_band, message_panel, plt, save
 
 PANELS = {"coupling_entropy": "Coupling entropy (bits)", "agreement": "Agreement Σ_j c_ij cos(û_j|i, v_j)"}
 
@@ -27,7 +27,7 @@ def routing_iterations_figure(points: pd.DataFrame, path: Path, title: str, seri
             for _, earlier in mine[~mine["last"]].groupby("epoch", sort=True):
                 mean = earlier.groupby("iteration")[metric].mean()
                 ax.plot(mean.index.to_numpy(), mean.to_numpy(), color=palette[name], alpha=0.2, lw=0.8)
-            seed_band(ax, mine[mine["last"]], metric, palette[name], name)
+            mean_band(ax, mine[mine["last"]], "iteration", metric, palette[name], name)
         ax.set_title(label, fontsize=9)
         ax.set_xlabel("routing iteration", fontsize=8)
         ax.set_xticks(sorted(set(points["iteration"].astype(int))))
@@ -36,14 +36,3 @@ def routing_iterations_figure(points: pd.DataFrame, path: Path, title: str, seri
     axes[0][0].legend(fontsize=7)
     fig.suptitle(title)
     return save(fig, path)
-
-
-def seed_band(ax, final: pd.DataFrame, metric: str, colour, label: str) -> None:
-    """One series at its final epoch: the mean over seeds per iteration, ± the sample std as a band."""
-    if final.empty or final[metric].isna().all():
-        return
-    by_iteration = final.groupby("iteration")[metric]
-    mean, spread = by_iteration.mean(), by_iteration.std(ddof=1).fillna(0.0).to_numpy()
-    x, mean = mean.index.to_numpy(), mean.to_numpy()
-    ax.plot(x, mean, marker="o", ms=3, color=colour, label=label)
-    ax.fill_between(x, mean - spread, mean + spread, color=colour, alpha=0.2)

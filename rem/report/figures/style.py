@@ -42,6 +42,18 @@ def save(fig, path: Path) -> Path:
         plt.close(fig)
 
 
+def mean_band(ax, group, by: str, metric: str, colour, label: str, scale: float = 1.0) -> None:
+    """`metric`'s mean over seeds per value of `by` as a line, ± the sample std (the tables' spread) as a band."""
+    if metric not in group or group[metric].isna().all():
+        return
+    grouped = group.groupby(by)[metric]
+    mean = grouped.mean() * scale
+    spread = grouped.std(ddof=1).fillna(0.0).to_numpy() * scale
+    x, mean = mean.index.to_numpy(), mean.to_numpy()
+    ax.plot(x, mean, marker="o", ms=3, color=colour, label=label)
+    ax.fill_between(x, mean - spread, mean + spread, color=colour, alpha=0.2)
+
+
 def message_panel(ax, text: str) -> None:
     """An empty axes that says why there is nothing to draw (instead of a blank plot)."""
     ax.text(0.5, 0.5, text, ha="center", va="center", wrap=True, transform=ax.transAxes, fontsize=10)
