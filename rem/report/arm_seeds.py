@@ -4,6 +4,7 @@ forward, and the epoch and checkpoint rule it was evaluated at."""
 from __future__ import annotations
 
 import math
+import re
 from dataclasses import dataclass
 
 import numpy as np
@@ -26,10 +27,10 @@ def _column(rows: pd.DataFrame, column: str) -> np.ndarray:
     return rows[column].to_numpy(dtype=np.float64) if column in rows else np.full(len(rows), math.nan)
 
 
-def _last_iteration(rows: pd.DataFrame) -> np.ndarray:
-    """Each trial's coupling entropy after its last routing iteration (plain routing), NaN where not recorded."""
-    found = sorted((int(c.split("/")[1][4:]), c) for c in rows.columns
-                   if c.startswith("routing/iter") and c.endswith("/coupling_entropy"))
+def last_iteration(rows: pd.DataFrame, metric: str) -> np.ndarray:
+    """Each row's `routing/iter<t>/<metric>` after the highest iteration t it recorded (plain routing), else NaN."""
+    pattern = re.compile(rf"^routing/iter(?P<t>[0-9]+)/{re.escape(metric)}$")
+    found = sorted((int(m["t"]), c) for c in rows.columns if (m := pattern.match(c)))
     out = np.full(len(rows), math.nan)
     for _, column in found:  # the highest iteration a trial recorded wins
         values = _column(rows, column)
@@ -75,7 +76,7 @@ def arm_seeds(last: pd.DataFrame, name: str) -> ArmSeeds:
         else np.zeros(len(last), dtype=bool)
     plain = np.full(len(last), math.nan)
     for column in (*IDENTITY_PLAIN, None):
-        values = _last_iteration(last) if column is None else _column(last, column)
+        values = last_iteration(last, "coupling_entropy") if column is None else _column(last, column)
         plain = np.where(np.isnan(plain), values, plain)
     plain = np.where(quantized, plain, final_coupling)  # a trial whose final forward was plain measured it there
     epoch = final_value(last, "checkpoint_epoch").fillna(last["epoch"]).astype(int)

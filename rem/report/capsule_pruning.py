@@ -11,7 +11,7 @@ import pandas as pd
 from rem.report.registry import REPORT_PAGE, Context, report_table
 from rem.report.render import Table
 from rem.pruning.capsules.method import CapsuleTypes
-from rem.report.tables import Row, dataset_rows, pm
+from rem.report.tables import Row, dataset_rows, median, pm
 from rem.results.arms import PUBLISHED_UNPRUNED
 
 HEADER = ["Model", "Variant", "Test accuracy (%)", "Types kept", "Parameters", "MFLOPs / image", "Train step (s)",
@@ -19,10 +19,7 @@ HEADER = ["Model", "Variant", "Test accuracy (%)", "Types kept", "Parameters", "
 
 
 def _median(row: Row, column: str) -> float:
-    frame = row.finals
-    if frame is None or column not in frame.columns or frame[column].isna().all():
-        return math.nan
-    return float(frame[column].median())
+    return math.nan if row.finals is None else median(row.finals, column)
 
 
 def _eval_seconds(row: Row) -> float:

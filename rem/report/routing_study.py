@@ -6,12 +6,12 @@ verdicts against CapsNet as published.
 from __future__ import annotations
 
 import math
-import re
 
 import numpy as np
 import pandas as pd
 
 from rem.report.abstract_claims import NEGLIGIBLE_POINTS
+from rem.report.arm_seeds import last_iteration
 from rem.report.blocks import PublishedPage
 from rem.report.preconditions import (PRECONDITIONS_NOTE, ROUTING_MARGIN_BITS, chance_accuracy, classes_of,
                                       did_not_learn)
@@ -24,24 +24,14 @@ from rem.results.frames import finished_trials
 
 PUBLISHED_MODEL = "capsnet"  # the reference: CapsNet as REM publishes it (`as_published`)
 SEED_NOTE = "Mean ± std over seeds: the sample standard deviation (ddof 1)."
-ITERATION = re.compile(r"^routing/iter(?P<t>[0-9]+)/agreement$")
 # curve column -> (results column, scale, label, digits)
 MEASURES = {
     "coupling_entropy": ("routing/coupling_entropy", 1.0, "Coupling entropy (bits)", 4),
-    "agreement": ("", 1.0, "Vote-output agreement", 3),  # the last routing iteration's (`last_agreement`)
+    "agreement": ("", 1.0, "Vote-output agreement", 3),  # the last routing iteration's (`last_iteration`)
     "parse_tree_entropy": ("entropy/mean", 1.0, "Parse-tree entropy (bits)", 3),
     "parse_trees": ("parse_trees/total", 1.0, "Parse trees", 0),
     "accuracy": ("test/acc", 100.0, "Test acc. (%)", 2),
 }
-
-
-def last_agreement(rows: pd.DataFrame) -> pd.Series:
-    """Each row's agreement after the highest routing iteration it recorded (NaN where none)."""
-    found = sorted((int(m["t"]), c) for c in rows.columns if (m := ITERATION.match(c)))
-    out = pd.Series(np.nan, index=rows.index)
-    for _, column in found:
-        out = rows[column].where(rows[column].notna(), out)
-    return out
 
 
 def curves(results: pd.DataFrame) -> pd.DataFrame:
@@ -50,7 +40,8 @@ def curves(results: pd.DataFrame) -> pd.DataFrame:
     out = done[["trial_key", "data.dataset", "model.name", "arm", "variant", "train.seed", "epoch"]].copy()
     out["images"] = done.groupby("trial_key")["train/images"].cumsum().astype(np.int64)
     for name, (column, scale, _, _) in MEASURES.items():
-        values = last_agreement(done) if name == "agreement" else done.get(column, pd.Series(np.nan, index=done.index))
+        values = last_iteration(done, "agreement") if name == "agreement" else \
+            done.get(column, pd.Series(np.nan, index=done.index))
         out[name] = pd.to_numeric(values, errors="coerce") * scale
     return out.reset_index(drop=True)
 

@@ -60,7 +60,7 @@ def class_columns(frame: pd.DataFrame, prefix: str) -> list[str]:
     return [c for _, c in sorted(found)]
 
 
-def _median(frame: pd.DataFrame, column: str) -> float:
+def median(frame: pd.DataFrame, column: str) -> float:
     return float(frame[column].median()) if column in frame.columns else math.nan
 
 
@@ -82,7 +82,7 @@ def _aggregate_group(row: Row, group: pd.DataFrame) -> Row:
     else:
         row.entropy_mean = row.entropy_std = math.nan
     row.parse_trees_median = float(np.median(trees))
-    row.sparsity_median, row.nonzero_median = _median(group, "sparsity"), _median(group, "nonzero_params")
+    row.sparsity_median, row.nonzero_median = median(group, "sparsity"), median(group, "nonzero_params")
     row.params = int(group["params"].iloc[0])
     if tree_cols:
         row.trees_per_class = [float(v) for v in np.median(evaluated[tree_cols].to_numpy(dtype=np.float64), axis=0)]
