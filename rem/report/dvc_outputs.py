@@ -1,4 +1,4 @@
-"""What DVC reads from the report: one small metrics file per aggregated row (`metrics/<dataset>/<model>/<variant>.json`,
+"""What DVC reads from the report: a small metrics file per aggregated row (`metrics/<dataset>/<model>/<variant>.json`,
 so `dvc metrics show` prints a narrow table), and the plots' data (`reports/plots/*.csv`, coloured by `arm`).
 """
 

@@ -1,6 +1,5 @@
-"""Equivariance tested directly: per arm and headline transform, the held-out error of the linear map from a model's
-representation of x (capsule poses, or a CNN's hidden layer of the same width) to that of g·x, and the claim that
-capsule poses transform more predictably.
+"""Equivariance tested directly: per arm and transform, the held-out error of the linear map from a representation of
+x (capsule poses, or a CNN's hidden layer as wide) to that of g·x, and whether capsule poses are more predictable.
 """
 
 from __future__ import annotations

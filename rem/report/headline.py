@@ -1,6 +1,5 @@
-"""The numbers experiments are compared by: `headline/<dataset>.json`, dvc.yaml's metrics. Per architecture: `acc`
-(best arm's test accuracy, %), `dH` (+REM minus +Q entropy, bits) and `pruned` (+REM's sparsity, %), the last two
-only where both arms ran as published. Short keys, so `dvc exp show` fits a screen.
+"""`headline/<dataset>.json`, dvc.yaml's metrics, per architecture: `acc` (best arm's test accuracy, %), `dH` (+REM
+minus +Q entropy, bits) and `pruned` (+REM's sparsity, %) where both ran as published; short keys fit `dvc exp show`.
 """
 
 from __future__ import annotations

@@ -65,8 +65,7 @@ def routing_uniform(arm: str, entropies: Sequence[float], classes: int, forward:
 
 
 def input_independent(arm: str, dependence: Sequence[float]) -> str | None:
-    """The reason when a measured seed's input dependence (bits, NaN: not measured) is below
-    `DEPENDENCE_MARGIN_BITS`; None when none was measured."""
+    """The reason when a measured seed's input dependence (bits; NaN: not measured) is below the margin."""
     values = [v for v in dependence if not math.isnan(v)]
     if not values or min(values) >= DEPENDENCE_MARGIN_BITS:
         return None
@@ -85,8 +84,7 @@ def at_ceiling(arm: str, trees_per_image: Sequence[float]) -> str | None:
 
 
 def at_chance(arm: str, accuracies: Sequence[float], chance: float, point: str) -> str | None:
-    """The reason when a seed's accuracy (%) on `point` is within `LEARNED_MARGIN_POINTS` of chance: it cannot
-    lose much more."""
+    """The reason when a seed's accuracy (%) on `point` is within `LEARNED_MARGIN_POINTS` of chance."""
     values = [v for v in accuracies if not math.isnan(v)]
     if values and min(values) < chance + LEARNED_MARGIN_POINTS:
         return (f"at chance: {arm} at {min(values):.2f} % on {point} in a seed (chance {chance:.2f} % + "
@@ -95,8 +93,7 @@ def at_chance(arm: str, accuracies: Sequence[float], chance: float, point: str) 
 
 
 def accuracy_lost(unpruned: Sequence[float], pruned: Sequence[float]) -> str | None:
-    """The reason when the pruned point's mean accuracy (%) is more than `KEPT_ACCURACY_POINTS` below the
-    unpruned one's."""
+    """The reason when the pruned mean accuracy (%) is more than `KEPT_ACCURACY_POINTS` below the unpruned one."""
     a, b = ([v for v in values if not math.isnan(v)] for values in (unpruned, pruned))
     if not a or not b:
         return None

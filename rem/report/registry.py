@@ -122,8 +122,7 @@ def report_table(name: str, title: str, pages: Mapping[str, float], **options) -
 
 
 def table_options(table: str, given: Mapping[str, Mapping]) -> Any:
-    """Table `table`'s options as `given` (`report.options`) sets them (None if it declares none); ValueError for an
-    undeclared key or an unknown table."""
+    """Table `table`'s options as `given` (`report.options`) sets them; ValueError for an unknown key or table."""
     return read_options(TABLES.get(table).options, given.get(table, {}), f"report.options.{table}",
                         f"report table {table!r}")
 

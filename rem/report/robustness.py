@@ -1,7 +1,5 @@
-"""Robustness tables: each architecture and variant under the transformation families its trials recorded with their
-final evaluation (`robust/<family>/<strength>/<metric>` columns). A value at "±30°" is a trial's mean over -30° and
-+30°, then the mean ± std over seeds.
-"""
+"""Robustness tables: each arm under the transformation families its trials recorded (`robust/<family>/<strength>/...`
+columns); "±30°" is a trial's mean over -30° and +30°, then the mean ± std over seeds."""
 
 from __future__ import annotations
 
@@ -33,8 +31,7 @@ IDENTITY_POINTS = (("rotation", 0.0), ("scale", 1.0), ("shear", 0.0), ("translat
 
 
 def robustness_points(results: pd.DataFrame) -> pd.DataFrame:
-    """Every finished trial's robustness points in long form (KEEP columns, family, strength, metrics), with
-    `plain/<metric>` for every trial that has a plain forward; empty when none recorded any."""
+    """Every finished trial's robustness points in long form, with `plain/<metric>` where it has a plain forward."""
     return with_plain_forward(robust_from_results(last_rows(results), keep=KEEP))
 
 
@@ -124,8 +121,7 @@ def protocol_accuracy(rows) -> dict[str, dict[tuple[str, Arm], str]]:
 
 
 def robustness_table(points: pd.DataFrame, dataset: str, protocols: dict | None = None) -> Table:
-    """Accuracy on clean and transformed test images per arm, the entropy clean and affNIST-style, and `protocols`'
-    (`protocol_accuracy`) accuracy beside them."""
+    """Accuracy and entropy on clean and transformed test images per arm, `protocol_accuracy` beside them."""
     protocols = protocols or {}
     points = points[points["data.dataset"].astype(str) == dataset]
     headline = shown_headline(points)

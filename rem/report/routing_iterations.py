@@ -19,8 +19,7 @@ COLUMNS = {"coupling_entropy": ("Coupling entropy (bits)", 4), "agreement": ("Ag
 
 
 def iteration_points(results: pd.DataFrame) -> pd.DataFrame:
-    """Every finished trial's iteration curves, one row per trial, epoch and iteration, `last` marking its last
-    epoch; empty when no trial recorded any."""
+    """Every finished trial's iteration curves, a row per epoch and iteration, `last` marking its last epoch."""
     done = finished_trials(results)
     points = iterations_from_results(done, keep=KEEP)
     if points.empty:

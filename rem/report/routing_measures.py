@@ -1,7 +1,5 @@
-"""Two tables every page that judges REM shows beside its verdicts: REM's entropy beside its ceiling (every image a
-tree of its own), and whether the couplings depend on the image (`rem.routing.health`). Runs made before a measure
-show "not recorded".
-"""
+"""Two tables every page that judges REM shows beside its verdicts: REM's entropy beside its ceiling (every image its
+own tree), and whether the couplings depend on the image. Runs made before a measure show "not recorded"."""
 
 from __future__ import annotations
 

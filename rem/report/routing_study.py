@@ -1,7 +1,5 @@
-"""The routing-regime study (reports/routing/README.md): when does a capsule network's routing leave uniform (the
-verdicts' own routing precondition, read at every epoch), by how much, at what accuracy, and each CapsNet setting's
-verdicts against CapsNet as published.
-"""
+"""The routing-regime study (reports/routing/README.md): when does routing leave uniform (the verdicts' own routing
+precondition, at every epoch), by how much, at what accuracy; each CapsNet setting against CapsNet as published."""
 
 from __future__ import annotations
 

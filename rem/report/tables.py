@@ -163,8 +163,7 @@ class Sources:
 
 
 def published_for(entries: list[Published], row: Row, split: str = "test") -> Published | None:
-    """The published accuracy of the row's model as its authors trained it: rows of the unpruned arms only (+Q only
-    changes how its couplings are read), matched by arm, never by a label."""
+    """The published accuracy of the row's model, for the unpruned arms only (matched by arm, never by label)."""
     if row.arm not in PUBLISHED_UNPRUNED:
         return None
     return lookup(entries, row.dataset, row.model, PUBLISHED_VARIANT, split)

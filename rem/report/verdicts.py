@@ -1,8 +1,5 @@
-"""One verdict rule for every page that compares two arms' per-seed values: Welch's t-test at `ALPHA` for a
-difference (`Differs`), a non-inferiority margin for "no worse" (`NoWorse`), Holm's correction over a table's claims.
-
-Welch, not a bootstrap: with 3-5 seeds a bootstrap has too few distinct resamples and too narrow an interval.
-"""
+"""One verdict rule for every page that compares two arms' per-seed values: Welch's t-test at `ALPHA` (a bootstrap
+over 3-5 seeds is too narrow), a non-inferiority margin for "no worse", Holm's correction over a table's claims."""
 
 from __future__ import annotations
 
@@ -83,8 +80,7 @@ def detectable(d: Difference, alpha: float = ALPHA, power: float = POWER) -> flo
 
 
 def seeds_needed(d: Difference, target: float, alpha: float = ALPHA, power: float = POWER) -> int | None:
-    """Seeds per arm that detect a true difference `target` with `power` at the measured variances; None when no
-    number up to `MAX_SEEDS` does."""
+    """Seeds per arm that detect a true difference `target` with `power`; None when no number to `MAX_SEEDS` does."""
     if target <= 0 or math.isnan(target):
         return None
     if d.se == 0.0:
@@ -151,8 +147,7 @@ class NoWorse:
         return d.estimate if self.higher_is_better else -d.estimate
 
     def p_values(self, d: Difference) -> tuple[float, float]:
-        """One-sided p-values (doubled, as the 95 % bound is) against "worse by the margin or more" and against
-        "worse by less than the margin"."""
+        """Doubled one-sided p-values against "worse by the margin or more" and "worse by less than the margin"."""
         if d.se == 0.0:
             inside = self.better(d) > -self.margin
             return (0.0, 1.0) if inside else (1.0, 0.0)
@@ -214,8 +209,7 @@ def with_power(verdict: Verdict, claim: Differs | NoWorse, digits: int = 4) -> V
 
 
 def holm(verdicts: Sequence[Verdict], alpha: float = ALPHA) -> list[Verdict]:
-    """One family's verdicts after Holm's step-down correction (Holm 1979): a decision whose p does not survive
-    becomes undecided; verdicts without a p are not in the family."""
+    """One family's verdicts after Holm's step-down correction: a decision whose p does not survive is undecided."""
     tested = sorted((v.p, k) for k, v in enumerate(verdicts) if v.p is not None)
     m, out, failed = len(tested), list(verdicts), False
     for rank, (p, k) in enumerate(tested):

@@ -75,8 +75,7 @@ def curve_figures(results: pd.DataFrame, out_dir: Path) -> list[Figure]:
 
 @dataclass(frozen=True)
 class ArmFigures:
-    """A figure per dataset of long-form points, a line per arm: `draw(group, path, title)` writes
-    `<stem>_<dataset>.png`."""
+    """A figure per dataset, a line per arm: `draw(group, path, title)` writes `<stem>_<dataset>.png`."""
 
     stem: str
     section: str

@@ -141,8 +141,7 @@ def reconstruction_overlay_figure(model: torch.nn.Module, images: torch.Tensor, 
 
 
 def reconstruction_overlay_of(trained: ModelOnTest, path: Path) -> Path:
-    """The figure of a trained model's test pairs in its final evaluation's forward; ValueError without a decoder
-    or for single labels."""
+    """The figure of a trained model's test pairs in its final evaluation's forward; ValueError without a decoder."""
     cfg = trained.cfg
     quantize = cfg.eval.levels_for(cfg.model.name) if cfg.eval.final_quantized else None
     names = list(get_dataset(cfg.data.dataset).classes) or None

@@ -35,8 +35,7 @@ def _front_of(points: pd.DataFrame, column: str, maximize: bool) -> pd.DataFrame
 
 def _facet(ax, points: pd.DataFrame, column: str, maximize: bool, palette: dict, shapes: dict, best: pd.DataFrame,
            uniform: set = frozenset()):
-    """One architecture's trials in one objective (hollow: routing uniform), its front dashed and labelled; rings
-    on the three-objective front (`rem pareto`)."""
+    """One architecture's trials in one objective (hollow: routing uniform), fronts dashed and ringed (`rem pareto`)."""
     for row in points.itertuples():
         hollow = (row.dataset, row.model, row.arm_key) in uniform
         ax.scatter(row.sparsity, getattr(row, column), color=palette[row.variant], marker=shapes[row.variant], s=70,
