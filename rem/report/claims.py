@@ -1,6 +1,4 @@
-"""The claims page (reports/claims/): do capsule networks keep their promises here (robustness against a matched
-CNN, routing iterations, the decoder), and does REM keep them? From the results table alone.
-"""
+"""The claims page (reports/claims/): do capsule networks keep their promises here, and does REM keep them?"""
 
 from __future__ import annotations
 
@@ -229,7 +227,6 @@ def sizes_section(frame: pd.DataFrame, context: Context) -> Table:
     return size_table(context.once(aggregate))
 
 
-# In the robustness table's file on the claims page, after it: the same points as differences.
 @report_table("accuracy-lost", "Accuracy lost to each transform", pages={CLAIMS_PAGE: 50}, per="data.dataset",
               file="robustness_{group}")
 def accuracy_lost_section(frame: pd.DataFrame, context: Context, dataset: str) -> Table | None:

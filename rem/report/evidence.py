@@ -1,6 +1,4 @@
-"""The evidence page (reports/evidence/README.md): does REM do what its paper's abstract claims, on a run anyone can
-regenerate from the committed results table?
-"""
+"""The evidence page (reports/evidence/README.md): does REM do what its paper's abstract claims?"""
 
 from __future__ import annotations
 

@@ -18,7 +18,7 @@ from rem.results.frames import arm_rows, last_rows
 # curve column -> (label, scale, digits): the final table's, in the curve's order
 COLUMNS = {c: METRICS[c] for c in ("test/acc", "entropy/mean", "parse_trees/total", "routing/coupling_entropy",
                                    "routing/dead_capsules", "sparsity", "sparsity/votes.weight")}
-# Measures a curve may hold (runs record them since 2026-12-05): shown where it does
+# Measures later runs' curves hold: shown where they do
 LATER_COLUMNS = {"routing/input_dependence": ("Input dependence (bits)", 1.0, 4),
                  "entropy/k3_mean": ("Entropy at K = 3, secondary (bits)", 1.0, 3),
                  "entropy/kept_mean": ("Entropy over alive capsules (bits)", 1.0, 3)}

@@ -1,18 +1,16 @@
-"""The paper's protocol tables (affNIST, smallNORB novel viewpoints, pruning ablation), each made only when the sweep
-ran its protocol; rows of a comparison that did not run read "not run".
-"""
+"""The paper's protocol tables (affNIST, smallNORB novel viewpoints, pruning ablation), made when the sweep ran them."""
 
 from __future__ import annotations
 
 import math
 
-import numpy as np
 import pandas as pd
 
 from rem.report.reference import Published, load_published
 from rem.data.registry import table_name
 from rem.report.registry import REPORT_PAGE, Context, report_table
 from rem.report.render import Table
+from rem.report.spread import spread
 from rem.report.tables import EXPECTED_ARMS, MISSING, Row, Sources, aggregate, footnote, pm, published_for
 from rem.results.frames import final_value
 from rem.results.arms import Arm
@@ -38,10 +36,8 @@ def final_stats(row: Row, column: str) -> tuple[float, float]:
     """Mean and sample std (ddof 1) over the row's seeds of `column`'s final value; NaN when not recorded."""
     if row.finals is None:
         return math.nan, math.nan
-    values = final_value(row.finals, column).to_numpy(dtype=np.float64)
-    values = values[~np.isnan(values)]
-    return (float(values.mean()), float(values.std(ddof=1)) if values.size > 1 else math.nan) if values.size \
-        else (math.nan, math.nan)
+    found = spread(final_value(row.finals, column))
+    return found.mean, found.std
 
 
 def _rows_for(rows: list[Row], dataset: str, arms: tuple[Arm, ...] = EXPECTED_ARMS) -> list[Row]:

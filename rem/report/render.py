@@ -1,6 +1,4 @@
-"""One table, three renderings: Markdown, LaTeX with booktabs, HTML. A `Table` holds formatted cell strings, so
-the three forms never disagree.
-"""
+"""One table, three renderings (Markdown, LaTeX with booktabs, HTML) of the same formatted cell strings."""
 
 from __future__ import annotations
 

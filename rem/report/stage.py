@@ -1,6 +1,4 @@
-"""The report stage's files under report.out_dir: the report page's tables (.md, .tex), figures, DVC's metrics and
-plot data, and index.html. `pipeline.report` calls `build_reports`.
-"""
+"""The report stage's files: tables, figures, DVC's metrics and plot data, and index.html (`build_reports`)."""
 
 from __future__ import annotations
 

@@ -17,8 +17,6 @@ from rem.report.render import Table
 
 ALPHA = 0.05  # two-sided; the confidence intervals are 1 - ALPHA = 95 %
 MIN_SEEDS = 3  # fewer seeds per arm than this decide nothing
-
-
 POWER = 0.80  # the power the detectable differences are computed for
 MAX_SEEDS = 1000  # a difference that needs more seeds per arm than this reads "more than 1000"
 
