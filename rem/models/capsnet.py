@@ -1,20 +1,9 @@
-"""CapsNet (Sabour et al. 2017) as REM's official code builds it (`VectorCapsNet`).
+"""CapsNet (Sabour et al. 2017) as REM's official code builds it (`VectorCapsNet`): conv 256@9x9 -> primary capsules
+(32 types x 8-D, 64 types for colour inputs) -> 10 x 16-D class capsules, dynamic routing plus a learned routing bias.
 
-conv 256@9x9 + ReLU -> primary capsules (9x9 stride 2, 32 types x 8-D; 64 types for 3-channel inputs as
-REM does on CIFAR-10) -> 10 x 16-D class capsules, one 16x8 matrix per (primary capsule, class), dynamic
-routing with 3 iterations and a learned 10x16 routing bias (initialised 0.1, REM's addition). `shared_votes`: one
-matrix per (primary capsule type, class) shared across the grid instead (32 x 10 matrices instead of 11,520).
-`routing`: another registered routing for the class layer (`model.routing`, rem.routing); the routing bias is kept
-for a routing that adds a per-parent bias, and dropped for one of another form (self_attention's prior).
-
-The scale settings the routing-regime study varies (`model.options`; their defaults are the published ones, so REM's
-reproduction is unchanged):
-- `vote_init_std` (0.1): the std of the N(0, std²) vote matrices;
-- `vote_init_fan_in` (false): true scales that std by sqrt(1152 / inputs), so the class layer's sum over its input
-  capsules starts at the size it has over 28x28's 1,152 primary capsules whatever the canvas (36x36 has 3,200: with
-  the published std its class capsules start 1.7x longer and saturate);
-- `routing_bias_init` (0.1): the routing bias's starting value (REM's addition; `routing_bias: false` drops it);
-- `agreement_scale` (1.0): the factor on the agreement added to the routing logits each iteration (dynamic routing).
+`shared_votes` shares each type's vote matrices across the grid. The scale options the routing-regime study varies
+default to the published values; `vote_init_fan_in` scales the vote std by sqrt(1152 / inputs) so larger canvases
+do not start with saturated class capsules.
 """
 
 from __future__ import annotations
@@ -31,7 +20,7 @@ from rem.models.roles import CapsuleLayout, TensorRoles, sabour_layout
 from rem.routing import PARENTS
 
 PUBLISHED_VOTE_STD = 0.1  # REM's and Sabour et al.'s vote matrices: N(0, 0.1²)
-PUBLISHED_INPUTS = 1152  # primary capsules on a 28x28 input (6x6 grid x 32 types): where that std was chosen
+PUBLISHED_INPUTS = 1152  # primary capsules on a 28x28 input, where that std was chosen
 ROLES = TensorRoles(class_capsule_matrices=("votes.weight",), primary_convs=("primary.conv.weight",),
                     capsule_types=("primary.conv.bias", "votes.weight", "primary_types"))
 
@@ -63,7 +52,6 @@ class CapsNet(SabourStem, ClassCapsuleHead):
         super().__init__(in_shape, conv_channels=o.conv_channels, kernel_size=o.kernel_size, primary_types=types,
                          primary_dim=o.primary_dim, primary_stride=o.primary_stride)
         std = o.vote_init_std * ((PUBLISHED_INPUTS / self.num_primary) ** 0.5 if o.vote_init_fan_in else 1.0)
-        # shared_votes: one matrix per capsule type and parent across the grid, not one per primary capsule
         votes = (SharedCapsuleVotes(self.num_primary, o.primary_dim, num_classes, o.class_dim, types=types,
                                     init_std=std)
                  if o.shared_votes else CapsuleVotes(self.num_primary, o.primary_dim, num_classes, o.class_dim,

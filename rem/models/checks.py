@@ -1,5 +1,4 @@
-"""The `model` section against the model registry (registered with `rem.config.checks`): a known family, a routing
-it can take, the options it and its routing declare, and nothing a family without routing cannot have."""
+"""Checks the config's `model` section against the model registry: a known family and the options it declares."""
 
 from __future__ import annotations
 
@@ -10,9 +9,7 @@ from rem.registry import PLUGINS
 
 
 def check_options(cfg, source: str) -> None:
-    """`model.options`, `model.routing_options` and the head keys of config `cfg`, read as `create_model` reads them
-    (`rem.models.registry.read_model`): the family's options, a registered routing and its options, nothing a family
-    without routing cannot have; a ConfigError of one line, prefixed by `source`."""
+    """Read `cfg.model`'s options and head keys as `create_model` would; ConfigError (prefixed by `source`) if not."""
     model = cfg.model
     for key in model.options:
         if key in HEAD_KEYS:

@@ -1,13 +1,6 @@
-"""The class capsules every capsule family ends with: the votes of its last capsules, the routing that turns them into
-class capsules (the family's own or `model.routing`, with the learned bias of that routing's form, the options it
-takes from the model and its own options, `model.routing_options`), their lengths, an optional reconstruction
-decoder, and the `CapsuleOutput`.
-
-A mixin, not a submodule: its tensors are attributes of the model under each family's own names
-(`votes.weight` or `class_votes.weight`; `routing_bias`, `class_bias` or `prior`), which state_dicts, checkpoints,
-parameter counts and pruning's roles use. It builds in the families' order -- votes (drawn by the caller), bias,
-decoder -- so a seed draws the family's weights.
-"""
+"""The class-capsule layer every capsule family ends with: votes, routing (the family's or `model.routing`), learned
+bias, lengths, optional decoder. A mixin, not a submodule, so its tensors keep each family's state_dict names; it
+builds votes, bias, decoder in that order so a seed draws the family's weights."""
 
 from __future__ import annotations
 
@@ -26,10 +19,8 @@ from rem.routing import ROUTINGS
 
 @dataclass(frozen=True)
 class LearnedBias:
-    """A family's learned routing bias: the attribute that holds it, its form (`rem.routing.PARENTS`, (J, D) added
-    before the squash, or `PRIOR`, (I, J) added to the couplings), and how it starts. It exists only when `wanted`
-    and the routing adds a bias of that form (else the attribute is None): `start` is called only then, so a bias
-    that starts random draws nothing from the seed when it is dropped."""
+    """A family's learned routing bias of `form` `PARENTS` (J, D) or `PRIOR` (I, J). Built only when `wanted` and the
+    routing adds that form (else the attribute is None), so a dropped bias draws nothing from the seed."""
 
     attribute: str
     form: str
@@ -39,27 +30,21 @@ class LearnedBias:
 
 @dataclass(frozen=True)
 class HeadNames:
-    """Where the head's votes and bias live on the model (attribute names; bias None when the family has none)."""
+    """Attribute names of the head's votes and bias (None: no bias)."""
 
     votes: str
     bias: str | None
 
 
 class ClassCapsuleHead:
-    """Mixin for a capsule family (an `nn.Module`): `build_class_capsules` in its constructor, `class_capsules` at the
-    end of its forward. Sets `routing` (the registered `rem.routing.Routing`; the per-iteration analysis stands in
-    for it), `routing_iterations`, `routing_options` (the keywords the family passes its routing), `routing_settings`
-    (the routing's own options as keywords: their defaults; `create_model` sets those `model.routing_options` gives)
-    and `decoder` on the model."""
+    """Mixin for an `nn.Module` family: call `build_class_capsules` in its constructor and `class_capsules` at the end
+    of its forward. `routing_options` are the keywords the family passes, `routing_settings` the routing's own."""
 
     def build_class_capsules(self, votes: nn.Module, *, in_shape: tuple[int, int, int], routing: str, iterations: int,
                              bias: LearnedBias | None = None, options: dict | None = None, decoder: bool | str = False,
                              votes_attribute: str = "votes") -> None:
-        """`votes`: the class layer's vote matrices (`rem.capsules.CapsuleVotes` or `SharedCapsuleVotes`, weight
-        (inputs, J, D, D_in)), stored as `votes_attribute`; `routing`: a registered routing's name (`create_model`
-        passes `model.routing`, or for "" the routing the family registered with); `options`: the family's routing
-        options, of which the routing gets those it takes; `decoder`: `rem.models.decoder.build_decoder`'s kind,
-        reconstructing `in_shape` from the J x D capsules."""
+        """`votes`: vote module with weight (I, J, D, D_in), stored as `votes_attribute`; `routing`: a registered
+        name; `options`: family keywords, the routing gets those it takes; `decoder`: a `build_decoder` kind."""
         setattr(self, votes_attribute, votes)
         self.routing, self.routing_iterations = ROUTINGS.get(routing), iterations
         self.routing_options = self.routing.own_options(options or {})
@@ -73,8 +58,7 @@ class ClassCapsuleHead:
 
     def class_capsules(self, u: torch.Tensor, target: torch.Tensor | None,
                        quantize_levels: int | None) -> CapsuleOutput:
-        """Input capsules `u` (B, I, D_in) -> the model's output: class capsules, their lengths, the couplings, the
-        reconstruction (decoder masked by `target` in training, by the prediction otherwise) and u's lengths."""
+        """Input capsules `u` (B, I, D_in) -> `CapsuleOutput`; the decoder masks by `target`, else by the prediction."""
         votes = getattr(self, self.head_names.votes)(u)
         # after the votes: autograd sums u's gradient in the order the same-numbers tests pin
         activations = capsule_lengths(u)

@@ -1,24 +1,9 @@
-"""CNN baselines the capsule papers compare against, trained by the same loop (with cross-entropy).
+"""CNN baselines the capsule papers compare against, trained by the same loop with cross-entropy.
 
-    cnn_sabour   Sabour et al. 2017's baseline: three 5x5 convolutions of 256, 256 and 128 channels, stride 1,
-                 padded so the maps keep the input size, ReLU; fully connected 328 and 192 (ReLU); then, as the
-                 paper has it, "the last fully connected layer is connected with dropout to a 10 class softmax
-                 layer". 35,445,522 parameters on 1x28x28 with 10 classes (35.4 M, the paper's figure).
-    cnn_matched  CapsNet's own convolutions (rem.models.capsnet: 256@9x9 valid, then the primary-capsule conv,
-                 9x9 stride 2 with 32 x 8 channels, 64 x 8 for colour inputs), ReLU, then one fully connected
-                 layer with exactly as many weights as CapsNet's class-capsule vote matrices (flatten -> J x 16
-                 units: 1152 x 8 -> 160 on MNIST), ReLU, dropout, the class layer. Routing is swapped for a plain
-                 layer at CapsNet's parameters and FLOPs per image (both within 1 %, tests/models/test_cnn_baselines.py).
-
-Both return `CapsuleOutput` with `logits` (which makes `rem.losses.classification_loss` use cross-entropy),
-lengths = softmax(logits), so argmax and accuracy read them as a capsule model's, and capsules = those
-probabilities as (B, J, 1): one 1-D "capsule" per class, keeping `lengths == capsules.norm(dim=-1)` as for every
-capsule model. There are no couplings (registered with `routing=None`): no parse trees, no routing metrics.
-With two labels per image (MultiMNIST, rem/data/multi.py) the loss is the cross-entropy against half the
-probability on each label (`rem.losses.classification_loss` says why) and an image is right when its two largest
-logits are its labels, as for a capsule model's two longest capsules.
-Neither model has a decoder or routing iterations; asking for one is a ValueError naming the model and key
-(`rem.models.create_model`).
+`cnn_sabour` is Sabour et al. 2017's 35.4 M-parameter baseline; `cnn_matched` keeps CapsNet's convolutions and
+replaces routing by one layer of its vote matrices' size (parameters and FLOPs within 1 %). Both return `logits`, with
+lengths = softmax(logits) and capsules (B, J, 1), so accuracy reads them as any capsule model; no couplings, decoder
+or routing iterations.
 """
 
 from __future__ import annotations
@@ -59,8 +44,7 @@ class CNNBaseline(nn.Module):
         self.classes = nn.Linear(width, num_classes)
 
     def forward(self, x: torch.Tensor, target: torch.Tensor | None = None, *, quantize_levels: int | None = None) -> CapsuleOutput:
-        # `target` (the decoder's mask) and `quantize_levels` (+Q couplings) have nothing to act on here: accepted
-        # so the trainer and evaluation call every model alike.
+        # `target` and `quantize_levels` are ignored: accepted so every model is called alike
         for conv in self.convs:
             x = torch.relu(valid_conv2d(conv, x))  # the unpadded ones take the capsule models' fast bf16 path
         logits = self.classes(self.dropout(self.hidden(x.flatten(1))))
@@ -89,8 +73,7 @@ def cnn_sabour(in_shape: tuple[int, int, int], num_classes: int, options: CNNOpt
 
 @register_model("cnn_matched", routing=None, options=MatchedCNNOptions)
 def cnn_matched(in_shape: tuple[int, int, int], num_classes: int, options: MatchedCNNOptions) -> CNNBaseline:
-    """CapsNet's convolutions (its default for `primary_types`: 64 for colour inputs, 32 otherwise -- see
-    rem.models.capsnet; tests/models/test_cnn_baselines.py compares the layer shapes) and a layer of its vote-matrix size."""
+    """CapsNet's convolutions (same `primary_types` default) and a fully connected layer of its vote matrices' size."""
     types = options.primary_types if options.primary_types is not None else (64 if in_shape[0] == 3 else 32)
     primary_dim, class_dim = 8, 16  # CapsNet's capsule sizes: the FC layer gets its (I x 8) x (J x 16) vote weights
     return CNNBaseline(in_shape, num_classes, convs=((256, 9, 1, 0), (types * primary_dim, 9, 2, 0)),

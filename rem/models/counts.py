@@ -1,10 +1,5 @@
-"""Parameters and FLOPs per image of the registered models, for the papers' comparison tables.
-
-FLOPs are torch.utils.flop_counter's: 2 x the multiply-adds of every matrix product and convolution the forward
-runs (conv, mm/addmm, bmm -- einsum votes and routing agreements are bmm there), so routing counts with its
-iterations. Elementwise work (bias adds, ReLU, squash, softmax) is not counted: it is a small share for these
-models and torch has no agreed cost for it.
-"""
+"""Parameters and FLOPs per image of the registered models, for the papers' comparison tables. FLOPs are
+torch.utils.flop_counter's: 2 x the multiply-adds of matrix products and convolutions, routing included."""
 
 from __future__ import annotations
 
@@ -16,8 +11,7 @@ from rem.models.registry import count_parameters, create_model
 
 
 def count_flops(model: torch.nn.Module, in_shape: tuple[int, int, int]) -> int:
-    """FLOPs (2 x multiply-adds) of one image's inference forward through `model` (its eval mode: no dropout,
-    the decoder masked by the prediction), on the model's device."""
+    """FLOPs of one image's eval-mode forward through `model`, on the model's device."""
     first = next(model.parameters(), None)
     device = first.device if first is not None else HOST
     was_training = model.training
@@ -53,7 +47,6 @@ def counts_table(rows: list[dict]) -> str:
 
 
 def decoder_parameters(name: str, in_shape: tuple[int, int, int], num_classes: int) -> int:
-    """Trainable parameters of the reconstruction decoder `name` builds with `decoder=True` for inputs `in_shape`:
-    training uses it, inference does not, so size comparisons count it apart."""
+    """Trainable parameters of model `name`'s decoder, counted apart since only training uses it."""
     model = create_model(name, in_shape=tuple(in_shape), num_classes=num_classes, decoder=True)
     return sum(p.numel() for n, p in model.named_parameters() if n.startswith("decoder.") and p.requires_grad)

@@ -9,9 +9,8 @@ from torch import nn
 
 
 def mask_capsules(capsules: torch.Tensor, lengths: torch.Tensor, target: torch.Tensor | None) -> torch.Tensor:
-    """Keep only one class capsule per sample: the true class in training, the longest one otherwise; `(B, J*D)`.
-    A `(B, K)` target (K objects per image, MultiMNIST's two digits) gives K masked copies, one per label:
-    `(B, K, J*D)`, so each object is reconstructed from its own capsule."""
+    """Keep one class capsule per sample (the target's, else the longest) -> `(B, J*D)`; a `(B, K)` target (K objects
+    per image) gives `(B, K, J*D)`, one masked copy per label."""
     index = target if target is not None else lengths.argmax(dim=1)
     mask = torch.nn.functional.one_hot(index.long(), capsules.shape[1]).to(capsules.dtype)
     if mask.dim() == 3:
@@ -37,9 +36,8 @@ class FCDecoder(nn.Module):
 
 
 class ConvDecoder(nn.Module):
-    """Efficient-CapsNet's smallNORB decoder: FC 64 -> 8x8x1 -> 3 x (bilinear up x2 + 3x3 conv 64/128/128,
-    LeakyReLU) -> 3x3 conv to C channels, sigmoid; the 64x64 result is resized (bilinear) to the input size.
-    """
+    """Efficient-CapsNet's smallNORB decoder: FC 64 -> 8x8 -> 3 x (upsample x2, 3x3 conv) -> C channels, sigmoid,
+    resized to the input size."""
 
     def __init__(self, num_classes: int, capsule_dim: int, out_shape: tuple[int, int, int]):
         super().__init__()

@@ -1,21 +1,9 @@
 """DeepCaps (Rajasegaran et al. 2019) as REM's official code builds it (`DeepCapsNet`).
 
-conv 128@3x3 (pad 1) + BatchNorm (no ReLU, as in REM) -> 128 one-dimensional capsules per pixel (squashed) ->
-four cells of 3x3 conv-capsule layers (cell 1: 32 types x 4-D, cells 2-4: 32 x 8-D). A cell is a stride-2
-conv-capsule layer followed by two branches on its output, summed: a one-layer branch and a two-layer branch.
-In cell 4 the one-layer branch is a 3-D conv-capsule layer with dynamic routing (3 iterations). The capsules
-of cells 3 and 4 are flattened (position-major) and concatenated (640 x 8-D for 28x28 and 32x32 inputs) ->
-class capsules 10 x 32-D, dynamic routing (3 iterations) plus a learned bias (10 x 32).
-`routing`: another registered routing for the class layer only (`model.routing`, rem.routing); the 3-D routing
-of cell 4 is part of the cell and stays dynamic. The bias is kept only for a routing that adds a per-parent bias.
-
-Capsule maps are tensors `(B, types, dim, H, W)`.
-
-Initialisation (`caps_init_gain`): squash maps a short capsule of length l to ~l^2, so with PyTorch's default
-conv init (REM's port; `caps_init_gain=None`; Keras' glorot_uniform of the original code alike) capsule lengths
-vanish through the cells and the class capsules carry little but their bias (benchmarks/README.md, "DeepCaps
-initialisation"). By default the conv-capsule weights are drawn N(0, (gain / sqrt(fan_in))^2) with zero bias;
-gain 2 keeps capsule lengths of order one through all four cells at initialisation.
+conv 128@3x3 + BatchNorm -> 1-D capsules -> four cells of conv-capsule layers (cell 4 with a 3-D routed layer) ->
+cells 3 and 4 flattened -> 10 x 32-D class capsules, dynamic routing plus a learned bias. Capsule maps are
+`(B, types, dim, H, W)`. `caps_init_gain` (2) draws conv-capsule weights N(0, (gain / sqrt(fan_in))^2) so capsule
+lengths survive the squashes (None: PyTorch's default, REM's port; benchmarks/README.md, "DeepCaps initialisation").
 """
 
 from __future__ import annotations
@@ -33,19 +21,14 @@ from rem.models.registry import CapsuleOutput, register_model
 from rem.models.roles import CapsuleLayout, TensorRoles
 from rem.routing import PARENTS
 
-# REM's threshold search zeroes only tensors named `weight`; its class-capsule matrix is named `W`, so REM shrinks it
-# (LOBSTER) but never thresholds it. rem.pruning keeps it out likewise unless prune.rem_tensors=false.
+# REM names its class-capsule matrix `W`, so its threshold search (tensors named `weight`) never zeroes it; nor does
+# rem.pruning unless prune.rem_tensors=false.
 ROLES = TensorRoles(class_capsule_matrices=("votes.weight",), unthresholded=("votes.weight",))
 
 
 class _ScalarSquash(torch.autograd.Function):
-    """Hinton's squash of one-dimensional capsules, elementwise: v = x |x| / (1 + x^2), dv/dx = 2 |x| / (1 + x^2)^2.
-
-    `squash(x.unsqueeze(d), dim=d)` computes the same function with its guard sqrt(x^2 + EPS) for |x| (a
-    difference below 3e-9 in value, 3e-5 in gradient, only for |x| < 1e-4; both are finite and 0 at x = 0). It
-    costs a size-1 reduction and six full-size intermediates kept for autograd; DeepCaps squashes 128 x H x W
-    stem capsules, and this form (two buffers, in-place arithmetic) roughly halves that part of its step.
-    """
+    """Squash of 1-D capsules, elementwise: v = x |x| / (1 + x^2), dv/dx = 2 |x| / (1 + x^2)^2. Written out because
+    `squash` over a size-1 dim keeps six full-size intermediates; this roughly halves the stem's cost."""
 
     @staticmethod
     def forward(ctx, x: torch.Tensor) -> torch.Tensor:
@@ -80,18 +63,10 @@ class ConvCaps2d(nn.Module):
 
 
 class ConvCaps3d(nn.Module):
-    """DeepCaps' 3-D conv-capsule layer with dynamic routing.
-
-    The (types_in * dim_in) channel axis is treated as depth of a 1-channel volume; a Conv3d with kernel
-    (kernel_depth, 3, 3), depth stride dim_in and spatial padding 1 gives one out_types x out_dim vote per
-    (input type, position) (kernel_depth = 3 as in REM's PyTorch code: each vote sees only the first 3
-    dimensions of its input capsule and its 3x3 neighbours; the Keras original uses depth dim_in).
-    Since the depth stride equals dim_in, that Conv3d is exactly a Conv2d of the same weights, viewed
-    (out, kernel_depth, 3, 3), over each input type's first kernel_depth dimensions as channels (types folded
-    into the batch); the parameter stays an `nn.Conv3d` (same state_dict), the Conv2d is the faster kernel on CPU.
-    Dynamic routing over the input types at each position, 3 iterations, gradients through the last only.
-    `softmax_over="space_and_parents"` (REM's code, the paper's "3-D softmax") normalises each input type's
-    logits jointly over parent types and positions; `"parents"` (brjathu/deepcaps' Keras code) per position.
+    """DeepCaps' 3-D conv-capsule layer: a Conv3d (kernel (kernel_depth, 3, 3), depth stride in_dim) votes per input
+    type and position, then dynamic routing over the input types. Each vote sees its capsule's first `kernel_depth`
+    dims (REM: 3). The Conv3d runs as the equivalent, faster Conv2d; the parameter keeps the Conv3d's state_dict.
+    `softmax_over`: "space_and_parents" (REM, the paper's 3-D softmax) or "parents" (the Keras code, per position).
     """
 
     def __init__(
@@ -178,7 +153,7 @@ class DeepCaps(nn.Module, ClassCapsuleHead):
         o = options
         c, h, w = in_shape
         self.conv1 = nn.Conv2d(c, o.stem_channels, 3, padding=1)
-        # REM's momentum 0.99 (PyTorch convention: running statistics ~ the last training batch's), eps 1e-8
+        # REM's momentum 0.99 (PyTorch convention: running statistics ~ the last batch's), eps 1e-8
         self.bn1 = nn.BatchNorm2d(o.stem_channels, eps=1e-8, momentum=0.99)
         cells = []
         in_types, in_dim = o.stem_channels, 1

@@ -1,17 +1,8 @@
 """Efficient-CapsNet (Mazzia, Salvetti, Chiaberge 2021), after the official TensorFlow graphs.
 
-4-conv stem (valid padding) -> depthwise conv whose kernel covers the whole remaining map (output 1x1) ->
-16 primary capsules x 8-D (efficient squash) -> one fully-connected capsule layer (one 16x8 matrix per
-(primary capsule, class)) with non-iterative self-attention routing and a learned prior B (I x J, zero init)
-added after the softmax -> 16-D class capsules (efficient squash).
-
-Stems: "mnist" = 32@5x5, 64@3x3, 64@3x3, 128@3x3 stride 2, each conv + ReLU + BatchNorm;
-"smallnorb" = 32@7x7 stride 2, 64@3x3, 64@3x3, 128@3x3 stride 2, each conv + LeakyReLU + InstanceNorm
-(affine, random-uniform gamma/beta init). The last conv has primary_caps x primary_dim channels (128 by default). Default ("auto"): smallnorb for 2-channel (stereo) inputs or
-inputs of at least 48 px, mnist otherwise. The decoder (`decoder=True`) is the FC 512-1024 decoder, or
-Efficient-CapsNet's smallNORB conv decoder for 2-channel inputs (`decoder="fc"`/`"conv"` force one).
-`routing`: another registered routing for the class layer (`model.routing`, rem.routing), run for
-`routing_iterations` where it iterates; the prior B is kept only for a routing that adds a prior to its couplings.
+4-conv stem -> depthwise conv over the whole map -> 16 primary capsules x 8-D -> 16-D class capsules by
+self-attention routing with a learned prior B (I x J) added after the softmax. Stem "auto" picks smallnorb's for
+2-channel or >= 48 px inputs, mnist's otherwise; `decoder=True` picks the conv decoder for 2-channel inputs.
 """
 
 from __future__ import annotations
@@ -61,12 +52,10 @@ class EfficientCapsNet(nn.Module, ClassCapsuleHead):
             stem = "smallnorb" if (c == 2 or min(h, w) >= 48) else "mnist"
         if stem not in STEMS:
             raise ValueError(f"EfficientCapsNet: unknown stem {stem!r}; known: {sorted(STEMS)}")
-        self.stem_name = stem
         layers: list[nn.Module] = []
         channels, size = c, [h, w]
         convs = list(STEMS[stem])
-        # The last conv makes one channel per primary-capsule component (128 in the paper); fewer after capsule
-        # pruning (rem.pruning.capsules), where whole types leave with their channels.
+        # one channel per primary-capsule component: fewer after capsule pruning removes types
         convs[-1] = (o.primary_caps * o.primary_dim, *convs[-1][1:])
         for out, k, s in convs:
             conv = nn.Conv2d(channels, out, k, stride=s)
@@ -86,7 +75,7 @@ class EfficientCapsNet(nn.Module, ClassCapsuleHead):
             raise ValueError(f"EfficientCapsNet: primary_caps and primary_dim must be >= 1; got {o.primary_caps}, "
                              f"{o.primary_dim}")
         self.stem = nn.Sequential(*layers)
-        # Depthwise conv covering the whole map: one (H x W) filter per channel -> (B, 128, 1, 1).
+        # depthwise conv covering the whole map -> (B, channels, 1, 1)
         self.primary = nn.Conv2d(channels, channels, tuple(size), groups=channels)
         self.primary_caps, self.primary_dim = o.primary_caps, o.primary_dim
         votes = CapsuleVotes(o.primary_caps, o.primary_dim, num_classes, o.class_dim, init_std=o.votes_init_std)
@@ -98,9 +87,7 @@ class EfficientCapsNet(nn.Module, ClassCapsuleHead):
                                   bias=prior, decoder=decoder)
 
     def capsule_layout(self) -> CapsuleLayout:
-        """The primary capsules come from a depthwise conv: channel c only from the stem's last conv's channel c, so a
-        type also owns those stem channels (conv filters, bias, norm affine and running statistics) -- exact, as the
-        depthwise conv never mixes channels -- plus its vote rows and its rows of the prior B."""
+        """A type owns its stem channels too (the depthwise conv never mixes channels), its vote rows and prior rows."""
         last = [i for i, m in enumerate(self.stem) if isinstance(m, nn.Conv2d)][-1]
         norm = last + 2  # conv, activation, norm (the stem's order)
         entries = [(f"stem.{last}.weight", "channel", "other"), (f"stem.{last}.bias", "channel", "other")]

@@ -1,5 +1,4 @@
-"""A trial's model from its config: the one place the config's model section becomes `create_model` arguments,
-so the trainer, the model package and the figures rebuild the same network."""
+"""A trial's model from its config: the one place the model section becomes `create_model` arguments."""
 
 from __future__ import annotations
 
@@ -10,16 +9,16 @@ from rem.models import create_model
 
 
 def model_options(cfg: Config, **extra) -> dict:
-    """The family options `create_model` gets for this config (also logged with a trial's model); `extra` build
-    args on top of the config's (a capsule-pruned model's smaller sizes)."""
+    """The `create_model` keywords for `cfg` (also logged), with `extra` on top (a capsule-pruned model's sizes);
+    keys left at their defaults stay out."""
     options = {**cfg.model.options, **extra}
     if cfg.model.decoder:
         options["decoder"] = True
     if cfg.model.routing_iterations != 3:  # only iterative routings take it; 3 is every family's default
         options["routing_iterations"] = cfg.model.routing_iterations
-    if cfg.model.routing:  # "" (the architecture's own) stays out, so a default trial logs only the family's options
+    if cfg.model.routing:  # "": the family's own
         options["routing"] = cfg.model.routing
-    if cfg.model.routing_options:  # as "" above: only when set
+    if cfg.model.routing_options:
         options["routing_options"] = dict(cfg.model.routing_options)
     return options
 

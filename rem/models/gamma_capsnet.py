@@ -1,21 +1,12 @@
 """γ-CapsNet (Peer, Stabinger, Rodríguez-Sánchez) as REM's official code builds it (`GammaCapsNet`).
 
-conv 256@9x9 + ReLU -> primary capsules (9x9 stride 2, 32 types x 8-D) -> fully-connected capsule layer of
-32 x 8-D capsules (one 8x8 matrix per (primary capsule, FC capsule)) -> 10 x 16-D class capsules (one 16x8
-matrix per (FC capsule, class)). Both capsule layers route with scaled-distance-agreement (SDA), 3 iterations,
-vote lengths clipped to the input capsule's activation, and a learned routing bias per layer (init 0.1).
-The returned couplings are the class layer's (32 inputs x classes), as REM's parse trees use. `routing`: another
-registered routing for the class layer only (`model.routing`, rem.routing; the FC capsule layer keeps SDA, p and
-grad_through_routing reach the class layer only for a routing that takes them).
+conv 256@9x9 -> 32 x 8-D primary capsules -> 32 x 8-D fully-connected capsules -> 10 x 16-D class capsules; both
+capsule layers route by scaled-distance agreement with clipped votes and a learned bias. The couplings returned are
+the class layer's; `model.routing` replaces that layer's routing only.
 
-Two defaults differ from REM's port (each reference is one option away) because with REM's choices the network
-barely learns in short runs (benchmarks/README.md, "γ-CapsNet defaults", has the ablation):
-- `grad_through_routing=True` (the main cause): autograd runs through SDA's distances and couplings, as in
-  Peer et al.'s γ-capsule code; REM detaches all but the last iteration (see `rem.routing.scaled_distance_routing`).
-- `vote_init_std=None`: transformation matrices drawn with std 1/sqrt(input capsule dim), so a vote starts about
-  as long as its input capsule and the γ clip |u_hat| <= a_i is active from the start. With REM's and Peer's
-  std 0.1 an 8-D vote starts at ~0.28 a_i; SDA agreement is a distance, so parents long enough for the margin
-  loss (0.9) need votes of similar length, i.e. matrices ~3.5x larger than at init.
+Two defaults differ from REM's port, which barely learns in short runs (benchmarks/README.md, "γ-CapsNet defaults"):
+`grad_through_routing=True` (Peer et al.'s code) and `vote_init_std=None`, std 1/sqrt(input dim), so votes start
+about as long as their input capsules and the γ clip is active from the start.
 """
 
 from __future__ import annotations
@@ -64,8 +55,7 @@ class GammaCapsNet(SabourStem, ClassCapsuleHead):
         super().__init__(in_shape, conv_channels=o.conv_channels, kernel_size=o.kernel_size,
                          primary_types=o.primary_types, primary_dim=o.primary_dim, primary_stride=o.primary_stride)
         self.p, self.grad_through_routing = o.p, o.grad_through_routing
-        # REM's +Q quantizes both routings: the FC capsule layer with K = 11, the class layer with the K asked
-        # for (REM: 6, rem.config's eval.levels_per_model)
+        # REM's +Q quantizes the FC capsule layer too, with its own K (REM: 11)
         self.fc_quantize_levels = o.fc_quantize_levels
         self.fc_votes = CapsuleVotes(self.num_primary, o.primary_dim, o.fc_caps, o.fc_dim,
                                      init_std=o.vote_init_std or o.primary_dim ** -0.5)

@@ -1,10 +1,5 @@
-"""Model registry: families register their class (or a small builder function) and options; `create_model` fails
-loudly on unknown names.
-
-One registration says all a family is to the rest of the package, known without building a model: its builder, the
-routing its class layer runs when `model.routing` is "" (None for a family without routing couplings, the CNN
-baselines: `has_routing(name)` tells config validation, the mechanism curve and the report so), and what its tensors
-are to pruning (`roles`; `create_model` hands them to every model it builds, which is where pruning reads them)."""
+"""Model registry: each family registers its builder, default routing (None: no couplings, a CNN), tensor roles and
+options, so the package knows a family without building one; `create_model` fails loudly on unknown names."""
 
 from __future__ import annotations
 
@@ -24,16 +19,9 @@ from rem.routing import ROUTINGS
 
 @dataclass
 class CapsuleOutput:
-    """What every model's forward returns.
-
-    lengths `(B, J)` class-capsule activations; capsules `(B, J, D)`; couplings of the last routing layer
-    `(B, I, J)` (None for models without routing couplings); reconstruction `(B, C, H, W)` or None;
-    input_lengths `(B, I)`: lengths of that routing layer's input capsules (dead-capsule counts need them).
-
-    logits `(B, J)`: set only by models trained with cross-entropy (the CNN baselines, `rem.models.cnn`); their
-    lengths are softmax(logits), so argmax and accuracy read any model alike, and `rem.losses.classification_loss`
-    picks cross-entropy for them by this field.
-    """
+    """What every model's forward returns: lengths (B, J), capsules (B, J, D), the last routing layer's couplings
+    (B, I, J; None without routing) and its inputs' lengths (B, I), reconstruction (B, C, H, W) or None. `logits`
+    (B, J) is set only by cross-entropy models (the CNNs), whose lengths are softmax(logits)."""
 
     lengths: torch.Tensor
     capsules: torch.Tensor
@@ -43,8 +31,7 @@ class CapsuleOutput:
     logits: torch.Tensor | None = None
 
 
-# The model section's own keys (`rem.models.from_config`), which reach a routing family's class-capsule head, not its
-# options; `create_model` takes them beside the options, so a stored model's build arguments rebuild it.
+# The model section's own keys, for the class-capsule head rather than the family's options.
 HEAD_KEYS = ("decoder", "routing_iterations", "routing", "routing_options")
 
 
@@ -60,12 +47,9 @@ MODELS: Registry[ModelFamily] = Registry("model", "model.name")
 
 
 def register_model(name: str, *, routing: str | None, roles: TensorRoles = NO_ROLES, options: type | None = None):
-    """Decorator: `@register_model("capsnet", routing="dynamic", roles=ROLES, options=CapsNetOptions)` on the model's
-    class (or a builder function) called `(in_shape, num_classes, options, **head keys)`, returned unchanged.
-    `routing`: the registered routing (`rem.routing`) its class layer runs when `model.routing` is "", which also
-    says the family takes `model.routing`, `model.decoder`, `model.routing_iterations` (the head keys, as keywords);
-    None for a family whose forward has no routing couplings (called without them). `roles`: what its tensors are to
-    pruning (`rem.models.roles`). `options`: its `model.options`, an instance of which the builder receives."""
+    """Decorator registering a builder `(in_shape, num_classes, options, **head keys)`, returned unchanged. `routing`:
+    the default for `model.routing` ""; None for a family without couplings, which gets no head keys. `options`: the
+    dataclass of its `model.options`."""
     check_declaration(options, f"register_model({name!r})")
 
     def wrap(builder: Callable[..., nn.Module]) -> Callable[..., nn.Module]:
@@ -76,7 +60,7 @@ def register_model(name: str, *, routing: str | None, roles: TensorRoles = NO_RO
 
 
 def list_models() -> list[str]:
-    """Names accepted by `create_model`, sorted: the built-in families and those of the REM_PLUGINS modules."""
+    """Names accepted by `create_model`, sorted (plugins' included)."""
     return sorted(name for name, _ in MODELS.items())
 
 
@@ -118,10 +102,8 @@ def declared_class_capsule_matrices() -> set[str]:
 
 
 def read_model(name: str, given: Mapping[str, Any]) -> tuple[Any, dict[str, Any]]:
-    """`given` -- model `name`'s `model.options` and the head keys (`HEAD_KEYS`), as `create_model` takes them --
-    read: the family's options (an instance of its dataclass, defaults filled in) and the head keys its builder takes,
-    the routing resolved ("" or none: the one it registered with) and `routing_options` read into that routing's
-    options. A family without routing takes no head key. ValueError in one line naming the key for any other."""
+    """Split `given` into the family's options instance and its head keys, the routing resolved and its options read;
+    a one-line ValueError naming any key the family does not take."""
     entry, given = family(name), dict(given)
     head = {key: given.pop(key) for key in HEAD_KEYS if key in given}
     options = read_options(entry.options, given, "model.options", f"model {name!r}")
@@ -140,9 +122,8 @@ def read_model(name: str, given: Mapping[str, Any]) -> tuple[Any, dict[str, Any]
 
 
 def create_model(name: str, *, in_shape: tuple[int, int, int], num_classes: int, **given) -> nn.Module:
-    """Build model `name` for inputs `(C, H, W)` from `given`, its `model.options` and head keys (`read_model`:
-    refused in one line before anything is built). The builder receives the family's options instance and the head
-    keys; the routing's own options reach its class-capsule head as keywords of the routing's call."""
+    """Build model `name` for inputs `(C, H, W)` from its `model.options` and head keys in `given`, checked by
+    `read_model` before anything is built."""
     if len(in_shape) != 3 or min(in_shape) < 1:
         raise ValueError(f"create_model({name!r}): in_shape must be (C, H, W) with positive sizes, got {in_shape}")
     options, head = read_model(name, given)
@@ -153,7 +134,7 @@ def create_model(name: str, *, in_shape: tuple[int, int, int], num_classes: int,
             raise ValueError(f"create_model({name!r}): model.routing_options needs the class-capsule head "
                              "(rem.models.class_head.ClassCapsuleHead), which this model does not end in")
         model.routing_settings = as_keywords(settings)
-    model.roles = family(name).roles  # declared once, at registration; pruning reads them off the model (`roles_of`)
+    model.roles = family(name).roles  # pruning reads them off the model (`roles_of`)
     return model
 
 

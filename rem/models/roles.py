@@ -1,11 +1,5 @@
-"""What a model's tensors are to pruning, declared by the model, so pruning reads a declaration instead of guessing
-from parameter names or model classes.
-
-A family gives its `TensorRoles(...)` to `register_model`, once: the results and the report read them from the
-registry without building a model, and `create_model` sets them on every model it builds (`roles_of`). Structured
-pruning also needs each primary-capsule type's slice of every tensor it touches: a family that supports it
-implements `capsule_layout()` returning a `CapsuleLayout`.
-"""
+"""What a model's tensors are to pruning, declared at registration, so pruning reads a declaration instead of guessing
+from names. A family that supports structured pruning also implements `capsule_layout()`."""
 
 from __future__ import annotations
 
@@ -14,22 +8,21 @@ from dataclasses import dataclass, field
 import torch
 from torch import nn
 
-# A tensor's relation to the primary-capsule types: "channel" = dim 0 holds types*dim channels, type-major; "row" =
-# dim 0 holds positions*types capsules, position-major. role: "filter" / "vote" (scored), "other" (sliced only).
+# kind "channel": dim 0 holds types*dim channels, type-major; "row": positions*types capsules, position-major.
+# role "filter" / "vote": scored; "other": sliced only.
 Entry = tuple[str, str, str]  # (state_dict name, kind, role)
 
 
 @dataclass(frozen=True)
 class TensorRoles:
-    """Parameter names (as in `named_parameters`) by what they are. Every conv kernel and capsule matrix outside
-    `unpruned_modules` is prunable; fully connected and normalisation layers never are (as in REM)."""
+    """Parameter names by role. Conv kernels and capsule matrices outside `unpruned_modules` are prunable; fully
+    connected and normalisation layers never are (as in REM)."""
 
     class_capsule_matrices: tuple[str, ...] = ()  # the class-capsule vote matrices W (pruning them zeroes votes)
     primary_convs: tuple[str, ...] = ()  # the primary-capsule convolution's kernel(s)
     unthresholded: tuple[str, ...] = ()  # prunable, but REM's code never thresholds them (DeepCaps' class matrix)
     unpruned_modules: tuple[str, ...] = ("decoder",)  # modules (and their children) pruning never touches
-    # How many primary-capsule types a saved state_dict holds: (the capsule-making conv's bias, the vote matrix
-    # (I, J, D_out, D_in), the build argument). None: the family has no types to count (no structured pruning).
+    # (primary conv bias, vote matrix, build argument) to count a state_dict's primary types; None: no types
     capsule_types: tuple[str, str, str] | None = None
 
     def never_pruned(self, module_name: str) -> bool:
@@ -79,9 +72,8 @@ class CapsuleLayout:
 
 
 def sabour_layout(model: nn.Module, votes: str) -> CapsuleLayout:
-    """A Sabour stem's types (CapsNet, γ-CapsNet): type t = primary-conv output channels [t*dim, (t+1)*dim) and vote
-    rows i with i % types == t (capsules are ordered position-major). conv1 feeds every type, so removing types
-    frees none of its channels."""
+    """A Sabour stem's types: type t owns primary-conv channels [t*dim, (t+1)*dim) and vote rows i % types == t
+    (position-major); conv1 feeds every type, so it is not sliced."""
     p = model.primary
     return CapsuleLayout("sabour", "primary_types", p.types, p.dim, [
         ("primary.conv.weight", "channel", "filter"), ("primary.conv.bias", "channel", "other"),

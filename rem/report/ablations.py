@@ -1,9 +1,5 @@
-"""The ablation table: routing iterations and the reconstruction decoder, against the architecture's default
-(3 iterations, no decoder) at the same training budget, with what each costs per training step.
-
-Rows come from `rem.report.tables.aggregate` (their arms carry the ablation: "+Q (1 iteration)"), so the
-numbers are the headline table's; the time per step is each trial's mean over its epochs (`time/step_s`),
-median over seeds -- trials that shared the machine's cores with others are slower, so compare within one sweep.
+"""The ablation table: routing iterations and the reconstruction decoder against the default (3 iterations, no
+decoder) at the same budget, with each one's cost per training step (compare times within one sweep only).
 """
 
 from __future__ import annotations
@@ -34,19 +30,19 @@ def ablated(row: Row) -> bool:
 
 
 def ablation_rows(rows: list[Row], dataset: str) -> list[Row]:
-    """The dataset's ablation rows and, for comparison, the unablated rows of the same model and pruning variant."""
+    """The dataset's ablation rows and the unablated rows of the same model and pruning variant."""
     mine = [r for r in rows if r.dataset == dataset and r.seeds]
     varied = {(r.model, unablated(r.arm)) for r in mine if ablated(r)}
     return [r for r in mine if (r.model, unablated(r.arm)) in varied]
 
 
 def _final(row: Row, column: str) -> float:
-    """Median over seeds of the final evaluation's `column` (the last epoch's where a trial has no final value)."""
+    """Median over seeds of the final evaluation's `column`."""
     return math.nan if row.finals is None else float(final_value(row.finals, column).median())
 
 
 def gflops(row: Row) -> float:
-    """Inference FLOPs per image of the trial's (dense) model, in billions: the deterministic cost."""
+    """Inference FLOPs per image of the dense model, in billions."""
     return _final(row, "flops") / 1e9
 
 

@@ -1,16 +1,15 @@
-"""The abstract's claims (REM lowers the routing entropy, with fewer parameters and negligible accuracy loss) judged
-on a run's final evaluations: the rows the evidence page and the horizon page both state, from the same metrics,
-preconditions and verdict rule (`rem.report.verdicts`), so the two pages cannot judge the same numbers differently."""
+"""The abstract's claims (REM lowers the routing entropy, with fewer parameters and negligible accuracy loss), judged
+the same way on the evidence and the horizon pages."""
 
 from __future__ import annotations
 
 import pandas as pd
 
 from rem.report.arm_seeds import QUANTIZED, ArmSeeds, arm_seeds, evaluation_note as evaluated
-from rem.report.preconditions import PRECONDITIONS_NOTE, first
+from rem.report.preconditions import PRECONDITIONS_NOTE
 from rem.report.render import Table
 from rem.report.spread import Spread
-from rem.report.verdicts import HEADER as VERDICT_HEADER, RULE_NOTE, Differs, NoWorse, cells, claims_table, decide
+from rem.report.verdicts import HEADER as VERDICT_HEADER, RULE_NOTE, Differs, NoWorse, claims_table, judged
 from rem.results.arms import PLUS_Q, Arm
 from rem.results.frames import arm_rows, arms, last_rows
 
@@ -29,22 +28,15 @@ def arm_seed_map(results: pd.DataFrame) -> dict[tuple[str, Arm], ArmSeeds]:
     return {(m, a): arm_seeds(arm_rows(last, m, a), f"{m} {a.label}") for m, a in arms(last)}
 
 
-def judged(claim, a: Spread, b: Spread, digits: int, *reasons: str | None, by_construction: str | None = None) -> list:
-    """The verdict columns of `claim` on b against a: not tested when a reason is given, "by construction" when
-    `by_construction` says why it holds whatever the seeds do, else `decide`."""
-    return cells(decide(claim, a.values, b.values, first(*reasons), by_construction), digits)
-
-
 def fewer_weights_by_construction(unpruned: Spread, pruned: Spread) -> str | None:
-    """Why "fewer parameters" holds whatever the seeds do: an arm that prunes nothing against one that pruned some
-    weights in every seed. None otherwise (then the test decides)."""
+    """Why "fewer parameters" holds whatever the seeds do, or None (then the test decides)."""
     if unpruned.n and pruned.n and all(v == 0 for v in unpruned.values) and all(v > 0 for v in pruned.values):
         return "the unpruned arm has 0 % sparsity in every seed and the pruned one removed weights in every seed"
     return None
 
 
 def claim_rows(model: str, spreads: dict, seeds: dict) -> list[list[str]]:
-    """The abstract's three claims for every REM arm of `model` (+REM as published, then the labelled variants)."""
+    """The abstract's three claims for every REM arm of `model`."""
     q = spreads.get((model, PLUS_Q))
     rem = sorted(a for m, a in spreads if m == model and a.thresholds_by_rem)
     return [row for a in rem if q is not None
@@ -70,7 +62,7 @@ def _claims_of(name: str, q: dict, rem: dict, q_seeds: ArmSeeds, rem_seeds: ArmS
 
 
 def abstract_claims_table(title: str, spreads: dict, seeds: dict) -> Table:
-    """The abstract's claims for every model of `spreads` (`final_spreads`), `seeds` its `arm_seed_map`."""
+    """The abstract's claims for every model of `spreads` (`final_spreads`; `seeds`: `arm_seed_map`)."""
     models = sorted({m for m, _ in spreads})
     rows = [row for m in models for row in claim_rows(m, spreads, seeds)]
     return claims_table(title, ["Arm", "Claim", "Measured (mean ± std over seeds)", *VERDICT_HEADER], rows,

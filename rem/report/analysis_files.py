@@ -1,5 +1,5 @@
-"""The files of a one-model analysis (`rem sparsity-curve`, `rem robustness`): its table as Parquet and CSV and its
-figure, under one folder. Logging them to the model's MLflow run is `rem.tracking.analysis_runs`'."""
+"""The files of a one-model analysis (`rem sparsity-curve`, `rem robustness`): its table as Parquet and CSV, and its
+figure."""
 
 from __future__ import annotations
 
@@ -30,8 +30,7 @@ def write_curve(frame: pd.DataFrame, out: Path, source: str) -> list[Path]:
 
 
 def write_robustness(frame: pd.DataFrame, out: Path, source: str) -> list[Path]:
-    """A model's robustness (`rem.analysis.robustness.evaluation.robustness_of`) as robustness.parquet, .csv and
-    .png."""
+    """A model's robustness (`robustness_of`) as robustness.parquet, .csv and .png."""
     from rem.report.figures.robustness import robustness_figure
 
     labelled = frame.assign(series=str(frame["model.name"].iloc[0]))

@@ -1,10 +1,10 @@
-"""One arm's seeds as the verdicts read them (`rem.report.verdicts`, `rem.report.preconditions`): per seed its final
-accuracy, its class layer's coupling entropy in each forward, and the epoch and checkpoint rule it was evaluated at.
-Built from the results table alone, so every page that judges arms reads the same values."""
+"""One arm's seeds as the verdicts read them: per seed its final accuracy, its class layer's coupling entropy in each
+forward, and the epoch and checkpoint rule it was evaluated at."""
 
 from __future__ import annotations
 
 import math
+import re
 from dataclasses import dataclass
 
 import numpy as np
@@ -27,11 +27,10 @@ def _column(rows: pd.DataFrame, column: str) -> np.ndarray:
     return rows[column].to_numpy(dtype=np.float64) if column in rows else np.full(len(rows), math.nan)
 
 
-def _last_iteration(rows: pd.DataFrame) -> np.ndarray:
-    """Each trial's coupling entropy after its last routing iteration at its last epoch (the plain routing,
-    `eval.iteration_curves`), NaN where not recorded."""
-    found = sorted((int(c.split("/")[1][4:]), c) for c in rows.columns
-                   if c.startswith("routing/iter") and c.endswith("/coupling_entropy"))
+def last_iteration(rows: pd.DataFrame, metric: str) -> np.ndarray:
+    """Each row's `routing/iter<t>/<metric>` after the highest iteration t it recorded (plain routing), else NaN."""
+    pattern = re.compile(rf"^routing/iter(?P<t>[0-9]+)/{re.escape(metric)}$")
+    found = sorted((int(m["t"]), c) for c in rows.columns if (m := pattern.match(c)))
     out = np.full(len(rows), math.nan)
     for _, column in found:  # the highest iteration a trial recorded wins
         values = _column(rows, column)
@@ -49,8 +48,7 @@ class ArmSeeds:
     coupling: dict  # forward ("+Q", "plain") -> per-seed coupling entropy (bits) of the class layer
     epochs: tuple[int, ...]  # the evaluated checkpoint's epoch per seed
     rules: tuple[str, ...]  # "best" (best validation loss) or "last" per seed
-    # the final evaluation's input dependence of the couplings (bits) and distinct parse trees per test image
-    # (objects), per seed; NaN where the run did not record them
+    # per seed, NaN where not recorded: the couplings' input dependence (bits) and distinct parse trees per image
     dependence: tuple[float, ...] = ()
     trees_per_image: tuple[float, ...] = ()
 
@@ -58,8 +56,7 @@ class ArmSeeds:
         return did_not_learn(self.name, self.accuracy, chance_accuracy(self.dataset))
 
     def not_routing(self, forward: str) -> str | None:
-        """None when the couplings left uniform in `forward` in every seed and, where measured, depend on the image
-        (a model without routing: never). The input dependence is read in the final evaluation's forward."""
+        """None when the couplings left uniform in `forward` in every seed and, where measured, depend on the image."""
         if not self.routes:
             return f"{self.name} has no routing"
         return first(routing_uniform(self.name, self.coupling.get(forward, ()), classes_of(self.dataset), forward),
@@ -71,7 +68,7 @@ class ArmSeeds:
 
 
 def arm_seeds(last: pd.DataFrame, name: str) -> ArmSeeds:
-    """The arm of `last` (one arm's finished trials, one row each: `rem.results.frames.last_rows`), by seed."""
+    """One arm's finished trials (one `last_rows` row each), by seed."""
     last = last.sort_values("train.seed")
     model = str(last["model.name"].iloc[0])
     final_coupling = final_value(last, "routing/coupling_entropy").to_numpy(dtype=np.float64)
@@ -79,7 +76,7 @@ def arm_seeds(last: pd.DataFrame, name: str) -> ArmSeeds:
         else np.zeros(len(last), dtype=bool)
     plain = np.full(len(last), math.nan)
     for column in (*IDENTITY_PLAIN, None):
-        values = _last_iteration(last) if column is None else _column(last, column)
+        values = last_iteration(last, "coupling_entropy") if column is None else _column(last, column)
         plain = np.where(np.isnan(plain), values, plain)
     plain = np.where(quantized, plain, final_coupling)  # a trial whose final forward was plain measured it there
     epoch = final_value(last, "checkpoint_epoch").fillna(last["epoch"]).astype(int)
@@ -95,7 +92,7 @@ def arm_seeds(last: pd.DataFrame, name: str) -> ArmSeeds:
 
 
 def trees_per_image(last: pd.DataFrame) -> np.ndarray:
-    """Per trial: distinct parse trees over the test images (objects) its final evaluation keyed, all classes."""
+    """Per trial: distinct parse trees per test image its final evaluation keyed."""
     classes = [c.removeprefix("images/") for c in last.columns if c.startswith("images/class_")]
     if not classes:
         return np.full(len(last), math.nan)
@@ -105,8 +102,7 @@ def trees_per_image(last: pd.DataFrame) -> np.ndarray:
 
 
 def arms_of(results: pd.DataFrame) -> dict[tuple[str, str, Arm], ArmSeeds]:
-    """(dataset, model, arm) -> the arm's seeds, for every arm with a finished trial, listed by dataset, model and
-    label (the order the pages show them)."""
+    """(dataset, model, arm) -> the arm's seeds for every arm with a finished trial, in page order."""
     last = last_rows(results)
     groups = last.groupby([last["data.dataset"].astype(str), last["model.name"].astype(str), last["arm_key"]])
     found = {(d, m, group["arm"].iloc[0]): arm_seeds(group, f"{m} {group['arm'].iloc[0].label}")

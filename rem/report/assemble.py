@@ -1,9 +1,5 @@
-"""A page's tables from the results table: each registered table named on it (`rem.report.registry`) made once per
-group it declares, in the page's order, as `Part`s that every page renders its own way -- the report stage as HTML
-and tables/<file>.md|.tex, the evidence and claims pages as Markdown.
-
-Consecutive tables made per the same column (per dataset, per model) go group by group: a dataset's headline table,
-then its parse trees, its robustness ..., then the next dataset's; each group's figures follow its last table.
+"""A page's tables from the results table: each registered table on it made once per group, in the page's order, as
+`Part`s. Consecutive tables made per the same column go group by group, each group's figures after its last table.
 """
 
 from __future__ import annotations
@@ -46,8 +42,7 @@ def made(entry: ReportTable, context: Context, group: str) -> Part | None:
 
 
 def runs(entries: list[ReportTable]) -> list[list[ReportTable]]:
-    """The page's tables cut into runs of consecutive ones made per the same column (a table of the whole run is a
-    run of its own)."""
+    """The page's tables cut into runs of consecutive ones made per the same column."""
     out: list[list[ReportTable]] = []
     for entry in entries:
         if out and entry.per and out[-1][-1].per == entry.per:
@@ -58,8 +53,7 @@ def runs(entries: list[ReportTable]) -> list[list[ReportTable]]:
 
 
 def assemble(results: pd.DataFrame, names: Sequence[str], options: Mapping[str, Mapping] | None = None) -> Assembly:
-    """The parts of the tables `names` (registered names; an unknown one is a one-line error) in that order;
-    `options`: `report.options`, each table's own."""
+    """The parts of the registered tables `names`, in that order; `options`: `report.options`."""
     entries = [TABLES.get(name) for name in names]
     out = Assembly(Context(results, options))
     for run in runs(entries):
@@ -77,13 +71,12 @@ def assemble(results: pd.DataFrame, names: Sequence[str], options: Mapping[str, 
 
 
 def assemble_page(results: pd.DataFrame, page: str, options: Mapping[str, Mapping] | None = None) -> Assembly:
-    """The parts of every table registered on `page` (`REPORT_PAGE`, `EVIDENCE_PAGE`, `CLAIMS_PAGE` of
-    `rem.report.registry`, or a page of one's own)."""
+    """The parts of every table registered on `page`."""
     return assemble(results, page_tables(page), options)
 
 
 def table_files(parts: list[Part], file_of=lambda part: part.file) -> dict[str, list[Table]]:
-    """file stem -> its tables, in the page's order (the tables of parts that share a file one after the other)."""
+    """file stem -> its tables, in the page's order."""
     files: dict[str, list[Table]] = {}
     for part in parts:
         if part.tables:

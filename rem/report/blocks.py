@@ -1,13 +1,10 @@
-"""The blocks every published run's page (reports/<run>/README.md) is made of: a title and an opening line of its
-own, where the numbers come from and the command that re-renders them, how the run was made (run.json), the
-hand-written reading of its numbers (notes.md), then its registered tables with each group's figures -- among them the
-tables several pages share: the checkpoint every seed was evaluated at, and what its epochs cost here. A page of
-one's own is a `PublishedPage` and its tables registered on its name (`rem.report.registry`), no package of its own."""
+"""What every published run's page (reports/<run>/README.md) is made of, and the tables several pages share. A page
+is a `PublishedPage` with its tables registered on its name (`rem.report.registry`)."""
 
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -31,8 +28,7 @@ SOURCE = ("every number below is computed from `sweep.parquet` in this folder (`
 
 
 def run_lines(run: dict) -> list[str]:
-    """How the run was made, a line a fact; a later sweep added to it (`python -m pipeline.<name> --add`) follows
-    with its own facts and the trials it brought."""
+    """How the run was made, a line a fact, then each later sweep added to it (`--add`) with its trials."""
     lines = [f"- **{label}:** {run[key]}" for key, label in RUN_KEYS if run.get(key)]
     for added in run.get("added", []):
         trials = added["trials"].split("; ")
@@ -44,8 +40,7 @@ def run_lines(run: dict) -> list[str]:
 @report_table("evaluated", "The checkpoint every seed was evaluated at",
               pages={EVIDENCE_PAGE: 25, CLAIMS_PAGE: 15, HORIZON_PAGE: 25})
 def evaluated_section(frame: pd.DataFrame, context: Context) -> Table:
-    """Every seed's evaluated checkpoint: the epoch and rule each verdict's values come from, and the final
-    forward's coupling entropy (uniform routing is log2 of the classes)."""
+    """Every seed's evaluated checkpoint (the epoch and rule each verdict reads) and its coupling entropy."""
     rows = []
     for (dataset, model, arm), seeds in context.once(arms_of).items():
         coupling = seeds.coupling[QUANTIZED] if any(not math.isnan(v) for v in seeds.coupling[QUANTIZED]) \
@@ -63,8 +58,7 @@ def evaluated_section(frame: pd.DataFrame, context: Context) -> Table:
 
 @report_table("cost", "What it costs on this machine", pages={EVIDENCE_PAGE: 60, HORIZON_PAGE: 60})
 def cost_section(frame: pd.DataFrame, context: Context) -> Table:
-    """What each arm's epoch cost here, the threshold search's share of it, and what REM's full protocol (all
-    training images per epoch, patience 200: at least 201 epochs, 5 seeds) would take at this speed."""
+    """What each arm's epoch cost here, the threshold search's share, and what REM's full protocol would take."""
     min_epochs, seeds = FULL_PROTOCOL
     done = finished_trials(context.results)
     rows = []
@@ -99,8 +93,7 @@ class PublishedPage:
         return markdown_files(assemble_page(results, self.tables_on).parts)
 
     def files(self, out: Path, results: pd.DataFrame, run: dict) -> dict[Path, str]:
-        """Every table file and the page (README.md) under `out`, the page with the figures drawn there and its
-        notes.md: the hand-written reading of the numbers, linked rather than generated."""
+        """Every table file and the page (README.md) under `out`, with the figures there and its notes.md."""
         parts = assemble_page(results, self.tables_on).parts
         figures = sorted(p.name for p in (out / "figures").glob("*.png"))
         notes = (out / "notes.md").read_text() if (out / "notes.md").is_file() else ""
@@ -113,6 +106,6 @@ class PublishedPage:
 
     def write(self, out: Path, results: pd.DataFrame, run: dict,
               draw: Callable[[pd.DataFrame, Path], list[Path]]) -> list[Path]:
-        """The figures `draw` makes under out/figures, then the tables and the page, from the results table alone."""
+        """The figures `draw` makes under out/figures, then the tables and the page."""
         drawn = draw(results, out / "figures")
         return [atomic_write_text(path, text) for path, text in self.files(out, results, run).items()] + drawn

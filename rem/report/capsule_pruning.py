@@ -1,11 +1,5 @@
-"""The capsule-pruning table: what "+CAPS s%" rows kept and what it bought, beside their model's unpruned row.
-
-Per row (medians over seeds of each trial's final epoch): test accuracy, capsule types kept, parameters, FLOPs per
-image (`capsules/...`, recorded by rem.pruning.capsules; unpruned rows have none), the training step time
-(`time/step_s`) and the evaluation time of the epoch (`time/epoch_s - time/train_s`: validation + test passes),
-and their speed-ups against the unpruned row ("plain" / "+Q") of the same model. Times come from the trials
-themselves, so they are only comparable between trials that ran on equally loaded machines;
-benchmarks/capsule_pruning.py measures the speed-ups in one process.
+"""The capsule-pruning table: what "+CAPS s%" rows kept and what it bought (parameters, FLOPs, step and evaluation
+times with their speed-ups) beside their model's unpruned row; times compare only between equally loaded trials.
 """
 
 from __future__ import annotations
@@ -17,7 +11,7 @@ import pandas as pd
 from rem.report.registry import REPORT_PAGE, Context, report_table
 from rem.report.render import Table
 from rem.pruning.capsules.method import CapsuleTypes
-from rem.report.tables import Row, dataset_rows, pm
+from rem.report.tables import Row, dataset_rows, median, pm
 from rem.results.arms import PUBLISHED_UNPRUNED
 
 HEADER = ["Model", "Variant", "Test accuracy (%)", "Types kept", "Parameters", "MFLOPs / image", "Train step (s)",
@@ -25,10 +19,7 @@ HEADER = ["Model", "Variant", "Test accuracy (%)", "Types kept", "Parameters", "
 
 
 def _median(row: Row, column: str) -> float:
-    frame = row.finals
-    if frame is None or column not in frame.columns or frame[column].isna().all():
-        return math.nan
-    return float(frame[column].median())
+    return math.nan if row.finals is None else median(row.finals, column)
 
 
 def _eval_seconds(row: Row) -> float:

@@ -1,5 +1,4 @@
-"""The `report` section against the report tables (registered with `rem.config.checks`): `report.options` names
-only registered tables, and gives each only the options it declares, in range (`rem.report.registry.table_options`)."""
+"""The `report` section's check: `report.options` names only registered tables, each with options it declares."""
 
 from __future__ import annotations
 

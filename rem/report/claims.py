@@ -1,11 +1,4 @@
-"""The claims page (reports/claims/): do capsule networks keep their promises here -- robustness to geometric
-change against a matched CNN, the number of routing iterations, the decoder -- and does REM keep them?
-
-Every number comes from the results table alone (the trials' final evaluations and their `robust/...` points), so
-the committed Parquet regenerates the page. Every verdict is `rem.report.verdicts`' (Welch's test on the per-seed
-values, a stated margin for "no worse" claims, n >= 3) after `rem.report.preconditions` (arms that learned; routing
-that left uniform for the claims about routing).
-"""
+"""The claims page (reports/claims/): do capsule networks keep their promises here, and does REM keep them?"""
 
 from __future__ import annotations
 
@@ -21,17 +14,16 @@ from rem.report.ablations import gflops, step_ms
 from rem.report.arm_seeds import QUANTIZED, ArmSeeds, arms_of, evaluation_note
 from rem.report.blocks import PublishedPage
 from rem.report.preconditions import PRECONDITIONS_NOTE, at_chance, chance_accuracy, first
-from rem.report.verdicts import HEADER as VERDICT_HEADER, RULE_NOTE, Differs, NoWorse, cells, decide, claims_table
+from rem.report.verdicts import HEADER as VERDICT_HEADER, RULE_NOTE, Differs, NoWorse, claims_table, judged
 from rem.report.registry import CLAIMS_PAGE, Context, report_table
 from rem.report.render import Table
 from rem.report.equivariance import equivariance_points, equivariance_rows
-from rem.report.overlapping import overlapping_rows
+from rem.report.overlapping import accuracy, overlapping_rows
 from rem.report.robustness import (HEADLINE, arm_spread, arms, baseline_arms, capsule_arms, dataset_points, drop,
                                    per_trial, robustness_points)
-from rem.report.spread import Spread, spread
+from rem.report.spread import Spread
 from rem.report.tables import aggregate
 from rem.results.arms import PLAIN_ARM, PLUS_Q, Arm
-from rem.results.frames import final_value
 from rem.results.variants import routed
 
 PLAIN_ACC = f"{PLAIN}/test/acc"  # the plain forward's accuracy in the robustness points (rem.report.robustness)
@@ -56,8 +48,7 @@ def arm_drop(points: pd.DataFrame, model: str, arm: Arm, family: str, strengths,
 
 def near_chance(points: pd.DataFrame, model: str, arm: Arm, family: str, strengths, label: str,
                 metric: str = "test/acc") -> str | None:
-    """The reason a transformed point cannot be scored for this arm: at one of its strengths a seed's accuracy is
-    within the learned margin of chance (`rem.report.preconditions.at_chance`), else None."""
+    """The reason a transformed point cannot be scored for this arm: `at_chance` at one of its strengths."""
     dataset = str(points["data.dataset"].iloc[0])
     for strength in strengths:
         values = arm_spread(per_trial(points, family, (strength,), metric), points, model, arm, 100.0).values
@@ -76,8 +67,7 @@ def seeds_of(seeds: dict, points_or_row, model: str, arm: Arm) -> ArmSeeds:
 
 def robust_against_cnn(points: pd.DataFrame, seeds: dict, model: str, cnn: str, family: str, strengths,
                        label: str) -> list[str] | None:
-    """The robustness claim for one transform: the capsule model's plain forward (the routing as trained) where
-    its trials measured it, +Q beside it; the final evaluation's +Q alone where they did not."""
+    """The robustness claim for one transform, on the capsule model's plain forward where measured, else +Q."""
     q = PLUS_Q
     base = arm_drop(points, cnn, PLAIN_ARM, family, strengths, PLAIN_ACC)
     caps = arm_drop(points, model, q, family, strengths)
@@ -88,12 +78,11 @@ def robust_against_cnn(points: pd.DataFrame, seeds: dict, model: str, cnn: str, 
     beside = f" ({QUANTIZED} {caps.text(2)})" if plain.n and caps.n else ""
     mine, theirs = seeds_of(seeds, points, model, q), seeds_of(seeds, points, cnn, PLAIN_ARM)
     metric = PLAIN_ACC if forward == PLAIN else "test/acc"
-    verdict = decide(Differs(-1), base.values, read.values, first(
-        mine.not_learned(), theirs.not_learned(), near_chance(points, model, q, family, strengths, label, metric),
-        near_chance(points, cnn, PLAIN_ARM, family, strengths, label, PLAIN_ACC)))
     return [f"{model} {q.label} vs {cnn}", CLAIMS["robust"] + f": {label}", forward,
             f"accuracy lost {read.text(2)}{beside} vs {base.text(2)} points{evaluation_note(mine, theirs)}",
-            *cells(verdict, 2)]
+            *judged(Differs(-1), base, read, 2, mine.not_learned(), theirs.not_learned(),
+                    near_chance(points, model, q, family, strengths, label, metric),
+                    near_chance(points, cnn, PLAIN_ARM, family, strengths, label, PLAIN_ACC))]
 
 
 def robustness_rows(points: pd.DataFrame, seeds: dict) -> list[list[str]]:
@@ -114,23 +103,16 @@ def robustness_rows(points: pd.DataFrame, seeds: dict) -> list[list[str]]:
                 q = arm_drop(points, model, PLUS_Q, family, strengths)
                 rem = arm_drop(points, model, arm, family, strengths)
                 if q.n and rem.n:
-                    verdict = decide(NoWorse(MARGIN_POINTS, higher_is_better=False), q.values, rem.values, first(
-                        untested, near_chance(points, model, PLUS_Q, family, strengths, label),
-                        near_chance(points, model, arm, family, strengths, label)))
                     rows.append([f"{model} {arm.label} vs {PLUS_Q.label}", CLAIMS["rem"] + f": {label}", QUANTIZED,
                                  f"accuracy lost {rem.text(2)} vs {q.text(2)} points{evaluation_note(rem_seeds, q_seeds)}",
-                                 *cells(verdict, 2)])
+                                 *judged(NoWorse(MARGIN_POINTS, higher_is_better=False), q, rem, 2, untested,
+                                         near_chance(points, model, PLUS_Q, family, strengths, label),
+                                         near_chance(points, model, arm, family, strengths, label))])
     return rows
 
 
-def accuracy(row) -> Spread:
-    """An aggregate row's final accuracy over its seeds (%), with the per-seed values the verdicts test."""
-    return spread(final_value(row.finals, "test/acc"), 100.0)
-
-
 def routing_rows(rows, seeds: dict) -> list[list[str]]:
-    """Iterations, decoder and shared votes against each capsule model's default +Q arm (same data, epochs and
-    steps). The iteration claims are about routing: tested only where the default arm's couplings left uniform."""
+    """Iterations, decoder and shared votes against each capsule model's default +Q arm."""
     by = {(r.dataset, r.model, r.arm): r for r in rows if r.seeds}
     out = []
     for (dataset, model, plus_q), row in sorted(by.items(), key=lambda item: item[1].order):
@@ -149,30 +131,25 @@ def routing_rows(rows, seeds: dict) -> list[list[str]]:
         routes = base_seeds.not_routing(QUANTIZED)
         one, one_acc, one_seeds = arm(iterations=1)
         if one:  # one iteration is a single softmax of zero logits: uniform by construction, so only 3's must route
-            verdict = decide(Differs(-1), base.values, one_acc.values, first(learned, one_seeds.not_learned(), routes))
             out.append([f"{model} 1 vs 3 iterations", CLAIMS["iterations"], FINAL_FORWARD, measured(one_acc, one_seeds),
-                        *cells(verdict, 2)])
+                        *judged(Differs(-1), base, one_acc, 2, learned, one_seeds.not_learned(), routes)])
         five, five_acc, five_seeds = arm(iterations=5)
         if five:
             cost, seconds = gflops(five) / gflops(row), step_ms(five) / step_ms(row)
-            verdict = decide(NoWorse(MARGIN_POINTS, higher_is_better=False), base.values, five_acc.values,
-                             first(learned, five_seeds.not_learned(), routes, five_seeds.not_routing(QUANTIZED),
-                                   None if cost > 1 else f"5 iterations cost no more FLOPs ({cost:.3f}x)"))
             out.append([f"{model} 5 vs 3 iterations", CLAIMS["plateau"], FINAL_FORWARD,
                         measured(five_acc, five_seeds, f"; {cost:.3f}x the FLOPs, {seconds:.2f}x the time per step"),
-                        *cells(verdict, 2)])
+                        *judged(NoWorse(MARGIN_POINTS, higher_is_better=False), base, five_acc, 2, learned,
+                                five_seeds.not_learned(), routes, five_seeds.not_routing(QUANTIZED),
+                                None if cost > 1 else f"5 iterations cost no more FLOPs ({cost:.3f}x)")])
         dec, dec_acc, dec_seeds = arm(decoder=True)
         if dec:
-            verdict = decide(Differs(+1), base.values, dec_acc.values, first(learned, dec_seeds.not_learned()))
             out.append([f"{model} decoder vs none", CLAIMS["decoder"], FINAL_FORWARD, measured(dec_acc, dec_seeds),
-                        *cells(verdict, 2)])
+                        *judged(Differs(+1), base, dec_acc, 2, learned, dec_seeds.not_learned())])
         shared, shared_acc, shared_seeds = arm(shared_votes=True)
         if shared:
-            verdict = decide(NoWorse(MARGIN_POINTS), base.values, shared_acc.values,
-                             first(learned, shared_seeds.not_learned()))
             out.append([f"{model} shared vs per-capsule votes", CLAIMS["shared"], FINAL_FORWARD,
                         measured(shared_acc, shared_seeds, f" with {shared.params:,} vs {row.params:,} parameters"),
-                        *cells(verdict, 2)])
+                        *judged(NoWorse(MARGIN_POINTS), base, shared_acc, 2, learned, shared_seeds.not_learned())])
     return out
 
 
@@ -191,8 +168,7 @@ def verdict_table(points: pd.DataFrame, rows, seeds: dict, equivariance: pd.Data
 
 
 def inference_parameters(row) -> tuple[int, int]:
-    """(parameters at inference, the decoder's): a decoder arm's count without its decoder, which only training
-    uses (the decoder's size from `rem.models.counts.decoder_parameters` for the row's dataset shape)."""
+    """(parameters at inference, the decoder's): only training uses the decoder."""
     if not row.arm.decoder:
         return row.params, 0
     spec = find_family(row.dataset).spec(row.dataset)
@@ -201,8 +177,7 @@ def inference_parameters(row) -> tuple[int, int]:
 
 
 def size_table(rows) -> Table:
-    """Parameters (the decoder apart), FLOPs and time per step of each unablated arm and each decoder arm: how
-    closely the CNN matches the capsule model, stated from these counts per dataset."""
+    """Parameters, FLOPs and time per step of each unablated and decoder arm: how closely the CNN matches."""
     def number(value: float, digits: int) -> str:
         return "–" if math.isnan(value) else f"{value:.{digits}f}"
 
@@ -232,7 +207,7 @@ def size_table(rows) -> Table:
 
 
 def drop_table(points: pd.DataFrame, dataset: str) -> Table:
-    """Accuracy lost per transform, per arm: the robustness table as differences from each trial's clean accuracy."""
+    """The robustness table as accuracy lost against each trial's clean accuracy."""
     points = points[points["data.dataset"].astype(str) == dataset]
     rows = [[m, a.label, *(arm_drop(points, m, a, f, s).text(2) for f, s, _ in HEADLINE)] for m, a in arms(points)]
     return Table(f"{dataset}: accuracy lost to each transform (points)", ["Model", "Variant",
@@ -252,7 +227,6 @@ def sizes_section(frame: pd.DataFrame, context: Context) -> Table:
     return size_table(context.once(aggregate))
 
 
-# In the robustness table's file on the claims page, after it: the same points as differences.
 @report_table("accuracy-lost", "Accuracy lost to each transform", pages={CLAIMS_PAGE: 50}, per="data.dataset",
               file="robustness_{group}")
 def accuracy_lost_section(frame: pd.DataFrame, context: Context, dataset: str) -> Table | None:

@@ -1,5 +1,4 @@
-"""How the report's trials computed: the precision each one's `train.precision` resolved to on its device (the
-`compute/bf16` column every epoch records), stated once on the page beside the tables."""
+"""How the report's trials computed: the precision each `train.precision` resolved to, in one line on the page."""
 
 from __future__ import annotations
 

@@ -1,14 +1,5 @@
-"""What DVC reads from the report: metrics a terminal can show, and the data of the plots dvc.yaml declares.
-
-`dvc metrics show` prints one row per metrics file and one column per key, so a single nested file of every variant
-becomes one row thousands of characters wide. Instead each aggregated row (dataset, model, variant) is its own small
-file, `metrics/<dataset>/<model>/<variant>.json` -- the path is the nesting -- with the same five keys, and the
-command prints a narrow table, one line per variant. The file is named by its arm's label (`file_slug`), readable
-where the arm's key (`Arm.key`, JSON) would not be: a name for the terminal, never read back to join arms.
-
-The plots (`reports/plots/*.csv`, declared in dvc.yaml with the templates in `reports/plots/templates/`):
-`arms.csv`, each arm's mean and spread over seeds per epoch (the training curves), and `trials.csv`, one point per
-trial (the accuracy / entropy / sparsity scatter), both with an `arm` column the templates colour by.
+"""What DVC reads from the report: a small metrics file per aggregated row (`metrics/<dataset>/<model>/<variant>.json`,
+so `dvc metrics show` prints a narrow table), and the plots' data (`reports/plots/*.csv`, coloured by `arm`).
 """
 
 from __future__ import annotations
@@ -37,8 +28,7 @@ def file_slug(*parts: str) -> str:
 
 
 def row_metrics(row: Row) -> dict:
-    """The headline numbers of one aggregated row: accuracy (%, mean over seeds), entropy (bits, mean over classes),
-    parse trees (median total), sparsity (%, median), and how many seeds finished (and failed, if any)."""
+    """The headline numbers of one aggregated row, and how many seeds finished (and failed)."""
     entry: dict = {"seeds": len(row.seeds)}
     if row.failed:
         entry["failed"] = row.failed
@@ -84,8 +74,7 @@ def arm_curves(epochs: pd.DataFrame) -> pd.DataFrame:
 
 
 def write_plot_data(results: pd.DataFrame, plots_dir: Path) -> list[Path]:
-    """The data of dvc.yaml's plots as CSV (`dvc plots show` draws them; the PNGs are drawn from the same): each
-    arm's mean and spread per epoch, every trial's final point, every trial's epochs."""
+    """dvc.yaml's plot data as CSV: each arm's mean and spread per epoch, every trial's final point and epochs."""
     epochs, trials = training_points(results), trial_points(results)
     flags = in_uniform_arm(trials)
     # a CSV's `arm` is the text "capsnet +REM" (`arm_label`), never the points' Arm values

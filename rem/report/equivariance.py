@@ -1,8 +1,5 @@
-"""Equivariance tested directly, from the results table alone (`eval.equivariance`: columns
-`equivariance/<family>/<strength>/[plain/]<metric>`, rem.analysis.equivariance): per arm and headline transform,
-the held-out error of the linear map from a model's representation of x to that of g·x -- the class capsules'
-poses (10 x 16 for CapsNet), or the matched CNN's hidden layer of the same width -- and the claim that capsule
-poses transform more predictably than CNN features.
+"""Equivariance tested directly: per arm and transform, the held-out error of the linear map from a representation of
+x (capsule poses, or a CNN's hidden layer as wide) to that of g·x, and whether capsule poses are more predictable.
 """
 
 from __future__ import annotations
@@ -13,12 +10,12 @@ from rem.analysis.equivariance import FOLDS, MIN_FIT_IMAGES, equivariance_from_r
 from rem.analysis.forwards import PLAIN
 from rem.analysis.robustness.families import PER_IMAGE
 from rem.report.arm_seeds import QUANTIZED, evaluation_note
-from rem.report.preconditions import first, no_better_than_null
-from rem.report.verdicts import Differs, cells, decide
+from rem.report.preconditions import no_better_than_null
+from rem.report.verdicts import Differs, judged
 from rem.report.registry import CLAIMS_PAGE, REPORT_PAGE, Context, report_table
 from rem.report.render import Table
-from rem.report.robustness import (HEADLINE, KEEP, arm_spread, arm_trials, arms, baseline_arms, capsule_arms, per_trial,
-                                   with_plain_forward)
+from rem.report.robustness import (KEEP, arm_spread, arm_trials, arms, baseline_arms, capsule_arms, per_trial,
+                                   shown_headline, with_plain_forward)
 from rem.report.spread import Spread
 from rem.results.arms import PLAIN_ARM, PLUS_Q, Arm
 from rem.results.frames import arm_rows, last_rows
@@ -29,17 +26,12 @@ CLAIM = "Capsule poses transform more predictably than a CNN's features of the s
 
 
 def equivariance_points(results: pd.DataFrame) -> pd.DataFrame:
-    """Every finished trial's equivariance points in long form, `plain/error` for every trial that has a plain
-    forward (as `rem.report.robustness.robustness_points`); empty when no trial recorded any."""
+    """Every finished trial's equivariance points in long form, with `plain/error` where there is a plain forward."""
     return with_plain_forward(equivariance_from_results(last_rows(results), keep=KEEP))
 
 
 def arm_error(points: pd.DataFrame, model: str, arm: Arm, family: str, strengths, metric: str) -> Spread:
     return arm_spread(per_trial(points, family, strengths, metric), points, model, arm, 1.0)
-
-
-def shown(points: pd.DataFrame) -> list[tuple[str, tuple, str]]:
-    return [h for h in HEADLINE if not per_trial(points, h[0], h[1], "error").empty]
 
 
 def error_cell(points: pd.DataFrame, model: str, arm: Arm, family: str, strengths) -> str:
@@ -52,13 +44,12 @@ def error_cell(points: pd.DataFrame, model: str, arm: Arm, family: str, strength
 
 
 def null_recorded(points: pd.DataFrame) -> bool:
-    """Whether these trials fitted their maps by cross-validation beside a shuffled-pair null (`null_error`); trials
-    from before it fitted on half of the images at a fixed ridge, with no null."""
+    """Whether these trials fitted their maps by cross-validation beside a shuffled-pair null (`null_error`)."""
     return "null_error" in points and points["null_error"].notna().any()
 
 
 def null_cell(points: pd.DataFrame, model: str, arm: Arm, family: str, strengths) -> str:
-    """The shuffled-pair null of the forward `error_cell` leads with (the plain one where it was measured)."""
+    """The shuffled-pair null of the forward `error_cell` leads with."""
     plain = arm_error(points, model, arm, family, strengths, f"{PLAIN}/null_error")
     return (plain if plain.n else arm_error(points, model, arm, family, strengths, "null_error")).text(3)
 
@@ -79,7 +70,7 @@ def method_note(points: pd.DataFrame, images: int) -> str:
 
 def equivariance_table(points: pd.DataFrame, dataset: str) -> Table:
     points = points[points["data.dataset"].astype(str) == dataset]
-    headline, nulls = shown(points), null_recorded(points)
+    headline, nulls = shown_headline(points, "error"), null_recorded(points)
     rows = []
     for model, arm in arms(points):
         mine = arm_rows(points, model, arm)
@@ -101,7 +92,7 @@ def equivariance_table(points: pd.DataFrame, dataset: str) -> Table:
 
 def null_check(points: pd.DataFrame, model: str, arm: Arm, family: str, strengths, metric: str,
                label: str) -> str | None:
-    """`no_better_than_null` on an arm's seeds, where its trials recorded a null."""
+    """`no_better_than_null` on an arm's seeds, where they recorded a null."""
     null = metric.replace("error", "null_error")
     if null not in points:
         return None
@@ -111,11 +102,11 @@ def null_check(points: pd.DataFrame, model: str, arm: Arm, family: str, strength
 
 
 def equivariance_rows(points: pd.DataFrame, seeds: dict) -> list[list[str]]:
-    """The claim per unpruned capsule arm, CNN and headline transform: capsule error (plain) against the CNN's."""
+    """The claim per unpruned capsule arm, CNN and headline transform."""
     rows = []
     for model in capsule_arms(points):
         for cnn in baseline_arms(points):
-            for family, strengths, label in [h for h in shown(points) if h[0] not in PER_IMAGE]:
+            for family, strengths, label in [h for h in shown_headline(points, "error") if h[0] not in PER_IMAGE]:
                 caps = arm_error(points, model, PLUS_Q, family, strengths, PLAIN_ERROR)
                 read, forward = (caps, PLAIN) if caps.n else \
                     (arm_error(points, model, PLUS_Q, family, strengths, "error"), QUANTIZED)
@@ -124,11 +115,10 @@ def equivariance_rows(points: pd.DataFrame, seeds: dict) -> list[list[str]]:
                     dataset = str(points["data.dataset"].iloc[0])
                     mine, theirs = seeds[(dataset, model, PLUS_Q)], seeds[(dataset, cnn, PLAIN_ARM)]
                     metric = PLAIN_ERROR if forward == PLAIN else "error"
-                    untested = first(mine.not_learned(), theirs.not_learned(),
-                                     null_check(points, model, PLUS_Q, family, strengths, metric, label))
                     rows.append([f"{model} {PLUS_Q.label} vs {cnn}", f"{CLAIM}: {label}", forward,
                                  f"held-out error {read.text(3)} vs {base.text(3)}{evaluation_note(mine, theirs)}",
-                                 *cells(decide(Differs(-1), base.values, read.values, untested), 3)])
+                                 *judged(Differs(-1), base, read, 3, mine.not_learned(), theirs.not_learned(),
+                                         null_check(points, model, PLUS_Q, family, strengths, metric, label))])
     return rows
 
 

@@ -1,12 +1,4 @@
-"""The evidence page (reports/evidence/README.md): does REM do what its paper's abstract claims, on a run anyone can
-regenerate?
-
-Every table here is computed from the results table alone (one row per trial x epoch, as the sweep writes it),
-so the Parquet committed under reports/evidence/ regenerates the page without retraining. Numbers are means over
-seeds with their sample std (ddof 1, the seed spread); every verdict is `rem.report.verdicts`' (Welch's test on the
-per-seed values, n >= 3, "not tested" where an arm did not learn or its routing stayed uniform). Its claims are
-the abstract's (`rem.report.abstract_claims`, the horizon page's too), then where the entropy drop comes from.
-"""
+"""The evidence page (reports/evidence/README.md): does REM do what its paper's abstract claims?"""
 
 from __future__ import annotations
 
@@ -14,14 +6,15 @@ from dataclasses import replace
 
 import pandas as pd
 
-from rem.report.abstract_claims import NEGLIGIBLE_POINTS, abstract_claims_table, arm_seed_map, judged
+from rem.report.abstract_claims import NEGLIGIBLE_POINTS, abstract_claims_table, arm_seed_map
 from rem.report.arm_seeds import QUANTIZED, ArmSeeds, evaluation_note as evaluated
 from rem.report.blocks import PublishedPage
 from rem.report.mechanism_curve import curve_tables
 from rem.report.registry import EVIDENCE_PAGE, Context, report_table
 from rem.report.render import Table
 from rem.report.spread import METRICS, final_spreads, model_arms, spread
-from rem.report.verdicts import HEADER as VERDICT_HEADER, DerivedCell, Differs, NoWorse, Outcome, Verdict, claims_table
+from rem.report.verdicts import (HEADER as VERDICT_HEADER, DerivedCell, Differs, NoWorse, Outcome, Verdict,
+                                  claims_table, judged)
 from rem.results.arms import PLUS_Q, Arm
 from rem.results.frames import arm_rows, finished_trials
 
@@ -32,11 +25,9 @@ FIRST_EPOCH = {"train/loss": ("Train loss", 1.0, 4), "val/loss": ("Val. loss", 1
                "val/acc": ("Val. acc. (%)", 100.0, 2), "test/acc": ("Test acc. (%)", 100.0, 2)}
 
 
-# Where the entropy drop comes from: couplings more polarised than +Q's (structured routing) or capsules starved of
-# votes, and whether REM beats the arms that isolate one of its parts
+# Where the entropy drop comes from: polarised couplings or starved capsules, and REM against its parts alone
 def routing_kind(arm: dict, seeds: ArmSeeds, lower_coupling: Verdict) -> str:
-    """What a lower entropy is made of: structured routing (couplings leave uniform, and lower than +Q's), or no
-    routing (couplings at uniform: votes too small or zeroed to route), or undecided between them."""
+    """What a lower entropy is made of: structured routing, no routing (couplings at uniform), or undecided."""
     uniform = seeds.not_routing(QUANTIZED)
     if uniform:
         return f"no routing: {uniform}; dead capsules {arm['routing/dead_capsules'].text(1)} %"
@@ -66,8 +57,7 @@ def arm_rows_against_q(model: str, variant: str, q: dict, arm: dict, q_seeds: Ar
 
 
 def mechanism_rows(model: str, spreads: dict, seeds: dict) -> list[list[str]]:
-    """Per REM-family arm: is its entropy lower than +Q's, through polarised couplings or starved capsules; then the
-    matched controls and the shrinkage-only arms against their REM arm (`reference_rows`)."""
+    """Each REM-family arm against +Q, then the matched controls and shrinkage-only arms against their REM arm."""
     q = spreads.get((model, PLUS_Q))
     if q is None:
         return []
@@ -80,8 +70,7 @@ def mechanism_rows(model: str, spreads: dict, seeds: dict) -> list[list[str]]:
 
 
 def versus_rows(model: str, reference_arm: Arm, other_arm: Arm, spreads: dict, seeds: dict, why: str) -> list[list[str]]:
-    """`reference_arm` (a REM arm) against `other_arm` (an arm that isolates one of its parts, `why`): REM's
-    entropy lower, its accuracy no worse, with what each pruned."""
+    """A REM arm against an arm that isolates one of its parts (`why`): entropy lower, accuracy no worse."""
     ref, alt = spreads[(model, reference_arm)], spreads[(model, other_arm)]
     ref_seeds, alt_seeds = seeds[(model, reference_arm)], seeds[(model, other_arm)]
     reference, other = reference_arm.label, other_arm.label
@@ -127,8 +116,7 @@ def entropy_drop_table(spreads: dict, seeds: dict) -> Table:
 @report_table("abstract-claims", "The abstract's claims against this run", pages={EVIDENCE_PAGE: 10},
               file="claims")
 def abstract_claims(frame: pd.DataFrame, context: Context) -> list[Table]:
-    """The abstract's verdicts (from the same numbers as the final table), where the entropy drop comes from, then
-    each model's curve onsets."""
+    """The abstract's verdicts, where the entropy drop comes from, then each model's curve onsets."""
     spreads, seeds = context.once(final_spreads), context.once(arm_seed_map)
     onsets = [tables[0] for tables in context.once(curve_tables).values()]
     return [abstract_claims_table("The abstract's claims against this run", spreads, seeds),
@@ -148,7 +136,7 @@ def final_section(frame: pd.DataFrame, context: Context) -> Table:
 
 @report_table("first-epoch", "First epoch of REM's recipe", pages={EVIDENCE_PAGE: 30}, file="first_epoch")
 def first_epoch_section(frame: pd.DataFrame, context: Context) -> Table:
-    """How far one epoch of REM's recipe gets: the unpruned arm's first epoch, per seed and over seeds."""
+    """The unpruned arm's first epoch, per seed and over seeds."""
     done = finished_trials(context.results)
     first = done[(done["epoch"] == 1) & (done["arm_key"] == PLUS_Q.key)]
     rows = []
@@ -173,8 +161,7 @@ def epochs_section(frame: pd.DataFrame, context: Context, model: str) -> Table:
                         SEED_SPREAD_NOTE])
 
 
-# The curve's figure, then the report stage's coupling histograms (first vs last epoch, +Q vs +REM; drawn from
-# checkpoints, so copied, not regenerated) close each architecture's part of the page.
+# The coupling histograms are drawn from checkpoints by the report stage: copied, not regenerated
 @report_table("curve", "Pruned by magnitude without retraining", pages={EVIDENCE_PAGE: 50}, per="model.name",
               file="curve_{group}", figures=("curve_{group}.png", "couplings_{group}.png"))
 def curve_section(frame: pd.DataFrame, context: Context, model: str) -> list[Table] | None:

@@ -1,13 +1,5 @@
-"""The numbers experiments are compared by, one small file per dataset: `headline/<dataset>.json`, what dvc.yaml
-lists as the pipeline's DVC metrics, so `dvc exp show` and `dvc metrics show` fit a screen.
-
-Per architecture (the file's top-level keys): `acc`, the best test accuracy of any of its arms (%, mean over seeds);
-`dH`, REM's change of the routing entropy (bits: +REM as published minus +Q, each the mean over classes of the
-seeds' mean), and `pruned`, the weights +REM pruned (%, median over seeds) -- the two only where the sweep ran both
-arms as published (an arm set apart by another setting, `+REM · lr=0.003`, is not the published one). Short keys,
-because `dvc exp show` makes each `<model>.<key>` a column and the screen is 200 characters wide. The
-per-arm files (`metrics/<dataset>/<model>/<variant>.json`, rem.report.dvc_outputs) keep every arm's numbers and say
-where its routing stayed uniform (its entropy then measures no routing); `dvc metrics show <file>` reads them.
+"""`headline/<dataset>.json`, dvc.yaml's metrics, per architecture: `acc` (best arm's test accuracy, %), `dH` (+REM
+minus +Q entropy, bits) and `pruned` (+REM's sparsity, %) where both ran as published; short keys fit `dvc exp show`.
 """
 
 from __future__ import annotations
@@ -40,7 +32,7 @@ def model_headline(rows: list[Row]) -> dict:
 
 
 def headlines(rows: list[Row]) -> dict[str, dict]:
-    """{dataset: {model: headline}} of the report's aggregated rows, models in the order the tables list them."""
+    """{dataset: {model: headline}} of the report's aggregated rows, in table order."""
     out: dict[str, dict] = {}
     for row in sorted(rows, key=lambda r: r.order):
         out.setdefault(row.dataset, {}).setdefault(row.model, [])

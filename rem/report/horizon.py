@@ -1,9 +1,5 @@
-"""The horizon pages (reports/evidence/horizon*/README.md): REM's claims where every trial trained until its
-validation loss stopped improving (REM's patience rule, capped), read from the results table alone.
-
-The claims are the evidence page's (`rem.report.abstract_claims`), and so are the mechanism curve, the evaluated
-checkpoints and the cost. What this page adds is what a run to a stopping point must show: how each seed stopped,
-what the pruning removed from each tensor, and the entropy and parse trees of every class.
+"""The horizon pages (reports/evidence/horizon*/README.md): REM's claims where every trial trained to REM's
+stopping rule, with how each seed stopped, what pruning removed per tensor, and every class's entropy.
 """
 
 from __future__ import annotations
@@ -40,7 +36,7 @@ def stopped_by(rows: pd.DataFrame, patience: int, cap: int) -> str:
 
 
 def lowest_val_loss_epoch(rows: pd.DataFrame) -> int:
-    """The first epoch of the lowest plain-forward validation loss: the one REM's rule measures patience from."""
+    """The first epoch of the lowest validation loss: REM's patience counts from it."""
     loss = rows["val/loss"].to_numpy(dtype=np.float64)
     return int(rows["epoch"].iloc[int(np.nanargmin(loss))])
 
@@ -69,13 +65,13 @@ def stopping_section(frame: pd.DataFrame, context: Context) -> Table:
 
 
 def model_finals(results: pd.DataFrame, model: str) -> pd.DataFrame:
-    """The last row of each of `model`'s finished trials: the row its final evaluation is on."""
+    """The last row (the final evaluation's) of each of `model`'s finished trials."""
     last = last_rows(results)
     return last[last["model.name"].astype(str) == model]
 
 
 def tensor_columns(frame: pd.DataFrame) -> list[str]:
-    """The per-tensor sparsity columns any trial recorded, in the model's layer order (the results' column order)."""
+    """The per-tensor sparsity columns any trial recorded, in layer order."""
     return [c for c in frame.columns if c.startswith(SPARSITY_PREFIX) and frame[c].notna().any()]
 
 
@@ -103,8 +99,7 @@ def class_indices(frame: pd.DataFrame) -> list[int]:
 
 
 def ceiling(group: pd.DataFrame, indices: list[int]) -> tuple[str, str]:
-    """The highest entropy and parse-tree count an arm's test images allow (every image a tree of its own): per
-    seed, `ceiling_bits` (the ceiling table's), and the images in all."""
+    """The highest entropy and parse-tree count the arm's test images allow (every image a tree of its own)."""
     images = np.stack([final_value(group, f"images/class_{k}").to_numpy(float) for k in indices])
     return spread(ceiling_bits(group)).text(3), spread(pd.Series(images.sum(axis=0))).text(0)
 
@@ -137,12 +132,10 @@ def classes_section(frame: pd.DataFrame, context: Context, model: str) -> Table 
 @report_table("horizon-curve", "Can pruning merge parse trees where routing routes?", pages={HORIZON_PAGE: 50},
               per="model.name", file="curve_{group}")
 def curve_section(frame: pd.DataFrame, context: Context, model: str) -> list[Table] | None:
-    """Each final model pruned by magnitude without retraining (the in-trial mechanism curve), with where its entropy
-    starts to fall: the onsets first, then each arm's curve (the evidence page splits them; here they stand together)."""
+    """The mechanism curve's onsets, then each arm's curve."""
     return context.once(curve_tables).get(f"curve_{model}")
 
 
-# How the pages name an architecture in a title
 TITLES = {"efficient_capsnet": "Efficient-CapsNet", "gamma_capsnet": "γ-CapsNet", "capsnet": "CapsNet",
           "deepcaps": "DeepCaps"}
 
@@ -159,5 +152,4 @@ def heading(done: pd.DataFrame) -> tuple[str, str]:
             "different sweeps, so no comparison crosses them")
 
 
-# The Efficient-CapsNet run's; the γ-CapsNet and GPU runs are the same page, each its own publication
 PAGE = PublishedPage(HORIZON_PAGE, "horizon", heading, new_sentence=True)

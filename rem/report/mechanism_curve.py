@@ -1,8 +1,5 @@
-"""The mechanism curve the evidence and horizon pages show: at what sparsity does CapsNet's routing entropy start to
-fall when its trained weights are pruned by magnitude, and what is the entropy made of there?
-
-Read from the curves the trials recorded with their final evaluation (`eval.sparsity_curve`, columns
-`curve/<scope>/<target>/<metric>` of the results table), so the committed Parquet regenerates every number.
+"""The mechanism curve the evidence and horizon pages show: at what sparsity does the routing entropy start to fall when
+a trained model is pruned by magnitude, read from the curves in the results table (`curve/<scope>/<target>/<metric>`).
 """
 
 from __future__ import annotations
@@ -21,7 +18,7 @@ from rem.results.frames import arm_rows, last_rows
 # curve column -> (label, scale, digits): the final table's, in the curve's order
 COLUMNS = {c: METRICS[c] for c in ("test/acc", "entropy/mean", "parse_trees/total", "routing/coupling_entropy",
                                    "routing/dead_capsules", "sparsity", "sparsity/votes.weight")}
-# Measures a curve may hold (runs record them since 2026-12-05): shown where it does
+# Measures later runs' curves hold: shown where they do
 LATER_COLUMNS = {"routing/input_dependence": ("Input dependence (bits)", 1.0, 4),
                  "entropy/k3_mean": ("Entropy at K = 3, secondary (bits)", 1.0, 3),
                  "entropy/kept_mean": ("Entropy over alive capsules (bits)", 1.0, 3)}
@@ -54,8 +51,7 @@ def falls(base: dict[str, Spread], point: dict[str, Spread]):
 
 
 def onset(points: dict[float, dict[str, Spread]], kept: bool = True) -> float | None:
-    """The smallest target at which the entropy is shown lower than the unpruned model's (`falls` supported), among
-    the targets that keep accuracy (`accuracy_lost`), or among all of them with `kept=False`."""
+    """The smallest target where `falls` is supported, among those that keep accuracy unless `kept=False`."""
     base = points.get(0.0)
     if base is None:
         return None
@@ -76,8 +72,7 @@ def curve_table(curves: pd.DataFrame, model: str, arm: Arm) -> Table:
 
 
 def onset_rows(curves: pd.DataFrame, model: str, arm: Arm) -> list[list[str]]:
-    """Per scope: where the entropy starts to fall (or that it does not up to the last target), with the
-    accuracy, W sparsity and routing there; not tested where the unpruned model's routing stayed uniform."""
+    """Per scope: where the entropy starts to fall, with the accuracy, W sparsity and routing there."""
     out = []
     mine = arm_rows(curves, model, arm)
     dataset = str(mine["data.dataset"].iloc[0]) if "data.dataset" in mine and not mine.empty else ""
@@ -88,8 +83,7 @@ def onset_rows(curves: pd.DataFrame, model: str, arm: Arm) -> list[list[str]]:
         base, at = points[0.0], onset(points)
         named = f"{model} {arm.label}"
         question = f"{named}: sparsity at which the entropy starts to fall, pruning {name}"
-        # Routing must route; the ceiling does not gate a curve: its reference is the same model unpruned, and a
-        # fall from the ceiling (images starting to share trees) is what the curve looks for.
+        # Routing must route; the ceiling does not gate a curve, whose fall from it is what it looks for
         uniform = first(routing_uniform(named, base["routing/coupling_entropy"].values, classes_of(dataset), "+Q"),
                         input_independent(named, base.get("routing/input_dependence", spread([])).values)) \
             if dataset else None

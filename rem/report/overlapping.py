@@ -1,15 +1,12 @@
-"""Overlapping digits on the claims page: each two-digit dataset's arms (an image counts as right when its two
-labels are its two longest class capsules, rem.evaluate.count_correct), the claim that capsules tell overlapping
-objects apart better than a CNN of the same size, and the reconstructions of each digit from its own capsule
-(figures/multi_reconstructions_<dataset>.png, drawn at publish time by pipeline/claims_figures.py)."""
+"""Overlapping digits on the claims page: each two-digit dataset's arms (both labels right) and the claim that capsules
+tell overlapping objects apart better than a CNN of the same size."""
 
 from __future__ import annotations
 
 from rem.data.multi import PairedDigits
 from rem.data.registry import find_family
 from rem.report.arm_seeds import evaluation_note
-from rem.report.verdicts import Differs, cells, decide
-from rem.report.preconditions import first
+from rem.report.verdicts import Differs, judged
 from rem.report.registry import CLAIMS_PAGE, Context, report_table
 from rem.report.render import Table
 from rem.report.spread import Spread, spread
@@ -42,8 +39,7 @@ def overlapping_table(rows, dataset: str) -> Table:
 
 
 def overlapping_rows(rows, seeds: dict) -> list[list[str]]:
-    """The claim per two-digit dataset, unpruned capsule arm (a decoder's included) and CNN, in the final
-    evaluation's forward."""
+    """The claim per two-digit dataset, unpruned capsule arm and CNN, in the final evaluation's forward."""
     done = [r for r in rows if r.seeds and paired(r.dataset)]
     out = []
     for caps in [r for r in done if routed(r.model) and r.arm.unpruned]:
@@ -51,13 +47,12 @@ def overlapping_rows(rows, seeds: dict) -> list[list[str]]:
             read, base = accuracy(caps), accuracy(cnn)
             forward = "+Q (final evaluation)" if caps.arm.quantized else "plain (final evaluation)"
             mine, theirs = seeds[(caps.dataset, caps.model, caps.arm)], seeds[(cnn.dataset, cnn.model, cnn.arm)]
-            verdict = decide(Differs(+1), base.values, read.values, first(mine.not_learned(), theirs.not_learned()))
             out.append([f"{caps.model} {caps.variant} vs {cnn.model} ({caps.dataset})", CLAIM, forward,
-                        f"both right {read.text(2)} vs {base.text(2)} %{evaluation_note(mine, theirs)}", *cells(verdict, 2)])
+                        f"both right {read.text(2)} vs {base.text(2)} %{evaluation_note(mine, theirs)}",
+                        *judged(Differs(+1), base, read, 2, mine.not_learned(), theirs.not_learned())])
     return out
 
 
-# per dataset, made for those of the two-digit family (a plugin's paired dataset included), None for the rest
 @report_table("overlapping-digits", "Overlapping digits", pages={CLAIMS_PAGE: 30}, per="data.dataset",
               file="overlapping_{group}", figures=("multi_reconstructions_{group}.png",))
 def overlapping_section(frame, context: Context, dataset: str) -> Table | None:

@@ -1,5 +1,4 @@
-"""The report as one self-contained HTML page (reports/index.html): every table, every figure, and the notes on
-what could not be drawn. Links are relative to the page, so the folder can be moved, zipped or served as is."""
+"""The report as one self-contained HTML page (reports/index.html), its links relative so the folder can move."""
 
 from __future__ import annotations
 
@@ -20,8 +19,7 @@ figure{margin:1.5em 0}img{max-width:100%;border:1px solid #ddd}figcaption{font-s
 def render_page(title: str, tables: list[tuple[str, Table]], figures: list, notes: list[str], out_dir: Path,
                 downloads: list[Path], scope: str = "") -> str:
     """`tables`: (section, Table); `figures`: objects with section, path, caption; `downloads`: table files;
-    `scope`: a line under the title on what the page leaves out (the protocols the sweep did not run) and how its
-    trials computed (their precision)."""
+    `scope`: a line under the title on what the page leaves out and how its trials computed."""
     out_dir = Path(out_dir)
 
     def link(path: Path) -> str:

@@ -1,25 +1,16 @@
-"""The paper's protocol tables, from the aggregated rows of `rem.report.tables.aggregate`:
-
-- affNIST: accuracy on the MNIST test set placed in 40x40 (our validation split for affNIST) and on affNIST;
-- smallNORB novel viewpoints: familiar vs novel test accuracy, azimuth and elevation protocols;
-- pruning ablation: accuracy and entropy against sparsity for IMP, SNIP and REM.
-
-Each is a registered report table (`rem.report.registry`) made only when the sweep ran its protocol: affNIST and
-smallNORB declare the datasets they read, the ablation is made when a fixed-target method ran; the report page names
-those it lacks in one line. Inside a table, rows of the comparison it makes that did not run are listed as "not run".
-"""
+"""The paper's protocol tables (affNIST, smallNORB novel viewpoints, pruning ablation), made when the sweep ran them."""
 
 from __future__ import annotations
 
 import math
 
-import numpy as np
 import pandas as pd
 
 from rem.report.reference import Published, load_published
 from rem.data.registry import table_name
 from rem.report.registry import REPORT_PAGE, Context, report_table
 from rem.report.render import Table
+from rem.report.spread import spread
 from rem.report.tables import EXPECTED_ARMS, MISSING, Row, Sources, aggregate, footnote, pm, published_for
 from rem.results.frames import final_value
 from rem.results.arms import Arm
@@ -35,22 +26,18 @@ def viewpoint_table(protocol: str) -> str:
 
 
 def ablation_method(arm: Arm) -> str | None:
-    """The ablation's method an arm is a run of (REM as published or at another λ; IMP or SNIP at a target), else
-    None (the unpruned, a matched control, LOBSTER's shrinkage alone, capsule pruning)."""
+    """The ablation's method (rem, imp, snip) an arm is a run of, else None."""
     if arm.method not in ABLATION_METHODS or arm.control_of or arm.shrinkage_only:
         return None
     return arm.method
 
 
 def final_stats(row: Row, column: str) -> tuple[float, float]:
-    """Mean and sample std (ddof 1) over the row's seeds of each trial's final value of `column` (the final evaluation's,
-    same checkpoint as the headline accuracy, else the last epoch's); NaN when not recorded."""
+    """Mean and sample std (ddof 1) over the row's seeds of `column`'s final value; NaN when not recorded."""
     if row.finals is None:
         return math.nan, math.nan
-    values = final_value(row.finals, column).to_numpy(dtype=np.float64)
-    values = values[~np.isnan(values)]
-    return (float(values.mean()), float(values.std(ddof=1)) if values.size > 1 else math.nan) if values.size \
-        else (math.nan, math.nan)
+    found = spread(final_value(row.finals, column))
+    return found.mean, found.std
 
 
 def _rows_for(rows: list[Row], dataset: str, arms: tuple[Arm, ...] = EXPECTED_ARMS) -> list[Row]:
@@ -92,8 +79,7 @@ def smallnorb_table(rows: list[Row]) -> Table:
 
 
 def ablation_table(rows: list[Row]) -> Table:
-    """Per dataset and model that ran a fixed-target method (IMP or SNIP): the unpruned reference and every pruned
-    variant, ordered by method and target; a method of the ablation that did not run is a "not run" row."""
+    """Per dataset and model that ran IMP or SNIP: the unpruned reference and every pruned variant."""
     cells, shown = [], []
     for dataset, model in sorted({(r.dataset, r.model) for r in rows}):
         mine = [r for r in rows if (r.dataset, r.model) == (dataset, model)]

@@ -1,10 +1,5 @@
-"""The report tables, one registry (`TABLES`) that the report stage's page, the evidence page and the claims page all
-read. A table is a `ReportTable`: its name, its title, the pages it sits on and where, and the function that makes
-it from the labelled results (`rem.results.variants.label_trials`: `arm`, `arm_key`, `variant`, `arm_rank` columns). A page is
-the registered tables that name it, in their places there (`page_tables`); `rem.report.assemble` makes its parts.
-
-A table of one's own is a function and `@report_table(...)` in a module named in REM_PLUGINS
-(tests/extending/toy_table.py is the worked example).
+"""The report tables, one registry (`TABLES`) every page reads: each a `ReportTable` naming the pages it sits on.
+A table of one's own is a function with `@report_table(...)` in a REM_PLUGINS module (tests/extending/toy_table.py).
 """
 
 from __future__ import annotations
@@ -20,14 +15,11 @@ from rem.config.options import check_declaration, read_options
 from rem.registry import Registry
 from rem.results.variants import label_trials
 
-# the pages: reports/index.html (the report stage's), reports/evidence/README.md, reports/claims/README.md,
-# reports/evidence/horizon/README.md, reports/routing/README.md
 REPORT_PAGE, EVIDENCE_PAGE, CLAIMS_PAGE, HORIZON_PAGE, ROUTING_PAGE = "report", "evidence", "claims", "horizon", "routing"
 
 
 class Context:
-    """What the tables of one page share: the results as read, labelled once, and anything a table derives from them
-    (`once`), computed on first use."""
+    """What the tables of one page share: the results, labelled once, and what tables derive from them (`once`)."""
 
     def __init__(self, results: pd.DataFrame, options: Mapping[str, Mapping] | None = None):
         self.results = results
@@ -35,8 +27,7 @@ class Context:
         self._made: dict[Callable, Any] = {}
 
     def options_of(self, table: str) -> Any:
-        """The options of the registered table `table` as `report.options` sets them, every other at its default
-        (an instance of its `options`; None when it declares none)."""
+        """The registered table's options as `report.options` sets them (`table_options`)."""
         return table_options(table, self.options)
 
     @cached_property
@@ -63,8 +54,7 @@ class Context:
 
 @dataclass(frozen=True)
 class ReportTable:
-    """One registered table. `build(frame, context)` -- `build(frame, context, group)` when `per` is set -- returns
-    a `rem.report.render.Table`, a list of them, or None when the results hold nothing for it."""
+    """One registered table: `build(frame, context[, group])` returns a `Table`, a list of them, or None."""
 
     name: str
     title: str  # its heading on the report page (a table made per dataset sits under the dataset's instead)
@@ -75,9 +65,7 @@ class ReportTable:
     datasets: tuple[str, ...] = ()  # the only datasets it reads: made only when a trial of one of them ran
     announce: bool = False  # when it has nothing, the report page names it among what the sweep did not run
     figures: tuple[str, ...] = ()  # files under figures/ ("{group}" filled in) a Markdown page shows after its group
-    # A dataclass whose fields, with their defaults, are its own `report.options.<name>` (None: it takes none); its
-    # build reads them with `context.options_of(<name>)`
-    options: type | None = None
+    options: type | None = None  # a dataclass of its `report.options.<name>`, read with `context.options_of`
 
     def applies(self, context: Context) -> bool:
         return not self.datasets or bool(context.datasets & set(self.datasets))
@@ -123,8 +111,7 @@ TABLES: Registry[ReportTable] = Registry("report table", "table", built_in={
 
 
 def report_table(name: str, title: str, pages: Mapping[str, float], **options) -> Callable[[Callable], Callable]:
-    """Decorator: `@report_table("name", "Title", pages={"report": 100})` on the table's function registers it
-    (`options`: the other `ReportTable` fields) and returns the function unchanged."""
+    """Decorator registering the table's function (`options`: the other `ReportTable` fields)."""
     check_declaration(options.get("options"), f"report table {name!r}")
 
     def wrap(build: Callable) -> Callable:
@@ -135,14 +122,12 @@ def report_table(name: str, title: str, pages: Mapping[str, float], **options) -
 
 
 def table_options(table: str, given: Mapping[str, Mapping]) -> Any:
-    """Table `table`'s options as `given` (`report.options`) sets them: an instance of its `options` (None if it
-    declares none); ValueError in one line naming the key, the table and its options for one it does not declare,
-    or an unknown table."""
+    """Table `table`'s options as `given` (`report.options`) sets them; ValueError for an unknown key or table."""
     return read_options(TABLES.get(table).options, given.get(table, {}), f"report.options.{table}",
                         f"report table {table!r}")
 
 
 def page_tables(page: str) -> list[str]:
-    """The names of the tables on `page` in their order there: the built-in ones and those REM_PLUGINS registers."""
+    """The names of the tables on `page` in their order there, plugins' included."""
     placed = [(entry.pages[page], n, name) for n, (name, entry) in enumerate(TABLES.items()) if page in entry.pages]
     return [name for _, _, name in sorted(placed)]

@@ -1,8 +1,4 @@
-"""One table, three renderings: Markdown (README-style), LaTeX with booktabs (papers), HTML (the report page).
-
-A `Table` holds already-formatted cell strings; the report's builders decide the numbers and the wording,
-this module only escapes and lays them out, so the three forms can never disagree.
-"""
+"""One table, three renderings (Markdown, LaTeX with booktabs, HTML) of the same formatted cell strings."""
 
 from __future__ import annotations
 

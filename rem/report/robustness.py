@@ -1,10 +1,5 @@
-"""Robustness tables: each architecture and variant under the transformation families its trials recorded with
-their final evaluation (`eval.robustness`: columns `robust/<family>/<strength>/<metric>` of the results table,
-rem.analysis.robustness), from the results table alone.
-
-A trial's value at "±30°" is the mean of its accuracy at -30° and +30°; the table shows that per-trial value's
-mean ± std over seeds (Spread: one seed has no ±). Parse-tree metrics of a model without routing are "n/a".
-"""
+"""Robustness tables: each arm under the transformation families its trials recorded (`robust/<family>/<strength>/...`
+columns); "±30°" is a trial's mean over -30° and +30°, then the mean ± std over seeds."""
 
 from __future__ import annotations
 
@@ -36,21 +31,18 @@ IDENTITY_POINTS = (("rotation", 0.0), ("scale", 1.0), ("shear", 0.0), ("translat
 
 
 def robustness_points(results: pd.DataFrame) -> pd.DataFrame:
-    """Every finished trial's recorded robustness points in long form (KEEP columns, family, strength, metrics);
-    empty when no trial recorded any. `plain/<metric>` is the plain forward's (`rem.analysis.forwards`) for every
-    trial that has one: measured beside +Q, or the final evaluation's own where that was plain."""
+    """Every finished trial's robustness points in long form, with `plain/<metric>` where it has a plain forward."""
     return with_plain_forward(robust_from_results(last_rows(results), keep=KEEP))
 
 
 def final_was_plain(points: pd.DataFrame) -> pd.Series:
-    """Per row: whether the trial's final forward was the plain one (a CNN, or `eval.final_quantized: false`); a
-    capsule trial that did not record `final/quantized` counts as +Q, the default."""
+    """Per row: whether the trial's final forward was plain (a CNN, or `eval.final_quantized: false`)."""
     quantized = points["final/quantized"].fillna(1.0) if "final/quantized" in points else pd.Series(1.0, index=points.index)
     return ~pd.Series([routed(str(m)) for m in points["model.name"]], index=points.index) | (quantized == 0)
 
 
 def with_plain_forward(points: pd.DataFrame) -> pd.DataFrame:
-    """`points` with each metric copied to `plain/<metric>` on the rows whose final forward was plain."""
+    """`points` with each metric copied to `plain/<metric>` where the final forward was plain."""
     if points.empty:
         return points
     plain = final_was_plain(points)
@@ -81,7 +73,7 @@ def clean(points: pd.DataFrame, metric: str) -> pd.Series:
 
 
 def arms(points: pd.DataFrame, which=lambda arm: True) -> list[tuple[str, Arm]]:
-    """(model, arm) pairs of the arms `which` accepts, models by name, then in their arms' order."""
+    """(model, arm) pairs of the arms `which` accepts, in table order."""
     return [(model, arm) for model, arm in frame_arms(points) if which(arm)]
 
 
@@ -96,7 +88,6 @@ def baseline_arms(points: pd.DataFrame) -> list[str]:
 
 
 def arm_trials(points: pd.DataFrame, model: str, arm: Arm):
-    """The trial keys of one arm's points."""
     return arm_rows(points, model, arm)["trial_key"].unique()
 
 
@@ -104,8 +95,9 @@ def arm_spread(values: pd.Series, points: pd.DataFrame, model: str, arm: Arm, sc
     return spread(values.reindex(arm_trials(points, model, arm)).dropna(), scale)
 
 
-def shown_headline(points: pd.DataFrame) -> list[tuple[str, tuple, str]]:
-    return [h for h in HEADLINE if not per_trial(points, h[0], h[1], "test/acc").empty]
+def shown_headline(points: pd.DataFrame, metric: str = "test/acc") -> list[tuple[str, tuple, str]]:
+    """The `HEADLINE` transforms whose `metric` the points hold."""
+    return [h for h in HEADLINE if not per_trial(points, h[0], h[1], metric).empty]
 
 
 def cell(model: str, value: Spread, digits: int, routing_metric: bool) -> str:
@@ -114,15 +106,13 @@ def cell(model: str, value: Spread, digits: int, routing_metric: bool) -> str:
     return value.text(digits)
 
 
-# Datasets whose test sets are real geometric change (`rem.results.variants.dataset_label` names): shown beside the generated
-# transforms when the sweep trained the same model and variant on them.
+# Datasets whose test sets are real geometric change, shown beside the generated transforms where the sweep ran them
 PROTOCOL_DATASETS = {"affnist": "affNIST test set", viewpoint_table("azimuth"): "smallNORB novel azimuths",
                      viewpoint_table("elevation"): "smallNORB novel elevations"}
 
 
 def protocol_accuracy(rows) -> dict[str, dict[tuple[str, Arm], str]]:
-    """column label -> {(model, arm): test accuracy mean ± std} of the protocol datasets the sweep ran
-    (`rows`: `tables.aggregate`)."""
+    """column label -> {(model, arm): test accuracy} of the protocol datasets among `rows` (`tables.aggregate`)."""
     found: dict[str, dict[tuple[str, Arm], str]] = {}
     for row in rows:
         if row.dataset in PROTOCOL_DATASETS and row.seeds:
@@ -131,9 +121,7 @@ def protocol_accuracy(rows) -> dict[str, dict[tuple[str, Arm], str]]:
 
 
 def robustness_table(points: pd.DataFrame, dataset: str, protocols: dict | None = None) -> Table:
-    """Accuracy on clean and transformed test images per model and variant, with the entropy clean and under the
-    affNIST-style set (the dataset's trials only); `protocols` (`protocol_accuracy`) adds the real protocols'
-    accuracy of the same model and variant beside them."""
+    """Accuracy and entropy on clean and transformed test images per arm, `protocol_accuracy` beside them."""
     protocols = protocols or {}
     points = points[points["data.dataset"].astype(str) == dataset]
     headline = shown_headline(points)
@@ -165,18 +153,12 @@ def robustness_table(points: pd.DataFrame, dataset: str, protocols: dict | None 
 
 
 def drop(points: pd.DataFrame, family: str, strengths, metric: str = "test/acc") -> pd.Series:
-    """trial_key -> accuracy lost to the transform, in points of the trial's own clean accuracy (`metric`:
-    `plain/test/acc` for the plain forward's)."""
+    """trial_key -> `metric` lost to the transform against the trial's own clean value."""
     return (clean(points, metric) - per_trial(points, family, strengths, metric)).dropna()
 
 
-def has_points(results: pd.DataFrame) -> bool:
-    return any(str(c).startswith("robust/") for c in results.columns)
-
-
 def dataset_points(context: Context, dataset: str) -> pd.DataFrame | None:
-    """The robustness points of the results (`robustness_points`, once per page) when `dataset`'s trials recorded
-    some, else None."""
+    """The results' `robustness_points` when `dataset`'s trials recorded some, else None."""
     points = context.once(robustness_points)
     return points if not points.empty and (points["data.dataset"].astype(str) == dataset).any() else None
 

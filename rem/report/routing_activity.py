@@ -1,7 +1,5 @@
-"""Where routing is active, on the claims page: per capsule arm, the class layer's coupling entropy in each forward
-over its seeds, how far below uniform (log2 of the classes) its closest-to-uniform seed ends, and whether that is the
-routing precondition's margin (`rem.report.preconditions`). Every claim about routing is tested only on the arms this
-table calls active, so a reader sees first which arms those are."""
+"""Where routing is active, on the claims page: per capsule arm and forward, the class layer's coupling entropy over
+its seeds against uniform. Claims about routing are tested only on the arms this table calls active."""
 
 from __future__ import annotations
 
@@ -19,8 +17,7 @@ FORWARDS = (PLAIN, QUANTIZED)
 
 
 def entropy_cells(values) -> tuple[str, str]:
-    """(mean ± std over the seeds that measured it, bits below uniform of the seed closest to it) -- '–' where no
-    seed measured this forward."""
+    """(mean ± std over the seeds that measured it, the highest seed's entropy); '–' where none did."""
     measured = np.array([v for v in values if not math.isnan(v)], dtype=np.float64)
     if not measured.size:
         return "–", "–"

@@ -1,11 +1,5 @@
-"""Routing at each iteration: per arm, the coupling entropy and the vote-output agreement of the class layer's routing
-after each of its iterations (`eval.iteration_curves`: columns `routing/iter<t>/<metric>` of the results table,
-rem.analysis.routing_iterations), at each trial's final epoch, from the results table alone.
-
-Each value is a trial's mean over its first `eval.iteration_images` validation images at its last epoch (that
-epoch's weights, the plain forward: not the `final/` evaluation's checkpoint); the table shows its mean ± std over
-seeds (Spread: one seed has no ±). Arms are the labelled results' (`arm_key`), so two configurations are never
-averaged as seeds.
+"""Routing at each iteration: per arm, the class layer's coupling entropy and vote-output agreement after each routing
+iteration at each trial's last epoch (plain forward), mean ± std over seeds.
 """
 
 from __future__ import annotations
@@ -20,14 +14,12 @@ from rem.report.spread import spread
 from rem.results.frames import arm_rows, finished_trials
 
 KEEP = ("trial_key", "data.dataset", "model.name", "arm", "arm_key", "variant", "arm_rank", "train.seed", "epoch")
-# metric -> (column label, digits): entropies move in the 3rd-4th decimal between iterations of a small model
+# metric -> (column label, digits)
 COLUMNS = {"coupling_entropy": ("Coupling entropy (bits)", 4), "agreement": ("Agreement (weighted cosine)", 4)}
 
 
 def iteration_points(results: pd.DataFrame) -> pd.DataFrame:
-    """Every finished trial's recorded iteration curves in long form, one row per trial, epoch and iteration (KEEP
-    columns, `iteration`, `coupling_entropy`, `agreement`), with `last`: the epoch is its trial's last; empty when no
-    trial recorded any."""
+    """Every finished trial's iteration curves, a row per epoch and iteration, `last` marking its last epoch."""
     done = finished_trials(results)
     points = iterations_from_results(done, keep=KEEP)
     if points.empty:
@@ -37,8 +29,7 @@ def iteration_points(results: pd.DataFrame) -> pd.DataFrame:
 
 
 def iteration_table(points: pd.DataFrame, dataset: str) -> Table | None:
-    """One row per arm and iteration of `dataset`'s trials at their final epoch: each metric's mean ± seed std; None
-    when none of them recorded the curves."""
+    """One row per arm and iteration of `dataset`'s trials at their final epoch; None without curves."""
     final = points[(points["data.dataset"].astype(str) == dataset) & points["last"]]
     rows = []
     for model, arm in arms(final):

@@ -1,16 +1,5 @@
-"""Two tables every page that judges REM shows beside its verdicts, read from the results table alone:
-
-- `ceiling`: REM's parse-tree entropy beside the most it can be (log2 of the images per class, every image a tree of
-  its own), the distinct trees per image that the "at ceiling" precondition reads, and the entropy three more ways
-  where the run recorded them: on the first 100 images of each class (so runs on different test subsets
-  compare), at K = 3 (secondary: coarser keys can merge where REM's K cannot), and over the input capsules left alive
-  (where pruning or starvation silenced capsules, how much of the entropy the rest carry);
-- `routing-dependence`: whether the couplings depend on the image (`rem.routing.health`): the coupling entropy's
-  distance from uniform split into the input dependence and the fixed preference every image shares.
-
-A run made before these measures shows "not recorded" in their columns: its Parquet holds the parse-tree counts the
-ceiling needs, not the couplings the other measures need.
-"""
+"""Two tables every page that judges REM shows beside its verdicts: REM's entropy beside its ceiling (every image its
+own tree), and whether the couplings depend on the image. Runs made before a measure show "not recorded"."""
 
 from __future__ import annotations
 
@@ -24,7 +13,7 @@ from rem.report.arm_seeds import trees_per_image
 from rem.report.preconditions import CEILING_TREES_PER_IMAGE, DEPENDENCE_MARGIN_BITS, classes_of
 from rem.report.registry import CLAIMS_PAGE, EVIDENCE_PAGE, HORIZON_PAGE, ROUTING_PAGE, Context, report_table
 from rem.report.render import Table
-from rem.report.spread import Spread, spread
+from rem.report.spread import spread
 from rem.results.frames import arm_rows, arms, final_value, last_rows
 from rem.results.variants import routed
 
@@ -32,12 +21,8 @@ NOT_RECORDED = "not recorded"
 SAMPLE_SD = "Mean ± sample std (ddof 1) over seeds."
 
 
-def final_spread(rows: pd.DataFrame, column: str, scale: float = 1.0) -> Spread:
-    return spread(final_value(rows, column), scale)
-
-
 def recorded(rows: pd.DataFrame, column: str, digits: int) -> str:
-    """The final value's mean ± std over seeds, or NOT_RECORDED where no seed's run measured it."""
+    """The final value's mean ± std over seeds, or NOT_RECORDED."""
     values = final_value(rows, column)
     return NOT_RECORDED if values.isna().all() else spread(values).text(digits)
 

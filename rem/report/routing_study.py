@@ -1,76 +1,56 @@
-"""The routing-regime study (reports/routing/README.md): when does a capsule network's routing leave uniform, by how
-much, at what accuracy, and the verdicts of each CapsNet setting against CapsNet as published
-(`rem.report.verdicts`, n >= 3 seeds).
-
-"Leaves uniform" is the verdicts' own routing precondition (coupling entropy at least `ROUTING_MARGIN_BITS` below
-log2 of the classes in every seed), read at every epoch, so this page and every claim that needs routing agree. What
-the study reads per trial and epoch -- images seen so far, and the class layer's routing beside accuracy and REM's
-parse-tree measures -- is one frame (`curves`) that the tables and the figure share.
-"""
+"""The routing-regime study (reports/routing/README.md): when does routing leave uniform (the verdicts' own routing
+precondition, at every epoch), by how much, at what accuracy; each CapsNet setting against CapsNet as published."""
 
 from __future__ import annotations
 
 import math
-import re
 
 import numpy as np
 import pandas as pd
 
 from rem.report.abstract_claims import NEGLIGIBLE_POINTS
+from rem.report.arm_seeds import last_iteration
 from rem.report.blocks import PublishedPage
 from rem.report.preconditions import (PRECONDITIONS_NOTE, ROUTING_MARGIN_BITS, chance_accuracy, classes_of,
-                                      did_not_learn, first)
+                                      did_not_learn)
 from rem.report.registry import ROUTING_PAGE, Context, report_table
 from rem.report.render import Table
 from rem.report.spread import spread
-from rem.report.verdicts import HEADER as VERDICT_HEADER, RULE_NOTE, Differs, NoWorse, cells, decide, claims_table
+from rem.report.verdicts import HEADER as VERDICT_HEADER, RULE_NOTE, Differs, NoWorse, claims_table, judged
 from rem.results import grid
 from rem.results.frames import finished_trials
 
 PUBLISHED_MODEL = "capsnet"  # the reference: CapsNet as REM publishes it (`as_published`)
 SEED_NOTE = "Mean ± std over seeds: the sample standard deviation (ddof 1)."
-ITERATION = re.compile(r"^routing/iter(?P<t>[0-9]+)/agreement$")
 # curve column -> (results column, scale, label, digits)
 MEASURES = {
     "coupling_entropy": ("routing/coupling_entropy", 1.0, "Coupling entropy (bits)", 4),
-    "agreement": ("", 1.0, "Vote-output agreement", 3),  # the last routing iteration's (`last_agreement`)
+    "agreement": ("", 1.0, "Vote-output agreement", 3),  # the last routing iteration's (`last_iteration`)
     "parse_tree_entropy": ("entropy/mean", 1.0, "Parse-tree entropy (bits)", 3),
     "parse_trees": ("parse_trees/total", 1.0, "Parse trees", 0),
     "accuracy": ("test/acc", 100.0, "Test acc. (%)", 2),
 }
 
 
-def last_agreement(rows: pd.DataFrame) -> pd.Series:
-    """Each row's agreement after the highest routing iteration it recorded (NaN where none was: no iteration
-    curves, or a model without routing)."""
-    found = sorted((int(m["t"]), c) for c in rows.columns if (m := ITERATION.match(c)))
-    out = pd.Series(np.nan, index=rows.index)
-    for _, column in found:
-        out = rows[column].where(rows[column].notna(), out)
-    return out
-
-
 def curves(results: pd.DataFrame) -> pd.DataFrame:
-    """One row per finished trial and epoch: model, arm, variant, seed, epoch, images seen by the end of the epoch,
-    and every `MEASURES` column."""
+    """One row per finished trial and epoch: its arm, seed, images seen so far and every `MEASURES` column."""
     done = finished_trials(results).sort_values(["trial_key", "epoch"])
     out = done[["trial_key", "data.dataset", "model.name", "arm", "variant", "train.seed", "epoch"]].copy()
     out["images"] = done.groupby("trial_key")["train/images"].cumsum().astype(np.int64)
     for name, (column, scale, _, _) in MEASURES.items():
-        values = last_agreement(done) if name == "agreement" else done.get(column, pd.Series(np.nan, index=done.index))
+        values = last_iteration(done, "agreement") if name == "agreement" else \
+            done.get(column, pd.Series(np.nan, index=done.index))
         out[name] = pd.to_numeric(values, errors="coerce") * scale
     return out.reset_index(drop=True)
 
 
 def routing_threshold(dataset: str) -> float:
-    """The coupling entropy below which a seed counts as routing: uniform over the classes minus the margin the
-    verdicts' routing precondition uses (rem.report.preconditions), so the study and the verdicts agree."""
+    """The coupling entropy below which a seed routes: the verdicts' routing precondition, so both agree."""
     return math.log2(classes_of(dataset)) - ROUTING_MARGIN_BITS
 
 
 def onset(arm_curves: pd.DataFrame) -> tuple[int | None, int | None]:
-    """(epoch, images seen) of the first epoch at which every seed of the arm routes (coupling entropy below the
-    threshold), or (None, None) if none did."""
+    """(epoch, images seen) of the first epoch at which every seed of the arm routes, or (None, None)."""
     threshold = routing_threshold(str(arm_curves["data.dataset"].iloc[0]))
     seeds = arm_curves["train.seed"].nunique()
     for epoch, group in arm_curves.groupby("epoch"):
@@ -81,13 +61,12 @@ def onset(arm_curves: pd.DataFrame) -> tuple[int | None, int | None]:
 
 
 def arm_groups(table: pd.DataFrame):
-    """((model, arm), that arm's curve rows) in table order: models by name, arms by their fields."""
+    """((model, arm), that arm's curve rows) in table order."""
     keys = sorted(set(zip(table["model.name"].astype(str), table["arm"])))
     return [(key, table[(table["model.name"].astype(str) == key[0]) & (table["arm"] == key[1])]) for key in keys]
 
 
 def final_rows(arm_curves: pd.DataFrame) -> pd.DataFrame:
-    """Each seed's last epoch."""
     return arm_curves.sort_values("epoch").groupby("train.seed").tail(1)
 
 
@@ -117,7 +96,7 @@ def onset_section(frame: pd.DataFrame, context: Context) -> Table:
 
 
 def as_published(rows: pd.DataFrame) -> bool:
-    """Whether these trials are CapsNet as published: their grid point sets the model and the seed, nothing else."""
+    """Whether these trials' grid points set the model and the seed, nothing else."""
     return all(str(key) == grid.trial_key({"model.name": PUBLISHED_MODEL, "train.seed": int(seed)})
                for key, seed in zip(rows["trial_key"], rows["train.seed"]))
 
@@ -146,12 +125,10 @@ def verdicts_section(frame: pd.DataFrame, context: Context) -> Table | None:
                    did_not_learn(f"{model} {arm.label}", list(last["accuracy"]), chance))
         a, b = spread(base["coupling_entropy"]), spread(last["coupling_entropy"])
         rows.append([arm.label, "couplings further from uniform than published (coupling entropy lower)",
-                     f"{a.text(4)} → {b.text(4)} bits", *cells(decide(Differs(-1), a.values, b.values,
-                                                                     first(*learned)), 4)])
+                     f"{a.text(4)} → {b.text(4)} bits", *judged(Differs(-1), a, b, 4, *learned)])
         a, b = spread(base["accuracy"]), spread(last["accuracy"])
         rows.append([arm.label, f"accuracy no worse than published (margin {NEGLIGIBLE_POINTS:g} point)",
-                     f"{a.text(2)} → {b.text(2)} %", *cells(decide(NoWorse(NEGLIGIBLE_POINTS), a.values, b.values,
-                                                                   first(*learned)), 2)])
+                     f"{a.text(2)} → {b.text(2)} %", *judged(NoWorse(NEGLIGIBLE_POINTS), a, b, 2, *learned)])
     threshold = routing_threshold(dataset)
     return claims_table("Each CapsNet setting against CapsNet as published (each seed's last epoch)", ["Setting", "Claim",
                  "Measured (published → setting)", *VERDICT_HEADER], rows, notes=[

@@ -1,5 +1,5 @@
-"""An arm's values over its seeds, as every published page prints and tests them: the mean, the sample std (ddof 1,
-the seed spread) and the per-seed values the verdicts' tests read; and the final evaluation's metrics per arm."""
+"""An arm's values over its seeds as every published page prints and tests them: mean, sample std (ddof 1) and the
+per-seed values."""
 
 from __future__ import annotations
 

@@ -1,8 +1,4 @@
-"""The report stage's files under one folder (report.out_dir): the report page's tables (`rem.report.registry`, page
-`report`) as tables/<file>.md|.tex -- a dataset's tables in one file named after it, a table of the whole run in its
-own -- figures/*.png, the DVC plots' data and metrics (`rem.report.dvc_outputs`) and index.html, everything on one
-page with relative links. `pipeline.report` reads the config and the results and calls `build_reports`.
-"""
+"""The report stage's files: tables, figures, DVC's metrics and plot data, and index.html (`build_reports`)."""
 
 from __future__ import annotations
 
@@ -43,8 +39,7 @@ def not_run_line(sections: list[str]) -> str:
 
 
 def budget_line(rows) -> str:
-    """The page's one line on what this sweep's budget can and cannot show: whether its arms have the seeds a
-    verdict needs, and which routed arms' couplings left uniform (only those have entropies that mean routing)."""
+    """The page's one line on what this sweep's budget can show: enough seeds for a verdict, routing that routed."""
     done = [r for r in rows if r.seeds]
     if not done:
         return ""
@@ -71,8 +66,8 @@ def draw_figures(results: pd.DataFrame, figures_dir: Path, cfg: Config | None, r
 
 def build_reports(results: pd.DataFrame, out_dir: Path, cfg: Config | None = None, repo_root: Path | None = None,
                   checkpoints: Mapping[str, Path] | None = None, notes: Sequence[str] = ()) -> list[Path]:
-    """Every report file under `out_dir`; figures need `cfg`, the checkpoint figures also `checkpoints` (trial_key ->
-    its checkpoint folder) and `notes` on those that could not be found."""
+    """Every report file under `out_dir`; figures need `cfg`, the checkpoint figures also `checkpoints` (trial_key
+    -> folder) and `notes` on those not found."""
     out_dir = Path(out_dir)
     assembly = assemble_page(results, REPORT_PAGE, cfg.report.options if cfg is not None else None)
     tables_dir = out_dir / "tables"

@@ -1,21 +1,5 @@
-"""The paper's tables from the results table alone (one row per trial x epoch).
-
-Rows are model x variant (`rem.results.variants`): "plain" / "+Q" (unpruned; +Q when the final forward was
-quantized), "+REM", "+IMP s%" and "+SNIP s%" (pruned, per target sparsity), "+CAPS s%" (s % of the capsule types
-removed; capsules kept, FLOPs and speed-ups in `rem.report.capsule_pruning`). Each trial contributes its final
-evaluation (`final/...` columns: the paper's checkpoint and forward), or its last epoch when a run predates them
-(`rem.results.frames.with_final_values`).
-
-Aggregation rules, as REM's inference script computes them:
-- accuracy: mean and sample std (ddof 1) over seeds;
-- entropy: per class, the mean over seeds; the headline is the mean and population std over classes
-  of those per-class means (a mean over classes, not a sum);
-- parse trees: per seed the total over classes, then the median over seeds;
-- sparsity and non-zero parameters: median over seeds; parameters: the model's trainable count.
-
-Tables are `rem.report.render.Table`s (Markdown, LaTeX, HTML); published numbers come from
-`rem/report/reference/published.yaml` (verified entries only). The protocol tables (affNIST, smallNORB, pruning
-ablation) are in `rem.report.protocol`.
+"""The paper's tables from the results table: rows are model x variant, each trial its final evaluation, aggregated
+as REM's inference script does (accuracy mean ± sample std over seeds; entropy over classes; medians for the rest).
 """
 
 from __future__ import annotations
@@ -76,7 +60,7 @@ def class_columns(frame: pd.DataFrame, prefix: str) -> list[str]:
     return [c for _, c in sorted(found)]
 
 
-def _median(frame: pd.DataFrame, column: str) -> float:
+def median(frame: pd.DataFrame, column: str) -> float:
     return float(frame[column].median()) if column in frame.columns else math.nan
 
 
@@ -98,7 +82,7 @@ def _aggregate_group(row: Row, group: pd.DataFrame) -> Row:
     else:
         row.entropy_mean = row.entropy_std = math.nan
     row.parse_trees_median = float(np.median(trees))
-    row.sparsity_median, row.nonzero_median = _median(group, "sparsity"), _median(group, "nonzero_params")
+    row.sparsity_median, row.nonzero_median = median(group, "sparsity"), median(group, "nonzero_params")
     row.params = int(group["params"].iloc[0])
     if tree_cols:
         row.trees_per_class = [float(v) for v in np.median(evaluated[tree_cols].to_numpy(dtype=np.float64), axis=0)]
@@ -179,8 +163,7 @@ class Sources:
 
 
 def published_for(entries: list[Published], row: Row, split: str = "test") -> Published | None:
-    """The published accuracy of the row's model as its authors trained it: rows of the unpruned arms only (+Q only
-    changes how its couplings are read), matched by arm, never by a label."""
+    """The published accuracy of the row's model, for the unpruned arms only (matched by arm, never by label)."""
     if row.arm not in PUBLISHED_UNPRUNED:
         return None
     return lookup(entries, row.dataset, row.model, PUBLISHED_VARIANT, split)

@@ -1,33 +1,5 @@
-"""One verdict rule for every page that compares arms (the claims and evidence pages, the main report's claims).
-
-A claim compares a metric between two arms, each a set of per-seed values (one trial per seed):
-
-- a *difference* claim (`Differs`: "b is lower than a") is decided by Welch's t-test on the per-seed values
-  (sample variances, ddof 1; no equal-variance assumption) at `ALPHA`: supported when the 95 % confidence interval
-  of b - a lies wholly on the claimed side of 0, not supported when it lies wholly on the other side, undecided
-  when it holds 0 -- a difference not found is not shown to be absent;
-- a *no worse* claim (`NoWorse`: "b loses at most `margin` against a") is a non-inferiority test: supported when the
-  interval's bound on the worse side stays inside the margin, not supported when the whole interval lies beyond it,
-  undecided otherwise -- never decided by a difference that was not significant.
-
-Before either, an arm with fewer than `MIN_SEEDS` seeds is "undecided (n = 2)", a failed precondition
-(`rem.report.preconditions`: an arm that did not learn, routing that never left uniform, a metric at its ceiling)
-makes the claim "not tested: <reason>", and a claim that holds whatever the seeds do (a pruned arm has fewer non-zero
-weights than an unpruned one) reads "by construction". The words are the same on every page: supported, not
-supported, undecided (why), not tested (why), by construction.
-
-A page's claims are a family (`claims_table`, one table of verdicts): a decision stands only if its p-value survives
-Holm's step-down correction over the claims the table tested (Holm 1979: the k-th smallest of m p-values is compared
-with α / (m - k + 1), and every larger one stops with the first that fails), so six settings tested at once do not get
-six chances at p < 0.05. A difference's p is Welch's two-sided one; a "no worse" claim's is its one-sided p against
-the margin, doubled to compare with α as the 95 % interval's bound does. Every undecided verdict says how small a
-difference its test could have detected with these seeds (80 % power, two-sided α, Welch, from the seeds' sample
-spread) and how many seeds per arm the measured difference would need.
-
-Why Welch and not a bootstrap: with 3-5 seeds a bootstrap over seeds has at most 10-126 distinct resamples and its
-percentile interval is too narrow (it ignores that the spread itself is estimated from 3 values); Welch's interval
-widens with the t quantile at few degrees of freedom, which is what a 3-seed comparison needs.
-"""
+"""One verdict rule for every page that compares two arms' per-seed values: Welch's t-test at `ALPHA` (a bootstrap
+over 3-5 seeds is too narrow), a non-inferiority margin for "no worse", Holm's correction over a table's claims."""
 
 from __future__ import annotations
 
@@ -40,12 +12,11 @@ from typing import Sequence
 import numpy as np
 from scipy import stats
 
+from rem.report.preconditions import first
 from rem.report.render import Table
 
 ALPHA = 0.05  # two-sided; the confidence intervals are 1 - ALPHA = 95 %
 MIN_SEEDS = 3  # fewer seeds per arm than this decide nothing
-
-
 POWER = 0.80  # the power the detectable differences are computed for
 MAX_SEEDS = 1000  # a difference that needs more seeds per arm than this reads "more than 1000"
 
@@ -60,8 +31,7 @@ class Outcome(str, Enum):
 
 @dataclass(frozen=True)
 class Difference:
-    """b - a with its 95 % Welch interval, the two-sided p-value, each arm's number of seeds, and the standard error
-    and Welch degrees of freedom the interval came from (inf for a difference without spread)."""
+    """b - a with its 95 % Welch interval, two-sided p, each arm's n, and the interval's se and df (inf: no spread)."""
     estimate: float
     low: float
     high: float
@@ -101,16 +71,14 @@ def welch_df(var_a: float, var_b: float, n_a: int, n_b: int) -> float:
 
 
 def detectable(d: Difference, alpha: float = ALPHA, power: float = POWER) -> float:
-    """The smallest |b - a| Welch's two-sided test at `alpha` finds with probability `power`, given these seeds'
-    spread: (t_{1 - alpha/2} + t_{power}) x se at the interval's degrees of freedom (0 without spread)."""
+    """The smallest |b - a| the test finds with probability `power`: (t_{1 - alpha/2} + t_{power}) x se."""
     if d.se == 0.0:
         return 0.0
     return float(stats.t.ppf(1 - alpha / 2, d.df) + stats.t.ppf(power, d.df)) * d.se
 
 
 def seeds_needed(d: Difference, target: float, alpha: float = ALPHA, power: float = POWER) -> int | None:
-    """Seeds per arm at which a true difference `target` is detected with `power`, the arms' sample variances held
-    as measured; None when no number of seeds does (a target of 0) or more than `MAX_SEEDS` would."""
+    """Seeds per arm that detect a true difference `target` with `power`; None when no number to `MAX_SEEDS` does."""
     if target <= 0 or math.isnan(target):
         return None
     if d.se == 0.0:
@@ -129,12 +97,10 @@ class Verdict:
     why: str = ""
     difference: Difference | None = None
     p: float | None = None  # the p-value the decision rests on (two-sided scale), what Holm's correction reads
-    # for an undecided verdict: the smallest detectable difference and the seeds per arm the measured one needs
-    power_note: str = ""
+    power_note: str = ""  # undecided: the smallest detectable difference and the seeds it needs
 
     def text(self) -> str:
-        """'supported', 'not supported', 'undecided (why; what it could detect)', 'not tested: why', 'by
-        construction: why'."""
+        """The verdict as every page words it."""
         if self.outcome is Outcome.NOT_TESTED:
             return f"not tested: {self.why}"
         if self.outcome is Outcome.BY_CONSTRUCTION:
@@ -170,8 +136,7 @@ class Differs:
 
 @dataclass(frozen=True)
 class NoWorse:
-    """Claim: b is worse than a by less than `margin` (in the metric's units); worse is lower when
-    `higher_is_better`, else higher (accuracy lost, error). Decided by the 95 % interval's bound."""
+    """Claim: b is worse than a by less than `margin` (metric units), decided by the 95 % interval's worse bound."""
     margin: float
     higher_is_better: bool = True
 
@@ -180,8 +145,7 @@ class NoWorse:
         return d.estimate if self.higher_is_better else -d.estimate
 
     def p_values(self, d: Difference) -> tuple[float, float]:
-        """One-sided p-values, doubled to the two-sided scale the 95 % interval's bound uses: against "worse by the
-        margin or more" (small: supported) and against "worse by less than the margin" (small: not supported)."""
+        """Doubled one-sided p-values against "worse by the margin or more" and "worse by less than the margin"."""
         if d.se == 0.0:
             inside = self.better(d) > -self.margin
             return (0.0, 1.0) if inside else (1.0, 0.0)
@@ -189,7 +153,6 @@ class NoWorse:
         return min(1.0, 2 * float(stats.t.sf(t, d.df))), min(1.0, 2 * float(stats.t.cdf(t, d.df)))
 
     def decide(self, d: Difference) -> Verdict:
-        # the difference counted so that "worse" is negative
         worst, best = (d.low, d.high) if self.higher_is_better else (-d.high, -d.low)
         p_in, p_out = self.p_values(d)
         if worst > -self.margin:
@@ -207,9 +170,8 @@ class NoWorse:
 
 def decide(claim: Differs | NoWorse, a: Sequence[float], b: Sequence[float], not_tested: str | None = None,
            by_construction: str | None = None) -> Verdict:
-    """The claim's verdict on arms a and b (per-seed values): not tested when a precondition failed (`not_tested` is
-    its reason), "by construction" when the claim holds whatever the seeds do (`by_construction` says why), undecided
-    below `MIN_SEEDS` seeds on either side, else the claim's test, undecided ones with what the test could detect."""
+    """The claim's verdict on arms a and b (per-seed values); `not_tested` and `by_construction` give the reason
+    when a precondition failed or the claim holds whatever the seeds do."""
     if not_tested:
         return Verdict(Outcome.NOT_TESTED, not_tested)
     if by_construction:
@@ -221,9 +183,14 @@ def decide(claim: Differs | NoWorse, a: Sequence[float], b: Sequence[float], not
     return with_power(verdict, claim) if verdict.outcome is Outcome.UNDECIDED else verdict
 
 
+def judged(claim: Differs | NoWorse, a, b, digits: int, *reasons: str | None,
+           by_construction: str | None = None) -> list[VerdictCell]:
+    """The verdict columns of `claim` on spreads b against a, not tested at the first failed check's reason."""
+    return cells(decide(claim, a.values, b.values, first(*reasons), by_construction), digits)
+
+
 def with_power(verdict: Verdict, claim: Differs | NoWorse, digits: int = 4) -> Verdict:
-    """An undecided verdict with the smallest difference its test could detect and the seeds the measured one
-    needs."""
+    """An undecided verdict with the smallest difference its test could detect and the seeds needed."""
     d = verdict.difference
     if d is None:
         return verdict
@@ -240,9 +207,7 @@ def with_power(verdict: Verdict, claim: Differs | NoWorse, digits: int = 4) -> V
 
 
 def holm(verdicts: Sequence[Verdict], alpha: float = ALPHA) -> list[Verdict]:
-    """The verdicts of one family after Holm's step-down correction: a supported or not-supported verdict whose
-    p-value does not survive becomes undecided, naming its p and the level it needed. Verdicts without a p (not
-    tested, by construction, too few seeds) are not in the family."""
+    """One family's verdicts after Holm's step-down correction: a decision whose p does not survive is undecided."""
     tested = sorted((v.p, k) for k, v in enumerate(verdicts) if v.p is not None)
     m, out, failed = len(tested), list(verdicts), False
     for rank, (p, k) in enumerate(tested):
@@ -258,7 +223,7 @@ def holm(verdicts: Sequence[Verdict], alpha: float = ALPHA) -> list[Verdict]:
 
 @dataclass(frozen=True)
 class VerdictCell:
-    """A claims table's verdict columns before its family is known: `claims_table` writes them."""
+    """A verdict column written by `claims_table` once the table's family is known."""
     verdict: Verdict
     digits: int
     column: int  # 0: the difference and interval, 1: the verdict
@@ -272,8 +237,7 @@ class DerivedCell:
 
 
 def claims_table(title: str, header: list[str], rows: list[list], notes: list[str] | None = None) -> Table:
-    """A table of claims (rows holding `cells`' VerdictCells), its verdicts corrected together (`holm`) and written
-    out; the note says how many claims the family held."""
+    """A table of claims whose `VerdictCell`s are corrected together (`holm`) and written out."""
     verdicts = list({id(c.verdict): c.verdict for row in rows for c in row if isinstance(c, VerdictCell)}.values())
     corrected = dict(zip((id(v) for v in verdicts), holm(verdicts)))
     tested = sum(v.p is not None for v in verdicts)
@@ -303,5 +267,5 @@ RULE_NOTE = (f"Verdicts (rem.report.verdicts): a difference is Welch's t-test on
 
 
 def cells(verdict: Verdict, digits: int) -> list[VerdictCell]:
-    """The two columns of `HEADER` for one claim, written by `claims_table` once the table's family is known."""
+    """The two `HEADER` columns of one claim, for `claims_table`."""
     return [VerdictCell(verdict, digits, 0), VerdictCell(verdict, digits, 1)]

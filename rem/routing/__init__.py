@@ -1,6 +1,5 @@
-"""Routing algorithms as pure functions of the votes, one module each, registered by name for `model.routing`
-(`rem.routing.registry` holds the calling convention): dynamic (Sabour et al.), scaled_distance (γ-CapsNet),
-self_attention (Efficient-CapsNet). `health` measures the couplings any of them produce."""
+"""Routing algorithms, registered by name for `model.routing`: dynamic (Sabour et al.), scaled_distance (γ-CapsNet),
+self_attention (Efficient-CapsNet); `health` measures their couplings."""
 
 from rem.routing.common import parent_major, quantize_couplings, weighted_parents
 from rem.routing.dynamic import dynamic_routing

@@ -1,9 +1,7 @@
-"""What every routing shares: the parent-major layout of the votes, the weighted vote sum, REM's +Q rounding.
+"""What every routing shares: parent-major votes, the weighted vote sum, REM's +Q rounding.
 
-Conventions shared by every routing:
-- votes `(B, I, J, D)`: input capsule i's prediction for parent j;
-- couplings `(B, I, J)`: how much of input i goes to parent j, a softmax over the parents J;
-- routing runs in fp32 (softmax of agreement logits is where bf16 loses the ordering).
+Votes are `(B, I, J, D)` (input i's prediction for parent j), couplings `(B, I, J)` a softmax over the parents;
+routing runs in fp32, since bf16 loses the ordering of the agreement logits.
 """
 
 from __future__ import annotations
@@ -17,22 +15,15 @@ from rem.parse_trees import quantize
 
 
 def quantize_couplings(c: torch.Tensor, levels: int) -> torch.Tensor:
-    """Couplings replaced by the nearest of `levels` equally spaced values in [0, 1] (REM's +Q).
-
-    Ties go down, as REM's (e_k, e_k+1] bins do: 0.05 -> 0.0, 0.15 -> 0.1. The gradient passes
-    straight through (the quantized forward is for evaluation; this keeps it differentiable anyway).
-    """
+    """Couplings rounded to the nearest of `levels` equally spaced values in [0, 1] (REM's +Q), ties down as REM's
+    (e_k, e_k+1] bins; the gradient passes straight through."""
     q = quantize(c, levels).to(c.dtype) / (levels - 1)
     return c + (q - c).detach()
 
 
 def parent_major(votes: torch.Tensor) -> torch.Tensor:
-    """The votes as a `(B, J, I, D)` tensor in contiguous memory, without a copy when they already are.
-
-    Routing's two contractions (weighted sum over i, agreement per (i, j)) are batched matmuls over
-    (b, j); in parent-major memory they run far faster on CPU than on the (B, I, J, D) layout.
-    `CapsuleVotes` produces parent-major votes and hands them out as a transposed (B, I, J, D) view.
-    """
+    """The votes as a contiguous fp32 `(B, J, I, D)` tensor (no copy if they already are): routing's batched matmuls
+    over (b, j) run far faster on CPU in this layout, which `CapsuleVotes` produces."""
     return votes.float().transpose(1, 2).contiguous()
 
 
@@ -47,16 +38,14 @@ def weights_gradient(grad: torch.Tensor, votes: torch.Tensor) -> torch.Tensor:
 
 
 def outer_share(a: torch.Tensor, m: torch.Tensor) -> torch.Tensor:
-    """a_i m per (b, j), `(B, J, I, D)`: a product's share of the votes' gradient. Autograd's own for a matmul would be
-    a batched matrix product of inner size 1, which CPU kernels run ~5x slower than this broadcast product; each
-    element is the single product a_i m_d either way, so the numbers are the same to the bit."""
+    """a_i m per (b, j), `(B, J, I, D)`: a product's share of the votes' gradient, bit for bit autograd's but ~5x
+    faster on CPU than its inner-size-1 batched matmul."""
     return a.unsqueeze(-1) * m.unsqueeze(2)
 
 
 class WeightedVotes(torch.autograd.Function):
-    """`weighted_sum` of votes that nothing else reads (dynamic routing's: its agreement reads detached votes), with
-    `outer_share` as the votes' gradient. Plain tensors in and out, so torch.compile keeps it in one graph (CapsNet
-    and DeepCaps compile on some trial paths); `SharedVotes` is for votes several products read."""
+    """`weighted_sum` with `outer_share` as the votes' gradient, for votes nothing else reads; plain tensors, so
+    torch.compile keeps it in one graph (`SharedVotes` is for votes several products read)."""
 
     @staticmethod
     def forward(ctx, weights: torch.Tensor, votes: torch.Tensor) -> torch.Tensor:
@@ -71,15 +60,10 @@ class WeightedVotes(torch.autograd.Function):
 
 
 class SharedVotes:
-    """Parent-major votes `(B, J, I, D)` that several products read -- weighted sums over the inputs, dots with the
-    parents, squared lengths -- with the votes' gradient summed in place.
-
-    Autograd would have each product's backward write its share of the votes' gradient, a votes-sized tensor (150 MB
-    for γ-CapsNet's fully-connected capsules at batch 128), and add the shares pairwise. Here the products take a
-    token, a scalar that stands for the votes, as their differentiable input: each backward adds its share to one
-    sum, and the token's own backward, which autograd runs after every product's, hands that sum on as the votes'
-    gradient (γ-CapsNet's routing reads its votes six times). Its Python-side sum is a side effect torch.compile
-    cannot trace in one graph: models that compile route their votes as plain tensors (`WeightedVotes`)."""
+    """Parent-major votes `(B, J, I, D)` read by several products, whose gradient shares are summed in place instead
+    of one votes-sized tensor each (150 MB per share for γ-CapsNet at batch 128). The products take a scalar token for
+    the votes; its backward, run after theirs, hands on the sum. Not traceable by torch.compile (`WeightedVotes` is).
+    """
 
     def __init__(self, votes: torch.Tensor):
         self.votes = votes.detach()
@@ -87,7 +71,7 @@ class SharedVotes:
         self._token = _Votes.apply(votes, self._sum) if votes.requires_grad else None
 
     def detached(self) -> SharedVotes:
-        """The same votes with no gradient (the routing iterations gradients do not run through)."""
+        """The same votes without gradient."""
         return SharedVotes(self.votes)
 
     def weighted(self, weights: torch.Tensor) -> torch.Tensor:
@@ -156,8 +140,7 @@ class _Weighted(torch.autograd.Function):
 
 
 class _Dots(torch.autograd.Function):
-    """`SharedVotes.dots`. Both matrix-vector products take the small factor on the left, v^T U^T and g^T U: CPU
-    kernels run them 3-5x faster than U v and U^T g (the same sums of products in another order)."""
+    """`SharedVotes.dots`; the small factor goes on the left (v^T U^T, g^T U), 3-5x faster on CPU than U v, U^T g."""
 
     @staticmethod
     def forward(ctx, parents, token, total: _GradientSum):
@@ -175,7 +158,7 @@ class _Dots(torch.autograd.Function):
 
 
 class _Squared(torch.autograd.Function):
-    """`SharedVotes.squared`; its share 2 g_i u_i (a norm's backward would divide by the norm and mask its zeros)."""
+    """`SharedVotes.squared`, with gradient share 2 g_i u_i."""
 
     @staticmethod
     def forward(ctx, token, total: _GradientSum):
@@ -190,10 +173,8 @@ class _Squared(torch.autograd.Function):
 
 def weighted_parents(c: torch.Tensor, u_hat: torch.Tensor | SharedVotes, bias: torch.Tensor | None,
                      quantize_levels: int | None, vote_scale: torch.Tensor | None = None) -> torch.Tensor:
-    """v_j = squash(sum_i c_ij u_hat_j|i + bias_j) from parent-major couplings (B, J, I) and votes (B, J, I, D), a
-    tensor or `SharedVotes`; `quantize_levels` rounds the couplings in the sum (REM's +Q). `vote_scale` (B, J, I)
-    multiplies each vote (γ-CapsNet's length clip), applied to the (rounded) coupling so the rescaled votes are never
-    materialised."""
+    """v_j = squash(sum_i c_ij u_hat_j|i + bias_j) from couplings (B, J, I) and votes (B, J, I, D) -> (B, J, D);
+    `quantize_levels` rounds the couplings (+Q); `vote_scale` (B, J, I) rescales each vote via its coupling."""
     weights = quantize_couplings(c, quantize_levels) if quantize_levels else c
     if vote_scale is not None:
         weights = weights * vote_scale
@@ -210,15 +191,10 @@ def agreement_iterations(u_hat: torch.Tensor | SharedVotes, routed: torch.Tensor
                          next_logits: Callable[[torch.Tensor, torch.Tensor], torch.Tensor],
                          vote_scales: tuple[torch.Tensor, torch.Tensor] | None = None,
                          ) -> tuple[torch.Tensor, torch.Tensor]:
-    """The loop of the iterative routings, on parent-major votes `(B, J, I, D)` (or `SharedVotes`): logits start at
-    0, c = softmax over the parents, v = `weighted_parents`, logits = `next_logits(logits, v)` between iterations
-    (the agreement rule).
-
-    Earlier iterations sum `routed` (the votes, detached where gradients flow only through the last), the last sums
-    `u_hat`; only the last's couplings are rounded for +Q. `vote_scales` (for `u_hat`, for `routed`), each (B, J, I),
-    rescale the votes inside the sums (`weighted_parents`). `trace` receives each iteration's detached `(c (B, I, J),
-    v)`. Returns `(v (B, J, D), c (B, I, J))`, c the last iteration's unrounded couplings.
-    """
+    """The iterative routings' loop on votes `(B, J, I, D)`: logits from 0, c = softmax over parents, v =
+    `weighted_parents`, then `next_logits(logits, v)`. Earlier iterations sum `routed` (possibly detached), the last
+    `u_hat`, rounded for +Q; `vote_scales` is (for `u_hat`, for `routed`); `trace` gets each detached `(c, v)`.
+    Returns `(v (B, J, D), c (B, I, J))`, c unrounded."""
     votes = u_hat.votes if isinstance(u_hat, SharedVotes) else u_hat
     logits = votes.new_zeros(votes.shape[:3])  # (B, J, I)
     for it in range(iterations):

@@ -18,18 +18,9 @@ def dynamic_routing(
     trace: list | None = None,
     agreement_scale: float = 1.0,
 ) -> tuple[torch.Tensor, torch.Tensor]:
-    """Sabour et al.'s routing-by-agreement, as REM's official code runs it.
-
-    Logits start at 0 for every sample; c = softmax over parents; s_j = sum_i c_ij u_hat_j|i (+ bias);
-    v = squash(s); b_ij += <u_hat_j|i, v_j> between iterations. Gradients flow only through the last
-    iteration (votes are detached before it), which saves autograd memory without changing the forward.
-
-    `quantize_levels` replaces the last iteration's couplings by their quantized values in the weighted
-    sum (REM's "+Q" forward). Returns `(v (B, J, D), c (B, I, J))`, c being the last iteration's couplings.
-    `trace`, when given, receives each iteration's `(c (B, I, J), v (B, J, D))`, detached
-    (`rem.analysis.routing_iterations` reads it). `agreement_scale` multiplies the agreement added to the logits
-    (1: Sabour et al.'s rule); larger values polarise the couplings in fewer iterations.
-    """
+    """Sabour et al.'s routing-by-agreement as REM runs it: b_ij += agreement_scale * <u_hat_j|i, v_j> between
+    iterations, gradients through the last iteration only. Returns `(v (B, J, D), c (B, I, J))`, the last couplings;
+    `quantize_levels` rounds them in the sum (+Q), `trace` gets each iteration's detached `(c, v)`."""
     if iterations < 1:
         raise ValueError(f"dynamic_routing: iterations must be >= 1, got {iterations}")
     with torch.autocast(votes.device.type, enabled=False):

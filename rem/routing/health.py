@@ -1,25 +1,16 @@
 """Routing metrics beyond REM's parse-tree entropy: do input capsules starve, do couplings leave uniform, and do
-they depend on the image?
+they depend on the image? (all entropies in bits)
 
-    routing/dead_capsules      fraction of the routing layer's input capsules whose length stays below
-                               `threshold` on every evaluated image (they never take part in a parse tree;
-                               Mitterreiter et al., AAAI 2023, "Why Capsule Neural Networks Do Not Scale")
-    routing/coupling_entropy   mean over images and input capsules of the entropy (bits) of c_i over the
-                               parents j; log2(J) is uniform routing, 0 is each capsule choosing one parent
-    routing/input_dependence   mean over input capsules i of I_i = H(E_x c_i(x)) - E_x H(c_i(x)) (bits): the mutual
-                               information between the image and capsule i's couplings (its choice of parent drawn
-                               from c_i(x)); 0 when every image gets the same couplings, log2(J) when each image
-                               sends i to one parent and the images spread evenly over the J parents
-    routing/input_dependence_weighted   the same, each capsule weighted by its mean length over the images (a
-                               capsule that is rarely active carries little of the routing)
-    routing/fixed_preference   mean over i of log2(J) - H(E_x c_i(x)): how far the couplings' average is from
-                               uniform, the part of leaving uniform that every image shares
-    routing/images             the images these were read on (the plug-in estimates depend on it)
+    routing/dead_capsules      fraction of input capsules below `threshold` on every image (Mitterreiter et al.,
+                               AAAI 2023, "Why Capsule Neural Networks Do Not Scale")
+    routing/coupling_entropy   mean entropy of c_i over the parents: log2(J) uniform, 0 one parent per capsule
+    routing/input_dependence   mean over i of H(E_x c_i(x)) - E_x H(c_i(x)), the mutual information between the
+                               image and capsule i's choice of parent
+    routing/input_dependence_weighted   the same, each capsule weighted by its mean length
+    routing/fixed_preference   mean over i of log2(J) - H(E_x c_i(x)), the shift from uniform every image shares
+    routing/images             the images these were read on
 
-The coupling entropy alone cannot tell routing that follows the image from a fixed preference per capsule: both
-leave uniform. Their split is log2 J - coupling_entropy = fixed_preference + input_dependence, exactly.
-Accumulated batch by batch on the evaluation's device (no batch waits for a copy to the host), read once by
-`result`.
+log2 J - coupling_entropy = fixed_preference + input_dependence, exactly: the split the entropy alone cannot show.
 """
 
 from __future__ import annotations
@@ -30,8 +21,7 @@ import torch
 
 
 def coupling_distributions(couplings: torch.Tensor) -> torch.Tensor:
-    """Couplings `(..., J)` as distributions in float64: every routing's sum to 1 over the parents up to rounding (and
-    +Q's levels), renormalised so that their entropy is a distribution's whatever the routing."""
+    """Couplings `(..., J)` renormalised in float64, so their entropy is a distribution's despite rounding and +Q."""
     c = couplings.detach().double()
     return c / c.sum(dim=-1, keepdim=True).clamp_min(1e-30)
 
@@ -42,13 +32,15 @@ def entropy_over_parents(p: torch.Tensor) -> torch.Tensor:
 
 
 class RoutingHealth:
+    """The metrics above, accumulated batch by batch on the evaluation's device and read once by `result`."""
+
     def __init__(self, threshold: float):
         self.threshold = threshold
         self.max_length: torch.Tensor | None = None  # (I,) longest each input capsule got on any image
         self.length_sum: torch.Tensor | None = None  # (I,) float64 sum of each input capsule's length
         self.coupling_sum: torch.Tensor | None = None  # (I, J) float64 sum over images of c_i(x)
         self.entropy_sum: torch.Tensor | None = None  # (I,) float64 sum over images of H(c_i(x))
-        # the same entropies summed whole per batch: the coupling entropy's own sum, in the order it always had
+        # the same entropies summed whole per batch, in the order the pinned coupling entropy needs
         self.entropy_total: torch.Tensor | float = 0.0
         self.images = 0
 

@@ -1,23 +1,11 @@
-"""Routing algorithms by name (`model.routing`), one calling convention for all of them. Which routing a model
-family runs when `model.routing` is "" is the family's registration (`rem.models.register_model(..., routing=)`).
+"""Routing algorithms by name (`model.routing`), all called as
 
-A routing is called as
     routing(votes (B, I, J, D), iterations, bias, *, activations=None, quantize_levels=None, trace=None, **options)
-and returns `(v (B, J, D), c (B, I, J))`, the couplings c summing to 1 over the parents J for each input i: REM's
-+Q forward (`quantize_levels`: c rounded to K levels in the weighted vote sum), the parse-tree keys and the routing
-entropy all read c, so a routing without couplings cannot be one. `iterations` is ignored by a one-pass routing;
-`activations` `(B, I)`, the input capsules' lengths, reach only a routing registered with `activations=True`;
-`trace`, a list, receives each pass's detached `(c, v)`; `options` are the routing's own keywords: those its model
-passes (registered as `takes`: γ-CapsNet's `p`, set in `model.options`) and its own options, `model.routing_options`
-(registered as `options=<dataclass>`, `rem.config.options`; `create_model` reads them, and the class-capsule head
-passes each field as a keyword of the call; the two never share a name).
-A routing registered `iterative` (the default) runs `iterations` passes, each traced: what the per-iteration curves
-follow (`rem.analysis.routing_iterations`); a one-pass routing is registered `iterative=False`.
 
-The learned bias a model holds for its routing layer has one of two forms, and a routing names the one it adds:
-`PARENTS` `(J, D)` to each parent's input before the squash (REM's routing bias), `PRIOR` `(I, J)` to the couplings
-after the softmax (Efficient-CapsNet's B), or None. A model builds its bias only for a routing of its own form, so
-an architecture given a routing of the other form routes without a learned bias.
+returning `(v (B, J, D), c (B, I, J))`, c summing to 1 over the parents (+Q, parse trees and routing entropy read
+it). `activations` (B, I) reach only a routing registered `activations=True`; `trace` gets each pass's detached
+`(c, v)`; `options` are the keywords its models pass (`takes`) and its `model.routing_options` (`options=`).
+The learned bias is `PARENTS` (J, D), added before the squash, or `PRIOR` (I, J), added to the couplings.
 """
 
 from __future__ import annotations
@@ -37,9 +25,8 @@ CALL_KEYWORDS = ("votes", "iterations", "bias", "activations", "quantize_levels"
 
 @dataclass(frozen=True)
 class Routing:
-    """A registered routing: the function, the bias form it adds, whether it reads the input capsules'
-    activations, the keywords its models pass (`takes`), whether it iterates (one traced pass per iteration), and the
-    dataclass of its own options (`model.routing_options`; None: it takes none)."""
+    """A registered routing: function, bias form, whether it reads activations, the keywords its models pass
+    (`takes`), whether it iterates (one traced pass each), and its `model.routing_options` dataclass (or None)."""
 
     route: Callable[..., tuple[torch.Tensor, torch.Tensor]]
     bias: str | None = PARENTS
@@ -60,19 +47,18 @@ class Routing:
         return v, c
 
     def own_options(self, options: dict) -> dict:
-        """Those of a model's routing options (γ-CapsNet's p, grad_through_routing) this routing takes."""
+        """The model's routing keywords this routing takes."""
         return {key: value for key, value in options.items() if key in self.takes}
 
 
-# The built-in routings register themselves when rem.routing is imported (its __init__ imports each module, which
-# any import of this one runs first), in that order: no map here repeats their names.
+# the built-in routings register themselves when rem.routing imports their modules
 ROUTINGS: Registry[Routing] = Registry("routing", "model.routing")
 
 
 def register_routing(name: str, *, bias: str | None = PARENTS, activations: bool = False,
                      takes: tuple[str, ...] = (), iterative: bool = True, options: type | None = None) -> Callable:
-    """Decorator: `@register_routing("name")` on a function following the convention above; returns it unchanged.
-    `options`: its `model.routing_options` (`rem.config.options`), each field a keyword argument of the function."""
+    """Decorator registering a function of the convention above, returned unchanged; each field of `options` is one
+    of its keyword arguments."""
     entry = f"register_routing({name!r})"
     if bias not in BIAS_FORMS:
         raise ValueError(f"{entry}: bias must be one of {BIAS_FORMS}, got {bias!r}")

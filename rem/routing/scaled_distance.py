@@ -1,5 +1,5 @@
 """γ-CapsNet's scaled-distance agreement (`model.routing: scaled_distance`): votes clipped to their input capsule's
-activation, parents' couplings from their distance to each vote."""
+activation, couplings from each parent's distance to each vote."""
 
 from __future__ import annotations
 
@@ -13,20 +13,15 @@ from rem.routing.registry import register_routing
 
 
 def clip_vote_lengths(u_hat: torch.Tensor, activations: torch.Tensor) -> torch.Tensor:
-    """γ-capsules' restriction |u_hat_j|i| <= a_i: parent-major votes `(B, J, I, D)`, activations `(B, I)`.
-
-    Each vote is rescaled to length min(a_i, |u_hat_j|i|); the epsilon inside the root keeps zero votes at 0
-    (REM's code divides by the bare norm, which is NaN for a zero vote). The routing itself never materialises the
-    clipped votes: it carries `vote_scales` instead; this is the definition they are tested against.
-    """
+    """Votes `(B, J, I, D)` rescaled to length min(a_i, |u_hat_j|i|), activations `(B, I)`: γ-capsules' clip, as a
+    reference (the routing carries `vote_scales` instead). Zero votes stay 0, where REM's code gives NaN."""
     scale, _ = vote_scales(SharedVotes(u_hat), activations)
     return u_hat * scale.unsqueeze(-1)
 
 
 def vote_scales(u_hat: SharedVotes, activations: torch.Tensor | None) -> tuple[torch.Tensor | None, torch.Tensor]:
-    """Each vote's clip factor min(a_i, |u|) / |u| `(B, J, I)` (None without activations) and its squared length
-    before the clip `(B, J, I)`: one pass over the votes forward and a share of their gradient backward, where the
-    clipped votes themselves would cost three forward and more backward."""
+    """Each vote's clip factor min(a_i, |u|) / |u| (None without activations) and squared length, both `(B, J, I)`:
+    cheaper than materialising the clipped votes."""
     squared = u_hat.squared()
     if activations is None:
         return None, squared
@@ -34,9 +29,8 @@ def vote_scales(u_hat: SharedVotes, activations: torch.Tensor | None) -> tuple[t
 
 
 class ClipFactors(torch.autograd.Function):
-    """min(a_i, n) / n with n = sqrt(|u|^2 + EPS), from squared lengths `(B, J, I)` and activations `(B, I)`: 1 where
-    the vote is shorter than its capsule's activation, a_i / n where it is clipped (a tie is not: the factor is 1
-    either way). Written out because autograd's `minimum` spends four passes over (B, J, I) on ties alone."""
+    """min(a_i, n) / n, n = sqrt(|u|^2 + EPS), from squared lengths `(B, J, I)` and activations `(B, I)`; ties are
+    not clipped. Written out because autograd's `minimum` spends four passes on ties alone."""
 
     @staticmethod
     def forward(ctx, squared, activations):
@@ -59,26 +53,16 @@ class ClipFactors(torch.autograd.Function):
 
 def distance_logits(v: torch.Tensor, votes: SharedVotes, scale: torch.Tensor | None, squared: torch.Tensor,
                     log_odds: float) -> torch.Tensor:
-    """Next iteration's logits `(B, J, I)` = t * |v_j - s_ij u_hat_j|i|, t < 0 putting probability p on a parent at
-    half the mean distance when the others sit at the mean (`log_odds` = log(p (J - 1) / (1 - p))).
-
-    The distance is expanded, |v|^2 - 2 s <u, v> + s^2 |u|^2, so the only pass over the votes `(B, J, I, D)` is one
-    batched matrix-vector product (s: the clip factors, |u|^2: `squared`, from `vote_scales`); the rest is
-    `DistanceLogits`, elementwise over (B, J, I).
-    """
+    """Next logits `(B, J, I)` = t * |v_j - s_ij u_hat_j|i|, t < 0 from `log_odds` = log(p (J - 1) / (1 - p)).
+    The distance is expanded so the votes are read once, by one batched matrix-vector product."""
     dots = votes.dots(v)  # (B, J, I)
     return DistanceLogits.apply(dots, v, scale, squared, log_odds)
 
 
 class DistanceLogits(torch.autograd.Function):
-    """t * sqrt(max(|v|^2 - 2 s d + s^2 q, 0) + EPS) from the dots d `(B, J, I)`, parents v `(B, J, D)`, clip factors
-    s (or None: 1) and squared vote lengths q `(B, J, I)`, t = log_odds / (d_o / 2 - d_o - 1e-12), d_o the mean
-    distance per sample. Rounding can take the expansion a hair below 0 where a vote meets its parent, hence the
-    clamp before the root's epsilon.
-
-    Written out, forward and backward, because autograd spends a pass over (B, J, I) per elementwise step (about
-    thirty each iteration of a scaled-distance routing); here the forward works in place and the backward takes
-    about half as many passes."""
+    """t * sqrt(max(|v|^2 - 2 s d + s^2 q, 0) + EPS) from dots d, clip factors s (None: 1), squared lengths q (all
+    `(B, J, I)`) and parents v `(B, J, D)`; t = log_odds / (d_o / 2 - d_o - 1e-12), d_o the sample's mean distance.
+    The clamp absorbs rounding below 0; written out to halve autograd's passes over (B, J, I)."""
 
     @staticmethod
     def forward(ctx, dots, parents, scale, squared, log_odds: float):
@@ -131,28 +115,12 @@ def scaled_distance_routing(
 ) -> tuple[torch.Tensor, torch.Tensor]:
     """γ-CapsNet's scaled-distance-agreement (SDA) routing (Peer et al., as REM's `sda_routing` runs it).
 
-    1. If `activations` `(B, I)` is given, each vote's length is clipped to its input capsule's activation
-       (`clip_vote_lengths`, carried as per-vote factors); gradients flow through the clipping.
-    2. Logits start at 0; c = softmax over parents; s_j = sum_i c_ij u_hat_j|i (+ bias); v = squash(s) (Hinton).
-    3. Between iterations: d_ij = |v_j - u_hat_j|i|, d_o = mean distance, d_p = d_o / 2, and
-       logits = t * d with t = log(p (J - 1) / (1 - p)) / (d_p - d_o) < 0: a parent at distance d_p, the
-       others at d_o, gets probability p (0.9). Nearer parents get larger couplings.
-    4. `grad_through_routing=False` (REM's port): gradients only through the last iteration; earlier
-       iterations use detached votes, so the last couplings are constants for autograd. `True` (Peer et al.'s
-       original γ-capsule code): autograd also runs through the distances and couplings of every iteration.
-       Detaching is harmless for dynamic routing, where lengthening an agreeing vote also raises its
-       coupling; under SDA a vote made longer moves away from a still-short parent and loses coupling, a
-       reaction the detached gradient cannot see (it fits 512 Fashion-MNIST images about twice as fast).
-
-    Assumptions where the references are silent or where we deliberately differ from REM's code:
-    - d_o is the mean over (parents, inputs) PER SAMPLE; REM's code averages over the whole batch too
-      (its routing then depends on the other samples of the batch; ours does not).
-    - distances use sqrt(|.|^2 + EPS) and the denominator adds 1e-12, so all-zero inputs give uniform
-      couplings instead of NaN; J = 1 keeps logits at 0 (t is undefined, every coupling is 1 anyway).
-    - the vote-length clip uses the input capsule's L2 length (its activation), passed in by the model.
-    `quantize_levels` quantizes the last iteration's couplings in the weighted sum (REM's +Q); `trace` receives
-    each iteration's `(c, v)`, detached. Returns `(v (B, J, D), c (B, I, J))`, c the last iteration's
-    (unquantized) couplings.
+    Votes are clipped to `activations` (B, I) when given. Between iterations logits = t * |v_j - u_hat_j|i|, t < 0
+    chosen so a parent at half the mean distance d_o, the others at d_o, gets probability `p`; d_o is per sample (REM
+    averages over the batch too). `grad_through_routing` (Peer et al.'s code) backpropagates through every
+    iteration, not just the last (REM's port): under SDA a longer vote can lose coupling, which the detached gradient
+    cannot see. EPS in the distances and 1e-12 in t keep zero inputs uniform, not NaN; J = 1 keeps logits at 0.
+    Returns `(v (B, J, D), c (B, I, J))`, c unrounded; `quantize_levels`, `trace` as in dynamic routing.
     """
     if iterations < 1:
         raise ValueError(f"scaled_distance_routing: iterations must be >= 1, got {iterations}")

@@ -18,18 +18,9 @@ def self_attention_routing(
     quantize_levels: int | None = None,
     trace: list | None = None,
 ) -> tuple[torch.Tensor, torch.Tensor]:
-    """Efficient-CapsNet's non-iterative self-attention routing (Mazzia et al. 2021, `FCCaps`).
-
-    For each parent j the agreement logit of input i is the row sum of the self-attention matrix
-    U_j U_j^T / sqrt(D): a_ji = sum_k <u_hat_j|i, u_hat_j|k> / sqrt(D), computed as <u_hat_j|i, sum_k u_hat_j|k>
-    (O(I*J*D) instead of O(I^2*J*D)). c = softmax of a over the parents J. The learned prior `bias`
-    (shape `(I, J)`, Efficient-CapsNet's B, zero-initialised) is ADDED AFTER the softmax:
-    s_j = sum_i u_hat_j|i (c_ij + B_ij), v_j = efficient_squash(s_j).
-
-    Returns `(v (B, J, D), c (B, I, J))` where c is the softmax couplings only (rows sum to 1 over
-    parents); the prior is NOT part of c. `quantize_levels` quantizes c (not c + B) in the weighted sum.
-    `trace`, when given, receives the one pass's `(c, v)`, detached.
-    """
+    """Efficient-CapsNet's self-attention routing (Mazzia et al. 2021, `FCCaps`): logit a_ji = <u_hat_j|i, sum_k
+    u_hat_j|k> / sqrt(D), c = softmax over parents, v_j = efficient_squash(sum_i u_hat_j|i (c_ij + B_ij)), the prior
+    `bias` B (I, J) added after the softmax. Returns `(v (B, J, D), c (B, I, J))`, c without B; +Q rounds c only."""
     with torch.autocast(votes.device.type, enabled=False):
         u_hat = parent_major(votes)  # (B, J, I, D)
         d = u_hat.shape[-1]
@@ -50,5 +41,5 @@ def self_attention_routing(
 def route_self_attention(votes: torch.Tensor, iterations: int, bias: torch.Tensor | None = None, *,
                          quantize_levels: int | None = None,
                          trace: list | None = None) -> tuple[torch.Tensor, torch.Tensor]:
-    """`self_attention_routing` under the registry's convention: one pass whatever `iterations` (it has no loop)."""
+    """`self_attention_routing` under the registry's convention; `iterations` is ignored."""
     return self_attention_routing(votes, bias, quantize_levels=quantize_levels, trace=trace)

@@ -1,6 +1,5 @@
-"""Which figures a sweep gets: the results-table figures per dataset, and per model the checkpoint figures
-of one representative trial per variant (its smallest seed). A figure that cannot be drawn (checkpoint gone,
-model without spatial primary capsules, ...) becomes a one-line note instead of a crash."""
+"""Which figures a sweep gets: the results-table figures, and the checkpoint figures of one trial per variant (its
+smallest seed). A figure that cannot be drawn becomes a one-line note, not a crash."""
 
 from __future__ import annotations
 
@@ -58,8 +57,7 @@ def sweep_figures(results: pd.DataFrame, out_dir: Path) -> list[Figure]:
 
 
 def curve_figures(results: pd.DataFrame, out_dir: Path) -> list[Figure]:
-    """Per dataset and model, the mechanism curves its trials recorded (`eval.sparsity_curve`), mean ± seed spread
-    per variant; nothing when no trial recorded one."""
+    """Per dataset and model, the mechanism curves its trials recorded, mean ± seed spread per variant."""
     curves = curves_from_results(last_rows(results), keep=("trial_key", "data.dataset", "model.name", "variant", "train.seed"))
     figures = []
     if curves.empty:
@@ -77,8 +75,7 @@ def curve_figures(results: pd.DataFrame, out_dir: Path) -> list[Figure]:
 
 @dataclass(frozen=True)
 class ArmFigures:
-    """A figure per dataset of labelled long-form points, a line per arm (its `series`: model and variant, so two
-    arms are never one line): `draw(group, path, title)` writes `<stem>_<dataset>.png`."""
+    """A figure per dataset, a line per arm: `draw(group, path, title)` writes `<stem>_<dataset>.png`."""
 
     stem: str
     section: str
@@ -110,15 +107,12 @@ ROUTING_ITERATIONS = ArmFigures(
 
 
 def robustness_figures(results: pd.DataFrame, out_dir: Path) -> list[Figure]:
-    """Per dataset, every arm's robustness curves (`eval.robustness`): accuracy and entropy against each family's
-    strength, mean ± seed spread; nothing when no trial recorded them."""
+    """Per dataset, every arm's accuracy and entropy against each transform's strength."""
     return ROBUSTNESS.per_dataset(robustness_points(results), out_dir)
 
 
 def routing_iteration_figures(results: pd.DataFrame, out_dir: Path) -> list[Figure]:
-    """Per dataset, every arm's routing at each iteration (`eval.iteration_curves`): coupling entropy and agreement
-    against the iteration at the final epoch, mean ± seed spread, earlier epochs faint; nothing when no trial recorded
-    them."""
+    """Per dataset, every arm's coupling entropy and agreement against the routing iteration."""
     return ROUTING_ITERATIONS.per_dataset(iteration_points(results), out_dir)
 
 

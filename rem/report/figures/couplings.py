@@ -1,10 +1,6 @@
-"""Coupling-coefficient histograms per class: for class j, the couplings c_ij from every input capsule to j in
-every test image predicted as j, counted in the K quantization bins, as a fraction on a log scale. Several
-snapshots overlaid (first vs last epoch, +Q vs +REM).
-
-REM's own script (src/save_distributions.py) first averages each c_ij over the images; on a briefly trained
-network that average sits at 1/J for nearly every capsule and hides the spread, so the individual couplings
-are counted here (the caption says so)."""
+"""Coupling-coefficient histograms per class j: every c_ij of the images predicted as j in the K quantization bins,
+several snapshots overlaid. Individual couplings, not REM's per-capsule means, which sit at 1/J early and hide the
+spread."""
 
 from __future__ import annotations
 

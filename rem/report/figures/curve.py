@@ -1,6 +1,5 @@
-"""The mechanism curve as a figure: accuracy and routing against the sparsity magnitude pruning imposes, one row
-of panels per scope (every REM tensor, only the class-capsule matrices W, only the primary-capsule conv), one line
-per variant (the mean over its seeds, the seed spread as a band)."""
+"""The mechanism curve as a figure: accuracy and routing against the sparsity magnitude pruning imposes, a row of
+panels per scope, a line per variant (mean over seeds, band ± std)."""
 
 from __future__ import annotations
 
@@ -9,7 +8,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from rem.report.figures.style import colours, plt, save
+from rem.report.figures.style import colours, mean_band, plt, save
 
 PANELS = {"test/acc": ("Test acc. (%)", 100.0), "entropy/mean": ("Entropy (bits)", 1.0),
           "parse_trees/total": ("Parse trees", 1.0), "routing/coupling_entropy": ("Coupling entropy (bits)", 1.0),
@@ -29,14 +28,7 @@ def curve_figure(curves: pd.DataFrame, path: Path, title: str, series: str = "va
         for ax, (column, (label, scale)) in zip(row, PANELS.items()):
             for name in names:
                 group = curves[(curves["scope"] == scope) & (curves[series].astype(str) == name)]
-                if column not in group or group[column].isna().all():
-                    continue
-                by_target = group.groupby("target")[column]
-                mean = by_target.mean() * scale
-                spread = by_target.std(ddof=1).fillna(0.0).to_numpy() * scale  # the tables' sample std
-                x, mean = mean.index.to_numpy(), mean.to_numpy()
-                ax.plot(x, mean, marker="o", ms=3, color=palette[name], label=name)
-                ax.fill_between(x, mean - spread, mean + spread, color=palette[name], alpha=0.2)
+                mean_band(ax, group, "target", column, palette[name], name, scale)
             ax.set_title(f"{label}\n{SCOPE_TITLES[scope]}", fontsize=9)
             ax.set_xlabel("sparsity of the pruned tensors (%)", fontsize=8)
             ax.set_xticks(np.array([0, 20, 40, 60, 80, 100]))

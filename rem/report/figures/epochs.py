@@ -1,8 +1,5 @@
-"""A model's run epoch by epoch, six panels, one colour per arm (results table only): the evidence page's mean over
-seeds with the seed spread as a band, and the horizon pages' every seed to its stopping rule.
-
-The horizon draws one line per seed, not a mean band: the seeds stop at different epochs, and a mean over whichever
-seeds are still training would jump where one stops. The marker on each line is the epoch the seed was evaluated at."""
+"""A model's run epoch by epoch, one colour per arm: a mean band over seeds (evidence page), or a line per seed to its
+stopping rule (horizon pages: the seeds stop at different epochs), marked at the evaluated epoch."""
 
 from __future__ import annotations
 

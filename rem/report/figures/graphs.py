@@ -1,6 +1,5 @@
-"""Parse-tree graph of one image through a fully-connected capsule layer: input capsules on the left, class
-capsules on the right, node colour = activation (capsule length), edge width = quantized coupling. Only the
-input capsules with the strongest contribution to the predicted class are drawn (all 1,152 would be ink)."""
+"""Parse-tree graph of one image through a fully-connected capsule layer: the input capsules that contribute most to
+the predicted class, node colour = capsule length, edge width = quantized coupling."""
 
 from __future__ import annotations
 

@@ -1,10 +1,5 @@
-"""What the checkpoint figures look at: a trained model's routing on a few real test images.
-
-`load_trial` rebuilds a trial's model from its checkpoint (the config saved inside it, read through
-`rem.training.checkpoint`) with the last or the first epoch's weights, and loads the first N test images of that
-config's dataset through the evaluation transform; `snapshot` runs the forward the paper's tables use (+Q when the
-trial's final evaluation was quantized) and keeps couplings, predictions and, for models whose class layer routes
-from spatial primary capsules, those capsules with their grid.
+"""What the checkpoint figures look at: a trained model's routing (the forward of its final evaluation) on its first
+few test images, rebuilt from the config saved in its checkpoint.
 """
 
 from __future__ import annotations
@@ -23,7 +18,7 @@ from rem.pruning.capsules import build_args_from_weights
 from rem.training.checkpoint import (CHECKPOINT_FILE, FIRST_EPOCH_FILE, checkpoint_file, load_checkpoint,
                                      load_first_epoch, saved_config, saved_weights)
 
-# Where the data comes from is the report machine's business, not the trial's (it may have run elsewhere).
+# Data sources are the report machine's, not the trial's (it may have run elsewhere)
 DATA_SOURCE_KEYS = ("root", "mirror", "system_root", "download", "prepared")
 
 
@@ -65,9 +60,8 @@ class RoutingSnapshot:
 
 def load_trial(checkpoint_dir: Path, report_cfg: Config, repo_root: Path, count: int,
                which: str = "last") -> tuple[TrialModel, FigureImages]:
-    """The model of the checkpoint in `checkpoint_dir` with the `last` (its state's) or `first` epoch's weights,
-    and the first `count` test images of its dataset (data sources from `report_cfg`), on the report machine's
-    device (`report_cfg.train.device`; the checkpoint may come from a GPU trial and load on a CPU)."""
+    """The checkpoint's model with its `last` or `first` epoch's weights, and the first `count` test images of its
+    dataset, on `report_cfg`'s data sources and device."""
     checkpoint_dir = Path(checkpoint_dir)
     state = load_checkpoint(checkpoint_dir)
     if state is None:
@@ -103,8 +97,7 @@ def _splits(cfg: Config, repo_root: Path, count: int):
 
 @torch.inference_mode()
 def snapshot(trial: TrialModel, images: FigureImages) -> RoutingSnapshot:
-    """The forward of the trial's final evaluation (+Q when it was quantized) on `images`, on the model's device;
-    the snapshot's tensors come back to the host, where the figures are drawn."""
+    """The trial's final-evaluation forward (+Q when quantized) on `images`; the snapshot's tensors on the host."""
     levels = trial.cfg.eval.levels_for(trial.cfg.model.name)
     quantize = levels if trial.cfg.eval.final_quantized else None
     out = trial.model(images.normalised, quantize_levels=quantize)

@@ -1,14 +1,5 @@
-"""MultiMNIST's figure (Sabour et al. 2017, fig. 5): per test pair, the input canvas and the decoder's two
-reconstructions overlaid in two colours -- red the first label's, green the second's, yellow where both draw ink.
-
-Each reconstruction comes from its own class capsule masked by the pair's TRUE label (as in the paper: the figure
-shows what each capsule encodes, not whether it was found); the predicted labels are the two longest class capsules
-(`rem.evaluate.predict`), marked ✗ when they are not the two labels. With each digit's own image (a `PairSplit`'s
-`parts`), a middle row shows the digits as placed, in the same two colours, to compare against.
-
-`reconstruction_overlay_of` draws it for a trained trial's model on its trial's test split as the trial read it (a
-`rem.analysis.model_on_test.ModelOnTest`, which `rem.tracking.model_sources.package_evaluation` reads from a model
-package), with the forward of its final evaluation (+Q when that was quantized).
+"""MultiMNIST's figure (Sabour et al. 2017, fig. 5): per test pair, the input and the decoder's two reconstructions
+overlaid, red the first label's, green the second's; each from its own class capsule masked by the TRUE label.
 """
 
 from __future__ import annotations
@@ -45,8 +36,7 @@ class PairReconstructions:
 
 
 def overlay(first: np.ndarray, second: np.ndarray) -> np.ndarray:
-    """(H, W, 3) RGB of two (H, W) images in [0, 1]: `first` in the red channel, `second` in green, blue empty, so
-    where both have ink is yellow and each digit's own ink stays its colour."""
+    """(H, W, 3) RGB of two (H, W) images in [0, 1]: `first` red, `second` green, yellow where both have ink."""
     first, second = np.asarray(first, dtype=np.float32), np.asarray(second, dtype=np.float32)
     if first.ndim != 2 or first.shape != second.shape:
         raise ValueError(f"overlay takes two (H, W) images of one size; got {first.shape} and {second.shape}")
@@ -66,9 +56,8 @@ def one_channel(images: torch.Tensor, what: str) -> np.ndarray:
 def reconstruct_pairs(model: torch.nn.Module, images: torch.Tensor, labels: torch.Tensor, *,
                       transform: BatchTransform, parts: torch.Tensor | None = None,
                       quantize_levels: int | None = None) -> PairReconstructions:
-    """The model's reconstructions of `images` (N, 1, H, W) (uint8, or float in [0, 1]) masked by `labels` (N, 2),
-    in eval mode on the model's device (`transform` normalises as the trial's evaluation did; `quantize_levels`:
-    the +Q forward); the model's mode is restored after."""
+    """The model's reconstructions of `images` (N, 1, H, W; uint8 or float in [0, 1]) masked by `labels` (N, 2), in
+    eval mode (restored after); `quantize_levels`: the +Q forward."""
     if labels.dim() != 2 or labels.shape[1] != 2:
         raise ValueError(f"two labels per image expected (N, 2); got {tuple(labels.shape)}")
     device = model_device(model)
@@ -97,7 +86,7 @@ def reconstruct_pairs(model: torch.nn.Module, images: torch.Tensor, labels: torc
 
 
 def figure_size(pairs: int, rows: int) -> tuple[float, float]:
-    """The figure's size in inches: saved as it is (no tight crop), so its pixels are this times DPI."""
+    """The figure's size in inches (saved uncropped: its pixels are this times DPI)."""
     return max(pairs, MIN_COLUMNS) * PANEL, rows * PANEL + HEADER
 
 
@@ -135,8 +124,7 @@ def overlay_figure(pairs: PairReconstructions, title: str = "", class_names: lis
 
 
 def save_as_sized(fig, path: Path) -> Path:
-    """The PNG at the figure's own size (style.save crops it tight, which would make its pixels depend on the
-    text); written atomically, the figure closed."""
+    """The PNG at the figure's own size, not cropped as `style.save` does; written atomically, the figure closed."""
     try:
         return atomic_write(path, lambda tmp: fig.savefig(tmp, dpi=DPI, format="png"))
     finally:
@@ -147,16 +135,13 @@ def reconstruction_overlay_figure(model: torch.nn.Module, images: torch.Tensor, 
                                   title: str = "", *, transform: BatchTransform, parts: torch.Tensor | None = None,
                                   class_names: list[str] | None = None,
                                   quantize_levels: int | None = None) -> Path:
-    """The figure (module docstring) of the pairs `images` (N, 1, H, W) with `labels` (N, 2) and, when given, each
-    digit alone `parts` (N, 2, 1, H, W), written to `path` (`reconstruct_pairs` says how the model is run)."""
+    """The figure of the pairs `images` (N, 1, H, W) with `labels` (N, 2) and optional `parts` (N, 2, 1, H, W)."""
     pairs = reconstruct_pairs(model, images, labels, transform=transform, parts=parts, quantize_levels=quantize_levels)
     return save_as_sized(overlay_figure(pairs, title, class_names), Path(path))
 
 
 def reconstruction_overlay_of(trained: ModelOnTest, path: Path) -> Path:
-    """The figure of a trained model's test pairs (`trained.test`: its trial's split, as the trial read it, on the
-    model's device), with the forward of the trial's final evaluation; no digits row (the split holds the pairs'
-    images and labels only). A model without a decoder or a dataset of single labels is a ValueError."""
+    """The figure of a trained model's test pairs in its final evaluation's forward; ValueError without a decoder."""
     cfg = trained.cfg
     quantize = cfg.eval.levels_for(cfg.model.name) if cfg.eval.final_quantized else None
     names = list(get_dataset(cfg.data.dataset).classes) or None

@@ -1,6 +1,5 @@
-"""Parse-tree overlap maps, REM's way (src/dictionary.py, src/overlaps_dictionary.py): the test images
-predicted as one class, grouped by parse tree (quantized couplings to that class); per tree, the images are
-binarised at 125/255 and averaged, drawn with the "seismic" map, most frequent trees first, count as title."""
+"""Parse-tree overlap maps, REM's way: one class's test images grouped by parse tree, each group binarised at 125/255
+and averaged, most frequent trees first."""
 
 from __future__ import annotations
 

@@ -1,6 +1,5 @@
-"""Parallel coordinates of the whole sweep: every finished trial as one line through the sweep's axes (the
-config values that differ between trials) and its outcome (test accuracy, mean entropy, sparsity). MLflow's
-own chart shows a few hundred runs and every constant param; this one shows all trials and only what varies."""
+"""Parallel coordinates of the whole sweep: every finished trial as a line through the config values that differ
+between trials and its outcomes."""
 
 from __future__ import annotations
 

@@ -1,6 +1,5 @@
-"""Robustness as a figure: test accuracy against each transformation family's strength, one panel per family,
-one line per series (e.g. "capsnet +Q": the mean over its seeds, the seed spread as a band), and a second row with
-the parse-tree entropy where the models have routing couplings."""
+"""Robustness as a figure: test accuracy (and parse-tree entropy where models route) against each transformation
+family's strength, a line per series (mean over seeds, band ± std)."""
 
 from __future__ import annotations
 
@@ -9,14 +8,13 @@ from pathlib import Path
 import pandas as pd
 
 from rem.analysis.robustness.families import IDENTITY, RANGES
-from rem.report.figures.style import colours, message_panel, plt, save
+from rem.report.figures.style import colours, mean_band, message_panel, plt, save
 
 ROWS = {"test/acc": ("Test acc. (%)", 100.0), "entropy/mean": ("Entropy (bits)", 1.0)}
 
 
 def robustness_figure(frame: pd.DataFrame, path: Path, title: str, series: str = "series") -> Path:
-    """`frame` in `rem.analysis.robustness.evaluation.robust_from_results`' long form (family, strength, metrics), a
-    `series` column naming the lines; the entropy row only where some series has entropies."""
+    """`frame` in `robust_from_results`' long form with a `series` column naming the lines."""
     families = [f for f in RANGES if f in set(frame["family"])] if len(frame) else []
     rows = [m for m in ROWS if m in frame and frame[m].notna().any()] or ["test/acc"]
     fig, axes = plt.subplots(len(rows), max(len(families), 1), figsize=(3.4 * max(len(families), 1), 2.9 * len(rows)),
@@ -31,7 +29,7 @@ def robustness_figure(frame: pd.DataFrame, path: Path, title: str, series: str =
         for ax, family in zip(row, families):
             for name in names:
                 group = frame[(frame["family"] == family) & (frame[series].astype(str) == name)]
-                band(ax, group, metric, palette[name], name)
+                mean_band(ax, group, "strength", metric, palette[name], name, ROWS[metric][1])
             label, _ = ROWS[metric]
             ax.set_title(f"{label}\n{family}", fontsize=9)
             ax.set_xlabel(f"strength ({RANGES[family][3]})", fontsize=8)
@@ -42,16 +40,3 @@ def robustness_figure(frame: pd.DataFrame, path: Path, title: str, series: str =
     axes[0][0].legend(fontsize=7)
     fig.suptitle(title)
     return save(fig, path)
-
-
-def band(ax, group: pd.DataFrame, metric: str, colour, label: str) -> None:
-    """One series' `metric` against strength: its mean over seeds as a line, +- the sample std (ddof 1) as a band."""
-    if metric not in group or group[metric].isna().all():
-        return
-    scale = ROWS[metric][1]
-    by_strength = group.groupby("strength")[metric]
-    mean = by_strength.mean() * scale
-    spread = by_strength.std(ddof=1).fillna(0.0).to_numpy() * scale  # the tables' sample std
-    x, mean = mean.index.to_numpy(), mean.to_numpy()
-    ax.plot(x, mean, marker="o", ms=3, color=colour, label=label)
-    ax.fill_between(x, mean - spread, mean + spread, color=colour, alpha=0.2)

@@ -1,7 +1,5 @@
-"""Routing at each iteration as a figure: the coupling entropy and the vote-output agreement of the class layer's
-routing against the iteration, one panel each, one line per series (an arm, e.g. "capsnet +Q": at its trials' final
-epoch the mean over seeds, the seed spread as a band) and, faint in the same colour, the same mean at each earlier
-epoch: how training moves the curve."""
+"""Routing at each iteration as a figure: coupling entropy and vote-output agreement against the iteration, a line per
+series at its final epoch (mean over seeds, band ± std), earlier epochs faint."""
 
 from __future__ import annotations
 
@@ -9,14 +7,13 @@ from pathlib import Path
 
 import pandas as pd
 
-from rem.report.figures.style import colours, message_panel, plt, save
+from rem.report.figures.style import colours, mean_band, message_panel, plt, save
 
 PANELS = {"coupling_entropy": "Coupling entropy (bits)", "agreement": "Agreement Σ_j c_ij cos(û_j|i, v_j)"}
 
 
 def routing_iterations_figure(points: pd.DataFrame, path: Path, title: str, series: str = "series") -> Path:
-    """`points` in `rem.report.routing_iterations.iteration_points`' long form (epoch, `last`, iteration, metrics), a
-    `series` column naming the lines; arms are never pooled: each series is drawn from its own rows only."""
+    """`points` in `iteration_points`' long form with a `series` column naming the lines (never pooled)."""
     fig, axes = plt.subplots(1, len(PANELS), figsize=(4.2 * len(PANELS), 3.3), squeeze=False, constrained_layout=True)
     if points.empty:
         message_panel(axes[0][0], "no routing iterations recorded")
@@ -30,7 +27,7 @@ def routing_iterations_figure(points: pd.DataFrame, path: Path, title: str, seri
             for _, earlier in mine[~mine["last"]].groupby("epoch", sort=True):
                 mean = earlier.groupby("iteration")[metric].mean()
                 ax.plot(mean.index.to_numpy(), mean.to_numpy(), color=palette[name], alpha=0.2, lw=0.8)
-            seed_band(ax, mine[mine["last"]], metric, palette[name], name)
+            mean_band(ax, mine[mine["last"]], "iteration", metric, palette[name], name)
         ax.set_title(label, fontsize=9)
         ax.set_xlabel("routing iteration", fontsize=8)
         ax.set_xticks(sorted(set(points["iteration"].astype(int))))
@@ -39,15 +36,3 @@ def routing_iterations_figure(points: pd.DataFrame, path: Path, title: str, seri
     axes[0][0].legend(fontsize=7)
     fig.suptitle(title)
     return save(fig, path)
-
-
-def seed_band(ax, final: pd.DataFrame, metric: str, colour, label: str) -> None:
-    """One series at its final epoch: the mean over seeds per iteration as a line, +- the sample std (the
-    tables' spread) as a band."""
-    if final.empty or final[metric].isna().all():
-        return
-    by_iteration = final.groupby("iteration")[metric]
-    mean, spread = by_iteration.mean(), by_iteration.std(ddof=1).fillna(0.0).to_numpy()
-    x, mean = mean.index.to_numpy(), mean.to_numpy()
-    ax.plot(x, mean, marker="o", ms=3, color=colour, label=label)
-    ax.fill_between(x, mean - spread, mean + spread, color=colour, alpha=0.2)

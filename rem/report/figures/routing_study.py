@@ -1,5 +1,4 @@
-"""The routing-regime study's figure: each setting's coupling entropy, agreement, parse-tree entropy and accuracy
-against the training images seen (mean over seeds, band ± std), with uniform routing and the routing threshold."""
+"""The routing-regime study's figure: each setting's routing measures and accuracy against the training images seen."""
 
 from __future__ import annotations
 

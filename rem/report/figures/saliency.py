@@ -1,6 +1,5 @@
-"""Saliency from spatial (primary) capsules: E(m, n) = sum_o ||u(m, n, o)|| * c~(m, n, o, j) for the predicted
-class j, where u(m, n, o) is the primary capsule of type o at grid position (m, n) and c~ its quantized
-coupling to j. The grid map is upsampled over the input image."""
+"""Saliency from spatial primary capsules: E(m, n) = sum_o ||u(m, n, o)|| * c~(m, n, o, j) for the predicted class j
+(c~: the quantized coupling), upsampled over the input image."""
 
 from __future__ import annotations
 

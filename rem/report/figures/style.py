@@ -16,21 +16,18 @@ DPI = 110
 
 
 def colours(names: list[str]) -> dict[str, tuple]:
-    """A stable colour per name (architecture or series), from matplotlib's qualitative palettes: tab10, or
-    tab20 when more than ten names would otherwise share colours."""
+    """A stable colour per name: tab10, or tab20 beyond ten names."""
     names = sorted(set(names))
     palette = plt.get_cmap("tab10" if len(names) <= 10 else "tab20")
     return {name: palette(i % palette.N) for i, name in enumerate(names)}
 
 
-# Markers of the arms whose method gives none (every arm but plain, +Q and +REM as published), in the arms' order
-# (+IMP 50% and +IMP 80% must not look alike)
+# Markers of the arms whose method gives none, in the arms' order (+IMP 50% and +IMP 80% must not look alike)
 TARGET_MARKERS = ["s", "^", "D", "v", "P", "X", "p", "h", "<", ">"]
 
 
 def markers(arms: list) -> dict[str, str]:
-    """A marker per arm (`rem.results.arms.Arm`, in their order), by label: its own (`Arm.marker`: circles for the
-    unpruned, a star for +REM), else the next spare one."""
+    """A marker per arm label: its own `Arm.marker`, else the next spare one."""
     out, spare = {}, iter(TARGET_MARKERS * 3)
     for arm in arms:
         out[arm.label] = arm.marker or next(spare)
@@ -38,11 +35,23 @@ def markers(arms: list) -> dict[str, str]:
 
 
 def save(fig, path: Path) -> Path:
-    """Write the PNG atomically, so a crashed report never leaves half a file behind; the figure is closed."""
+    """Write the PNG atomically and close the figure."""
     try:
         return atomic_write(path, lambda tmp: fig.savefig(tmp, dpi=DPI, bbox_inches="tight"))
     finally:
         plt.close(fig)
+
+
+def mean_band(ax, group, by: str, metric: str, colour, label: str, scale: float = 1.0) -> None:
+    """`metric`'s mean over seeds per value of `by` as a line, ± the sample std (the tables' spread) as a band."""
+    if metric not in group or group[metric].isna().all():
+        return
+    grouped = group.groupby(by)[metric]
+    mean = grouped.mean() * scale
+    spread = grouped.std(ddof=1).fillna(0.0).to_numpy() * scale
+    x, mean = mean.index.to_numpy(), mean.to_numpy()
+    ax.plot(x, mean, marker="o", ms=3, color=colour, label=label)
+    ax.fill_between(x, mean - spread, mean + spread, color=colour, alpha=0.2)
 
 
 def message_panel(ax, text: str) -> None:

@@ -1,7 +1,5 @@
-"""Figures from the results table alone: where each trial lands (accuracy and entropy vs sparsity, one row per
-architecture, Pareto fronts marked and their members named) and how each arm got there (accuracy, entropy and
-sparsity per epoch, mean ± std over seeds). Both draw the points of `rem.results.frames` (`trial_points`,
-`training_points`)."""
+"""Figures from the results table alone: where each trial lands (accuracy and entropy against sparsity, Pareto fronts)
+and how each arm got there (per epoch, mean ± std over seeds)."""
 
 from __future__ import annotations
 
@@ -37,9 +35,7 @@ def _front_of(points: pd.DataFrame, column: str, maximize: bool) -> pd.DataFrame
 
 def _facet(ax, points: pd.DataFrame, column: str, maximize: bool, palette: dict, shapes: dict, best: pd.DataFrame,
            uniform: set = frozenset()):
-    """One architecture's trials in one objective: colour and marker by variant (hollow where the arm's routing
-    stayed uniform), its front dashed and each front member labelled with its arm and seed; rings on the
-    three-objective front (what `rem pareto` lists)."""
+    """One architecture's trials in one objective (hollow: routing uniform), fronts dashed and ringed (`rem pareto`)."""
     for row in points.itertuples():
         hollow = (row.dataset, row.model, row.arm_key) in uniform
         ax.scatter(row.sparsity, getattr(row, column), color=palette[row.variant], marker=shapes[row.variant], s=70,
@@ -81,8 +77,7 @@ def _empty(dataset: str, path: Path) -> Path:
 
 
 def pareto_figure(points: pd.DataFrame, dataset: str, path: Path) -> Path:
-    """One row per architecture (their entropies differ by an order of magnitude): final accuracy and final entropy
-    against sparsity, one point per trial, colour and marker by variant."""
+    """Final accuracy and entropy against sparsity, a point per trial, a row per architecture (their scales differ)."""
     points = points[points["dataset"] == dataset]
     if points.empty:
         return _empty(dataset, path)
@@ -113,8 +108,7 @@ def pareto_figure(points: pd.DataFrame, dataset: str, path: Path) -> Path:
 
 
 def training_figure(points: pd.DataFrame, dataset: str, path: Path) -> Path:
-    """Per arm (model and variant): test accuracy, entropy and sparsity at each epoch, the mean over seeds with a
-    band of one std either side (what dvc.yaml's arm plots draw from reports/plots/arms.csv)."""
+    """Per arm: test accuracy, entropy and sparsity at each epoch, mean over seeds with a ± std band."""
     arms = arm_curves(points[points["dataset"] == dataset])
     if arms.empty:
         return _empty(dataset, path)

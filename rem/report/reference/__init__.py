@@ -1,7 +1,4 @@
-"""Published numbers shown beside ours: `published.yaml` in this folder, every entry with its source.
-
-Only entries marked `verified: true` are looked up; the others wait in the file until someone checks them
-against the paper (see the file's header).
+"""Published numbers shown beside ours (`published.yaml`, each with its source); only `verified: true` entries count.
 """
 
 from __future__ import annotations
