@@ -1,9 +1,5 @@
-"""Datasets: one family per file (spec, files and checksums, reader, settings; rem/data/registry.py lists them),
-verified fetching, cached splits and batch transforms.
-
-Fetching needs neither torchvision nor a family's reader: the names below that do are imported on first use, so
-`from rem.data import fetch_dataset` stays light (the fetch stage, a machine that only downloads data).
-"""
+"""Datasets: one family per file (rem/data/registry.py), verified fetching, cached splits and batch transforms.
+Names that need torchvision or a reader are imported on first use, so fetching alone stays light."""
 
 from importlib import import_module
 

@@ -1,6 +1,5 @@
-"""The affNIST family (REM's protocol): train on MNIST's 60k digits, placed at a random offset <= `shift` (its own
-`data.options`, `AffnistOptions`) inside 40x40 by the batch transform; validate on MNIST's test digits centred in 40x40; test on affNIST's 320k-image
-transformed test.mat. No normalisation (mean 0, std 1), as REM has none on affNIST."""
+"""The affNIST family (REM's protocol): train on MNIST's 60k digits placed at random offsets <= `shift` in 40x40,
+validate on MNIST's test digits centred in 40x40, test on affNIST's 320k transformed test.mat; no normalisation."""
 
 from __future__ import annotations
 
@@ -19,9 +18,7 @@ from rem.data.verify import FormatError
 if TYPE_CHECKING:
     from rem.config import DataConfig
 
-# MNIST's files (from MNIST's own folder of a mirror) and the test set. No md5 is published for test.mat.zip and none
-# was verifiable offline: the zip's magic and the reader's structure checks (struct affNISTdata, image 1600xN uint8,
-# label_int 0..9) stand in for it.
+# No md5 is published for test.mat.zip: the zip's magic and the reader's structure checks stand in for it.
 AFFNIST = DatasetSpec(
     name="affnist",
     files=mnist_files(folder="mnist", urls=()) + (

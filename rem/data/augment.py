@@ -1,10 +1,5 @@
 """Batch transforms: uint8 batch -> normalised float batch, with the dataset's REM augmentation when training.
-
-Augmentation and normalisation are a few vectorised tensor ops per whole batch (no per-image Python loop), on
-the device the batch is on. The random parameters are drawn on the host (`draw`) apart from where they are used
-(`apply`): a training epoch draws every batch's at its start, in the order per-batch draws would take them, and
-moves them to the device once (`draw_epoch`), so a GPU step waits for no host copy and the numbers do not change.
-"""
+Vectorised per batch on its device; random parameters are drawn on the host, an epoch's at once (no per-step copy)."""
 
 from __future__ import annotations
 
@@ -18,7 +13,7 @@ COLOUR_SETTINGS = ("resize", "brightness", "contrast")  # what a family with REM
 
 
 def range_problem(bounds, name: str) -> str | None:
-    """What is wrong with a [low, high] factor range (a contrast jitter's, the setting `name`), None when nothing."""
+    """What is wrong with the [low, high] factor range of setting `name`, None when nothing."""
     if not isinstance(bounds, (list, tuple)) or len(bounds) != 2 or not all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in bounds) \
             or not 0 <= bounds[0] <= bounds[1]:
         return f"{name} must be [low, high] with 0 <= low <= high; got {bounds!r}"
@@ -38,17 +33,9 @@ def gather_windows(x: torch.Tensor, dy: torch.Tensor, dx: torch.Tensor, h: int, 
 class BatchTransform:
     """uint8 batch -> normalised float batch, with the dataset's augmentation when training.
 
-    Kinds (spec.augment): shift (REM: RandomCrop(28, padding=2)), shift_flip (+ horizontal flip),
-    color (brightness/contrast jitter), color_flip (+ flip), place (affNIST: 28x28 digit at a random
-    offset <= place_shift around the centre of a `canvas` canvas; centred when not training), crop
-    (smallNORB: random `crop` window + jitter; centre window when not training), none (MultiMNIST's pairs: their
-    shifts are drawn with the pairs, rem/data/multi.py).
-
-    The batch is made on the device its uint8 images are on (a trial moves its splits to its device once);
-    the random draws come from the trial's seeded host generator and are moved there, so a batch's
-    augmentation is the same on every device and a resumed epoch repeats it exactly.
-    `transform(images, train=True, gen=gen)` draws one batch's parameters and applies them; a training epoch
-    instead draws all of its batches' at once (`draw_epoch`) and applies each batch's slice (`apply`).
+    Kinds (spec.augment): shift (RandomCrop(28, padding=2)), shift_flip, color (brightness/contrast jitter),
+    color_flip, place (affNIST: 28x28 at offsets <= place_shift in a `canvas` square), crop (smallNORB: random `crop`
+    window + jitter), none (MultiMNIST); evaluation centres. Draws come from the trial's seeded host generator.
     """
 
     def __init__(self, spec: DatasetSpec, *, augment: bool, shift: int = 2, flip: bool | None = None,
@@ -68,15 +55,14 @@ class BatchTransform:
 
     @classmethod
     def from_config(cls, spec: DatasetSpec, data) -> "BatchTransform":
-        """From a DataConfig: the dataset's REM augmentation with the params' magnitudes (its family's own settings,
-        e.g. smallNORB's jitter and crop, over the ones every family shares)."""
+        """From a DataConfig: the shared settings, overridden by the family's own (`transform_options`)."""
         family = find_family(spec.name)
         options = {"shift": data.shift, "brightness": data.brightness, "contrast": tuple(data.contrast),
                    **(family.transform_options(data) if family is not None else {})}
         return cls(spec, augment=data.augment, flip=None if data.flip == "auto" else data.flip == "on", **options)
 
     def constant(self, name: str, device: torch.device) -> torch.Tensor:
-        """mean, std or luma on `device`, copied there the first time only (a copy per batch would wait each step)."""
+        """mean, std or luma on `device`, copied there once (a copy per batch would wait each step)."""
         key = (name, device)
         if key not in self._on_device:
             self._on_device[key] = to_device(getattr(self, name), device)
@@ -94,8 +80,7 @@ class BatchTransform:
         return (unit - self.constant("mean", unit.device)) / self.constant("std", unit.device)
 
     def draw(self, b: int, gen: torch.Generator, hw: tuple[int, int]) -> dict[str, torch.Tensor]:
-        """One training batch's random parameters for `b` images of size `hw`, drawn from the host generator
-        `gen` in the order `apply` uses them (the order the draws always had, so seeds give the same batches)."""
+        """One training batch's random parameters for `b` images of size `hw`, from the host generator `gen`."""
         h, w = hw
         draws: dict[str, torch.Tensor] = {}
 
@@ -122,8 +107,7 @@ class BatchTransform:
 
     def draw_epoch(self, sizes: list[int], gen: torch.Generator, hw: tuple[int, int],
                    device: torch.device) -> dict[str, torch.Tensor] | None:
-        """Every batch's parameters of an epoch (batches of `sizes` images), drawn batch after batch as the
-        per-batch path draws them, concatenated and moved to `device` once; None without augmentation."""
+        """`draw` for each batch of `sizes` images in turn, concatenated on `device`; None without augmentation."""
         if not self.augment:
             return None
         batches = [self.draw(b, gen, hw) for b in sizes]
@@ -167,7 +151,7 @@ class BatchTransform:
         return self.normalize(unit), unit
 
     def __call__(self, images: torch.Tensor, *, train: bool, gen: torch.Generator | None = None) -> tuple[torch.Tensor, torch.Tensor]:
-        """Returns (normalised input, unit-range image for the reconstruction loss); one batch's draws from `gen`."""
+        """(normalised input, unit-range image for the reconstruction loss), augmented from `gen` when training."""
         training = train and self.augment
         if training and gen is None:
             raise ValueError("BatchTransform: training augmentation needs a seeded generator")

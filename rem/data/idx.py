@@ -1,14 +1,7 @@
 """The MNIST-layout family (MNIST, Fashion-MNIST): four IDX files each, their reader, REM's protocol.
 
-Protocol (REM's table, rem-paper.md section 2): train on the 60k training images less REM's 5,500-image validation
-carve (data.val_size), test on the 10k; augmentation: random shifts <= data.shift px (RandomCrop(28, padding=2)),
-Fashion-MNIST also flips horizontally (data.flip); mean/std 0.1307/0.3081 (MNIST), 0.286/0.3205 (Fashion-MNIST).
-
-The format is four bytes of magic (two zeros, the element type 0x08 for unsigned bytes, the number of dimensions),
-each dimension as a big-endian uint32, then the elements. Read here rather than by torchvision's reader: importing
-torchvision costs every trial worker and pipeline stage ~1.8 s of start-up (its ops import torch._dynamo;
-benchmarks/process_start.py).
-"""
+Protocol (rem-paper.md section 2): train on 60k less the data.val_size carve, test on 10k; shifts <= data.shift px,
+Fashion-MNIST also flipped. IDX is read here, not by torchvision, whose import costs ~1.8 s of start-up."""
 
 from __future__ import annotations
 
@@ -63,8 +56,7 @@ FASHION_MNIST = DatasetSpec(
 
 
 def read_idx(path: Path, dims: int) -> torch.Tensor:
-    """An IDX file of unsigned bytes with `dims` dimensions, as a uint8 tensor of its shape; ValueError naming
-    what differs (magic, element count) otherwise."""
+    """An IDX file of unsigned bytes with `dims` dimensions as a uint8 tensor; ValueError naming what differs."""
     data = path.read_bytes()
     head = 4 + 4 * dims
     if len(data) < head or data[:3] != bytes([0, 0, UNSIGNED_BYTE]) or data[3] != dims:

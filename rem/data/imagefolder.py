@@ -1,7 +1,6 @@
-"""The image-folder family: `imagefolder:<folder>` reads any folder laid out as `<folder>/train/<class>/*.png|jpg`
-(and optionally `<folder>/test/<class>/...`; else `<folder>/<class>/...`): classes, size, channels and mean/std come
-from the data, a folder without test/ gets a fixed held-out test part. Bring-your-own data, and the reader of
-CIFAR-10's JPEGs (rem/data/cifar.py). Protocol: CIFAR-10's (resize to data.resize once, flip + colour jitter)."""
+"""The image-folder family: `imagefolder:<folder>` reads `<folder>/train/<class>/*.png|jpg` (optional test/; else
+`<folder>/<class>/...`), with classes, shape and mean/std from the data and CIFAR-10's protocol. Without test/, a
+fixed held-out part is the test set."""
 
 from __future__ import annotations
 
@@ -44,9 +43,8 @@ def list_image_folder(folder: Path) -> tuple[list[Path], list[int], tuple[str, .
 
 
 def read_image_folder(folder: Path, classes: tuple[str, ...] | None = None) -> tuple[np.ndarray, np.ndarray, tuple[str, ...]]:
-    """`folder/<class>/*.png|jpg` -> (N,C,H,W) uint8, labels (index in sorted class names), class names.
-
-    Size and channel count are read from the first image; every other image must match."""
+    """`folder/<class>/*.png|jpg` -> (N,C,H,W) uint8, labels (index in sorted class names), class names; every
+    image must have the first one's shape."""
     from torchvision.io import ImageReadMode, decode_image, read_file
 
     files, labels, found = list_image_folder(folder)

@@ -1,7 +1,5 @@
-"""A trial's data: its dataset's family (rem/data/registry.py) decodes the files once into uint8 splits, as that
-dataset's protocol builds them (each family's module says which); `load_splits` applies what every dataset shares:
-the data.*_subset caps and the data.mean/data.std override.
-"""
+"""A trial's data: its dataset's family decodes the splits; `load_splits` applies what every dataset shares (the
+data.*_subset caps, the data.mean/data.std override)."""
 
 from __future__ import annotations
 
@@ -29,8 +27,7 @@ def with_normalisation(spec: DatasetSpec, mean: tuple[float, ...], std: tuple[fl
 
 
 def load_splits(spec: DatasetSpec, raw: Path, data: DataConfig, cache_dir: Path | None = None) -> Splits:
-    """Train/val/test as REM builds them, capped by data.*_subset; `extra` holds further test sets where the
-    protocol has them. `cache_dir` holds the prepared arrays (None: decode every time)."""
+    """Train/val/test (and `extra` test sets) capped by data.*_subset; `cache_dir`: prepared arrays (None: none)."""
     splits = family_of(spec).load(spec, Path(raw), data, cache_dir)
     return Splits(train=splits.train.head(data.train_subset), val=splits.val.head(data.val_subset),
                   test=splits.test.head(data.test_subset),

@@ -1,35 +1,13 @@
-"""MultiMNIST as Sabour et al. built it ("Dynamic Routing Between Capsules", 2017, section 6), and the same built from
-Fashion-MNIST: `multimnist`, `multifashion`; and `multimnist-halves`, MultiMNIST from MNIST's test set alone.
+"""MultiMNIST as Sabour et al. built it ("Dynamic Routing Between Capsules", 2017, section 6; 5.2% test error):
+`multimnist`, `multifashion` (from Fashion-MNIST), and `multimnist-halves` (from MNIST's test set alone).
 
-An example overlays two images of different classes on a 36x36 canvas: each is placed at the centre and shifted by
-up to ±4 px along each axis (each digit and axis drawn independently), so no digit ever leaves the canvas. The two are
-combined by the pixelwise maximum, not a clipped sum: on a black background that is two layers of ink seen together,
-so the composite's ink is exactly the union of the two digits' ink, while a clipped sum would brighten the grey edges
-where two strokes cross into ink that belongs to neither digit (and it saturates where both are already white).
+An example overlays two images of different classes on a 36x36 canvas, each shifted <= 4 px per axis from the
+centre, combined by the pixelwise maximum (the union of both inks; a clipped sum would invent ink where strokes
+cross). Pair k's first digit is digit k, its partner one of another class of the same split. Training pairs are
+redrawn every epoch from (train.seed, epoch); validation and test pairs once from data.split_seed (one per digit).
 
-Representation (`PairSplit`, a `Split`): `images` (N, 1, 36, 36) uint8 composites, `labels` (N, 2) int64 the two
-classes (first digit, second digit), `parts` (N, 2, 1, 36, 36) uint8 each digit alone where it was placed -- the
-decoder reconstructs each digit from its own class capsule against its own image. A single-label split keeps
-`labels` (N,), which is how the loss, the metric and the parse trees tell the two apart.
-
-Pairs: pair k's first digit is the split's digit k, its second a digit drawn uniformly among the split's digits of
-another class (as Sabour's: "from the same set (training or test) but different class"). The training pairs and
-shifts are drawn afresh every epoch from (train.seed, epoch) (`for_epoch`), so a resumed trial sees the same pairs;
-the validation and test pairs are drawn once from data.split_seed, the same for every trial. Sabour draws 1,000
-pairs per digit (60M training, 10M test images); here training draws one pair per digit each epoch and the test set
-is one fixed pair per test digit (10,000). Files: the base dataset's four IDX files, fetched and verified as its own
-(a mirror's `mnist/`/`fashion-mnist/` folder, the system's Fashion-MNIST, the canonical URLs).
-
-`multimnist-halves` exists because MNIST's training images are on none of this project's machines (only its 10,000
-test digits are staged), and training and testing on the same digits would measure memory, not recognition. Its
-files are MNIST's two t10k files only; a fixed shuffle (data.split_seed) splits those digits into disjoint halves:
-the first 5,000 are the training digits, less a validation carve of min(data.val_size, a tenth of them) (the default
-val_size, 5,500, is larger than the half: 4,500 train + 500 validation), and the test pairs (5,000) are drawn from
-the other half only, so no digit image is in both a training or validation pair and a test pair. Everything else is
-`multimnist`'s. A twelfth of the training digits: its numbers are not comparable to Sabour's or to `multimnist`'s.
-
-Published: Sabour et al. report 5.2% test error on MultiMNIST (CapsNet with reconstruction, 3 routing iterations).
-"""
+`multimnist-halves` (only MNIST's 10k test digits are staged here): a fixed shuffle splits them into disjoint halves,
+the first for training and validation (at most a tenth), the second for test pairs; not comparable to Sabour's."""
 
 from __future__ import annotations
 
@@ -58,16 +36,15 @@ HALVES_VAL_SHARE = 10  # multimnist-halves validates on at most 1/10 of its trai
 
 
 def pair_generator(*words: int) -> torch.Generator:
-    """A host generator seeded by `words` mixed through SeedSequence (nearby seeds give unrelated streams). The count
-    of words is one of them: SeedSequence reads trailing zeros as absent, so (1, 0) and (1, 0, 0) would agree."""
+    """A host generator seeded by `words` through SeedSequence; the count of words is mixed in, since SeedSequence
+    reads trailing zeros as absent."""
     entropy = [0x6D756C74, len(words), *words]  # "mult": this module's own
     state = np.random.SeedSequence(entropy).generate_state(2, np.uint32)
     return torch.Generator(device=HOST).manual_seed(int(state[0]) << 32 | int(state[1]))
 
 
 def draw_partners(first: torch.Tensor, labels: torch.Tensor, gen: torch.Generator) -> torch.Tensor:
-    """For each digit `first` (indices into `labels`, host int64), a partner index uniform among the digits of a
-    class other than its own: drawn uniformly among all, and the same-class draws drawn again."""
+    """For each index `first` into `labels` (host int64), a partner index uniform among the other classes' digits."""
     partner = torch.randint(len(labels), (len(first),), generator=gen, device=HOST)
     for _ in range(MAX_ROUNDS):
         same = (labels[partner] == labels[first]).nonzero().squeeze(1)
@@ -78,9 +55,8 @@ def draw_partners(first: torch.Tensor, labels: torch.Tensor, gen: torch.Generato
 
 
 def placed(digits: torch.Tensor, offsets: torch.Tensor) -> torch.Tensor:
-    """(n, 1, 28, 28) digits on the 36x36 canvas, each with its top-left corner at `offsets` (n, 2) (host, in
-    [0, 2 SHIFT]). Sorted by corner, each run of equal corners is one strided block copy (81 at most): a per-pixel
-    gather would build an int64 index eight times the images' size."""
+    """(n, 1, 28, 28) digits on the 36x36 canvas with top-left corners `offsets` (n, 2) (host, in [0, 2 SHIFT]): one
+    block copy per distinct corner, as a per-pixel gather would need an index eight times the images' size."""
     codes = offsets[:, 0] * (2 * SHIFT + 1) + offsets[:, 1]
     order = torch.argsort(codes, stable=True)
     corners, runs = torch.unique_consecutive(codes[order], return_counts=True)
@@ -98,9 +74,8 @@ def placed(digits: torch.Tensor, offsets: torch.Tensor) -> torch.Tensor:
 
 @dataclass
 class PairSplit(Split):
-    """Two-digit examples (module docstring): `images` composites, `labels` (N, 2), `parts` each digit alone,
-    built from `digits`/`digit_labels` (the base split) as `first`, `second` (indices into them) and `offsets`
-    (N, 2, 2): each digit's top-left corner (row, column) on the canvas."""
+    """Two-digit examples: `images` (N, 1, 36, 36) composites, `labels` (N, 2), `parts` (N, 2, 1, 36, 36) each digit
+    alone (the decoder's targets); `first`, `second` index `digits`, `offsets` (N, 2, 2) their corners (row, col)."""
 
     parts: torch.Tensor
     digits: torch.Tensor
@@ -142,16 +117,15 @@ class PairSplit(Split):
 
 
 class EpochPairs(PairSplit):
-    """Training pairs: drawn afresh each epoch (validation and test pairs, a plain `PairSplit`, stay as drawn)."""
+    """Training pairs, drawn afresh each epoch."""
 
     def for_epoch(self, seed: int, epoch: int) -> None:
-        """This epoch's pairs, the same wherever and whenever (train.seed, epoch) draws them."""
+        """This epoch's pairs, fixed by (train.seed, epoch)."""
         self.draw(pair_generator(TRAIN_PAIRS, seed, epoch), len(self))
 
 
 def paired_spec(base: DatasetSpec, name: str, mean: float, std: float, halves: bool = False) -> DatasetSpec:
-    """The two-digit dataset `name` built from `base`'s files, found where `base`'s are (its mirror folder);
-    `halves`: from its test files alone, split into halves (`digit_splits`)."""
+    """The two-digit dataset `name` from `base`'s files (in its mirror folder); `halves`: its test files only."""
     files = tuple(replace(remote, folder=remote.folder or base.name) for remote in base.files
                   if not halves or remote.name in IDX_NAMES[2:])
     return replace(base, name=name, files=files, in_shape=(1, CANVAS, CANVAS), mean=(mean,), std=(std,),
@@ -159,8 +133,7 @@ def paired_spec(base: DatasetSpec, name: str, mean: float, std: float, halves: b
 
 
 def digit_splits(spec: DatasetSpec, raw: Path, data: DataConfig) -> tuple[Split, Split, Split]:
-    """(train, val, test) digits to pair: the base's training set less the data.val_size carve, and its test set; for
-    a spec of the test files alone, the test set's two halves of a fixed shuffle (module docstring)."""
+    """(train, val, test) digits to pair: the base's train/val carve and test set, or the test set's two halves."""
     if any(remote.name == IDX_NAMES[0] for remote in spec.files):
         train, val = carve(*read_idx_pair(raw, "train"), data.val_size, data.split_seed)
         return train, val, Split(*read_idx_pair(raw, "t10k"))
@@ -170,18 +143,15 @@ def digit_splits(spec: DatasetSpec, raw: Path, data: DataConfig) -> tuple[Split,
     return train, val, test
 
 
-# Mean/std, measured once: multifashion's over the composites of its training pairs (data.split_seed 0: 54,500);
-# multimnist's over those of MNIST's 10,000 test digits, MNIST's training images being on none of the machines that
-# measured them (MNIST's own test digits, 0.1325/0.3105, are within 0.003 of its training values, 0.1307/0.3081);
-# multimnist-halves' over the composites of its training pairs as loaded from the real MNIST t10k files (data.split_seed
-# 0, val_size 5,500: 4,500 pairs; three epochs' redraws of them are within 0.001).
+# Mean/std of the training composites (data.split_seed 0); multimnist's from pairs of MNIST's test digits, whose own
+# statistics are within 0.003 of the training set's.
 MULTIMNIST = paired_spec(MNIST, "multimnist", 0.1385, 0.3199)
 MULTIFASHION = paired_spec(FASHION_MNIST, "multifashion", 0.2717, 0.3624)
 MULTIMNIST_HALVES = paired_spec(MNIST, "multimnist-halves", 0.1388, 0.3202, halves=True)
 
 
 class PairedDigits(DatasetFamily):
-    """Two different-class images of an IDX-layout dataset on one canvas (module docstring)."""
+    """Two different-class images of an IDX-layout dataset on one canvas."""
 
     specs = (MULTIMNIST, MULTIFASHION, MULTIMNIST_HALVES)
 
@@ -191,9 +161,8 @@ class PairedDigits(DatasetFamily):
         return None
 
     def load(self, spec: DatasetSpec, raw: Path, data: DataConfig, cache_dir: Path | None) -> Splits:
-        """Pairs of `digit_splits` (decoding IDX is cheap: no prepared cache). The training pairs are only as many as
-        data.train_subset keeps (every epoch draws its own: drawing the rest here would be thrown away); validation
-        and test pairs are drawn for every digit, so a capped test set is the first pairs of the full one."""
+        """Pairs of `digit_splits`, no prepared cache; only data.train_subset training pairs (each epoch redraws
+        them), but validation and test pairs for every digit, so a capped test set is a prefix of the full one."""
         train, val, test = digit_splits(spec, raw, data)
         kept = min(data.train_subset, len(train)) if data.train_subset > 0 else 0
         return Splits(train=EpochPairs.drawn(train, pair_generator(TRAIN_PAIRS, data.split_seed), kept),

@@ -1,39 +1,21 @@
 """Dataset families: the registry of every name `data.dataset` (and `fetch.datasets`) may take.
 
-A family is one file of rem/data (torchvision's dataset classes are the model): it defines its datasets' specs (files,
-canonical URLs, md5s of the uncompressed payloads, shape, classes, augmentation kind), its reader, the `data.*`
-settings it reads beyond every family's and the checks of them, the batch-transform options those settings give,
-and the name of its results table. Built-in families are imported the first time one of their names is looked up,
-so fetching a dataset never imports what only its reader needs (torchvision); a family of one's own is registered
-by a module named in REM_PLUGINS (see `rem.registry`). Nothing outside the families branches on a dataset's name.
+A family is one module of rem/data (`FAMILIES` lists them): its datasets' specs, reader, extra `data.*` settings and
+their checks, batch-transform options and results-table name; nothing outside it branches on a dataset's name.
+Built-in families are imported on first look-up (fetching never imports a reader); plugins register via REM_PLUGINS.
 
-Built-in families (module: datasets):
-  rem.data.idx          mnist, fashion-mnist (MNIST's IDX layout)
-  rem.data.synthetic    synthetic-fashion (generated, Fashion-MNIST's layout)
-  rem.data.multi        multimnist, multimnist-halves, multifashion (Sabour et al.'s MultiMNIST: two classes overlaid on 36x36)
-  rem.data.svhn         svhn
-  rem.data.cifar        cifar10, cifar10-jpeg (the complete CIFAR-10 as JPEGs, read as an image folder)
-  rem.data.affnist      affnist
-  rem.data.smallnorb    smallnorb
-  rem.data.imagefolder  imagefolder:<folder> (bring your own: `<folder>/train/<class>/*.png|jpg`, optional test/)
-
-Checksums are md5 of the UNCOMPRESSED payload: re-gzipped copies (Debian's, GitHub mirrors') carry different .gz
-bytes but the same content, and must pass; a different content must not. Where no checksum is known for sure
-(affNIST, smallNORB: the authors publish none, and none could be read offline) `md5` is left EMPTY -- never guessed.
-Such files are checked by what the format fixes: the exact payload size when the format determines it, the leading
-bytes (`header`: magic number and dimensions), and the readers' structure checks (shapes, label ranges) when they
-are decoded. The md5 observed on first install is written to the file's `.verified` stamp, and so into the
-prepared-cache key.
-"""
+Checksums are md5s of the UNCOMPRESSED payload, so re-gzipped mirrors pass. Where none is known for sure (affNIST,
+smallNORB) `md5` is EMPTY, never guessed: the exact size, the leading `header` bytes and the reader's structure checks
+stand in, and the md5 seen on first install is stamped (and so keys the prepared cache)."""
 
 from __future__ import annotations
 
 from collections.abc import Iterator, Mapping
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from rem.config.options import check_declaration, read_options
-from rem.registry import Registry, load_plugins
+from rem.registry import Registry
 
 if TYPE_CHECKING:
     from pathlib import Path
@@ -67,8 +49,7 @@ class DatasetSpec:
     std: tuple[float, ...]
     classes: tuple[str, ...] = field(default=())
     system_dir: str = ""  # folder name under the system dataset root (Debian), if packaged
-    # The layout of the decoded arrays, part of the prepared-cache key (rem/data/cache.py): nothing dispatches on it,
-    # and a family keeps the value its datasets' caches were first written under (a new value rebuilds them).
+    # The decoded arrays' layout, part of the prepared-cache key only (a new value rebuilds the caches).
     format: str = "idx"
     augment: str = "shift"  # REM's training augmentation: shift | shift_flip | color | color_flip | place | crop | none
     norm: str = "channel"  # "channel": (x - mean) / std; "image": per-image standardisation (smallNORB)
@@ -84,8 +65,7 @@ class DatasetFamily:
     prefix: str = ""  # a family named with an argument (`imagefolder:<folder>`): the name up to its colon
     argument: str = ""  # what follows the prefix, as error messages show it ("folder")
     settings: tuple[str, ...] = ()  # the data.* keys it reads beyond those every family reads (val_size, subsets...)
-    # A dataclass whose fields, with their defaults, are its own `data.options` (None: it takes none); a key it does
-    # not declare is refused in one line naming them. Its code reads them with `options_of(data)`.
+    # A dataclass of its own `data.options` with their defaults (None: it takes none); read with `options_of(data)`.
     options: type | None = None
 
     def names(self) -> list[str]:
@@ -99,9 +79,8 @@ class DatasetFamily:
         raise KeyError(f"{type(self).__name__} has no dataset {name!r}; it has {', '.join(self.names())}")
 
     def options_of(self, data: DataConfig) -> Any:
-        """Its options as `data` sets them (`data.options`), every other at its default: an instance of `options`
-        (None if it declares none); ValueError in one line naming the dataset and its options for a key it does not
-        declare."""
+        """An instance of `options` from `data.options`, the rest at defaults (None if it declares none); ValueError
+        for a key it does not declare."""
         return read_options(self.options, data.options, "data.options", f"dataset {data.dataset!r}")
 
     def load(self, spec: DatasetSpec, raw: Path, data: DataConfig, cache_dir: Path | None) -> Splits:
@@ -121,8 +100,7 @@ class DatasetFamily:
         return str(row.get("data.dataset"))
 
 
-# Built-in dataset names -> the family module registering them (imported on first look-up); a prefixed family is
-# listed by its prefix, colon included. Order: the order names are listed in.
+# Built-in dataset names (a prefixed family: its prefix, colon included) -> the module registering them.
 FAMILIES: Registry[DatasetFamily] = Registry("dataset", "data.dataset", built_in={
     "mnist": "rem.data.idx", "fashion-mnist": "rem.data.idx", "svhn": "rem.data.svhn", "cifar10": "rem.data.cifar",
     "cifar10-jpeg": "rem.data.cifar", "affnist": "rem.data.affnist", "synthetic-fashion": "rem.data.synthetic",
@@ -185,14 +163,8 @@ def family_of(spec: DatasetSpec) -> DatasetFamily:
     return get_family(spec.name)
 
 
-def image_folder_spec(path: str) -> DatasetSpec:
-    """A bring-your-own image folder; classes/shape/mean/std are filled in from the data when it is loaded."""
-    return get_dataset(f"imagefolder:{path}")
-
-
 def table_name(row: Mapping) -> str:
-    """The results table a trial belongs to (its row's family names it); a dataset no family has any more (an older
-    results table) is its own table."""
+    """The results table a trial's row belongs to, as its family names it (an unknown dataset: its own table)."""
     family = find_family(str(row.get("data.dataset")))
     return family.table_name(row) if family is not None else str(row.get("data.dataset"))
 
@@ -215,5 +187,5 @@ class _Specs(Mapping):
 DATASETS: Mapping[str, DatasetSpec] = _Specs()
 
 __all__ = ["DATASETS", "FAMILIES", "DatasetFamily", "DatasetSpec", "RemoteFile", "family_of",
-           "find_family", "get_dataset", "get_family", "image_folder_spec", "is_known_dataset", "list_datasets",
-           "named_forms", "register_family", "replace", "table_name"]
+           "find_family", "get_dataset", "get_family", "is_known_dataset", "list_datasets",
+           "named_forms", "register_family", "table_name"]

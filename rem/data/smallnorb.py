@@ -1,11 +1,7 @@
-"""The smallNORB family (LeCun's binary matrix files, both cameras): the files' manifest (sizes, headers, URLs), the
-reader, the 96 -> `size` downsampling, the novel-viewpoint protocols (`split`) with their familiar-viewpoint test
-set, and the options only smallNORB reads (`NorbOptions`, set as `data.options`).
+"""The smallNORB family (LeCun's binary matrix files, both cameras) and its novel-viewpoint protocols (`split`).
 
-Protocol (as the capsule papers do it): 96 -> size (48) once; train on random `crop` (32) crops with
-brightness/contrast jitter (`brightness`, `contrast`), evaluate on the centre crop; per-image standardisation. Each
-split other than "standard" is a results table of its own ("smallnorb (azimuth)").
-"""
+Protocol (the capsule papers'): 96 -> `size` (48) once; train on random `crop` (32) crops with brightness/contrast
+jitter, evaluate on the centre crop; per-image standardisation."""
 
 from __future__ import annotations
 
@@ -47,8 +43,7 @@ def _norb_files() -> tuple[RemoteFile, ...]:
     out = []
     for split, code in (("training", "46789"), ("testing", "01235")):
         stem = f"smallnorb-5x{code}x9x18x6x2x96x96-{split}"
-        # No md5 is published by the authors and none was verifiable offline: size + header are
-        # what the format fixes (datasets.md §2-3); the readers check magic, dims and label ranges.
+        # No md5 is published: size and header stand in (datasets.md §2-3), and the reader's checks.
         for part, magic, dims in (("dat", NORB_MAGIC_U8, (NORB_N, 2, 96, 96)), ("cat", NORB_MAGIC_I32, (NORB_N,)),
                                   ("info", NORB_MAGIC_I32, (NORB_N, 4))):
             header = norb_header(magic, dims)
@@ -168,9 +163,8 @@ class SmallNorb(DatasetFamily):
         return {"brightness": norb.brightness, "contrast": tuple(norb.contrast), "crop": norb.crop}
 
     def table_name(self, row) -> str:
-        """"smallnorb (azimuth)" / "smallnorb (elevation)": a novel-viewpoint protocol is a table of its own. Its
-        split is in `data.options`; a results table from before the options were smallNORB's own has it as
-        `data.norb_split` (and one without either, or with NaN, ran the standard protocol)."""
+        """"smallnorb (azimuth)" / "smallnorb (elevation)": a novel-viewpoint protocol is a table of its own (older
+        rows hold the split as `data.norb_split`; none or NaN is the standard protocol)."""
         options = as_mapping(row.get("data.options")) or {}
         split = str(options.get("split", row.get("data.norb_split", "standard")))
         name = super().table_name(row)

@@ -1,10 +1,5 @@
-"""Where verified dataset files come from, in order: mirror folders, the system dataset folder, the canonical URLs.
-
-Downloads resume from a `.part` file when the server honours Range requests (also within one call: a dropped
-connection is retried from where it stopped). Verification and installation are verify.py's job; this module
-only decides which source to try next and reports every place tried when none had the file. A generated dataset
-(spec.generator) has its generator in place of URLs: its output is verified against the registered md5s too.
-"""
+"""Where verified dataset files come from, in order: mirror folders, the system dataset folder, the canonical URLs
+(or a generated dataset's generator). Downloads resume from a `.part` file; a failure lists every place tried."""
 
 from __future__ import annotations
 
@@ -153,8 +148,7 @@ def fetch(spec: DatasetSpec, dest: Path, *, mirrors: list[Path] = (), system_roo
 
 
 def mirror_folders(configured: str, repo_root: Path) -> list[Path]:
-    """The mirror folders to try: env REM_DATA_MIRROR (os.pathsep-separated) first, then the params value (relative:
-    beside the user's checkout, also for a queued experiment running in DVC's copy of it)."""
+    """REM_DATA_MIRROR's folders (os.pathsep-separated), then `configured` (relative: to the user's checkout)."""
     folders = [Path(p) for p in os.environ.get("REM_DATA_MIRROR", "").split(os.pathsep) if p]
     if configured:
         path = Path(configured)

@@ -1,9 +1,5 @@
-"""Train/val/test splits held in memory as uint8 tensors, built as REM builds them.
-
-val = the first `data.val_size` images of a fixed shuffle (numpy seed `data.split_seed`) of the training set, so
-every trial of a sweep validates on the same images; a dataset whose protocol fixes its validation set (affNIST)
-brings it instead.
-"""
+"""Train/val/test splits in memory as uint8 tensors. val is the first `data.val_size` images of a fixed shuffle
+(seed `data.split_seed`) of the training set, so every trial validates on the same images."""
 
 from __future__ import annotations
 
@@ -27,10 +23,10 @@ class Split:
         return self if n <= 0 or n >= len(self) else Split(self.images[:n], self.labels[:n])
 
     def for_epoch(self, seed: int, epoch: int) -> None:
-        """Nothing: these images are the same every epoch (a two-digit split redraws its pairs: rem/data/multi.py)."""
+        """Nothing: the images are the same every epoch (a two-digit split redraws its pairs)."""
 
     def reconstruction_targets(self, index) -> torch.Tensor | None:
-        """What the decoder reconstructs for the examples `index`: None, the input images themselves."""
+        """What the decoder reconstructs for `index`: None means the input images."""
         return None
 
 

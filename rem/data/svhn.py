@@ -1,9 +1,5 @@
-"""The SVHN family (cropped digits, "format 2" .mat files): torchvision's reader (label 10 -> 0), resized once to
-data.resize and augmented as CIFAR-10 is, less the flip (mirrored digits are not digits).
-
-REM has no SVHN loader: its CIFAR-10 protocol is applied (resize 24, colour jitter, CIFAR mean/std; data.mean/std
-override them). The 531k-image `extra_32x32.mat` is not listed: no capsule protocol here uses it.
-"""
+"""The SVHN family (cropped digits, "format 2" .mat files, torchvision's reader). REM has no SVHN protocol: CIFAR-10's
+is used, less the flip (mirrored digits are not digits). The 531k-image `extra_32x32.mat` is not fetched."""
 
 from __future__ import annotations
 

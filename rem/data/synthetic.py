@@ -1,19 +1,8 @@
-"""`synthetic-fashion`: a small learnable dataset in Fashion-MNIST's exact on-disk layout, generated bit for bit.
+"""`synthetic-fashion`: a small learnable dataset in Fashion-MNIST's IDX layout, generated bit for bit, so the whole
+pipeline runs on a machine with no dataset and no network. It is fetched and md5-verified like a real dataset.
 
-Why it exists: training, resuming, sweeps, pruning and reports must be checkable on a machine that has no dataset
-and no network. This dataset is a family like a real one (below: four IDX files, md5s of their payloads; read as
-MNIST's layout is, rem/data/idx.py) and fetched like one (mirror folders first; else `fetch_file` calls `write`
-below and verifies the result against those md5s), so everything downstream of the fetch runs exactly as on real
-data.
-
-What is in it: ten classes, each a garment-like silhouette drawn with integer geometry (similar pairs on purpose:
-T-shirt / shirt / pullover / coat differ by sleeves and details), in one of three widths, shifted by up to 2 px,
-with its own brightness, 1 in 8 shape pixels dropped and uniform noise everywhere. A small CapsNet learns it in a
-few dozen steps, from chance: losses fall, pruning has something to keep, resumes have something to reproduce.
-
-Only integer arithmetic and a counter-based hash (splitmix64 on uint64 arrays, wrapping as C does) are used -- no
-floating point, no library RNG -- so the files are the same bytes on every machine and numpy version.
-"""
+Ten garment-like silhouettes (similar pairs on purpose), in three widths, shifted <= 2 px, with their own brightness,
+1 in 8 shape pixels dropped and uniform noise. Integer arithmetic and splitmix64 only: the same bytes everywhere."""
 
 from __future__ import annotations
 
@@ -32,7 +21,7 @@ _CHUNK = 1_000  # images hashed at a time: keeps the uint64 temporaries near 50 
 
 
 def _mix(counter: np.ndarray, salt: int) -> np.ndarray:
-    """splitmix64 of (counter, salt): uint64 values, exactly defined (overflow wraps, as intended)."""
+    """splitmix64 of (counter, salt) as uint64 (overflow wraps, as intended)."""
     with np.errstate(over="ignore"):
         z = counter.astype(np.uint64) * np.uint64(0x9E3779B97F4A7C15) + np.uint64(salt * 0xD1B54A32D192ED03 % 2**64)
         z = (z ^ (z >> np.uint64(30))) * np.uint64(0xBF58476D1CE4E5B9)
@@ -125,7 +114,7 @@ def write(name: str, path: Path) -> None:
     Path(path).write_bytes(idx_bytes(_images(labels, salt) if kind == "images" else labels))
 
 
-# No archive md5: the .gz bytes a mirror holds depend on whoever compressed them. Mean/std: of its training images.
+# No archive md5: a mirror's .gz bytes depend on who compressed them. Mean/std: of its training images.
 SYNTHETIC_FASHION = DatasetSpec(
     name=NAME,
     files=idx_files(("d5dc59fcc3d2a7f47f934846e8c7274b", 7840016, ""), ("ae9456db1100c2ad60426865d552d27f", 10008, ""),

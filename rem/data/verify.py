@@ -1,11 +1,7 @@
 """Verifying and installing one file: payload checks, gzip and archive unpacking, and the `.verified` stamps.
 
-A file lands in `<dest>/<name>` uncompressed, only after its payload was verified against the manifest (md5 where
-known; otherwise exact size and leading header bytes, see registry.py): it is written to a temporary name, checked,
-then renamed, so nothing half-written is ever where the next run would trust it. Archives (.tar, .zip) are
-extracted into a temporary folder, members verified, then moved into place; a member named with `..` or an
-absolute path is refused. The stamp records the verified md5, so a later run trusts the file without rehashing.
-"""
+Files and archive members are written to a temporary name, verified, then moved into place, so a half-written file is
+never trusted; members with `..` or absolute paths are refused. The stamp's md5 spares a later run the rehash."""
 
 from __future__ import annotations
 
@@ -75,9 +71,7 @@ def copy_with_digest(src, dst) -> tuple[str, int, bytes]:
 
 
 def install_verified(source: Path, target: Path, expected: RemoteFile) -> str:
-    """Decompress (if gzipped) `source` to `target`, atomically, iff its payload is the expected one.
-
-    Returns the payload md5 (the observed one where the manifest has none)."""
+    """Decompress (if gzipped) `source` to `target`, atomically, iff its payload is the expected one; its md5."""
     observed: dict[str, str] = {}
 
     def write(tmp: Path) -> None:
@@ -119,9 +113,7 @@ def _archive_entries(archive: Path, kind: str):
 
 
 def extract_verified(archive: Path, dest: Path, expected: RemoteFile) -> list[str]:
-    """Extract `expected.members` (all members when none are listed) into dest; returns top-level names.
-
-    Extraction goes to a temporary folder inside `dest`; members are verified there, then moved into place."""
+    """Extract and verify `expected.members` (all when none are listed) into `dest`; returns the top-level names."""
     wanted = {m.name: m for m in expected.members}
     tmp = dest / f".extract-{expected.name}-{os.getpid()}"
     shutil.rmtree(tmp, ignore_errors=True)
@@ -140,8 +132,6 @@ def extract_verified(archive: Path, dest: Path, expected: RemoteFile) -> list[st
                 if norm in wanted:
                     check_payload(f"{archive}:{norm}", wanted[norm], digest, size, head)
                 found.add(norm)
-        except ChecksumError:
-            raise
         except (tarfile.TarError, zipfile.BadZipFile, OSError, EOFError, zlib.error, ValueError) as err:
             raise FormatError(f"{archive}: truncated or corrupt {expected.kind} archive ({err})") from None
         missing = sorted(set(wanted) - found)

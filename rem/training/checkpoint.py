@@ -1,9 +1,5 @@
-"""A trial's checkpoint folder, and the one place that knows its format: the folder's and files' names, the state
-dict inside `state.pt` (built from a `rem.training.run.TrainingRun` and restored into one), where a trial's final
-checkpoint is, and what its state says, read back by name rather than by key.
-
-Every file is written atomically (`rem.io`), so a trial killed mid-write resumes from the previous epoch's.
-"""
+"""A trial's checkpoint folder and the one place that knows its format (file names, the state dict in `state.pt`).
+Every file is written atomically, so a trial killed mid-write resumes from the previous epoch's."""
 
 from __future__ import annotations
 
@@ -22,19 +18,14 @@ from rem.parse_trees import key_counts
 if TYPE_CHECKING:  # for the annotations only: the run is built on this module, not the other way round
     from rem.training.run import TrainingRun
 
-# The trial's own checkpoint folder, under the working directory `rem.training.loop.train` is given.
-CHECKPOINT_DIR = "checkpoint"
-# Ray Tune's persisted copies of a reported checkpoint folder, numbered in a trial's Ray storage folder.
-RAY_COPIES = "checkpoint_*"
+CHECKPOINT_DIR = "checkpoint"  # under the trial's working directory
+RAY_COPIES = "checkpoint_*"  # Ray Tune's numbered persisted copies, in a trial's Ray storage folder
 CHECKPOINT_FILE = "state.pt"
 HISTORY_FILE = "history.json"
-# The weights after the first epoch, kept beside every later checkpoint: the report compares the routing of
-# the first and the last epoch, and Ray keeps only the newest checkpoints.
+# The first epoch's weights, kept beside later ones (Ray keeps only the newest): the report compares their routing.
 FIRST_EPOCH_FILE = "first_epoch.pt"
-# The final evaluation's parse-tree dictionary, written when a trial stops (its MLflow run logs it).
-PARSE_TREES_FILE = "parse_trees.parquet"
-# The epoch the state file holds, readable without loading it: with train.checkpoint_every > 1 not every epoch
-# writes one, and the sweep hands Ray a checkpoint only when there is a new one.
+PARSE_TREES_FILE = "parse_trees.parquet"  # the final evaluation's parse-tree dictionary
+# The epoch `state.pt` holds, read without loading it: the sweep reports a checkpoint to Ray only when it is new.
 SAVED_EPOCH_FILE = "saved_epoch.json"
 
 
@@ -49,8 +40,7 @@ def checkpoint_file(directory: Path) -> Path:
 
 
 def run_state(run: TrainingRun, epoch: int) -> dict:
-    """What `save_checkpoint` writes after the 0-based `epoch` of `run`: everything `restore_run` reads, plus the
-    config and data shape the model package and the report rebuild the model from."""
+    """The state after the 0-based `epoch` of `run`: what `restore_run` reads, plus the config and data shape."""
     spec = run.splits.spec
     return {
         "model": run.model.state_dict(), "optimizer": run.optimizer.state_dict(),
@@ -61,8 +51,7 @@ def run_state(run: TrainingRun, epoch: int) -> dict:
 
 
 def restore_run(run: TrainingRun, state: dict) -> None:
-    """Continue `run` from a checkpoint `state`: the model at the structure it was saved at (a capsule-pruned one
-    is rebuilt smaller first), its weights, optimizer, schedule, pruner and the records."""
+    """Continue `run` from a checkpoint `state` (a capsule-pruned model is rebuilt smaller first)."""
     run.use_model(run.pruner.restore_structure(state["pruner"], run.model, run.optimizer))
     run.model.load_state_dict(state["model"])
     run.optimizer.load_state_dict(state["optimizer"])
@@ -79,14 +68,12 @@ def save_checkpoint(directory: Path, state: dict) -> Path:
 
 
 def save_history(directory: Path, history: list[dict]) -> None:
-    """Every epoch's metrics, small enough to read without loading the weights, written after every epoch (also
-    one without a full checkpoint): the sweep's results table comes from here."""
+    """Every epoch's metrics, written after every epoch, readable without the weights (the sweep's results table)."""
     atomic_write_text(directory / HISTORY_FILE, json.dumps(history))
 
 
 def load_history(directory, filesystem=None) -> list[dict]:
-    """The history in `directory`; with `filesystem` (a pyarrow filesystem, as a Ray checkpoint carries) the
-    directory is a path in that storage, which may be remote."""
+    """The history in `directory`, a path in `filesystem` when given (a Ray checkpoint's pyarrow filesystem)."""
     if filesystem is None:
         return json.loads((Path(directory) / HISTORY_FILE).read_text())
     with filesystem.open_input_stream(f"{directory}/{HISTORY_FILE}") as stream:
@@ -112,10 +99,8 @@ def load_checkpoint(directory: Path | None) -> dict | None:
 
 
 def final_checkpoint(trial_dir: Path, resumed_from: Path | None = None) -> Path | None:
-    """The folder of a trial's final (newest) checkpoint, None when it has none: in a trial's Ray storage folder the
-    highest-numbered copy Ray persisted, else the trial's own folder under `trial_dir` (a trial's working directory
-    holds no copies), else `resumed_from` -- a trial restored after its last epoch trains nothing, so its final
-    state is the one it resumed from."""
+    """The folder of a trial's newest checkpoint: Ray's highest-numbered copy, else its own folder, else
+    `resumed_from` (a trial restored after its last epoch trains nothing); None when there is none."""
     copies = sorted(Path(trial_dir).glob(RAY_COPIES), key=lambda p: p.name)
     candidates = [*reversed(copies), trial_checkpoint_dir(trial_dir), *([resumed_from] if resumed_from else [])]
     return next((Path(c) for c in candidates if checkpoint_file(c).exists()), None)
@@ -132,7 +117,7 @@ def save_first_epoch(directory: Path, model: torch.nn.Module) -> None:
 
 
 def load_first_epoch(directory: Path) -> dict | None:
-    """The first epoch's weights kept in `directory`, None for a trial trained before they were kept."""
+    """The first epoch's weights kept in `directory`, None when there are none."""
     path = Path(directory) / FIRST_EPOCH_FILE
     return load_plain(path) if path.exists() else None
 

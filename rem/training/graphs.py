@@ -1,12 +1,6 @@
-"""A trial's forward as CUDA graphs (`train.cuda_graphs`): for a GPU step that is launch-bound.
-
-torch.compile's "reduce-overhead" mode records each input shape's forward (and backward) once and replays it: one
-launch instead of hundreds. Its outputs live in the graphs' memory pool and are overwritten by the next replay, so
-this wrapper marks every call as a new step and hands back copies: the search keeps per-image losses across
-batches, and an evaluation keeps couplings and lengths. The copies cost a few small device copies per call.
-Untested on a GPU here (the fake-CUDA test cannot replay graphs): off by default until `benchmarks/gpu_check.py`
-(part h) has measured it.
-"""
+"""A trial's forward as CUDA graphs (`train.cuda_graphs`, torch.compile's "reduce-overhead") for launch-bound steps.
+Replays overwrite their outputs, so each call is marked a new step and returns copies. Off by default: unmeasured
+on a GPU (`benchmarks/gpu_check.py`, part h)."""
 
 from __future__ import annotations
 
@@ -20,8 +14,7 @@ class GraphedForward(nn.Module):
     def __init__(self, compiled: nn.Module, model: nn.Module):
         super().__init__()
         self.compiled = compiled
-        # what ValidationLoss checks a compiled forward against; kept out of the module tree (no second registration
-        # of the model's parameters)
+        # what ValidationLoss checks a compiled forward against, kept out of the module tree (no second registration)
         self.__dict__["_orig_mod"] = model
 
     def forward(self, *args, **kwargs):

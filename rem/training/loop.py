@@ -1,17 +1,7 @@
 """`train(cfg)`: one trial from data to per-epoch metrics, with a checkpoint after every epoch.
 
-The CLI, the Ray Tune trainable and the tests all call this one function. A trial is resumable at
-epoch granularity: each epoch's permutation and augmentation come from a generator seeded by
-(seed, epoch), so a resumed trial sees exactly the batches the uninterrupted one would have seen.
-
-Each epoch: `train_one_epoch`, the pruner's end of epoch, `evaluate_epoch`, `end_trial` (the last epoch's final
-evaluation), the epoch's own measurements and `record_epoch` (history and checkpoint); `rem.training.run.TrainingRun`
-holds what they share.
-
-What else measures the model (the mechanism curve and robustness of the final one, the routing per iteration of
-every epoch's: `rem.analysis.at_trial_end.AT_TRIAL_END`) is the caller's to pass (`measurements`): training knows
-when to measure, not what the analyses above it measure.
-"""
+Each epoch's order and augmentation come from a generator seeded by (seed, epoch), so a resumed trial sees exactly
+the batches an uninterrupted one would. Further measurements of the model are the caller's to pass (`measurements`)."""
 
 from __future__ import annotations
 
@@ -43,12 +33,12 @@ from rem.training.warmup import set_rate, warmup_factor
 
 log = logging.getLogger(__name__)
 
-# (the epoch's metrics, the checkpoint folder, the run's history: every epoch so far, a resumed run's earlier ones too)
+# (the epoch's metrics, the checkpoint folder, the run's history: every epoch so far)
 EpochCallback = Callable[[dict, Path, list[dict]], None]
 
 
 __all__ = ["NonFiniteLossError", "train", "train_one_epoch", "train_step"]
-# Steps between the host's looks at the running loss (each look waits for the device; see rem.training.step_losses).
+# Steps between the host's looks at the running loss (each look waits for the device).
 CHECK_EVERY_STEPS = 25
 
 
@@ -85,8 +75,8 @@ class EpochTraining:
 
 
 def train_step(run: TrainingRun, idx: torch.Tensor, draws: dict | None, sums: StepLosses, epoch: int, step: int):
-    """One optimizer step on the training images `idx`, augmented by `draws` (this batch's part of the epoch's);
-    its loss and correct count go to `sums` on the device (the host does not wait for them)."""
+    """One optimizer step on the training images `idx`, augmented by `draws`; loss and correct count go to `sums`
+    on the device (the host does not wait)."""
     cfg, split = run.cfg, run.splits.train
     labels = split.labels[idx]
     x, unit = run.transform.apply(split.images[idx], draws)
@@ -145,11 +135,10 @@ def train_one_epoch(run: TrainingRun, epoch: int) -> EpochTraining:
 
 
 def evaluate_epoch(run: TrainingRun, epoch: int, metrics: dict) -> tuple[int, list | None]:
-    """Validation (and the best weights so far), test and extra splits into `metrics`. Returns the epochs since
-    the best one and, when this epoch ends the trial, the list that receives its final parse-tree keys."""
+    """Validation (and best weights), test and extra splits into `metrics`; returns the epochs since the best one
+    and, when this epoch ends the trial, the list that receives its final parse-tree keys."""
     cfg = run.cfg
-    # REM's code reads the plain forward's validation loss for the best epoch and patience; the +Q forward's
-    # validation metrics, when the epoch's metrics are +Q, are kept beside it as `val_q/...`.
+    # REM picks the best epoch and patience by the plain forward's validation loss; +Q's is kept as `val_q/...`.
     metrics.update(run.split_metrics(run.splits.val, "val", cfg.eval.split == "val", quantized=False))
     if cfg.eval.quantized_forward:
         metrics.update({k.replace("val/", "val_q/", 1): v
@@ -167,9 +156,8 @@ def evaluate_epoch(run: TrainingRun, epoch: int, metrics: dict) -> tuple[int, li
 
 @dataclass(frozen=True)
 class Measurement:
-    """A measurement of a trial's model besides its evaluation, run when `wanted(cfg)`: of the final model after the
-    final evaluation, or with `every_epoch` after every epoch's evaluation (the last's after its final evaluation);
-    its metrics join the epoch's, with the seconds it took as `time_key`."""
+    """A measurement of the model run when `wanted(cfg)`: of the final model, or with `every_epoch` after every
+    epoch's evaluation; its metrics join the epoch's, its seconds as `time_key`."""
 
     phase: str  # its name in the progress line
     wanted: Callable[[Config], bool]
@@ -190,8 +178,7 @@ def take_measurements(run: TrainingRun, metrics: dict, measurements) -> None:
 
 def end_trial(run: TrainingRun, epoch: int, metrics: dict, final_keys: list, checkpoint_dir: Path,
               measurements: tuple[Measurement, ...] = ()) -> None:
-    """The last epoch's final evaluation (and each final one of `measurements` the config asks for) into `metrics`,
-    its parse-tree dictionary beside the checkpoint."""
+    """The final evaluation and final `measurements` into `metrics`; the parse-tree dictionary beside the checkpoint."""
     metrics["stopped_early"] = float(epoch + 1 < run.cfg.train.epochs)
     run.progress.phase("final evaluation")
     metrics.update(run.final_evaluation(metrics, final_keys))
@@ -201,8 +188,8 @@ def end_trial(run: TrainingRun, epoch: int, metrics: dict, final_keys: list, che
 
 
 def record_epoch(run: TrainingRun, epoch: int, metrics: dict, checkpoint_dir: Path, last: bool) -> None:
-    """The epoch's metrics into the history; a full checkpoint every `train.checkpoint_every` epochs and after the
-    last (a CapsNet trial's state is ~110 MB: weights, Adam's two moments, the best weights)."""
+    """The epoch's metrics into the history; a full checkpoint (~110 MB for CapsNet) every
+    `train.checkpoint_every` epochs and after the last."""
     run.history.append(metrics)
     if epoch == 0:
         save_first_epoch(checkpoint_dir, run.model)
@@ -217,8 +204,8 @@ def record_epoch(run: TrainingRun, epoch: int, metrics: dict, checkpoint_dir: Pa
 
 def run_epoch(run: TrainingRun, epoch: int, checkpoint_dir: Path, on_epoch: EpochCallback | None,
               measurements: tuple[Measurement, ...] = ()) -> bool:
-    """One epoch: its steps, the pruner's end of epoch, its evaluation (and the final one when it ends the trial),
-    its measurements, its record and checkpoint, then `on_epoch`. Returns whether the trial stops after it."""
+    """One epoch: steps, pruning, evaluation (final too when it ends the trial), measurements, checkpoint, then
+    `on_epoch`; returns whether the trial stops after it."""
     cfg, epoch_start = run.cfg, time.perf_counter()
     trained = train_one_epoch(run, epoch)
     metrics = {"epoch": epoch + 1, "train/loss": trained.loss, "train/acc": trained.accuracy}
@@ -239,8 +226,7 @@ def run_epoch(run: TrainingRun, epoch: int, checkpoint_dir: Path, on_epoch: Epoc
     stopping = final_keys is not None
     if stopping:
         end_trial(run, epoch, metrics, final_keys, checkpoint_dir, measurements)
-    # after the final evaluation, which copies the epoch's test-split families into `final/`: an epoch's own
-    # measurements describe that epoch's model, not the final one
+    # after the final evaluation copied the epoch's metrics into `final/`: these describe this epoch's model
     take_measurements(run, metrics, [m for m in measurements if m.every_epoch])
     run.progress.phase("checkpoint")
     record_epoch(run, epoch, metrics, checkpoint_dir, stopping)
@@ -251,30 +237,18 @@ def run_epoch(run: TrainingRun, epoch: int, checkpoint_dir: Path, on_epoch: Epoc
     return stopping
 
 
-def train(
-    cfg: Config,
-    *,
-    workdir: Path,
-    repo_root: Path | None = None,
-    resume_from: Path | None = None,
-    on_epoch: EpochCallback | None = None,
-    label: str | None = None,
-    measurements: tuple[Measurement, ...] = (),
-) -> dict:
-    """Train one configuration; returns the last epoch's metrics.
+def train(cfg: Config, *, workdir: Path, repo_root: Path | None = None, resume_from: Path | None = None,
+          on_epoch: EpochCallback | None = None, label: str | None = None,
+          measurements: tuple[Measurement, ...] = ()) -> dict:
+    """Train one configuration in `workdir`; returns the last epoch's metrics.
 
-    The trial's checkpoint folder under `workdir` (`rem.training.checkpoint`) receives the state after every
-    epoch; `resume_from` (a folder holding a checkpoint, by default that same one) continues an interrupted trial.
-    `on_epoch(metrics, checkpoint_dir, history)` is called after each epoch's checkpoint is on disk (Ray Tune
-    reports from there); `history` is the run's own list (read it, do not change it). While it trains, a progress
-    line (`rem.training.progress`, named by `label`) reaches the log at least every `train.progress_every_s`.
-    `measurements`: what measures the model besides its evaluation, each when the config asks for it
-    (`rem.analysis.at_trial_end.AT_TRIAL_END`: the final model's mechanism curve and robustness, every epoch's routing
-    per iteration).
+    `resume_from`: a checkpoint folder to continue from (default: the trial's own). `on_epoch(metrics, checkpoint_dir,
+    history)` runs once each epoch's checkpoint is on disk; `history` is the run's own list: read it, do not change it.
+    Progress lines are named by `label`.
     """
     checkpoint_dir = trial_checkpoint_dir(workdir)
     label = label or f"{cfg.model.name}·{cfg.data.dataset}·{cfg.prune.method}·s{cfg.train.seed}"
-    # from the start: loading the data and SNIP's scoring report as "starting" when they take an interval
+    # from the start, so slow data loading or SNIP scoring reports as "starting"
     with TrialProgress(label, cfg.train.epochs, cfg.train.progress_every_s) as progress:
         run = set_up(cfg, Path(repo_root or Path.cwd()))
         run.progress = progress

@@ -1,15 +1,8 @@
-"""Eager or `torch.compile`: the path a trial's training steps and evaluations take, chosen by a rule in code.
+"""Eager or `torch.compile`: the path a trial's steps and evaluations take, chosen by a rule in code.
 
-`train.compile: auto` (the default) looks the trial up in `RULE` by (architecture, device kind, precision it resolved
-to): two machines of one kind then compute the same way, whatever the load on either when the trial starts (a
-measurement at start-up would be as noisy as the machine). `true` and `false` force a path. Each entry says why,
-from `benchmarks/train_step.py` on that kind; a combination not measured takes the eager path, which needs
-no compile per mode and matches every recorded fp32 trial. The device kinds are `rem.device.device_kind`'s: a CPU
-by its kernels (avx2, avx512, avx512_amx), every GPU as "cuda".
-
-A trial records the path it took: MLflow tags `rem.compiled`, `rem.compile_setting` and `rem.compile_reason`, and the
-per-epoch metric `compute/compiled` (kept in the results table; `--add` refuses a sweep that took another path).
-"""
+`train.compile: auto` looks up `RULE` by (architecture, `rem.device.device_kind`, resolved precision), so machines
+of one kind compute alike whatever their load (a start-up measurement would be noisy); unmeasured combinations run
+eager. `true`/`false` force a path. Trials record theirs (`path_tags`, metric `compute/compiled`)."""
 
 from __future__ import annotations
 
@@ -20,8 +13,6 @@ import torch
 from rem.device import device_kind, resolve_precision
 
 SETTINGS = ("auto", True, False)
-
-
 GRAPHS = "reduce-overhead"  # torch.compile's mode that replays CUDA graphs
 
 
@@ -34,10 +25,8 @@ class Path:
 
 UNMEASURED = Path(False, "not measured on this kind: eager (no compile per mode; the recorded fp32 trials are eager)")
 
-# (architecture, device kind, precision) -> the faster path there and the measurement that says so. The avx512 entries
-# are benchmarks/train_step.py's interleaved medians at batch 128, 2 threads, on a 2-core AMD EPYC (Zen 5, family 26
-# model 2) beside a running sweep (load 5-10), 2026-12-05: absolute seconds are several times the machine's quiet
-# ones, ratios hold. Compile time is not in them: a trial pays it once per mode (train, evaluation, partial batches).
+# (architecture, device kind, precision) -> the faster path and its evidence. avx512: benchmarks/train_step.py medians
+# at batch 128, 2 threads, under load (ratios hold, not seconds), compile time excluded.
 _ZEN5 = "train_step.py on a Zen 5 EPYC, 2026-12-05"
 RULE: dict[tuple[str, str, str], Path] = {
     ("capsnet", "avx512", "bf16"): Path(False, f"eager 3.59 s, compiled 3.77 s a step ({_ZEN5}): compiling gains nothing"),

@@ -1,20 +1,9 @@
-"""A running trial's progress on the console, at least every `train.progress_every_s` seconds, whatever it is doing.
+"""A running trial's progress line, at least every `train.progress_every_s` seconds and after its first step, e.g.
 
-A line per interval, the first one after the trial's first step (so within seconds of its start, not after an
-epoch), e.g.
-
-    capsnet·fashion-mnist·rem·s42 | epoch 1/2 | step 24/40 | loss 0.4123 acc 0.512 | 2.61 s/step | ETA epoch's steps 42 s, trial >= 2 min 26 s
     capsnet·fashion-mnist·rem·s42 | epoch 1/2 | pruning for 35 s | 2.61 s/step | ETA trial >= 1 min 44 s
 
-The trial's ETA counts the steps left and, once an epoch has ended, each epoch's time outside its steps (pruning,
-evaluation) as the last one took; before that it is a lower bound (">="). What only the last epoch does (the
-mechanism curve, robustness) is not in it.
-
-Lines come from a daemon thread, so a phase without steps (the threshold search, the test pass, the mechanism
-curve, robustness) or one slow step still prints on time. The thread never touches the device: the training loop
-reads its running loss itself (one wait for the device) when the thread has asked for a fresh value, and the thread
-prints the last value read. Under Ray each line reaches the driver's console prefixed by the worker.
-"""
+The ETA is a lower bound (">=") until an epoch's time outside its steps is known. A daemon thread prints, so slow
+phases still report; it never touches the device: the loop reads the loss when the thread asks for a fresh one."""
 
 from __future__ import annotations
 
@@ -92,8 +81,7 @@ class TrialProgress:
         self.phase("training")
 
     def step_done(self, step: int, read_loss) -> None:
-        """After step `step` (0-based) of the epoch; `read_loss()` -> (loss, acc) is called only when a line is due
-        to show a fresh loss (it waits for the device)."""
+        """After 0-based step `step`; `read_loss()` -> (loss, acc) waits for the device, so it runs only when due."""
         self.state.step = step + 1
         if self.loss_wanted and self.interval_s > 0:
             self.loss_wanted = False
@@ -145,8 +133,7 @@ class TrialProgress:
         log.info("%s", self.line())
 
     def _run(self) -> None:
-        # wakes often enough that a line is never late by more than a second, and asks the loop for a fresh loss
-        # half an interval before the line is due
+        # a line is at most a second late; a fresh loss is asked for half an interval before it
         while not self._stop.wait(min(1.0, self.interval_s / 4)):
             since = self.clock() - self.last_line
             if since >= self.interval_s / 2:

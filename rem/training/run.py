@@ -1,10 +1,5 @@
-"""One trial in training: the model and what trains it (forward, optimizer, schedule, pruner), the records a
-checkpoint restores (history, best weights, the next epoch), how one split of it is evaluated, and its final
-evaluation: the numbers the paper's tables use, with how they were obtained.
-
-`TrainingRun.create` builds the parts in a fixed order after the trial's seed, so every run of a config (on any
-device, fresh or resumed) starts from the same initial weights.
-"""
+"""One trial in training: the model and what trains it, the records a checkpoint restores, and its evaluations.
+`TrainingRun.create` builds the parts in a fixed order after the seed: the same initial weights on any device."""
 
 from __future__ import annotations
 
@@ -39,8 +34,7 @@ def no_best() -> dict:
 
 def evaluate_split(cfg: Config, net: torch.nn.Module, split, transform, num_classes: int, *, quantized: bool,
                    parse_trees: bool, loss_kwargs: dict, keep_keys: bool = False) -> dict:
-    """`rem.evaluate.evaluate` of one split as a trial evaluates it: its batch size, precision, coupling levels
-    (of keys and of the +Q forward) and dead-capsule threshold."""
+    """`rem.evaluate.evaluate` of one split with the trial's batch size, precision, levels and dead-capsule cut."""
     levels = cfg.eval.levels_for(cfg.model.name)
     return evaluate(net, batches_of(split.images, split.labels, cfg.train.eval_batch_size, transform),
                     num_classes=num_classes, levels=levels, precision=cfg.train.precision,
@@ -54,8 +48,7 @@ def search_precision(cfg: Config) -> str:
 
 
 def compiled(cfg: Config, model: torch.nn.Module, device: torch.device) -> torch.nn.Module:
-    """What a trial's steps and the search's passes call: the model, or torch.compile of it where its path compiles
-    (as CUDA graphs with `train.cuda_graphs` on a GPU)."""
+    """The model, or torch.compile of it (CUDA graphs with `train.cuda_graphs`) where the trial's path compiles."""
     path = trial_path(cfg, device)
     if not path.compiled:
         return model
@@ -64,8 +57,7 @@ def compiled(cfg: Config, model: torch.nn.Module, device: torch.device) -> torch
 
 
 def final_weights_choice(cfg: Config) -> str:
-    """"best" or "last": `eval.final_checkpoint`, whose "auto" is the best-validation-loss epoch for an unpruned run
-    (as REM evaluates "+Q") and the last epoch for a pruned one (as REM evaluates "+REM")."""
+    """"best" or "last": `eval.final_checkpoint`; "auto" is the pruning method's (REM's "+Q" best, "+REM" last)."""
     if cfg.eval.final_checkpoint != "auto":
         return cfg.eval.final_checkpoint
     return get_method(cfg.prune.method).final_checkpoint
@@ -81,16 +73,14 @@ def final_net(model, best: dict, epoch: int, last_epoch: int):
 
 
 def final_model_on_test(run: TrainingRun, metrics: dict, images: int):
-    """(the trial's final model, the first `images` test images): what the re-evaluations of a trial's final
-    model -- its mechanism curve, its robustness -- start from."""
+    """(the trial's final model, the first `images` test images), for re-evaluations of the final model."""
     net = final_net(run.model, run.best, int(metrics["final/checkpoint_epoch"]), int(metrics["epoch"]))
     return net, run.splits.test.head(images)
 
 
 def epoch_as_final(last_metrics: dict, quantized_forward: bool) -> dict:
-    """The `final/` metrics of a trial whose last epoch already evaluated the test split with the final weights and
-    forward: its test metrics, and its validation metrics in that forward (`val_q/` when the epoch's forward is +Q;
-    `val/` is then the plain forward the best-epoch choice reads)."""
+    """The `final/` metrics copied from a last epoch that already used the final weights and forward (validation:
+    `val_q/` when that forward is +Q)."""
     val = "val_q/" if quantized_forward else "val/"
     final = {f"final/{k}": v for k, v in last_metrics.items()
              if k.startswith(FINAL_FAMILIES) and not k.startswith("val/")}
@@ -109,7 +99,7 @@ class TrainingRun:
     optimizer: torch.optim.Optimizer
     scheduler: torch.optim.lr_scheduler.LRScheduler
     pruner: TrialPruner
-    # One dict, updated in place each epoch, so the search's ValidationLoss sees the hard margin once it applies
+    # updated in place each epoch, so the search's ValidationLoss sees the hard margin once it applies
     loss_kwargs: dict
     search_val: ValidationLoss | None = None  # REM's end-of-epoch threshold search: its validation passes
     history: list[dict] = field(default_factory=list)
@@ -169,11 +159,7 @@ class TrainingRun:
     def split_metrics(self, split, prefix: str, parse_trees: bool, quantized: bool | None = None, net=None,
                       keys: list | None = None) -> dict:
         """`prefix/loss` and `prefix/acc` of one split, with `parse_trees` its routing summary and per-class table.
-
-        net=None: the current `forward`, read at call time (capsule pruning may have rebuilt the model meanwhile);
-        quantized=None: the per-epoch forward (`eval.quantized_forward`); keys: a list that receives this pass's
-        parse-tree keys and predictions (the final dictionary).
-        """
+        None `net`/`quantized`: the current forward, `eval.quantized_forward`; `keys` receives [keys, predictions]."""
         cfg = self.cfg
         quantized = cfg.eval.quantized_forward if quantized is None else quantized
         res = evaluate_split(cfg, self.forward if net is None else net, split, self.transform,
@@ -190,13 +176,8 @@ class TrainingRun:
         return out
 
     def final_evaluation(self, last_metrics: dict, keys: list | None = None) -> dict:
-        """The `final/...` metrics of this trial, stopping after the epoch `last_metrics` describes.
-
-        Which weights: `final_weights_choice`. Which forward: +Q when `eval.final_quantized`. Recorded as
-        `final/checkpoint_epoch`, `final/best_checkpoint` (0 when the best weights were asked for but none were
-        kept, so the last epoch's were used) and `final/quantized`. Extra splits (affNIST's MNIST 40x40 validation
-        split, smallNORB's familiar views) are read from the same weights and forward. `keys`: as `split_metrics`.
-        """
+        """The `final/...` metrics of a trial stopping after the epoch `last_metrics` describes, with the weights of
+        `final_weights_choice` (`final/best_checkpoint` 0 when none were kept) and +Q if `eval.final_quantized`."""
         cfg, best, last_epoch = self.cfg, self.best, int(last_metrics["epoch"])
         use_best = final_weights_choice(cfg) == "best" and best["model"] is not None
         epoch = best["epoch"] if use_best else last_epoch

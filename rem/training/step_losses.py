@@ -1,11 +1,5 @@
-"""A training epoch's running loss and accuracy, kept on the trial's device and read by the host only every few steps.
-
-Reading a GPU value makes the host wait for the device, so a step that read its loss would leave the GPU idle
-while Python prepares the next one. The sums stay on the device instead, and the host looks at them every
-`check_every` steps (and at the end of the epoch): a non-finite loss then stops the trial a few steps later than a
-per-step read would, naming the first bad step, and nothing of that epoch is saved. The sums are added step after
-step in float64, as the host added them before, so the epoch's loss is the same to the last bit.
-"""
+"""A training epoch's running loss and accuracy, kept on the device and read by the host every `check_every` steps:
+a read waits for the device. A non-finite loss stops the trial at the next read, naming the first bad step."""
 
 from __future__ import annotations
 

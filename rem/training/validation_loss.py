@@ -1,18 +1,8 @@
 """The validation loss REM's threshold search calls, ordered so that rejected thresholds are rejected early.
 
-`ValidationLoss(...)(model, stop_above=None)` is one pass of `rem.evaluate.evaluate` over the validation split
-without parse trees. With `stop_above` (a mean loss) the pass ends as soon as the summed loss exceeds
-`stop_above x n_images`: the margin loss is non-negative, so the total can only grow and the rejection is
-exact.
-
-Why the order matters: near REM's threshold the loss surface is flat (benchmarks/README.md, threshold search), so a
-rejected threshold exceeds the bound only slightly and, in dataset order, is rejected only near the end of the
-pass. A pass therefore visits images in descending order of their loss in the last *complete* pass (the unpruned
-net's, then each accepted threshold's): a pruned net's per-image losses are close to those, so the sum crosses the
-bound once the high-loss images are seen and the long tail of near-zero losses is skipped. Each image's forward is
-independent of its batch-mates and the total is summed per image in float64, so the order changes the cost of a
-pass, not its result.
-"""
+`ValidationLoss(...)(model, stop_above)` stops once the summed loss exceeds `stop_above x n_images` (exact: the margin
+loss is non-negative). Images go in descending order of their loss in the last complete pass, so a near-flat rejected
+threshold crosses the bound early; per-image float64 sums make the order change the cost, not the result."""
 
 from __future__ import annotations
 

@@ -1,13 +1,6 @@
-"""Linear learning-rate warm-up over the first optimizer steps (`train.warmup_steps`), on top of the per-epoch
-ExponentialLR: step s of the trial trains at the epoch's rate x min(1, (s + 1) / warmup_steps).
-
-Why: Adam's first steps move every weight by about the learning rate, in the direction of its gradient. A layer that
-sums thousands of inputs (CapsNet's class capsules sum 1,152 votes on 28x28, 3,200 on 36x36) moves coherently, so
-its outputs jump: the class capsules' lengths saturate near 1 after one step and the margin loss stops teaching.
-
-The step count comes from the epoch and the step within it (every epoch has the same number of steps), so a
-resumed trial warms up exactly as an uninterrupted one; the scheduler always sees the epoch's own rate.
-"""
+"""Linear learning-rate warm-up (`train.warmup_steps`) over the per-epoch ExponentialLR: step s trains at the epoch's
+rate x min(1, (s + 1) / warmup_steps). Why: Adam's first steps move CapsNet's class capsules (sums of 1,152 votes)
+coherently, saturating their lengths near 1 so the margin loss stops teaching."""
 
 from __future__ import annotations
 
