@@ -151,7 +151,7 @@ def config_defaults() -> dict[str, object]:
 
 def at_default(key: str, value) -> bool:
     """Whether a trial's setting is the config's default, so a label names only what the arm changed. A missing
-    value (NaN, None) counts as the default: a run that predates the setting had it."""
+    value (NaN, None) counts as the default: a setting joins the config at the value older runs behaved by."""
     if key not in config_defaults():
         return False
     if value is None or is_nan(value):

@@ -1,21 +1,6 @@
-"""The sweep grid: `sweep.grid` in params.yaml expanded into trial points (flat `section.key -> value` dicts).
-
-A grid is either one mapping (the Cartesian product of its axes) or a list of mappings (the union of their
-products, in order), so an experiment can pair cheap and costly arms without running every combination:
-
-    sweep:
-      grid:
-        - model.name: [capsnet]                       # +Q and +REM for CapsNet
-          prune: [{method: none}, {method: rem}]
-          train.seed: [42, 43]
-        - model.name: [efficient_capsnet]             # the pruning ablation on the cheap model
-          prune: [{method: imp, target_sparsity: 0.5}, {method: snip, target_sparsity: 0.5}]
-          train.seed: [42]
-
-An axis is a dotted key (`train.seed`) whose values are set one at a time, or a section name (`prune`) whose values
-are mappings of that section's keys set together. A point two sub-grids both produce runs once; it is identified by
-`trial_key` and named for people by `trial_label`.
-"""
+"""The sweep grid (docs/profiles.md): `sweep.grid`, one mapping of axes (their product) or a list of them (the union,
+each point once), expanded into trial points, flat `section.key -> value` dicts; a section axis (`prune`) sets that
+section's keys together."""
 
 from __future__ import annotations
 
