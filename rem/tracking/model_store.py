@@ -93,7 +93,7 @@ def load_package(run_id: str, tracking_uri: str | None = None) -> dict:
 
 
 def load_model(run_id: str, tracking_uri: str | None = None) -> torch.nn.Module:
-    """The final model of trial run `run_id`, in eval mode on the CPU (tracking URI by default as `tracking_uri`)."""
+    """The final model of trial run `run_id`, in eval mode on the CPU (default store: `runs.tracking_uri`'s)."""
     return model_from_package(load_package(run_id, tracking_uri), f"run {run_id} {MODEL_ARTIFACT}")
 
 
