@@ -1,6 +1,5 @@
-"""What measures a trial's model besides its evaluation, for the callers of `rem.training.loop.train` (the pipeline's
-trial, `rem train`): the final model's mechanism curve, robustness and equivariance, every epoch's routing per iteration, each when
-the config asks for it."""
+"""The measurements `rem.training.loop.train` runs on a trial's model besides its evaluation, each when the config
+asks for it."""
 
 from __future__ import annotations
 
@@ -12,8 +11,7 @@ from rem.training.loop import Measurement
 
 
 def curve_wanted(cfg) -> bool:
-    # The curve is about routing (entropy, parse trees): none for a CNN baseline, whose method "none" is still in the
-    # default curve_methods, so it is skipped there rather than refused.
+    # about routing: a CNN baseline is skipped, not refused, as its method "none" is in the default curve_methods
     return cfg.eval.sparsity_curve and cfg.prune.method in cfg.eval.curve_methods and has_routing(cfg.model.name)
 
 

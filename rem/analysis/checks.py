@@ -1,5 +1,4 @@
-"""The `eval` section's robustness families against the ones the evaluation knows, and the size of what its analyses
-measure (registered with `rem.config.checks`)."""
+"""Checks of the `eval` section: its robustness families and the image counts its analyses need."""
 
 from __future__ import annotations
 
@@ -18,8 +17,7 @@ def check_section(cfg, source: str) -> None:
         raise ConfigError(f"{source}: eval.iteration_images must be >= 1; got {cfg.eval.iteration_images}")
     few = cfg.eval.robust_images
     if cfg.eval.equivariance and 0 < few < MIN_IMAGES:
-        # each cross-validation fold's map is fitted on the other folds: at least MIN_FIT_IMAGES images, or a map of
-        # 161-321 numbers per output overfits what it is meant to measure
+        # fewer fitting images and a fold's map (161-321 numbers per output) overfits what it measures
         raise ConfigError(f"{source}: eval.equivariance needs eval.robust_images 0 (all) or >= {MIN_IMAGES}, so that "
                           f"each of its {FOLDS} folds' maps is fitted on {MIN_FIT_IMAGES} images or more; got {few}")
 

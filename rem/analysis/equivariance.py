@@ -1,22 +1,6 @@
-"""Equivariance tested directly: do a model's class-capsule poses of a transformed image follow those of
-the original through one linear map, and more predictably than a CNN's features of the same width?
-
-Robustness (accuracy under a transform) is not equivariance: a model can keep its answer while its poses change
-arbitrarily, or lose it while they change predictably. Here, for test images x and a transform g of a robustness
-family at one strength, the representations P = f(x) and Q = f(g·x) (one row per image) are compared: a linear map
-with bias, Q ≈ P·W + b, is fitted by ridge least squares and scored on images it was not fitted on, by `FOLDS`-fold
-cross-validation (each fold predicted by the map fitted on the other four, at least `MIN_FIT_IMAGES` images); its
-ridge is chosen among `RIDGES` by a second cross-validation inside those fitting images, so a map with 161 numbers per
-output does not overfit. The pooled held-out error ||Q - P·W - b||² / ||Q - mean Q||² is 0 for a representation that
-transforms linearly and about 1 when the map explains nothing of how it moves. Beside it, the same fit on shuffled
-pairs (each f(x) paired with another image's f(g·x)) is the null: what the fit scores on pairs with no relation
-(about 1, a little above on finite samples). An error is read against its null, never alone.
-
-f is the class capsules' poses for a capsule model (10 × 16 = 160 numbers on 10 classes), and for a CNN baseline its
-last hidden layer (`rem.models.cnn`: 160 units for the CNN matched to CapsNet), the layer of the same width before
-the classes (`rem.analysis.representations`). A trial measures it in the same passes as its robustness
-(`rem.analysis.transformed`).
-"""
+"""Equivariance tested directly: does f(g·x) follow f(x) through one linear map Q ≈ P·W + b (ridge, cross-validated
+held-out error ||Q - P·W - b||² / ||Q - mean Q||², 0 when linear), read against the same fit on shuffled pairs (the
+null, about 1)? f is the class-capsule poses, or a CNN's hidden layer of the same width."""
 
 from __future__ import annotations
 
@@ -35,8 +19,7 @@ from rem.device import HOST, autocast
 FOLDS = 5
 MIN_FIT_IMAGES = 2000  # images a map is fitted on: six times DeepCaps' 321 numbers per output, the widest fitted
 MIN_IMAGES = -(-MIN_FIT_IMAGES * FOLDS // (FOLDS - 1))  # a trial's images, so that every fold's fit has that many
-# relative to the mean squared input (so one grid serves every scale of pose); the smallest keeps the fit defined
-# where poses are collinear (dead capsules), the largest shrinks the map to almost nothing (predicting the mean)
+# relative to the mean squared input, so one grid serves every scale of pose
 RIDGES = (1e-6, 1e-4, 1e-3, 1e-2, 1e-1, 1.0, 10.0)
 
 
@@ -46,8 +29,7 @@ def fit_linear_map(p: torch.Tensor, q: torch.Tensor, ridge: float = RIDGES[0]) -
 
 
 def fold_rows(n: int, seed: int, device) -> list[torch.Tensor]:
-    """`FOLDS` disjoint sets of row indices covering 0..n-1, drawn on the host from a seeded CPU generator (the same
-    folds on every device)."""
+    """`FOLDS` disjoint sets of row indices covering 0..n-1, drawn on the host so every device gets the same folds."""
     order = torch.randperm(n, generator=torch.Generator().manual_seed(seed), device=HOST).to(device)
     return [order[k::FOLDS] for k in range(FOLDS)]
 
@@ -90,8 +72,8 @@ def chosen_ridge(p: torch.Tensor, q: torch.Tensor, seed: int) -> float:
 
 
 def cross_validated(p: torch.Tensor, q: torch.Tensor, seed: int = 0) -> tuple[float, float]:
-    """(pooled held-out relative squared error, the median ridge the folds chose) of the linear map from p to q: each of `FOLDS`
-    folds predicted by the map fitted on the others, at the ridge their own cross-validation chose."""
+    """(pooled held-out relative squared error, the median ridge the folds chose) of the linear map from p to q, each
+    fold predicted by the map fitted on the others at the ridge their own cross-validation chose."""
     if len(p) != len(q) or len(p) * (FOLDS - 1) // FOLDS <= p.shape[1] + 1:
         # fewer fitting rows than numbers per output: the map fits any change exactly there and says nothing held out
         raise ValueError(f"equivariance: need as many rows of p as of q, and each fold's fit ({FOLDS - 1} of {FOLDS} "
@@ -125,9 +107,8 @@ def measured(p: torch.Tensor, q: torch.Tensor, seed: int) -> dict[str, float]:
 @torch.no_grad()
 def encode(model: nn.Module, images: torch.Tensor, *, transform=None, batch: int = 500,
            quantize_levels: int | None = None, precision: str = "fp32") -> torch.Tensor:
-    """The representation (`rem.analysis.representations`) of uint8 `images` (N, C, H, W, on the model's device)
-    in eval mode, read through the evaluation `transform` (`rem.data.augment.BatchTransform`; None: pixels scaled
-    to [0, 1]); the model's mode is left as it was, as `rem.evaluate.evaluate` leaves it."""
+    """The representation of uint8 `images` (N, C, H, W, on the model's device) in eval mode, through the evaluation
+    `transform` (None: pixels scaled to [0, 1]); the model's mode is restored."""
     was_training = model.training
     model.eval()
     try:
@@ -143,29 +124,28 @@ def encode(model: nn.Module, images: torch.Tensor, *, transform=None, batch: int
 
 
 def equivariance_frame(points: dict, base: torch.Tensor, seed: int = 0) -> pd.DataFrame:
-    """Per (family, strength) of `points` (its representation of the transformed images): `measured`'s held-out error
-    of the linear map from `base` (that of the untransformed images) to it, its null and ridge, with the number of
-    images and the width."""
+    """Per (family, strength) -> representation in `points`: `measured` from `base` (the untransformed images'), with
+    the number of images and the width."""
     return pd.DataFrame([{"family": family, "strength": float(strength), **measured(base, moved, seed),
-                          "images": len(base), "width": base.shape[1]} for (family, strength), moved in points.items()])
+                          "images": len(base), "width": base.shape[1]}
+                         for (family, strength), moved in points.items()])
 
 
 @torch.no_grad()
 def equivariance(model: nn.Module, images: torch.Tensor, families: dict, *, transform=None, batch: int = 500,
                  seed: int = 0, quantize_levels: int | None = None, precision: str = "fp32") -> pd.DataFrame:
-    """Per family and strength: the held-out error of the linear map from f(x) to f(g·x) (and its null) on uint8 `images`
-    (N, C, H, W, on the model's device), with the number of images; `families` as eval.robust_families;
-    `transform`, `quantize_levels` and `precision` as the trial's evaluation runs them (`encode`)."""
+    """`equivariance_frame` of uint8 `images` (N, C, H, W, on the model's device) under `families` (as
+    eval.robust_families), encoded as `encode` does."""
     options = {"transform": transform, "batch": batch, "quantize_levels": quantize_levels, "precision": precision}
     base = encode(model, images, **options)
     # the identity moves nothing: its error is the fit's own floor, measured without a second pass
     points = {(family, strength): base if IDENTITY.get(family) == strength
               else encode(model, transform_images(images, family, strength, seed=seed), **options)
-              for family, strengths in check_families(families, where="equivariance").items() for strength in strengths}
+              for family, strengths in check_families(families, where="equivariance").items()
+              for strength in strengths}
     return equivariance_frame(points, base, seed)
 
 
 def equivariance_from_results(rows: pd.DataFrame, keep=KEEP) -> pd.DataFrame:
-    """The equivariance a results table's rows carry (`rem.analysis.transformed` columns), in long form: one row per
-    trial, family and strength (metrics `error`, `plain/error`, ...); empty when no trial recorded any."""
+    """The equivariance columns of a results table in long form (`points_from_results`)."""
     return points_from_results(rows, "equivariance", keep)

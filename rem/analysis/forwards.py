@@ -1,12 +1,5 @@
-"""Which forward a final-model measurement reads: the routing as trained, or REM's +Q beside it.
-
-A trial's final evaluation runs the +Q forward when `eval.final_quantized` (the last routing iteration's couplings
-rounded to the K levels). At a short budget nearly every coupling sits in one bin, so +Q sets them all to the
-same value and switches the routing off: a robustness or equivariance claim about routing must read the plain
-forward. A capsule model whose final forward is +Q is therefore measured twice, its plain-forward metrics under
-`<stem>/plain/<metric>` beside the final forward's `<stem>/<metric>`; a model whose final forward is already plain
-(a CNN, or `final_quantized: false`) once.
-"""
+"""Which forwards a final-model measurement reads: the final evaluation's, and the plain one beside it (under
+`<stem>/plain/<metric>`) when that is +Q, as at a short budget +Q can switch routing off."""
 
 from __future__ import annotations
 

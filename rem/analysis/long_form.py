@@ -1,5 +1,4 @@
-"""A results table's flat metric columns (`<stem>/<label>/<number>/<metric>`) back in long form: what the mechanism
-curve, the robustness and equivariance points and the per-iteration routing curves read back from a sweep."""
+"""A results table's flat metric columns (`<stem>/<label>/<number>/<metric>`) back in long form."""
 
 from __future__ import annotations
 
@@ -9,9 +8,8 @@ import pandas as pd
 
 
 def long_form(rows: pd.DataFrame, pattern: re.Pattern, axes: tuple[str, str], keep) -> pd.DataFrame:
-    """The flat metric columns of a results table that `pattern` matches (named groups: the two `axes`, a label
-    and a number, then `metric`), back in long form: one row per table row and point, with the `keep` columns
-    that exist, sorted by them and the axes; empty when no row holds such a metric."""
+    """The columns `pattern` matches (groups: the two `axes`, a label and a number, then `metric`) as one row per
+    table row and point, with the `keep` columns that exist, sorted; empty when no row holds such a metric."""
     label, number = axes
     columns = {c: m for c in rows.columns if (m := pattern.match(c))}
     ids = [c for c in keep if c in rows.columns]

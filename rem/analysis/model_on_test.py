@@ -1,7 +1,4 @@
-"""A trained model ready to be measured on its trial's test split: the one input the mechanism curve
-(`rem.analysis.sparsity_curve.curve_of`) and the robustness evaluation (`rem.analysis.robustness.evaluation`'s
-`robustness_of`) take for a saved model. Where it comes from -- a checkpoint, a model package, an MLflow run -- is the
-tracking layer's business (`rem.tracking.model_sources.package_evaluation`), so the analyses never read a package."""
+"""A trained model ready to be measured on its trial's test split: what the analyses take for a saved model."""
 
 from __future__ import annotations
 
@@ -17,8 +14,7 @@ from rem.data.splits import Split
 
 @dataclass
 class ModelOnTest:
-    """What evaluating a trained model needs: its config, its model on the device, its trial's test split (on the
-    device) and how that trial read it, and the margin loss of the model's epoch."""
+    """A config, its model and test split on the device, the trial's transform and its epoch's margin loss."""
 
     cfg: Config
     model: torch.nn.Module

@@ -1,6 +1,5 @@
-"""Measurements of one model at points (family, strength) of the robustness families -- its robustness, its
-equivariance -- as the flat metrics a trial's history, MLflow and the results table carry,
-`<stem>/<family>/<strength:g>[/<segment>]/<metric>`, and back from a results table in long form."""
+"""Measurements at (family, strength) points as flat metrics, `<stem>/<family>/<strength:g>[/<segment>]/<metric>`,
+and back from a results table in long form."""
 
 from __future__ import annotations
 
@@ -16,8 +15,7 @@ KEEP = ("trial_key", "model.name", "variant", "train.seed")  # what a long form 
 
 
 def point_metrics(frame: pd.DataFrame, stem: str, segment: str = "") -> dict[str, float]:
-    """A frame of one row per (family, strength) as flat metrics under `stem` (`.../<segment>/<metric>` for the plain
-    forward measured beside +Q); a metric the model does not have (NaN) is left out."""
+    """A frame of one row per (family, strength) as flat metrics under `stem`; NaN metrics are left out."""
     out = {}
     for row in frame.to_dict("records"):
         point = f"{stem}/{row['family']}/{row['strength']:g}"
@@ -32,6 +30,5 @@ def point_column(stem: str) -> re.Pattern:
 
 
 def points_from_results(rows: pd.DataFrame, stem: str, keep=KEEP) -> pd.DataFrame:
-    """The `stem` points a results table's rows carry, in long form: one row per trial, family and strength, with
-    the `keep` columns that exist; empty when no trial recorded any."""
+    """The `stem` points of a results table, one row per trial, family and strength; empty when none were recorded."""
     return long_form(rows, point_column(stem), ("family", "strength"), keep)

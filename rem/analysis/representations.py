@@ -1,10 +1,5 @@
-"""The representation an equivariance test compares, captured from whatever forward passes a model runs: the class
-capsules' poses of a capsule model (10 x 16 numbers per image on 10 classes), and for a model without them (a CNN
-baseline) its last hidden layer, `model.hidden` (160 units for the CNN matched to CapsNet).
-
-Captured by a forward hook, so the same pass that evaluates a model (its loss, accuracy and parse trees) also gives
-its representation: robustness and equivariance on the same transformed images need each forward run once.
-"""
+"""The representation an equivariance test compares: the class capsules' poses, or a CNN's `model.hidden` layer,
+captured by a forward hook so the pass that evaluates a model also gives it."""
 
 from __future__ import annotations
 
@@ -40,8 +35,7 @@ class Representations:
 
 
 def representation(model: nn.Module, images: torch.Tensor, quantize_levels: int | None = None) -> torch.Tensor:
-    """(N, D): the representation of normalised `images` in one forward. `quantize_levels`: the +Q forward's coupling
-    levels (None: the routing as trained)."""
+    """(N, D): the representation of normalised `images` in one forward (`quantize_levels` None: routing as trained)."""
     with Representations(model) as seen:
         model(images, quantize_levels=quantize_levels)
     return seen.tensor()

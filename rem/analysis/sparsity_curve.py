@@ -1,20 +1,6 @@
-"""The mechanism curve: what one trained model's accuracy and routing do as magnitude pruning removes more of it,
-without retraining.
-
-REM can only lower the parse-tree entropy by zeroing votes (a pruned class-capsule matrix or a dead primary
-capsule gives a zero vote, whose couplings stay at 1/J). Where that starts depends on which tensors global
-magnitude pruning takes first, so the curve prunes three scopes of REM's prunable tensors to each sparsity:
-
-    global          every tensor REM thresholds, one global |w| threshold (what REM's search does)
-    class_capsules  only the class-capsule vote matrices W
-    primary_conv    only the primary-capsule convolution
-
-and evaluates the test split exactly as the trial's final evaluation does (its weights, batch size, precision,
-+Q forward and coupling levels), so the 0 % row equals that evaluation. Each row records the sparsity of every
-tensor, the test accuracy, the entropy (mean and REM's std over classes), the parse trees, the per-image
-coupling entropy, the dead input capsules, the input dependence and fixed preference of the couplings
-(`rem.routing.health`), and the entropy at K = 3 and over the capsules left alive.
-"""
+"""The mechanism curve: one trained model's accuracy and routing as magnitude pruning removes more of it, without
+retraining. REM lowers entropy only by zeroing votes, so the curve prunes three scopes (`global`, `class_capsules`,
+`primary_conv`) and evaluates as the final evaluation does, its 0 % row equal to that evaluation."""
 
 from __future__ import annotations
 
@@ -26,6 +12,7 @@ import torch
 
 from rem.analysis.long_form import long_form
 from rem.analysis.model_on_test import ModelOnTest
+from rem.analysis.points import KEEP
 from rem.config import Config
 from rem.models import has_routing
 from rem.pruning.imp import magnitude_prune_to
@@ -110,24 +97,21 @@ def _measure(model, cfg: Config, split, transform, num_classes: int, loss_kwargs
 
 
 def check_has_routing(model_name: str, source: str) -> None:
-    """The curve follows the routing (entropy, parse trees) as the model is pruned: a model without one (a CNN
-    baseline) is refused in one line, before any of its data is read."""
+    """Raises CurveError for a model without routing (a CNN baseline), before any of its data is read."""
     if not has_routing(model_name):
         raise CurveError(f"{source}: model {model_name!r} has no routing, so no entropy or parse trees to "
                          f"follow as it is pruned; the mechanism curve is for capsule models")
 
 
 def curve_of(trained: ModelOnTest, sparsities=SPARSITIES) -> pd.DataFrame:
-    """The curve of a saved model on its trial's test split, read as the trial read it, with its model name and
-    epoch in front (`rem.tracking.package_analyses.curve_for_package` reads one from a checkpoint or run)."""
+    """The curve of a saved model on its trial's test split, its model name and epoch in front."""
     frame = sparsity_curve(trained.model, trained.cfg, trained.test, trained.transform, trained.num_classes,
                            sparsities=sparsities, loss_kwargs=trained.loss_kwargs)
     return trained.labelled(frame)
 
 
 def curve_metrics(frame: pd.DataFrame) -> dict[str, float]:
-    """A curve as flat metrics, `curve/<scope>/<target %>/<metric>` (with `sparsity`, `scope_sparsity` and each
-    tensor's `sparsity/<name>`), the form a trial's history, MLflow and the results table carry."""
+    """A curve as flat metrics, `curve/<scope>/<target %>/<metric>`, as the results table carries them."""
     out = {}
     for row in frame.to_dict("records"):
         stem = f"curve/{row['scope']}/{row['target']:g}"
@@ -137,8 +121,7 @@ def curve_metrics(frame: pd.DataFrame) -> dict[str, float]:
 
 
 def trial_curve(run, metrics: dict) -> dict[str, float]:
-    """The curve of a trial's final model (`rem.training.run.TrainingRun`, its final `metrics`), on the first
-    `eval.curve_images` test images, as `curve_metrics`."""
+    """The `curve_metrics` of a trial's final model on its first `eval.curve_images` test images."""
     net, test = final_model_on_test(run, metrics, run.cfg.eval.curve_images)
     frame = sparsity_curve(net, run.cfg, test, run.transform, run.splits.spec.num_classes,
                            sparsities=run.cfg.eval.curve_sparsities, loss_kwargs=run.loss_kwargs)
@@ -148,8 +131,8 @@ def trial_curve(run, metrics: dict) -> dict[str, float]:
 CURVE_COLUMN = re.compile(r"^curve/(?P<scope>[a-z_]+)/(?P<target>[0-9.]+)/(?P<metric>.+)$")
 
 
-def curves_from_results(rows: pd.DataFrame, keep=("trial_key", "model.name", "variant", "train.seed")) -> pd.DataFrame:
-    """The curves a results table's final rows carry (`curve_metrics` columns), back in long form: one row per
-    trial, scope and target, with the `keep` columns that exist; empty when no trial recorded a curve."""
+def curves_from_results(rows: pd.DataFrame, keep=KEEP) -> pd.DataFrame:
+    """The `curve_metrics` columns of a results table in long form, one row per trial, scope and target; empty when
+    no trial recorded a curve."""
     return long_form(rows, CURVE_COLUMN, ("scope", "target"), keep)
 

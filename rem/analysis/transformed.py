@@ -1,11 +1,5 @@
-"""A trial's final model on its transformed test images: robustness (its metrics under each transform) and
-equivariance (how its representation moves), from one evaluation pass per transform, strength and forward.
-
-Both read the first `eval.robust_images` test images under `eval.robust_families` with `eval.robust_seed`, in the final
-evaluation's forward and in the plain one beside it when that is +Q (`rem.analysis.forwards`). When both are asked
-for, every pass that evaluates a transformed split for robustness also captures the representation equivariance
-compares, so the second measurement costs no forward of its own.
-"""
+"""A trial's final model on its transformed test images: robustness and equivariance from one evaluation pass per
+transform, strength and forward, so asking for both costs no extra forward."""
 
 from __future__ import annotations
 
@@ -23,9 +17,8 @@ def transformed_wanted(cfg) -> bool:
 
 
 def trial_transformed(run, metrics: dict, *, robust: bool | None = None, equivariant: bool | None = None) -> dict:
-    """The robustness (`robust/...`) and equivariance (`equivariance/...`) metrics of a trial's final model
-    (`rem.training.run.TrainingRun`, its final `metrics`), each when `eval.robustness` / `eval.equivariance` asks
-    (`robust`, `equivariant` override them)."""
+    """The `robust/...` and `equivariance/...` metrics of a trial's final model, each when `eval.robustness` /
+    `eval.equivariance` (or `robust`, `equivariant`) asks."""
     cfg = run.cfg
     robust = cfg.eval.robustness if robust is None else robust
     equivariant = cfg.eval.equivariance if equivariant is None else equivariant

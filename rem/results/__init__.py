@@ -1,4 +1,2 @@
-"""The sweep's results, independent of where they are stored: the experiment grid and its names for a grid point
-(`grid`), the results table built from trial histories (`table`), the arm a trial belongs to (`variants`), the
-helpers every reader of that table shares (`frames`: the finished trials, a metric's final value, the points the
-figures and the front are drawn from) and the Pareto front (`pareto`)."""
+"""The sweep's results, wherever they are stored: the grid (`grid`), the results table (`table`), each trial's arm
+(`arms`, `variants`), what every reader of the table shares (`frames`) and the Pareto front (`pareto`)."""

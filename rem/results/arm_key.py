@@ -1,10 +1,6 @@
-"""An arm's key: its fields (`rem.results.arms.Arm`) as canonical JSON text, the same for one arm in every table,
-process and run. Labelled frames carry it as `arm_key`, and every filter, grouping and join of arms goes by it; the
-label (`arm.label`, the `variant` column) is display text only, so renaming one joins nothing differently.
-
-A setting at its unset value and an architecture at its default are left out ({"method":"rem"} is +REM as
-published), so a setting a method gains later keeps the keys of its older arms.
-"""
+"""An arm's key: its fields as canonical JSON, the same in every table, process and run; every filter, grouping and
+join of arms goes by it, never by the label. Unset settings and default architecture are left out
+({"method":"rem"} is +REM), so a setting a method gains later keeps its older arms' keys."""
 
 from __future__ import annotations
 
@@ -22,8 +18,7 @@ def plain_value(value):
 
 
 def arm_key(arm: "Arm", declared: tuple["ArmSetting", ...], default_iterations: int) -> str:
-    """`arm` as canonical JSON: its method, then only what sets it apart from that method's arm as published
-    (`declared`: the settings its method names it by, `default_iterations`: the architecture's)."""
+    """`arm` as canonical JSON: its method, then only what sets it apart from that method's arm as published."""
     unset = {s.name: s.unset for s in declared}
     fields = {
         "method": arm.method,

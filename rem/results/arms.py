@@ -1,13 +1,6 @@
-"""A trial's arm as a value: the config values that name it in the paper ("+Q", "+REM λ×100", "+IMP 50%", "+Q (1
-iteration)", ...) and whatever else differs between the trials of the table being read that share a dataset, a model
-and a paper name, except the replicates (the seed). Its label is rendered from it and its place in every table,
-legend and colour list comes from its fields, never from reading the label back.
-
-A sweep over any other axis -- `train.lr`, `train.batch_size`, `prune.twt`, a `model.options` key -- would otherwise
-be averaged as if its values were seeds. Each such value becomes a `key=value` part of the trial's label
-("+Q · lr=0.0001") and of the arm's key (`Arm.key`, what every reader selects and groups rows by), so two
-configurations are never one row, one seed list, one colour. A profile whose trials differ only where the paper names them keeps its labels unchanged.
-"""
+"""A trial's arm as a value: what names it in the paper ("+Q", "+REM λ×100", "+Q (1 iteration)") plus any other
+config value that differs within its table ("+Q · lr=0.0001"), so a swept value is never averaged as if it were a seed.
+Labels, keys and every table's order are derived from its fields, never from reading a label back."""
 
 from __future__ import annotations
 
@@ -29,9 +22,7 @@ from rem.results.grid import SEED, point_keys
 from rem.results.presentation import REM_RANK, presentation_of
 
 REPLICATES = frozenset({SEED})
-# Read by the paper name (the variant, the table) or derived from it per trial (a matched control's target sparsity,
-# and with `prune.scope: tensor` each tensor's, are what its own seed's reference reached, so they differ by seed
-# within one arm); every pruning method's arm settings are read by it too (`stated_keys`).
+# Said by the paper name or derived per seed from it (a matched control's targets), so never a difference.
 STATED = frozenset({
     "data.dataset", "model.name", "model.routing_iterations", "model.decoder", "prune.method", "prune.target_from",
     "prune.tensor_targets",
@@ -45,20 +36,19 @@ SEPARATOR = " · "  # between the paper name and the other differences: "+Q · l
 
 
 def every_setting() -> Iterator[ArmSetting]:
-    """Every registered method's arm settings (`PruningMethod.arm_settings`, `control_settings`), plugins' included."""
+    """Every registered method's arm and control settings, plugins' included."""
     for _, method in METHODS.items():
         yield from (*method.arm_settings, *method.control_settings)
 
 
 def stated_keys() -> frozenset[str]:
-    """The columns an arm's name already says: its own fields' and every method's arm settings', whichever method
-    the trial ran."""
+    """The columns an arm's name already says, whichever method the trial ran."""
     return STATED | {column for setting in every_setting() for column in setting.columns}
 
 
 def compared_keys(columns) -> list[str]:
-    """The results table's config columns that can set arms apart (the trial sections, dotted, not metrics)."""
-    # an older table's renamed column: newer trials hold its value under the new key
+    """The results table's config columns that can set arms apart (trial sections, dotted, not metrics); an older
+    table's renamed column is skipped, as newer trials hold its value under the new key."""
     named = REPLICATES | stated_keys() | HOW_IT_RUNS | old_keys()
     return sorted(c for c in map(str, columns) if "/" not in c and c.partition(".")[0] in TRIAL_SECTIONS
                   and "." in c and c not in named)
@@ -77,33 +67,32 @@ def value_text(value) -> str:
 
 
 def difference_parts(key: str, value) -> list[str]:
-    """How one difference reads in a label: `lr=0.003`; a mapping by its own keys (`agreement_scale=3`). A setting
-    at its default never gets here (`at_default`)."""
+    """How one difference reads in a label: `lr=0.003`; a mapping by its own keys (`agreement_scale=3`)."""
     mapping = as_mapping(value)
     if mapping is None:
         return [f"{key}={value_text(value)}"]
     return [f"{k}={json.dumps(v) if isinstance(v, bool) else value_text(v)}" for k, v in mapping.items()]
 
 
+def is_nan(value) -> bool:
+    return isinstance(value, float) and math.isnan(value)
+
+
 def comparable(value):
-    """A missing value as the text "nan": NaN is unequal to itself, so two arms missing the same key would differ; a
-    mapping (a frame holding model.options as a dict) as its JSON, so an arm stays hashable."""
+    """`value` hashable and equal to itself: a mapping as JSON, NaN as the text "nan"."""
     if isinstance(value, dict):
         return json.dumps(value, sort_keys=True)
-    return "nan" if isinstance(value, float) and math.isnan(value) else value
+    return "nan" if is_nan(value) else value
 
 
-# The model's own options: where an arm of one paper name takes another value of them on another dataset, they are
-# named on every dataset, also one where no other arm of that name differs ("+Q (decoder)" alone on a dataset would
-# read as the published model when the claims run has it as published on the dataset beside).
+# Named on every dataset once they differ on any, lest an arm read as published beside its variant on another dataset.
 ACROSS_DATASETS = ("model.options",)
 NAME_OPTIONS = ("shared_votes",)  # model.options the paper name already shows ("+Q (shared votes)")
 
 
 def unstated(key: str, value):
-    """An options mapping (`key` its column) without the options the arm's name already states -- a method's arm
-    setting that is one of its own options (capsule pruning's `fraction`: "+CAPS 75%"), the model's
-    `NAME_OPTIONS` -- in its own order; any other value, or a mapping with none of those, as it is."""
+    """An options mapping (column `key`) without the options the arm's name already states ("+CAPS 75%",
+    `NAME_OPTIONS`), held as the frame held it; any other value as it is."""
     mapping = as_mapping(value)
     if mapping is None:
         return value
@@ -112,19 +101,16 @@ def unstated(key: str, value):
             if f"{key}.{k}" not in stated and not (key == "model.options" and k in NAME_OPTIONS)}
     if kept == mapping:
         return value
-    return kept if isinstance(value, dict) else json.dumps(kept)  # as the frame held it: a dict or JSON text
+    return kept if isinstance(value, dict) else json.dumps(kept)
 
 
 def beyond_name(value):
-    """A model.options mapping without the keys the arm's paper name shows, as comparable text."""
     return comparable(unstated("model.options", value))
 
 
 def arm_differences(last: pd.DataFrame, names: pd.Series) -> dict[str, tuple[tuple[str, object], ...]]:
-    """trial_key -> the config values that set its arm apart beyond its paper name, as (short key, value), from each
-    trial's last row `last` and its paper name `names` (same index), comparing the trials of one dataset, model and
-    name (`ACROSS_DATASETS`: of one model and name). `data.dataset` holds the trial's results table by then
-    (`label_trials`), so two tables of one dataset, smallNORB's viewpoint protocols, are not compared."""
+    """trial_key -> the (short key, value) pairs that set its arm apart beyond its paper name, from each trial's last
+    row and paper name (same index), compared within one table (`data.dataset`), model and name."""
     keys = compared_keys(last.columns)
     frame = last.assign(_name=names.to_numpy(), **{k: [unstated(k, v) for v in last[k]] for k in keys
                                                    if k.endswith(".options")})
@@ -143,9 +129,8 @@ def arm_differences(last: pd.DataFrame, names: pd.Series) -> dict[str, tuple[tup
 
 
 def run_defaults(rows: list[dict], keys: list[str]) -> dict[str, object]:
-    """key -> the value the trials whose grid point leaves `key` alone all hold (the sweep's fixed setting, e.g. the
-    routing profile's batch size 64), for each key where they agree; a key they disagree on (two runs with other
-    fixed settings joined) has none, so its values keep naming their arms."""
+    """key -> the sweep's fixed setting: the one value all trials whose grid point leaves `key` alone hold (none
+    where they disagree, so its values keep naming their arms)."""
     out = {}
     for key in keys:
         held = {comparable(row[key]) for row in rows if key not in point_keys(row["trial_key"])}
@@ -155,8 +140,7 @@ def run_defaults(rows: list[dict], keys: list[str]) -> dict[str, object]:
 
 
 def at_run_default(key: str, row: dict, base: dict[str, object]) -> bool:
-    """Whether the trial holds `key` at the sweep's fixed setting, its grid point leaving it alone: "+Q" beside
-    "+Q · batch_size=32" where the sweep trains at batch 64 (not "+Q · batch_size=64" beside it)."""
+    """Whether the trial holds `key` at the sweep's fixed setting (`run_defaults`), its grid point leaving it alone."""
     return key in base and key not in point_keys(row["trial_key"]) and comparable(row[key]) == base[key]
 
 
@@ -166,14 +150,11 @@ def config_defaults() -> dict[str, object]:
 
 
 def at_default(key: str, value) -> bool:
-    """Whether a trial's setting is the config's default (the arm as published): an arm's label names only what it
-    changed, so CapsNet as published stays "+Q" beside "+Q · warmup_steps=200". Two configurations still get two
-    labels: where they differ, at most one of them is at the default. A missing value (NaN, None) is the default: the
-    trial's run had no such column yet, and a setting joins the config at the value that keeps its old behaviour (a
-    run joined by `--add` reads NaN where the first run predates the setting)."""
+    """Whether a trial's setting is the config's default, so a label names only what the arm changed. A missing
+    value (NaN, None) counts as the default: a setting joins the config at the value older runs behaved by."""
     if key not in config_defaults():
         return False
-    if value is None or (isinstance(value, float) and math.isnan(value)):
+    if value is None or is_nan(value):
         return True
     default = config_defaults()[key]
     if isinstance(default, dict):
@@ -185,14 +166,14 @@ DEFAULT_ITERATIONS = ModelConfig.routing_iterations  # every family's default; o
 
 
 def method_of(name: str) -> type[PruningMethod]:
-    """The registered method that names and orders its arms; a method no longer registered (older results, a plugin
-    not loaded) is named as a fixed-target one ("+NAME 30%")."""
+    """The registered method that names and orders its arms; an unknown one (older results, a plugin not loaded)
+    as a fixed-target method ("+NAME 30%")."""
     return METHODS.find(name) or unregistered_method(name)
 
 
 @functools.cache
 def unregistered_method(name: str) -> type[PruningMethod]:
-    # one class per name, not one per arm read: a results table of such trials labels thousands of rows
+    # one class per name: a results table labels thousands of rows
     return type(name, (FixedTargetMethod,), {"name": name})
 
 
@@ -213,15 +194,12 @@ def difference_order(value) -> tuple:
 @functools.total_ordering
 @dataclass(frozen=True, init=False)
 class Arm:
-    """What sets a trial's arm apart. `method` is prune.method ("none" for the unpruned); `settings` the values of
-    the settings its method names its arms by (`PruningMethod.arm_settings_of`: e.g. REM's λ ratio and tensors, a
-    fixed-target method's target; each also an attribute, `arm.target`); `control_of` the method a matched control
-    takes its sparsity from; `iterations`, `decoder`, `shared_votes` the architecture's ablations; `differences` the
-    other config values that differ within its table, as (short key, value).
+    """What sets a trial's arm apart: `method` (prune.method, "none" unpruned), the `settings` its method names arms
+    by (each also an attribute, `arm.target`), `control_of` (a matched control's reference method), the
+    architecture's ablations and the other `differences` in its table, as (short key, value).
 
-    Built as `Arm(method="rem", tensors=("votes.weight",))`: a setting not given holds its unset value; one the
-    method does not name is an error, except in `settings` (what `dataclasses.replace` passes on when the method
-    changes), where it is dropped."""
+    Built as `Arm(method="rem", tensors=("votes.weight",))`: an unnamed setting holds its unset value; one the method
+    does not name raises TypeError, except in `settings` (what `dataclasses.replace` passes on), where it is dropped."""
 
     method: str
     settings: tuple[tuple[str, object], ...]
@@ -247,8 +225,7 @@ class Arm:
             object.__setattr__(self, name, value)  # frozen: set once, here
 
     def setting(self, name: str):
-        """The value of setting `name`: this arm's, or its unset value where its method does not name it (REM's
-        `shrinkage_only` of an IMP arm is False)."""
+        """The value of setting `name`: this arm's, or its unset value where its method does not name it."""
         for key, value in self.settings:
             if key == name:
                 return value
@@ -258,14 +235,14 @@ class Arm:
         return known.unset
 
     def __getattr__(self, name: str):
-        # only what normal lookup misses: a method's setting read as an attribute (`arm.tensors`)
+        # a method's setting read as an attribute (`arm.tensors`)
         if name.startswith("__") or name == "settings":
             raise AttributeError(name)
         return self.setting(name)
 
     @property
     def thresholds_by_rem(self) -> bool:
-        """+REM as published or at another λ or tensor set: LOBSTER and REM's threshold (not LOBSTER alone)."""
+        """+REM at any λ or tensor set (LOBSTER with REM's threshold, not LOBSTER alone)."""
         return self.rank == REM_RANK
 
     @property
@@ -281,7 +258,7 @@ class Arm:
     @property
     def key(self) -> str:
         """The arm as stable text (`rem.results.arm_key`): what frames filter, group and join arms by."""
-        return arm_key(self, method_of(self.method).arm_settings_of(self.control_of), DEFAULT_ITERATIONS)
+        return arm_key(self, self.declared(), DEFAULT_ITERATIONS)
 
     @property
     def ablated(self) -> bool:
@@ -290,15 +267,12 @@ class Arm:
 
     @property
     def as_published(self) -> bool:
-        """Its method's arm with nothing added to the name: no setting that shows, not a control, no ablation, no
-        other difference ("plain", "+Q", "+REM"; not "+REM λ×100", "+Q (decoder)" or "+Q · lr=0.0001")."""
-        shown = any(s.text(self.setting(s.name)) for s in method_of(self.method).arm_settings_of(self.control_of))
-        return not (shown or self.control_of or self.ablated or self.differences)
+        """Nothing added to its method's name ("plain", "+Q", "+REM"; not "+REM λ×100" or "+Q · lr=0.0001")."""
+        return not (any(self.setting_texts()) or self.control_of or self.ablated or self.differences)
 
     @property
     def marker(self) -> str | None:
-        """The figures' marker of the arm: its method's (`rem.results.presentation`) as published, else None (the
-        figure gives it the next spare one)."""
+        """Its method's figure marker as published, else None (the figure gives it the next spare one)."""
         return presentation_of(self.method).marker if self.as_published else None
 
     @property
@@ -311,14 +285,19 @@ class Arm:
         parts = [part for key, value in self.differences for part in difference_parts(key, value)]
         return self.name + (SEPARATOR + ", ".join(parts) if parts else "")
 
+    def declared(self) -> tuple[ArmSetting, ...]:
+        """The settings its method (or, for a control, the control) names arms by."""
+        return method_of(self.method).arm_settings_of(self.control_of)
+
+    def setting_texts(self) -> list[str]:
+        return [s.text(self.setting(s.name)) for s in self.declared()]
+
     def pruning_name(self) -> str:
         """Its method's family, then each of its settings' texts: "+IMP 50%", a matched control "+IMP@REM W only"."""
-        settings = method_of(self.method).arm_settings_of(self.control_of)
-        return presentation_of(self.method).family(self) + "".join(s.text(self.setting(s.name)) for s in settings)
+        return presentation_of(self.method).family(self) + "".join(self.setting_texts())
 
     def ablation_text(self) -> str:
-        """" (1 iteration)", " (decoder)", " (1 iteration, decoder)", " (shared votes)", or "" for the architecture's
-        default."""
+        """" (1 iteration, decoder)", " (shared votes)", ..., or "" for the architecture's default."""
         parts = [f"{self.iterations} iteration{'s' if self.iterations != 1 else ''}"] \
             if self.iterations != DEFAULT_ITERATIONS else []
         parts += ["decoder"] if self.decoder else []
@@ -330,20 +309,17 @@ class Arm:
 
     @property
     def sort_key(self) -> tuple:
-        """plain, +Q, +REM (as published, then by λ and tensors), then LOBSTER and every other method by its family
-        ("+IMP", "+IMP@REM", "LOBSTER") and settings (target, λ, tensors), a control after its method's fixed
-        targets; an ablation right after its variant; arms that differ in another value after their name, by
-        value."""
+        """plain, +Q, +REM, then the other methods by family and settings; an ablation right after its variant, other
+        differences after their name, by value."""
         rank = self.rank
         family = presentation_of(self.method).family(self) if rank > REM_RANK else ""
-        settings = tuple(s.order(self.setting(s.name)) for s in method_of(self.method).arm_settings_of(self.control_of))
+        settings = tuple(s.order(self.setting(s.name)) for s in self.declared())
         # the method and control before its settings: arms of one family always compare settings of one kind
         return (rank, family, self.method, self.control_of, settings, self.iterations != DEFAULT_ITERATIONS,
                 self.iterations, self.decoder, self.shared_votes,
                 tuple((k, difference_order(v)) for k, v in self.differences))
 
 
-# The paper's pair, which every model's table shows, run or not (unpruned +Q against +REM), and the unpruned arm
-# without +Q (a CNN's, or `eval.final_quantized: false`).
+# The paper's pair every model's table shows, run or not, and the unpruned arm without +Q (a CNN's).
 PLAIN_ARM, PLUS_Q, PLUS_REM = Arm(), Arm(quantized=True), Arm(method="rem")
 PUBLISHED_UNPRUNED = (PLAIN_ARM, PLUS_Q)  # the paper's unpruned arms, neither ablated nor set apart by another value

@@ -1,5 +1,4 @@
-"""The `sweep` section (registered with `rem.config.checks`): per-model resources, the grid's shape, matched controls,
-and every grid point as a config of its own."""
+"""Checks of the `sweep` section: per-model resources, the grid's shape, matched controls, every point's config."""
 
 from __future__ import annotations
 

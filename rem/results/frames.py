@@ -1,11 +1,5 @@
-"""What every reader of the results table shares -- the report's tables and figures, the evidence and claims pages,
-`rem pareto`: the finished trials labelled with their arm, each one's last row, a metric's final value, and the
-points the figures and the Pareto front are drawn from.
-
-A trial's last row carries its final evaluation (`final/<metric>`: the checkpoint and forward the paper reports,
-e.g. an unpruned trial's best-validation-loss epoch with +Q couplings); a run that predates it has only its epochs'
-own values, so every reader takes the final value where a trial has one and its last epoch's otherwise.
-"""
+"""What every reader of the results table shares: finished trials labelled with their arm, last rows, a metric's
+final value (`final/<metric>`, the evaluation the paper reports, else the last epoch's) and plot points."""
 
 from __future__ import annotations
 
@@ -16,15 +10,12 @@ from rem.results.arms import Arm
 from rem.results.variants import label_trials
 
 FINAL = "final/"
-# `arm`: the trial's `rem.results.arms.Arm`, last (what a reader decides by; `arm_key` what it selects and groups by,
-# the label `variant` what it shows)
-POINT_COLUMNS = ["trial_key", "dataset", "model", "variant", "arm_rank", "seed", "epoch", "sparsity", "test_acc", "entropy",
-                 "coupling_entropy", "arm_key", "arm"]
+POINT_COLUMNS = ["trial_key", "dataset", "model", "variant", "arm_rank", "seed", "epoch", "sparsity", "test_acc",
+                 "entropy", "coupling_entropy", "arm_key", "arm"]
 
 
 def finished_trials(results: pd.DataFrame) -> pd.DataFrame:
-    """The rows of the finished trials (a failed or stopped trial is no evidence), labelled with their `variant` and
-    table (`rem.results.variants.label_trials`), by trial and epoch."""
+    """The finished trials' rows (a failed one is no evidence), labelled (`label_trials`), by trial and epoch."""
     return label_trials(results[results["status"] == "FINISHED"]).sort_values(["trial_key", "epoch"])
 
 
@@ -34,9 +25,8 @@ def last_rows(results: pd.DataFrame) -> pd.DataFrame:
 
 
 def arms(frame: pd.DataFrame) -> list[tuple[str, Arm]]:
-    """(model, arm) pairs of a labelled frame in table order: models by name, then arms by their fields (+Q, +REM,
-    then the controls)."""
-    return sorted(set(zip(frame["model.name"].astype(str), frame["arm"])))  # Arms order themselves by their fields
+    """(model, arm) pairs of a labelled frame in table order: models by name, then arms by their fields."""
+    return sorted(set(zip(frame["model.name"].astype(str), frame["arm"])))
 
 
 def arm_rows(frame: pd.DataFrame, model: str, arm: Arm) -> pd.DataFrame:
@@ -45,16 +35,15 @@ def arm_rows(frame: pd.DataFrame, model: str, arm: Arm) -> pd.DataFrame:
 
 
 def final_value(rows: pd.DataFrame, column: str) -> pd.Series:
-    """`column` of each row from the final evaluation where the row has one, else the epoch's own (NaN without
-    either)."""
+    """`column` of each row from the final evaluation where it has one, else the epoch's own (NaN without either)."""
     epoch = rows[column] if column in rows.columns else pd.Series(np.nan, index=rows.index)
     final = rows.get(f"{FINAL}{column}")
     return epoch if final is None else final.where(final.notna(), epoch)
 
 
 def with_final_values(rows: pd.DataFrame) -> pd.DataFrame:
-    """A copy of `rows` whose every metric with a final evaluation holds `final_value`: what a table aggregating
-    many metrics (per-class entropies, parse trees) reads, so that each comes from the same evaluation."""
+    """A copy of `rows` whose every metric with a final evaluation holds `final_value`, so all come from one
+    evaluation."""
     out = rows.copy()
     for column in rows.columns:
         if column.startswith(FINAL):
@@ -63,8 +52,7 @@ def with_final_values(rows: pd.DataFrame) -> pd.DataFrame:
 
 
 def _points(rows: pd.DataFrame, test_acc: pd.Series, entropy, coupling) -> pd.DataFrame:
-    """`rows` (labelled) as plot points: sparsity and accuracy in %, mean entropy and the class layer's coupling
-    entropy in bits (whether the routing left uniform: `rem.report.preconditions`)."""
+    """`rows` (labelled) as plot points: sparsity and accuracy in %, mean and coupling entropy in bits."""
     if rows.empty:
         return pd.DataFrame(columns=POINT_COLUMNS)
     return pd.DataFrame({

@@ -1,25 +1,6 @@
-"""The sweep grid: `sweep.grid` in params.yaml expanded into trial points (flat `section.key -> value` dicts).
-
-A grid is either one mapping (the Cartesian product of its axes) or a list of mappings (the union of their
-products, in order), so an experiment can pair cheap and costly arms without running every combination:
-
-    sweep:
-      grid:
-        - model.name: [capsnet]                       # +Q and +REM for CapsNet
-          prune: [{method: none}, {method: rem}]
-          train.seed: [42, 43]
-        - model.name: [efficient_capsnet]             # the pruning ablation on the cheap model
-          prune: [{method: imp, target_sparsity: 0.5}, {method: snip, target_sparsity: 0.5}]
-          train.seed: [42]
-
-An axis is a dotted key (`train.seed`) whose values are set one at a time, or a section name (`prune`,
-`model`, ...) whose values are mappings of that section's keys set together: a pruning method and its
-target sparsity are one choice, not two axes. A point that two sub-grids both produce runs once.
-
-A point has one identity, `trial_key` (the results table's `trial_key`, the MLflow tag runs are found by, what
-matched controls are looked up by), and one name people read, `trial_label` (MLflow's run name; Ray's trial name
-is its parts made safe for a folder).
-"""
+"""The sweep grid (docs/profiles.md): `sweep.grid`, one mapping of axes (their product) or a list of them (the union,
+each point once), expanded into trial points, flat `section.key -> value` dicts; a section axis (`prune`) sets that
+section's keys together."""
 
 from __future__ import annotations
 
@@ -90,15 +71,14 @@ def axes(grid: Any) -> list[str]:
 
 
 def trial_key(point: Point) -> str:
-    """The point's identity, stable however the grid lists its axes (or a mapping value its keys), e.g.
-    `model.name=capsnet,prune.method=rem,train.seed=42`, `model.options={"shared_votes": true},...`."""
+    """The point's identity, whatever order its axes (or a mapping's keys) are listed in, e.g.
+    `model.name=capsnet,prune.method=rem,train.seed=42`."""
     return ",".join(f"{k}={value_text(point[k])}" for k in sorted(point))
 
 
 @functools.cache  # a label reads each trial's keys once per compared setting
 def point_keys(key: str) -> frozenset[str]:
-    """The config keys a trial's grid point set, read back from its `trial_key` (its keys are dotted names, each
-    after a comma or at the start; a value's JSON never puts a dotted name and "=" after a comma)."""
+    """The config keys a trial's grid point set, read back from its `trial_key`."""
     return frozenset(re.findall(r"(?:^|,)([A-Za-z_][\w-]*(?:\.[\w-]+)+)=", str(key)))
 
 
@@ -113,10 +93,10 @@ def value_text(value: Any) -> str:
 
 
 def label_parts(point: Point) -> list[str]:
-    """The point's values in reading order, e.g. ["capsnet", "fashion-mnist", "rem", "target_sparsity=0.5", "s42"]:
-    the axes of LABEL_ORDER by value alone, any other as `<last key part>=<value>`, the seed as `s<seed>`."""
+    """The point's values in reading order, e.g. ["capsnet", "fashion-mnist", "rem", "target_sparsity=0.5", "s42"]."""
     parts = [value_text(point[k]) for k in LABEL_ORDER if k in point]
-    parts += [f"{k.rsplit('.', 1)[-1]}={value_text(point[k])}" for k in sorted(point) if k not in LABEL_ORDER and k != SEED]
+    parts += [f"{k.rsplit('.', 1)[-1]}={value_text(point[k])}" for k in sorted(point)
+              if k not in LABEL_ORDER and k != SEED]
     if SEED in point:
         parts.append(f"s{point[SEED]}")
     return parts
@@ -141,8 +121,7 @@ MATCH_KEY = "prune.target_from"
 MAX_MATCHED_TARGET = 0.999999
 
 
-# The REM settings a control names to pick among REM arms (e.g. {method: imp, target_from: rem, lambda0: 0.01}
-# is the control of the REM arm with lambda0 0.01): IMP and SNIP ignore them.
+# The REM settings a control names to pick among REM arms; the control's own method ignores them.
 REM_ARM_KEYS = ("prune.lambda0", "prune.lambda_decay", "prune.threshold_search", "prune.threshold_tensors",
                 "prune.twt", "prune.search_precision")
 
@@ -156,18 +135,15 @@ def _rem_arm(point: Point) -> Point:
 
 
 def split_matched(points_: list[Point]) -> tuple[list[Point], dict[str, Point]]:
-    """Split the points into those that run first and matched controls (`prune.target_from`), each control mapped
-    by its trial key to the one point it matches: the same point outside `prune`, pruned by the named method with
-    the same REM settings (`REM_ARM_KEYS`; unset on both sides for the default REM arm).
-
-    Raises GridError (before any trial runs) when a control has no such point or more than one."""
+    """The points that run first, and each matched control's trial key -> its one reference: the same point outside
+    `prune`, pruned by the named method with the same `REM_ARM_KEYS`. Raises GridError unless exactly one matches."""
     first = [p for p in points_ if MATCH_KEY not in p]
     matched = {}
     for point in points_:
         if MATCH_KEY not in point:
             continue
-        refs = [p for p in first if p.get("prune.method") == point[MATCH_KEY] and _outside_prune(p) == _outside_prune(point)
-                and _rem_arm(p) == _rem_arm(point)]
+        refs = [p for p in first if p.get("prune.method") == point[MATCH_KEY]
+                and _outside_prune(p) == _outside_prune(point) and _rem_arm(p) == _rem_arm(point)]
         if len(refs) != 1:
             raise GridError(f"sweep.grid: {trial_key(point)} matches {len(refs)} trials pruned by "
                             f"{point[MATCH_KEY]!r} with the same other values; it needs exactly one")
@@ -180,15 +156,13 @@ def split_matched(points_: list[Point]) -> tuple[list[Point], dict[str, Point]]:
 
 
 def matched_column(reference: Point) -> str:
-    """The results column a control is matched on: the reference's sparsity over the one tensor it thresholded
-    (`sparsity/<tensor>`), else over every prunable weight (`sparsity`)."""
+    """The results column a control is matched on: `sparsity/<tensor>` for a one-tensor reference, else `sparsity`."""
     tensors = list(reference.get("prune.threshold_tensors") or [])
     return f"sparsity/{tensors[0]}" if tensors else "sparsity"
 
 
 def matched_target(reached_sparsity: float) -> float:
-    """A reached sparsity (a fraction) as a control's target: rounded, and just below 1 for a reference that pruned
-    everything (a target must be < 1)."""
+    """A reached sparsity (a fraction) as a control's target: rounded, and below 1 as a target must be."""
     return min(round(float(reached_sparsity), 6), MAX_MATCHED_TARGET)
 
 
@@ -198,8 +172,8 @@ def matches_tensors(point: Point) -> bool:
 
 
 def resolve_matched(point: Point, reached_sparsity: float, tensor_sparsity: dict[str, float] | None = None) -> Point:
-    """The control with its target set to the sparsity (a fraction) its reference trial reached, and for one matched
-    tensor by tensor each tensor's (`prune.tensor_targets`, fractions)."""
+    """The control with its target set to the sparsity its reference reached (and, matched tensor by tensor, each
+    tensor's in `prune.tensor_targets`), as fractions."""
     resolved = {**point, "prune.target_sparsity": matched_target(reached_sparsity)}
     if matches_tensors(point):
         resolved["prune.tensor_targets"] = {n: matched_target(s) for n, s in sorted((tensor_sparsity or {}).items())}

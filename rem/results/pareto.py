@@ -1,9 +1,5 @@
-"""The sweep's trade-off front: trials no other trial of the same dataset and architecture beats on test
-accuracy (higher), mean routing entropy (lower) and sparsity (higher).
-
-`front(points)` is the one definition: `rem pareto` (`rem.tracking.pareto`) applies it to the trials read from
-MLflow, the report's Pareto figure to the trials of the results table (`rem.results.frames.trial_points` gives both).
-"""
+"""The sweep's trade-off front: trials no other trial of the same dataset and architecture beats on test accuracy
+(higher), mean routing entropy (lower) and sparsity (higher); `rem pareto` and the report's figure both use `front`."""
 
 from __future__ import annotations
 

@@ -1,11 +1,6 @@
-"""How an arm is named and drawn, by its pruning method (`prune.method`): the family its name starts with ("+REM",
-"+IMP@REM"), its rank in every table (plain, +Q, +REM, then the rest by family) and its figure marker as published.
-
-The pruning methods know nothing of it: they only say which settings set their arms apart (`arm_settings`). A method
-without an entry here -- one of your own, registered from outside `rem/` -- is drawn as `DEFAULT`: "+<NAME>" (a
-matched control "+<NAME>@<REFERENCE>"), listed after +REM by that family, the figure's next spare marker; give it its
-own with `register_presentation`.
-"""
+"""How an arm is named and drawn, by its `prune.method`: its name's family ("+REM", "+IMP@REM"), its rank in every
+table and its figure marker. A method without an entry (a plugin's) is drawn as `DEFAULT` ("+<NAME>", after +REM, the
+next spare marker) unless given its own with `register_presentation`."""
 
 from __future__ import annotations
 
@@ -30,9 +25,8 @@ def other_rank(arm: "Arm") -> int:
 
 @dataclass(frozen=True)
 class Presentation:
-    """family: the arm -> its name before its settings' texts, shared by the method's arms; rank: the arm ->
-    UNPRUNED_RANK, QUANTIZED_RANK, REM_RANK (thresholded by REM) or OTHER_RANK (sorted by family); marker: the
-    figures' marker of the method's arm as published (None: the next spare one)."""
+    """family: arm -> its name before its settings' texts; rank: arm -> one of the `*_RANK`s (OTHER_RANK sorts by
+    family); marker: the figures' marker of the arm as published (None: the next spare one)."""
 
     family: Callable[["Arm"], str] = method_family
     rank: Callable[["Arm"], int] = other_rank

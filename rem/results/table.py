@@ -1,9 +1,5 @@
-"""The results table: one row per trial x epoch, with the same columns whether the sweep wrote it (`pipeline.sweep`)
-or it was rebuilt from MLflow (`rem.tracking.results`).
-
-Columns: the identity (sweep_id, trial_key, status, error, epoch) first, then the trial's metrics and its resolved
-config (dotted keys). A trial without any epoch (it failed early, or never ran) still has one row, at epoch 0.
-"""
+"""The results table: one row per trial x epoch (a trial without epochs at epoch 0), identity columns first, then
+metrics and the resolved config (dotted keys), whether the sweep wrote it or it was rebuilt from MLflow."""
 
 from __future__ import annotations
 
@@ -65,8 +61,8 @@ def write_results(table: pd.DataFrame, path: Path) -> Path:
 
 
 def read_results(path: Path) -> pd.DataFrame:
-    """The results table at `path` (Parquet), or the CSV of the same name a machine without pyarrow wrote
-    (benchmarks/gpucheck: the GPU machine may lack it); FileNotFoundError naming `path` when neither is there."""
+    """The results table at `path` (Parquet), or the CSV of that name a machine without pyarrow wrote; raises
+    FileNotFoundError when neither is there."""
     path = Path(path)
     if path.is_file():
         return pd.read_parquet(path)

@@ -1,13 +1,7 @@
-"""Which arm of the experiment a trial of the results table belongs to (`rem.results.arms.Arm`), read from its row:
-its table (the dataset, plus smallNORB's viewpoint protocol), the config values its method reads ("+Q" when the
-unpruned trial's final forward was quantized, "+REM λ×100", "+IMP 50%", "+CAPS 25%", a matched control "+IMP@REM",
-an ablation "+Q (1 iteration)"), and what else differs between the trials of the table being read. The report, its
-figures, the evidence and claims pages and `rem pareto` all label and order trials here.
-"""
+"""Which arm (`rem.results.arms.Arm`) and table a results-table trial belongs to, read from its rows: where every
+reader labels and orders trials."""
 
 from __future__ import annotations
-
-import math
 
 import pandas as pd
 
@@ -17,7 +11,7 @@ from rem.data.registry import table_name
 from rem.models import has_routing, list_models
 from rem.results import grid
 from rem.pruning.methods.arm_settings import ArmSetting
-from rem.results.arms import DEFAULT_ITERATIONS, Arm, arm_differences, method_of
+from rem.results.arms import DEFAULT_ITERATIONS, Arm, arm_differences, is_nan, method_of
 from rem.results.table import trial_rows
 
 
@@ -37,7 +31,7 @@ def variant_of(row) -> str:
 
 
 def present(value) -> bool:
-    return value is not None and not (isinstance(value, float) and math.isnan(value)) and str(value) not in ("nan", "None", "")
+    return value is not None and not is_nan(value) and str(value) not in ("nan", "None", "")
 
 
 def number(row, key: str, default: float) -> float:
@@ -51,8 +45,8 @@ def model_options(row) -> dict:
 
 
 def setting_value(row, setting: ArmSetting, routes: bool):
-    """A method's arm setting (`ArmSetting`) as a trial's row holds it: the first of its columns the row has, read,
-    or its missing value (also for a model without routing, where the setting is about routing)."""
+    """A method's arm setting from the first of its columns the row has, or its missing value (also where the
+    setting is about routing and the model has none)."""
     if setting.routing_only and not routes:
         return setting.missing
     cell = next((held for held in (cell_of(row, column) for column in setting.columns) if held is not ABSENT), None)
@@ -63,8 +57,7 @@ ABSENT = object()  # a row without the column (or an options mapping without the
 
 
 def cell_of(row, column: str):
-    """The row's cell of `column`, or ABSENT. A column `<section>.options.<key>` is the key of that options mapping
-    (kept as JSON text), held where the mapping has it: a method's setting that is one of its own options."""
+    """The row's cell of `column`, or ABSENT; `<section>.options.<key>` is read from that options mapping."""
     if column in row:
         return row[column]
     mapping_column, _, key = column.rpartition(".")
@@ -75,9 +68,8 @@ def cell_of(row, column: str):
 
 
 def arm_of(row, differences: tuple = ()) -> Arm:
-    """The arm of a results-table row (a trial's last row: only it carries the final evaluation's columns). Only the
-    settings its method names its arms by (`PruningMethod.arm_settings_of`) are read, so a value a method ignores
-    never splits its trials into two arms."""
+    """The arm of a trial's last row (only it carries the final evaluation); only the settings its method names
+    arms by are read, so a value the method ignores never splits its trials."""
     method = str(row.get("prune.method", "none"))
     method = "none" if method in ("nan", "None") else method
     control_of = str(row.get("prune.target_from")) if present(row.get("prune.target_from")) else ""
@@ -96,14 +88,12 @@ def arm_ranks(arms) -> dict[Arm, int]:
 
 
 def label_trials(results: pd.DataFrame) -> pd.DataFrame:
-    """A copy with each trial's arm (`arm`: an `Arm`; `arm_key`: its key, what readers filter, group and join by;
-    `variant`: its label for display, the paper name then any other config value that sets it apart; `arm_rank`: its
-    place in the order) and its table's name in `data.dataset` (`dataset_label`)."""
+    """A copy with each trial's `arm`, `arm_key` (what readers select by), `variant` (its label, for display) and
+    `arm_rank`, and its table's name in `data.dataset`."""
     results = results.copy()
     results["data.dataset"] = [dataset_label(r) for r in results.to_dict("records")]
     last = results.sort_values("epoch").groupby("trial_key").tail(1)
     names = pd.Series([variant_of(row) for row in last.to_dict("records")], index=last.index)
-    # any other config value that differs between trials of one name is part of their arm: never averaged as seeds
     differences = arm_differences(last, names)
     arms = {row["trial_key"]: arm_of(row, differences[row["trial_key"]]) for row in last.to_dict("records")}
     ranks = arm_ranks(arms.values())
@@ -115,9 +105,8 @@ def label_trials(results: pd.DataFrame) -> pd.DataFrame:
 
 
 def grid_arms(cfg, points: list[dict], resolved: list | None = None) -> dict[str, Arm]:
-    """Each grid point's arm (trial_key -> Arm) before any trial runs, as the report will label its trial: read from
-    the config the point resolves to (`resolved`, when the caller has them already), as the results table will
-    hold it."""
+    """trial_key -> each grid point's arm before any trial runs, as the report will label it, from the points'
+    configs (`resolved`, when the caller has them already)."""
     resolved = resolved or [cfg.with_overrides(point, "sweep.grid") for point in points]
     rows = [trial_rows({"trial_key": grid.trial_key(point)}, config,
                        pd.DataFrame([{"epoch": 1, "final/quantized": float(config.eval.final_quantized)}]))
@@ -127,10 +116,8 @@ def grid_arms(cfg, points: list[dict], resolved: list | None = None) -> dict[str
 
 
 def arm_run_names(cfg, points: list[dict]) -> dict[str, dict[str, str]]:
-    """trial_key -> {"run_name": the trial's run name by its arm, "arm": the arm's label}, e.g.
-    `capsnet·fashion-mnist·+REM·s42`, `capsnet·fashion-mnist·+Q · lr=0.0001·s43`: what MLflow lists and groups by,
-    the report's label in its middle. An axis outside the trial's sections (`sweep.log_model`) follows the label: it
-    sets trials apart, not arms."""
+    """trial_key -> {"run_name": e.g. `capsnet·fashion-mnist·+REM·s42`, "arm": the arm's label}; an axis outside the
+    trial's sections (`sweep.log_model`) follows the label, as it sets trials apart, not arms."""
     configs = [cfg.with_overrides(point, "sweep.grid") for point in points]  # resolved (and checked) once each
     arms = grid_arms(cfg, points, configs)
     names = {}

@@ -1,5 +1,4 @@
-"""A one-model analysis (the mechanism curve, robustness) logged to the MLflow run its model came from: its files as
-artifacts and its points as metrics, so the run holds what `rem sparsity-curve` or `rem robustness` measured."""
+"""A one-model analysis (`rem sparsity-curve`, `rem robustness`) logged to the MLflow run its model came from."""
 
 from __future__ import annotations
 

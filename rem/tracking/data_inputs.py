@@ -1,12 +1,5 @@
-"""The data a trial learned and was measured on, as MLflow dataset inputs: its training, validation and test splits.
-
-Each split is one dataset input of the trial's run (what MLflow's run page lists under "Datasets"): named
-`<dataset>/<split>`, its source the folder of verified files the trial read, its context `training`, `validation` or
-`test`, and a digest that changes exactly when the split's images could: the payload md5 of every file of the dataset
-(the ones the fetch verified, rem.data.verify) with the settings that cut the split from them (held-out size, split
-seed, subsets, the family's own options). Two runs whose digests match read the same images in the same split.
-Logged through the client and an explicit run id, as every other record of a trial (rem.tracking.runs).
-"""
+"""A trial's training, validation and test splits as its run's MLflow dataset inputs (`<dataset>/<split>`), each
+with a digest of the verified files and the settings that cut the split: equal digests, the same images."""
 
 from __future__ import annotations
 
@@ -54,6 +47,5 @@ def dataset_inputs(data, checksums: dict[str, str], folder: Path) -> list:
 
 
 def log_data_inputs(client: MlflowClient, run_id: str, data, checksums: dict[str, str], folder: Path) -> None:
-    """The trial's three splits as the run's dataset inputs. Logging one again (a retried trial) adds nothing:
-    MLflow keeps one input per (name, digest) and context."""
+    """The trial's three splits as the run's dataset inputs; logging them again (a retried trial) adds nothing."""
     client.log_inputs(run_id, datasets=dataset_inputs(data, checksums, folder))

@@ -1,13 +1,6 @@
-"""A trial's final model as an MLflow Model, so MLflow knows it is a model: a pyfunc written as models from
-code (`serving/mlflow_code/capsule_pyfunc.py`: nothing pickled, the weights are the run's weights-only model package),
-with a signature, an input example and its input contract (`serving.contract`) in the MLmodel file. It is the run's
-logged model named `model` -- `runs:/<run id>/model` loads it, the Models tab lists it -- linked as MLflow 3 links
-them: the run's output at its last epoch, carrying the trial's headline final metrics.
-
-The steps are those of `mlflow.pyfunc.log_model` (create the logged model, save the pyfunc, upload it, link it to the
-run, finalize it), taken on the caller's `MlflowClient`: log_model works on MLflow's process-global tracking URI and
-active run, which a trial never uses (`rem.tracking.runs`). The run also keeps its `model/model.pt` artifact.
-"""
+"""A trial's final model as the run's MLflow Model `model`: a models-from-code pyfunc (nothing pickled) with a
+signature, input example and input contract, carrying the headline final metrics. The steps of `mlflow.pyfunc.log_model`
+are taken on the caller's client, as log_model works on MLflow's global URI and active run."""
 
 from __future__ import annotations
 
@@ -25,10 +18,9 @@ MODEL_NAME = "model"  # MLflow 3 resolves `runs:/<run id>/model` to the run's lo
 PACKAGE_KEY = "package"  # the pyfunc artifact holding the model package (the code file reads it by this key)
 CODE_FILE = Path(__file__).resolve().parent / "serving" / "mlflow_code" / "capsule_pyfunc.py"
 MODEL_TYPE = "rem-capsule-classifier"
-# The trial's headline numbers, shown and sortable on the logged model: accuracy, entropy, parse trees, sparsity, size
+# the trial's headline numbers, shown and sortable on the logged model
 MODEL_METRICS = ("final/test/acc", "final/entropy/mean", "final/parse_trees/total", "sparsity", "nonzero_params")
-# What the model code imports (the rest comes with rem-capsules), pinned: MLflow's own inference of them would load
-# the model once more, in a subprocess, for every trial
+# pinned: MLflow's own inference would load the model once more, in a subprocess, for every trial
 SERVING_PACKAGES = ("rem-capsules", "mlflow", "torch", "numpy", "pandas")
 
 
@@ -39,7 +31,8 @@ def signature_of(contract: InputContract):
 
     kinds = {CLASS: "long", PARSE_TREE: "string"}
     return ModelSignature(inputs=Schema([TensorSpec(np.dtype(np.float32), (-1, *contract.in_shape))]),
-                          outputs=Schema([ColSpec(kinds.get(name, "float"), name) for name in answer_columns(contract)]))
+                          outputs=Schema([ColSpec(kinds.get(name, "float"), name)
+                                          for name in answer_columns(contract)]))
 
 
 def run_models(client, run) -> list:
@@ -52,8 +45,8 @@ def run_models(client, run) -> list:
 
 
 def ready_model_id(client, run) -> str | None:
-    """The id of the run's finished MLflow Model; unfinished ones (an attempt that died while logging) are deleted, so
-    `runs:/<run id>/model` can only mean a complete one."""
+    """The id of the run's finished MLflow Model or None; unfinished ones are deleted, so `runs:/<run id>/model`
+    can only mean a complete one."""
     from mlflow.entities import LoggedModelStatus
 
     ready = None
@@ -66,8 +59,7 @@ def ready_model_id(client, run) -> str | None:
 
 
 def test_split(client, run_id: str) -> dict[str, str]:
-    """The run's test split as its dataset input names it (rem.tracking.data_inputs): what the final metrics were
-    measured on, as Metric's dataset fields; empty for a run logged before trials logged their data."""
+    """The run's test split as Metric's dataset fields, from its dataset inputs; empty for a run without them."""
     for logged in client.get_run(run_id).inputs.dataset_inputs:
         if any(tag.key == "mlflow.data.context" and tag.value == "test" for tag in logged.tags):
             return {"dataset_name": logged.dataset.name, "dataset_digest": logged.dataset.digest}
@@ -75,10 +67,8 @@ def test_split(client, run_id: str) -> dict[str, str]:
 
 
 def link_final_metrics(client, run_id: str, model_id: str, step: int) -> None:
-    """The run's `MODEL_METRICS` at `step` onto the logged model, as MLflow's log_model copies a run's metrics: the same
-    values and timestamps, so the run's own history gains no duplicate; a test metric names the test split it was
-    measured on, so the model's page lists that dataset (sparsity is the weights', entropy the split eval.split
-    names)."""
+    """The run's `MODEL_METRICS` at `step` onto the logged model with their own timestamps (so the run's history gains
+    no duplicate), a test metric naming its test split."""
     from mlflow.entities import Metric
 
     metrics, measured_on = [], test_split(client, run_id)
@@ -108,8 +98,8 @@ def save_pyfunc(path: Path, package_path: Path, package: dict, run_id: str, mode
 
 
 def log_mlflow_model(client, run_id: str, package_path: Path, step: int) -> str:
-    """Log the model package at `package_path` as run `run_id`'s MLflow Model, its output at `step` (the final
-    epoch); returns the logged model's id (an earlier attempt's, if it finished logging it)."""
+    """Log the model package at `package_path` as the run's MLflow Model, its output at `step` (the final epoch);
+    returns the logged model's id (an earlier attempt's, if it finished)."""
     from mlflow.entities import LoggedModelOutput, LoggedModelStatus
 
     run = client.get_run(run_id)

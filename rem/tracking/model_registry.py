@@ -1,6 +1,5 @@
-"""A trial's MLflow Model in MLflow's model registry: a version of a registered model, and an alias (`champion`) on it,
-so `models:/<name>@champion` loads or serves whatever trial was chosen last. Works on any registry the client's
-tracking URI reaches (the sqlite file, an `mlflow server`)."""
+"""A trial's MLflow Model as a version of a registered model with an alias on it, so `models:/<name>@champion` loads
+whatever trial was chosen last."""
 
 from __future__ import annotations
 
@@ -30,7 +29,8 @@ def ensure_registered_model(client, name: str) -> None:
     except MlflowException as err:
         if err.error_code != ErrorCode.Name(RESOURCE_DOES_NOT_EXIST):
             raise
-        client.create_registered_model(name, description="Trials of the REM capsule pipeline, registered by `rem register`")
+        client.create_registered_model(name,
+                                       description="Trials of the REM capsule pipeline, registered by `rem register`")
 
 
 def register_trial(client, run_id: str, name: str, alias: str, tags: dict[str, str], description: str = ""):

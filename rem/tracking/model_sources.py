@@ -1,8 +1,5 @@
-"""Where a one-model analysis finds its trained model: a model package from a checkpoint folder or file, a package
-file or an MLflow run (`load_source`), and that package ready to evaluate on its trial's test split
-(`package_evaluation`, the `rem.analysis.model_on_test.ModelOnTest` the analyses take). The mechanism curve, the
-robustness evaluation (`rem.tracking.package_analyses`) and the reconstruction figure drawn at publish time share
-them."""
+"""Where a one-model analysis finds its trained model (`load_source`) and that model ready to evaluate on its
+trial's test split (`package_evaluation`)."""
 
 from __future__ import annotations
 
@@ -27,9 +24,8 @@ class SourceError(ValueError):
 
 def package_evaluation(package: dict, source: str, repo_root: Path, *, test_images: int = 0,
                        device: torch.device = HOST) -> ModelOnTest:
-    """A model package (`rem.tracking.model_store`) ready to evaluate on its trial's test split (the first
-    `test_images` of it when > 0), read as the trial read it; a dataset of another shape than the model's is one
-    line."""
+    """A model package ready to evaluate on its trial's test split (its first `test_images` when > 0); raises
+    SourceError when the dataset's shape is not the model's."""
     cfg = from_stored(package["config"], f"{source} config")
     model = model_from_package(package, source).to(device)
     splits = prepare_data(cfg, repo_root)
@@ -49,7 +45,7 @@ RUN_ID = re.compile(r"^[0-9a-f]{32}$")  # MLflow's run ids
 
 def load_source(source: str, tracking_uri: str | None = None) -> tuple[dict, str, str | None]:
     """(model package, its name for messages, the MLflow run id or None) of a checkpoint folder or file, a model
-    package file, or an MLflow run id; a missing file or artifact is one line naming it."""
+    package file, or an MLflow run id; raises SourceError naming a missing file or artifact."""
     path = Path(source)
     if path.is_dir():
         path = checkpoint_file(path)

@@ -1,17 +1,6 @@
-"""A trial's final model as a self-contained package: logged to its MLflow run, loaded back anywhere.
-
-The package is one `.pt` dict of plain values (read with the weights-only unpickler, see `rem.io`):
-
-    format       PACKAGE_FORMAT
-    model_name   registry name (`rem.models.create_model`)
-    build_args   in_shape, num_classes and the family options the trial built it with
-    state_dict   the weights of the final evaluation (`final/checkpoint_epoch`: best or last epoch)
-    masks        the pruner's masks (True = kept), empty for an unpruned trial
-    epoch        which epoch those weights are from
-    config       the trial's resolved config
-
-`load_model(run_id)` needs only the tracking server (or sqlite file) and a CPU.
-"""
+"""A trial's final model as a self-contained package, logged to its MLflow run and loaded back anywhere: one `.pt`
+dict of plain values (format, model_name, build_args, state_dict, masks (True = kept), epoch, config), read
+weights-only."""
 
 from __future__ import annotations
 
@@ -43,8 +32,8 @@ class ModelShapeError(ValueError):
 
 
 def model_package(state: dict, in_shape=None, num_classes: int | None = None) -> dict:
-    """The package of a trial's last checkpoint `state` (`rem.training.checkpoint`); the input shape and class
-    count default to the ones the checkpoint records. A capsule-pruned model is packaged at its saved size."""
+    """The package of a trial's last checkpoint `state`, by default at the input shape and class count it records;
+    a capsule-pruned model keeps its saved size."""
     cfg = saved_config(state, "checkpoint config")
     final = final_model(state)
     in_shape = final.in_shape if in_shape is None else in_shape
@@ -64,8 +53,8 @@ def model_from_package(package: dict, source: str = "package") -> torch.nn.Modul
         found = package.get("format") if isinstance(package, dict) else type(package).__name__
         raise UnsafeFileError(f"{source}: not a {PACKAGE_FORMAT} model package (format {found!r})")
     args = dict(package["build_args"])
-    model = create_model(package["model_name"], in_shape=tuple(args.pop("in_shape")), num_classes=args.pop("num_classes"),
-                         **args)
+    model = create_model(package["model_name"], in_shape=tuple(args.pop("in_shape")),
+                         num_classes=args.pop("num_classes"), **args)
     expected = model.state_dict()
     for name, tensor in package["state_dict"].items():  # one line naming the misfit, not torch's many-line error
         if name not in expected or tuple(expected[name].shape) != tuple(tensor.shape):
@@ -88,9 +77,7 @@ def download(run_id: str, artifact: str, tracking_uri: str | None, dst: Path) ->
 
     uri = _tracking_uri(tracking_uri)
     try:
-        # From the run's artifact root, not `runs:/<id>/<artifact>`: for a run with an MLflow Model named `model`
-        # (rem.tracking.mlflow_model) MLflow 3 also looks `model/...` up among logged models, on the process-global
-        # tracking URI, not `uri` (creating ./mlflow.db where none is set).
+        # not `runs:/<id>/<artifact>`: MLflow 3 would look `model/...` up among logged models on the global URI
         root = open_client(uri).get_run(run_id).info.artifact_uri
         return Path(mlflow.artifacts.download_artifacts(artifact_uri=f"{root.rstrip('/')}/{artifact}", tracking_uri=uri,
                                                         dst_path=str(dst)))
@@ -106,8 +93,7 @@ def load_package(run_id: str, tracking_uri: str | None = None) -> dict:
 
 
 def load_model(run_id: str, tracking_uri: str | None = None) -> torch.nn.Module:
-    """The final model of trial run `run_id`, in eval mode on the CPU, from any tracking URI (default: env
-    MLFLOW_TRACKING_URI, else ./mlflow.db)."""
+    """The final model of trial run `run_id`, in eval mode on the CPU (default store: `runs.tracking_uri`'s)."""
     return model_from_package(load_package(run_id, tracking_uri), f"run {run_id} {MODEL_ARTIFACT}")
 
 

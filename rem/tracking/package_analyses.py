@@ -1,6 +1,5 @@
-"""The one-model analyses of a saved model package, for `rem sparsity-curve` and `rem robustness`: what the command
-asked for is checked first (before any data is read), then the package's model and its trial's test split are read
-(`rem.tracking.model_sources.package_evaluation`) and measured by `rem.analysis`."""
+"""The one-model analyses of a saved model package (`rem sparsity-curve`, `rem robustness`), their arguments checked
+before any data is read."""
 
 from __future__ import annotations
 
@@ -18,8 +17,7 @@ from rem.tracking.model_sources import package_evaluation
 
 def curve_for_package(package: dict, source: str, repo_root: Path, *, test_images: int = 0,
                       sparsities=SPARSITIES, device: torch.device = HOST) -> pd.DataFrame:
-    """The mechanism curve of a model package (`rem.tracking.model_store`): its trial's test split (the first
-    `test_images` of it when > 0), read as the trial read it."""
+    """The mechanism curve of a model package on its trial's test split (its first `test_images` when > 0)."""
     sparsities = check_sparsities(sparsities)
     check_has_routing(package["model_name"], source)
     return curve_of(package_evaluation(package, source, repo_root, test_images=test_images, device=device),
@@ -29,8 +27,8 @@ def curve_for_package(package: dict, source: str, repo_root: Path, *, test_image
 def robustness_for_package(package: dict, source: str, repo_root: Path, *, test_images: int = 0,
                            families: dict | list | None = None, seed: int | None = None,
                            device: torch.device = HOST) -> pd.DataFrame:
-    """The robustness of a model package (`rem.tracking.model_store`): its trial's test split (the first
-    `test_images` of it when > 0), read as the trial read it; `families` and `seed` as `robustness_of` takes them."""
+    """The robustness of a model package on its trial's test split (its first `test_images` when > 0); `families` and
+    `seed` as `robustness_of` takes them."""
     if families is not None and not isinstance(families, dict):
         check_family_names(families)  # before the data is read
     return robustness_of(package_evaluation(package, source, repo_root, test_images=test_images, device=device),

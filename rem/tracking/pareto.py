@@ -1,6 +1,5 @@
-"""`rem pareto`: the trade-off front (`rem.results.pareto.front`) of the trials an MLflow store holds, with the run
-id of each, so a trial on the front can be opened in the UI, its model loaded from the store or registered
-(`rem register`, `rem.tracking.trade_off`)."""
+"""`rem pareto`: the trade-off front of the trials an MLflow store holds, with each one's run id to open, load or
+register it."""
 
 from __future__ import annotations
 
@@ -14,8 +13,8 @@ TABLE_COLUMNS = ["dataset", "model", "variant", "seed", "test_acc", "entropy", "
 
 
 def points_from_mlflow(uri: str, experiment: str, sweep: str | None) -> pd.DataFrame:
-    """The finished trials MLflow holds (one sweep, or every sweep of the experiment) as points
-    (`rem.results.frames.trial_points`), each with its run id and whether it was pruned (`pruned`)."""
+    """The finished trials of one sweep (or, with None, of every sweep) as `trial_points`, each with its `run_id` and
+    whether it was `pruned`."""
     table = results_from_mlflow(uri, experiment, sweep, history=False)
     if sweep is None:  # trials of several sweeps: a grid point's key repeats in each
         table["trial_key"] = table["sweep_id"] + "/" + table["trial_key"]

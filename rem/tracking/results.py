@@ -1,10 +1,5 @@
-"""The sweep's results table rebuilt from MLflow, the record of a sweep that ran elsewhere (a cluster).
-
-The table of `rem.results.table`, plus each row's run_id: the trial's resolved config comes from its `config.yaml`
-artifact (so values keep their types), every metric's value at each epoch from MLflow's metric history (step =
-epoch). `history=False` reads
-only each run's latest values (one row per trial, at its last epoch), which is all a Pareto front needs.
-"""
+"""The sweep's results table rebuilt from MLflow (a sweep that ran elsewhere), plus each row's run_id: the config
+from each run's `config.yaml`, metrics by epoch from their history (`history=False`: only the latest values)."""
 
 from __future__ import annotations
 
@@ -66,7 +61,7 @@ def run_config(client, run) -> Config:
 
 
 def run_rows(client, run, history: bool = True) -> pd.DataFrame:
-    """The rows of one trial run (see the module docstring)."""
+    """The rows of one trial run: one per epoch, or with `history=False` its latest values alone."""
     tags = run.data.tags
     error = tags.get(tracking.FAILURE_TAG, "").splitlines()[0] if tags.get(tracking.FAILURE_TAG) else ""
     status = "FINISHED" if run.info.status == "FINISHED" and not error else "FAILED"

@@ -1,10 +1,5 @@
-"""MLflow bookkeeping: one parent run per sweep, one child run per trial, both found again by tags.
-
-Runs are addressed through `MlflowClient` and explicit run ids (never MLflow's process-global "active
-run"), because the parent lives in the sweep driver and the children in Ray worker processes, possibly
-on other machines, possibly restarted. Finding a run by its tags is what makes a resumed sweep reuse its
-runs instead of duplicating them.
-"""
+"""MLflow bookkeeping: one parent run per sweep, one child run per trial, found again by tags so a resumed sweep
+reuses them. Runs are addressed by explicit id, never MLflow's global active run, as trials run in other processes."""
 
 from __future__ import annotations
 
@@ -55,7 +50,8 @@ def check_reachable(uri: str, timeout: float = 5.0) -> None:
             reason = f"HTTP {response.status}"
     except (urllib.error.URLError, OSError, TimeoutError) as err:
         reason = str(getattr(err, "reason", err))
-    raise TrackingUnavailableError(f"MLflow tracking server {uri} is unreachable ({reason}); start it or unset MLFLOW_TRACKING_URI")
+    raise TrackingUnavailableError(f"MLflow tracking server {uri} is unreachable ({reason}); "
+                                   "start it or unset MLFLOW_TRACKING_URI")
 
 
 # MLflow 3's UI opens an experiment without this tag on its GenAI pages (traces, token usage): ours train models.
@@ -78,14 +74,13 @@ def update_experiment_tags(client: MlflowClient, experiment, tags: dict[str, str
 
 
 def trial_tags(sweep_id: str, trial_key: str) -> dict[str, str]:
-    """The tags that find one trial's run: its sweep, its key, and the trial role (the sweep's parent run carries
-    the same sweep id)."""
+    """The tags that find one trial's run: its sweep, its key and the trial role (the parent has the same sweep id)."""
     return {SWEEP_TAG: str(sweep_id), TRIAL_TAG: str(trial_key), ROLE_TAG: "trial"}
 
 
 def find_run(client: MlflowClient, experiment_id: str, tags: dict[str, str]):
-    """The most recent run carrying all `tags`, or None. MLflow's filter strings quote values in single quotes with
-    no escape, so a value holding one (a trial key of a string axis, say) is matched here instead of in the filter."""
+    """The most recent run carrying all `tags`, or None; a value holding a quote (which MLflow's filters cannot
+    escape) is matched here instead of in the filter."""
     quotable = {k: v for k, v in tags.items() if "'" not in str(v)}
     clauses = " and ".join(f"tags.`{k}` = '{v}'" for k, v in quotable.items())
     runs = client.search_runs([experiment_id], filter_string=clauses, order_by=["attributes.start_time DESC"],
@@ -170,4 +165,5 @@ def finish(client: MlflowClient, run_id: str, status: str, error: str | None = N
 
 
 def child_runs(client: MlflowClient, experiment_id: str, parent_run_id: str) -> list:
-    return client.search_runs([experiment_id], filter_string=f"tags.`{PARENT_TAG}` = '{parent_run_id}'", max_results=10000)
+    return client.search_runs([experiment_id], filter_string=f"tags.`{PARENT_TAG}` = '{parent_run_id}'",
+                              max_results=10000)

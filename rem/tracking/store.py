@@ -1,12 +1,5 @@
-"""One way to open an MLflow client, safe when several processes open a new sqlite store at once.
-
-MLflow creates a sqlite store's tables (and runs its migrations) the first time a process opens it, with no lock:
-two processes that open a new file at the same moment -- the sweep driver and a trial, the driver and `mlflow ui`, a
-test polling a sweep it just started -- both try, and one fails with "table ... already exists", or leaves an
-`_alembic_tmp_*` table behind that breaks every later migration. Our processes take a file lock beside the database
-while the store is first opened, so only one of them creates it; a process outside the lock (`mlflow ui`) that is
-creating it at that moment is waited out.
-"""
+"""One way to open an MLflow client, safe when several processes open a new sqlite store at once: MLflow creates
+its tables unlocked, so two creators clash; ours take a file lock, and one outside it (`mlflow ui`) is waited out."""
 
 from __future__ import annotations
 

@@ -1,12 +1,5 @@
-"""A trial's machine metrics in MLflow: CPU, memory, disk and network use while it trains, and with `nvidia-ml-py`
-(the `gpu` extra) each GPU's use and memory, as the run's `system/...` metrics.
-
-They answer whether trials that share a machine or a GPU really keep it busy. MLflow's own monitor does the work
-(a daemon thread sampling every 10 s, one batched write per sample); it is started per trial on its run id, since
-trials address runs through the client and never through MLflow's process-global active run (rem.tracking.runs).
-`sweep.system_metrics` decides: `auto` monitors trials on a GPU only, `always` and `never` say what they mean.
-What it costs per trial is measured by benchmarks/system_metrics.py (docs/mlflow.md states the numbers).
-"""
+"""A trial's machine metrics (CPU, memory, disk, network, and GPUs with `nvidia-ml-py`) as its run's `system/...`
+metrics, to show whether trials sharing a machine keep it busy; MLflow's monitor, started per run id."""
 
 from __future__ import annotations
 
@@ -38,8 +31,7 @@ def machine_metrics(run_id: str, tracking_uri: str, enabled: bool, every_s: floa
         yield
     finally:
         monitor.finish()  # stops the thread at once (it waits on an event) and writes what it holds
-        # MLflow drops the samples of the interval the stop cut short: without them a trial shorter than one
-        # interval would record nothing, and every trial would lose its last seconds
+        # MLflow drops the interval the stop cut short: a trial shorter than one would record nothing
         if last := monitor.aggregate_metrics():
             monitor.publish_metrics(last)
             monitor.mlflow_logger.flush()

@@ -1,11 +1,5 @@
-"""The trial a trade-off rule picks from a sweep, e.g. `min-entropy --max-acc-drop 1`: the lowest mean routing
-entropy among the trials that lose at most 1 point of test accuracy against the best unpruned trial (+Q) of the same
-dataset and architecture.
-
-The pick is made on the sweep's Pareto front (`rem.results.pareto.front`, the one definition `rem pareto` and the
-report use), ties broken by accuracy, then sparsity: the trial chosen is never one another trial beats on every
-objective.
-"""
+"""The trial a trade-off rule picks from a sweep's Pareto front, e.g. `min-entropy --max-acc-drop 1`: the lowest
+mean routing entropy within 1 accuracy point of the best unpruned trial; ties broken by accuracy, then sparsity."""
 
 from __future__ import annotations
 
@@ -17,7 +11,8 @@ import pandas as pd
 from rem.results.pareto import GROUPS, front
 
 # rule name -> (points column, maximised?)
-RULE_OBJECTIVES = {"min-entropy": ("entropy", False), "max-acc": ("test_acc", True), "max-sparsity": ("sparsity", True)}
+RULE_OBJECTIVES = {"min-entropy": ("entropy", False), "max-acc": ("test_acc", True),
+                   "max-sparsity": ("sparsity", True)}
 MAX_ACC_DROP = "--max-acc-drop"
 
 
@@ -44,7 +39,8 @@ def parse_rule(text: str) -> Rule:
     try:
         drop = float(tokens[2]) if len(tokens) == 3 else None
     except ValueError:
-        raise RuleError(f"rule {text!r}: {MAX_ACC_DROP} takes a number of accuracy points, got {tokens[2]!r}") from None
+        raise RuleError(f"rule {text!r}: {MAX_ACC_DROP} takes a number of accuracy points, "
+                        f"got {tokens[2]!r}") from None
     if drop is not None and drop < 0:
         raise RuleError(f"rule {text!r}: {MAX_ACC_DROP} must be >= 0")
     column, maximize = RULE_OBJECTIVES[tokens[0]]

@@ -1,7 +1,5 @@
-"""What a trial's MLflow run carries besides its per-epoch metrics, so that it is self-contained and easy to
-browse: the sweep's axes as a few params and in the run name, best-so-far metrics a table can sort on, and at
-the end the resolved config, the final model and the final parse-tree dictionary as artifacts -- the model also as
-the run's MLflow Model (`rem.tracking.mlflow_model`), which MLflow loads, registers and serves."""
+"""What a trial's MLflow run carries besides its per-epoch metrics, so it is self-contained: axis params, a run name,
+best-so-far metrics, and the config, model (also as an MLflow Model) and parse trees as artifacts."""
 
 from __future__ import annotations
 
@@ -31,7 +29,7 @@ def axis_params(point: dict[str, Any]) -> dict[str, str]:
 
 
 def run_name(point: dict[str, Any]) -> str:
-    """The trial's run name: its grid point's label (`rem.results.grid.trial_label`), e.g. `capsnet·fashion-mnist·rem·s42`."""
+    """The trial's run name: its grid point's label, e.g. `capsnet·fashion-mnist·rem·s42`."""
     return trial_label(point)
 
 
@@ -58,8 +56,8 @@ def log_config(client, run_id: str, cfg: Config) -> None:
 
 
 def final_artifacts(state: dict, checkpoint_dir: Path, out_dir: Path, with_model: bool) -> dict[str, Path]:
-    """The run's final artifacts for the checkpoint `state` in `checkpoint_dir`, written under `out_dir`: the model
-    package (when `with_model`) and the parse-tree dictionary the trainer's final evaluation wrote beside it."""
+    """The run's final artifacts, written under `out_dir`: the model package of `state` (when `with_model`) and the
+    parse-tree dictionary in `checkpoint_dir`."""
     out_dir.mkdir(parents=True, exist_ok=True)
     files = {}
     if with_model:
@@ -71,8 +69,8 @@ def final_artifacts(state: dict, checkpoint_dir: Path, out_dir: Path, with_model
 
 
 def log_final(client, run_id: str, cfg: Config, checkpoint_file: Path) -> dict[str, float]:
-    """Log the final artifacts, the MLflow Model (with `sweep.log_model`) and the sizes (`checkpoint/size_bytes`,
-    `model/size_bytes`) to the run. The run's final metrics must be logged already: the MLflow Model carries them."""
+    """Log the final artifacts, the MLflow Model (with `sweep.log_model`) and their sizes to the run; its final
+    metrics must be logged already, as the MLflow Model carries them."""
     state = load_plain(checkpoint_file)
     sizes = {"checkpoint/size_bytes": float(checkpoint_file.stat().st_size)}
     with tempfile.TemporaryDirectory(prefix="rem-artifacts-") as tmp:

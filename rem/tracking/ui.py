@@ -1,16 +1,6 @@
-"""MLflow's UI as a researcher should first see it: the sweep's runs table with the grid axes and the headline
-metrics as columns, either each sweep with its trials under it or the trials ranked by final test accuracy.
-
-MLflow 3 opens an experiment on its GenAI overview (traces, token usage) unless the experiment is tagged as model
-training (`mlflow.experimentKind`) or the URL says `workflowType=machine_learning`; both are set here. Columns are
-not part of MLflow's URL state, but a *shared view* is: an experiment tag `mlflow.sharedViewState.<key>` holding the
-view's JSON, opened by `?viewStateShareKey=<key>` (what the UI's own "Share" button writes). `rem ui` writes the
-views for every experiment with trial runs and prints their addresses; a user can still change them (the UI then
-offers to leave the shared view or save it as their own).
-
-The server runs in its own process group: Ctrl-C and SIGTERM to `rem ui` stop the whole group (MLflow's server
-forks workers that a plain `subprocess.call` would leave serving on the port).
-"""
+"""`rem ui`: MLflow's UI with the grid axes and headline metrics as columns, stored as shared views (experiment tags
+`mlflow.sharedViewState.<key>`), as columns are no part of MLflow's URL state. The server runs in its own process
+group, so stopping `rem ui` stops the workers it forks too."""
 
 from __future__ import annotations
 
@@ -43,11 +33,8 @@ def column(kind: str, name: str) -> str:
 
 
 def runs_views(client: MlflowClient, experiment_id: str) -> dict[str, dict]:
-    """The experiment's two runs views (share key -> view state), none when it has no trial runs.
-
-    MLflow nests child runs under their parent only in its default order (by start time), so one view cannot be
-    both: `rem-ranked` lists the trials alone by final test accuracy, `rem-by-sweep` each sweep with its trials
-    under it. Both show the grid axes and the headline metrics as columns."""
+    """The experiment's runs views (share key -> view state), none without trial runs: `rem-ranked` by final test
+    accuracy, `rem-by-sweep` nested (MLflow nests runs only in its default order, so one view cannot be both)."""
     trials = client.search_runs([experiment_id], filter_string=TRIALS, max_results=5000)
     if not trials:
         return {}
@@ -56,8 +43,7 @@ def runs_views(client: MlflowClient, experiment_id: str) -> dict[str, dict]:
     columns = {"selectedColumns": [column("params", a) for a in axes]
                                   + [column("metrics", m) for m in HEADLINE_METRICS if m in logged],
                "runsHiddenMode": "SHOW_ALL"}
-    # The ranked view first: it is the one `--open` opens. (Which sweeps are expanded is not part of a shared view
-    # in MLflow: the by-sweep view opens with each sweep collapsed, one click away from its trials.)
+    # the ranked view first: it is the one `--open` opens
     return {
         "rem-ranked": {**columns, "orderByKey": column("metrics", SORT_METRIC), "orderByAsc": False,
                        "searchFilter": TRIALS},
@@ -127,8 +113,7 @@ def serve(uri: str, port: int, open_browser: bool = False) -> int:
     def stop(signum, _frame):
         raise KeyboardInterrupt(signal.Signals(signum).name)
 
-    # Both handled explicitly: a process started in the background of a non-interactive shell inherits SIGINT
-    # ignored, and Python then leaves it ignored -- Ctrl-C (or `kill -INT`) would not stop the UI.
+    # both handled explicitly: started in the background of a non-interactive shell, SIGINT arrives ignored
     previous = {sig: signal.signal(sig, stop) for sig in (signal.SIGINT, signal.SIGTERM)}
     try:
         if not wait_until_serving(base, server):

@@ -1,14 +1,5 @@
-"""Robustness of one trained model: its test metrics with the test images transformed by each family at each
-strength (`rem.analysis.robustness.families`), evaluated exactly as the trial's final evaluation evaluates the test split
-(its weights, batch size, precision, +Q forward and coupling levels), so every identity row equals that
-evaluation. Each row records the test accuracy and loss and, for a model with routing couplings, the parse-tree
-entropy (mean and REM's std over classes), the parse trees and the per-image coupling entropy; a model without
-couplings (a CNN baseline) has no such columns, never zeros.
-
-The shape of `rem.analysis.sparsity_curve`: a frame per model, its flat metrics `robust/<family>/<strength>/<metric>`,
-the same for a trial's final model, a saved model (`robustness_of`), and a results table read back into long
-form.
-"""
+"""Robustness of one trained model: its test metrics under each family and strength, evaluated exactly as the final
+evaluation does (so every identity row equals it); routing metrics only for a model with couplings, never zeros."""
 
 from __future__ import annotations
 
@@ -32,10 +23,8 @@ ROUTING_METRICS = ("entropy/mean", "entropy/std", "parse_trees/total", "routing/
 def robustness(model: torch.nn.Module, cfg: Config, split: Split, transform, num_classes: int, *,
                families: dict | None = None, loss_kwargs: dict | None = None, seed: int | None = None,
                quantized: bool | None = None, representations: dict | None = None) -> pd.DataFrame:
-    """One row per (family, strength): `split` transformed (all of it, once) and evaluated. `families` defaults
-    to `eval.robust_families`, `seed` (affnist's per-image maps) to `eval.robust_seed`, `quantized` (the +Q
-    forward) to `eval.final_quantized`. `representations`: a dict that receives, per (family, strength), the
-    representation of those images in that same pass (`rem.analysis.representations`: what equivariance compares)."""
+    """One row per (family, strength): `split` transformed and evaluated; unset options default to the config's `eval`
+    settings. `representations`, a dict, receives per (family, strength) the representation from that same pass."""
     families = check_families(cfg.eval.robust_families if families is None else families)
     quantized = cfg.eval.final_quantized if quantized is None else quantized
     seed = cfg.eval.robust_seed if seed is None else seed
@@ -60,7 +49,8 @@ def robustness(model: torch.nn.Module, cfg: Config, split: Split, transform, num
     return pd.DataFrame(rows)
 
 
-def _measure(model, cfg: Config, split: Split, transform, num_classes: int, loss_kwargs: dict, quantized: bool) -> dict:
+def _measure(model, cfg: Config, split: Split, transform, num_classes: int, loss_kwargs: dict,
+             quantized: bool) -> dict:
     res = evaluate_split(cfg, model, split, transform, num_classes, quantized=quantized,
                          parse_trees=True, loss_kwargs=loss_kwargs)
     out = {"test/acc": res["acc"], "test/loss": res["loss"], "n_images": res["n_images"]}
@@ -69,17 +59,13 @@ def _measure(model, cfg: Config, split: Split, transform, num_classes: int, loss
 
 
 def robust_metrics(frame: pd.DataFrame, segment: str = "") -> dict[str, float]:
-    """A robustness frame as flat metrics, `robust/<family>/<strength:g>/<metric>` (`.../plain/<metric>` for the
-    plain forward measured beside +Q); a metric the model does not have (NaN) is left out."""
+    """A robustness frame as flat metrics, `robust/<family>/<strength:g>[/<segment>]/<metric>`, NaN left out."""
     return point_metrics(frame, "robust", segment)
 
 
 def robustness_of(trained: ModelOnTest, families: dict | list | None = None, seed: int | None = None) -> pd.DataFrame:
-    """The robustness of a saved model on its trial's test split, read as the trial read it, with its model name and
-    epoch in front (`rem.tracking.package_analyses.robustness_for_package` reads one from a checkpoint or run).
-    `families`: {family: strengths}, or family names at the strengths of the model config's `eval.robust_families`
-    (defaults for one it lacks), or None: all of those; `seed` defaults to the config's, so the trial's own numbers
-    are reproduced."""
+    """The robustness of a saved model on its trial's test split, its model name and epoch in front. `families`:
+    {family: strengths}, or names at the config's strengths (defaults for one it lacks), or None: all the config's."""
     if families is not None and not isinstance(families, dict):
         families = select_families(trained.cfg.eval.robust_families, families)
     frame = robustness(trained.model, trained.cfg, trained.test, trained.transform, trained.num_classes,
@@ -88,7 +74,6 @@ def robustness_of(trained: ModelOnTest, families: dict | list | None = None, see
 
 
 def robust_from_results(rows: pd.DataFrame, keep=KEEP) -> pd.DataFrame:
-    """The robustness a results table's rows carry (`robust_metrics` columns), back in long form: one row per
-    trial, family and strength, with the `keep` columns that exist; empty when no trial recorded any."""
+    """The `robust_metrics` columns of a results table in long form (`points_from_results`)."""
     return points_from_results(rows, "robust", keep)
 

@@ -1,17 +1,6 @@
-"""The transformation families of the robustness evaluation, their default strengths and the strengths each
-accepts. Plain data and one check, free of torch (the default strengths are the config's: `rem.config.sections`).
-
-    rotation     degrees, counter-clockwise about the image centre          default -60 ... 60 in 15 degree steps
-    scale        zoom factor about the centre (both axes)                   default 0.7 ... 1.3
-    shear        horizontal shear factor (x += s * y, y from the centre)     default -0.3 ... 0.3
-    translation  pixels, the image moved right and down by t (t < 0: left and up), zeros filling in
-                 default -6 ... 6 px, as affNIST's placement of a 28x28 digit inside its 40x40 canvas
-    affnist      a seeded random affine map per image, drawn as affNIST draws them (rotation within +-20 degrees,
-                 shear within +-0.2, each axis scaled within 0.8 ... 1.2, then moved within the canvas but not past
-                 +-6 px); the strength multiplies every range (1 = affNIST's own)
-
-Strength 0 (rotation, shear, translation) and 1 (scale) are the identity: exactly the untransformed images.
-"""
+"""The robustness evaluation's transformation families and the strengths each accepts, free of torch: rotation
+(degrees, counter-clockwise), scale (zoom), shear (x += s * y), translation (pixels right and down), and affnist (a
+seeded affine map per image as affNIST draws them, the strength scaling its ranges)."""
 
 from __future__ import annotations
 
@@ -29,8 +18,7 @@ RANGES: dict[str, tuple[float, float, bool, str]] = {
 }
 
 IDENTITY = {"rotation": 0.0, "scale": 1.0, "shear": 0.0, "translation": 0.0}  # affnist has none
-# Families that draw a different map for each image: no single map g relates f(x) to f(g·x) over the images, so
-# an equivariance fit there measures how predictable f(g·x) is from f(x), not equivariance
+# a map per image: no single g relates f(x) to f(g·x), so an equivariance fit there is no equivariance
 PER_IMAGE = ("affnist",)
 
 
@@ -57,15 +45,15 @@ def check_families(families, where: str = "eval.robust_families") -> dict[str, l
             inside = low <= value <= high if closed else low < value < high
             if not inside:
                 bounds = f"[{low:g}, {high:g}]" if closed else f"({low:g}, {high:g})"
-                raise RobustnessError(f"{where}.{family}: strength {value:g} is out of range; expected {unit} in {bounds}")
+                raise RobustnessError(f"{where}.{family}: strength {value:g} is out of range; "
+                                      f"expected {unit} in {bounds}")
             values.append(float(value))
         checked[family] = sorted(set(values))
     return checked
 
 
-
 def check_family_names(names, where: str = "families") -> list[str]:
-    """`names` without repeats, each a known family; an unknown one is one line."""
+    """`names` without repeats; raises RobustnessError for an unknown family."""
     unknown = [name for name in names if name not in RANGES]
     if unknown:
         raise RobustnessError(f"{where}: unknown family {unknown[0]!r}; known: {', '.join(RANGES)}")

@@ -1,12 +1,6 @@
-"""The transformation families of `rem.analysis.robustness.families` applied to uint8 image batches.
-
-Every family is an affine map about the image centre, in pixel units (x right, y down), sampled once by
-`F.grid_sample` (bilinear, zeros padding) in float and rounded back to uint8, as affNIST stores its images.
-The maps are built in pixel units and only then expressed in `affine_grid`'s normalised coordinates, so a
-rotation stays a rotation on a non-square image. Every tensor is made on the images' device; the one random
-family (affnist) draws from a CPU generator seeded by `seed` and moves its draws there, so a seed gives the same
-images on every device, for any chunking of the batch.
-"""
+"""The robustness families applied to uint8 image batches: affine maps about the centre built in pixel units (so a
+rotation stays one on a non-square image), sampled bilinearly and rounded back to uint8; affnist draws on the host,
+so a seed gives the same images on every device."""
 
 from __future__ import annotations
 
@@ -29,7 +23,8 @@ def transform_images(images: torch.Tensor, family: str, strength: float, *, seed
     device. The identity strength returns `images` itself; `seed` only matters to affnist."""
     strength = check_families({family: [strength]}, where="robustness")[family][0]
     if images.dtype != torch.uint8 or images.dim() != 4:
-        raise RobustnessError(f"robustness: expected uint8 (N, C, H, W) images, got {images.dtype} {tuple(images.shape)}")
+        raise RobustnessError(f"robustness: expected uint8 (N, C, H, W) images, "
+                              f"got {images.dtype} {tuple(images.shape)}")
     if IDENTITY.get(family) == strength or len(images) == 0:
         return images
     n, device = len(images), images.device

@@ -1,10 +1,5 @@
-"""What a served trial model accepts and answers: its input contract, worked out once when the model is logged.
-
-A trial's model reads images after its dataset's evaluation transform (`rem.data.augment.BatchTransform`): float32,
-(C, H, W) as the model was built, normalised by the dataset's mean/std (or per image, smallNORB). The contract comes
-from the model package's config and the dataset registry at logging time and travels in the MLmodel file (its
-`model_config`), so a serving process needs neither the dataset's files nor a dataset plugin.
-"""
+"""What a served trial model accepts: float32 (C, H, W) images normalised as its evaluation transform does, worked
+out when the model is logged and kept in the MLmodel file, so serving needs neither the data nor a dataset plugin."""
 
 from __future__ import annotations
 
@@ -72,12 +67,12 @@ def contract_of(package: dict) -> InputContract:
     return InputContract(dataset=cfg.data.dataset, in_shape=tuple(int(v) for v in spec.in_shape),
                          num_classes=int(package["build_args"]["num_classes"]), norm=spec.norm,
                          mean=tuple(float(v) for v in spec.mean), std=tuple(float(v) for v in spec.std),
-                         levels=cfg.eval.levels_for(name), quantized=bool(cfg.eval.final_quantized) and has_routing(name))
+                         levels=cfg.eval.levels_for(name),
+                         quantized=bool(cfg.eval.final_quantized) and has_routing(name))
 
 
 def example_images(spec: DatasetSpec) -> np.ndarray:
-    """A blank image and a left-to-right ramp, normalised by the trial's own transform: the MLflow Model's input
-    example (float32, the model's input shape, values in the range the contract accepts)."""
+    """The MLflow Model's input example: a blank image and a left-to-right ramp, normalised as the trial does."""
     channels, height, width = spec.in_shape
     ramp = torch.linspace(0.0, 1.0, width, device=HOST).expand(channels, height, width)
     unit = torch.stack([torch.zeros(channels, height, width, device=HOST), ramp])

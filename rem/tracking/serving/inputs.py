@@ -1,5 +1,5 @@
-"""The checks a served model's input passes before any forward: one line naming the first problem, not a stack of
-torch errors from deep inside a layer (or, worse, an answer computed from raw 0-255 pixels)."""
+"""The checks a served model's input passes before any forward: one line naming the first problem, rather than a
+torch error from deep inside a layer or an answer computed from raw pixels."""
 
 from __future__ import annotations
 
@@ -7,8 +7,7 @@ import numpy as np
 
 from rem.tracking.serving.contract import InputContract
 
-# float32 rounding of (x - mean) / std, in normalised units: a correctly normalised pixel never exceeds its bound by more
-RANGE_TOLERANCE = 1e-4
+RANGE_TOLERANCE = 1e-4  # float32 rounding of (x - mean) / std, in normalised units
 
 
 class BadImagesError(ValueError):

@@ -1,6 +1,5 @@
-"""A trial's final model answering batches of normalised images, as the served MLflow Model does: per image the
-predicted class, the class-capsule lengths and, when the trial's final forward was +Q, its parse-tree key (the
-quantized couplings to the predicted class, hex, as `parse_trees.parquet` stores keys)."""
+"""A trial's final model answering batches of normalised images as the served MLflow Model does: per image the
+predicted class, the class-capsule lengths and, for a +Q trial, its parse-tree key (hex)."""
 
 from __future__ import annotations
 

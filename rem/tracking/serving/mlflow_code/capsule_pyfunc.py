@@ -1,10 +1,5 @@
-"""The models-from-code file of every trial's MLflow Model: MLflow copies it into the model and runs it
-when the model is loaded, instead of unpickling an object. The weights come from the model's `package` artifact, the
-trial's weights-only model package; the input contract from the model's config (the MLmodel file).
-
-It lives outside the package's modules (this folder has no __init__) because it needs MLflow at import time, while
-every module of `rem` imports without it.
-"""
+"""The models-from-code file MLflow runs to load every trial's MLflow Model, instead of unpickling; outside the
+package's modules (no __init__) because it imports MLflow, which `rem` must not need."""
 
 import mlflow
 import numpy as np
@@ -21,8 +16,7 @@ class CapsuleModel(mlflow.pyfunc.PythonModel):
         self.predictor = CapsulePredictor.from_package_file(context.artifacts[PACKAGE_KEY],
                                                             InputContract.from_config(context.model_config))
 
-    # np.ndarray: MLflow infers no schema from it (the logged signature stays the one in force) and stops asking for
-    # type hints
+    # np.ndarray: MLflow then infers no schema (the logged signature stays in force)
     def predict(self, context, model_input: np.ndarray, params=None):
         try:
             return self.predictor.predict(model_input)
