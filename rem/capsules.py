@@ -67,12 +67,22 @@ class _ValidConv2d(torch.autograd.Function):
             if ctx.needs_input_grad[0]:
                 pad = (x.shape[-2] - used_h, x.shape[-1] - used_w)  # the unread tail, < stride
                 grad_x = F.conv_transpose2d(grad_out, weight, stride=s, output_padding=pad).to(x_dtype)
+                # oneDNN returns grad_out's layout (channels-last when the capsules above read the output position-
+                # major); the layer below wants x's, or its backward (a ReLU's) runs ~15x slower on mixed strides
+                grad_x = grad_x.contiguous(memory_format=layout_of(x))
             if ctx.needs_input_grad[1]:
                 used = x[..., :used_h, :used_w].transpose(0, 1)  # (C, B, H, W): the batch is the reduced axis
                 grad_w = F.conv2d(used, grad_out.transpose(0, 1), dilation=s).transpose(0, 1).to(w_dtype)
             if b_dtype is not None and ctx.needs_input_grad[2]:
                 grad_b = grad_out.sum(dim=(0, 2, 3), dtype=torch.float32).to(b_dtype)
         return grad_x, grad_w, grad_b, None
+
+
+def layout_of(x: torch.Tensor) -> torch.memory_format:
+    """channels_last where `x` is laid out so (and not plain contiguous), else the default layout."""
+    if not x.is_contiguous() and x.is_contiguous(memory_format=torch.channels_last):
+        return torch.channels_last
+    return torch.contiguous_format
 
 
 def _eager_valid_conv2d(conv: nn.Conv2d, x: torch.Tensor) -> torch.Tensor:

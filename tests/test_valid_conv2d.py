@@ -44,3 +44,20 @@ def test_bf16_autocast_runs_in_bf16_and_returns_parameter_dtype_gradients():
 def test_fp32_and_padded_convolutions_use_the_module(conv):
     x = torch.randn(1, 2, 6, 6)
     torch.testing.assert_close(valid_conv2d(conv, x), conv(x))
+
+
+@pytest.mark.parametrize("layout", [torch.contiguous_format, torch.channels_last])
+def test_input_gradient_comes_back_in_the_inputs_layout(layout):
+    """A gradient arriving channels-last (capsules reading the output position-major) still returns in x's layout, so
+    the layer below (a ReLU's backward) does not run over mixed strides; the values are the same either way."""
+    torch.manual_seed(0)
+    conv = nn.Conv2d(8, 16, 5, stride=2)
+    x = torch.randn(3, 8, 13, 13).contiguous(memory_format=layout).requires_grad_(True)
+    with torch.autocast("cpu", dtype=torch.bfloat16):
+        out = valid_conv2d(conv, x)
+    grads = {}
+    for arriving in (torch.contiguous_format, torch.channels_last):
+        g = torch.linspace(-1, 1, out.numel()).view(out.shape).to(out.dtype).contiguous(memory_format=arriving)
+        (grads[arriving],) = torch.autograd.grad(out, x, g, retain_graph=True)
+        assert grads[arriving].is_contiguous(memory_format=layout)
+    torch.testing.assert_close(grads[torch.contiguous_format], grads[torch.channels_last], rtol=1e-2, atol=1e-2)
