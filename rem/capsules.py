@@ -141,7 +141,8 @@ class CapsuleVotes(nn.Module):
         self.weight = nn.Parameter(torch.randn(in_caps, out_caps, out_dim, in_dim, device=HOST) * init_std)
 
     def forward(self, u: torch.Tensor) -> torch.Tensor:
-        # Parent-major (B, J, I, D), returned as a (B, I, J, D) view that routing reads without a copy.
+        # (B, I, J, D) in the memory order the einsum picks: by parent for CapsNet's sizes, by input capsule for
+        # γ-CapsNet's FC layer; routing copies it parent-major where it is not (`parent_major`)
         return torch.einsum("ijdk,bik->bjid", self.weight, u).transpose(1, 2)
 
 
