@@ -171,6 +171,11 @@ def conv_output_size(size: int, kernel: int, stride: int = 1, padding: int = 0) 
     return math.floor((size + 2 * padding - kernel) / stride) + 1
 
 
+def sabour_primary_types(in_shape: tuple[int, int, int], chosen: int | None) -> int:
+    """CapsNet's primary capsule types: `chosen`, else 64 for colour inputs and 32 otherwise (REM's CIFAR-10 model)."""
+    return chosen if chosen is not None else 64 if in_shape[0] == 3 else 32
+
+
 class SabourStem(nn.Module):
     """Sabour et al.'s front end (CapsNet, gamma-CapsNet): conv + ReLU, then primary capsules;
     `primary_capsules(x)` -> `(B, num_primary, primary_dim)`."""

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 
 import torch
 
-from rem.capsules import CapsuleVotes, SabourStem, SharedCapsuleVotes
+from rem.capsules import CapsuleVotes, SabourStem, SharedCapsuleVotes, sabour_primary_types
 from rem.device import HOST  # built on the host by the seed, then moved
 from rem.models.class_head import ClassCapsuleHead, LearnedBias
 from rem.models.registry import CapsuleOutput, register_model
@@ -48,7 +48,7 @@ class CapsNet(SabourStem, ClassCapsuleHead):
     def __init__(self, in_shape: tuple[int, int, int], num_classes: int, options: CapsNetOptions, *,
                  routing: str, routing_iterations: int = 3, decoder: bool = False):
         o = options
-        types = o.primary_types if o.primary_types is not None else 64 if in_shape[0] == 3 else 32
+        types = sabour_primary_types(in_shape, o.primary_types)
         super().__init__(in_shape, conv_channels=o.conv_channels, kernel_size=o.kernel_size, primary_types=types,
                          primary_dim=o.primary_dim, primary_stride=o.primary_stride)
         std = o.vote_init_std * ((PUBLISHED_INPUTS / self.num_primary) ** 0.5 if o.vote_init_fan_in else 1.0)

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 import torch
 from torch import nn
 
-from rem.capsules import conv_output_size, valid_conv2d
+from rem.capsules import conv_output_size, sabour_primary_types, valid_conv2d
 from rem.models.registry import CapsuleOutput, register_model
 
 # (out_channels, kernel, stride, padding) per convolution
@@ -74,7 +74,7 @@ def cnn_sabour(in_shape: tuple[int, int, int], num_classes: int, options: CNNOpt
 @register_model("cnn_matched", routing=None, options=MatchedCNNOptions)
 def cnn_matched(in_shape: tuple[int, int, int], num_classes: int, options: MatchedCNNOptions) -> CNNBaseline:
     """CapsNet's convolutions (same `primary_types` default) and a fully connected layer of its vote matrices' size."""
-    types = options.primary_types if options.primary_types is not None else (64 if in_shape[0] == 3 else 32)
+    types = sabour_primary_types(in_shape, options.primary_types)
     primary_dim, class_dim = 8, 16  # CapsNet's capsule sizes: the FC layer gets its (I x 8) x (J x 16) vote weights
     return CNNBaseline(in_shape, num_classes, convs=((256, 9, 1, 0), (types * primary_dim, 9, 2, 0)),
                        hidden=(num_classes * class_dim,), dropout=options.dropout)

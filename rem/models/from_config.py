@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import torch
 
-from rem.config import Config
+from rem.config import Config, ModelConfig
 from rem.models import create_model
 
 
@@ -14,7 +14,7 @@ def model_options(cfg: Config, **extra) -> dict:
     options = {**cfg.model.options, **extra}
     if cfg.model.decoder:
         options["decoder"] = True
-    if cfg.model.routing_iterations != 3:  # only iterative routings take it; 3 is every family's default
+    if cfg.model.routing_iterations != ModelConfig.routing_iterations:  # only iterative routings take it
         options["routing_iterations"] = cfg.model.routing_iterations
     if cfg.model.routing:  # "": the family's own
         options["routing"] = cfg.model.routing

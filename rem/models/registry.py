@@ -128,13 +128,14 @@ def create_model(name: str, *, in_shape: tuple[int, int, int], num_classes: int,
         raise ValueError(f"create_model({name!r}): in_shape must be (C, H, W) with positive sizes, got {in_shape}")
     options, head = read_model(name, given)
     settings = head.pop("routing_options", None)
-    model = family(name).builder(tuple(in_shape), num_classes, options, **head)
+    entry = family(name)
+    model = entry.builder(tuple(in_shape), num_classes, options, **head)
     if settings is not None:  # its routing declares options: the class-capsule head passes them to each call
         if not hasattr(model, "routing_settings"):
             raise ValueError(f"create_model({name!r}): model.routing_options needs the class-capsule head "
                              "(rem.models.class_head.ClassCapsuleHead), which this model does not end in")
         model.routing_settings = as_keywords(settings)
-    model.roles = family(name).roles  # pruning reads them off the model (`roles_of`)
+    model.roles = entry.roles  # pruning reads them off the model (`roles_of`)
     return model
 
 

@@ -95,10 +95,11 @@ class _GradientSum:
         self.votes, self.total = votes, None
 
     def add(self, a: torch.Tensor, m: torch.Tensor | None = None) -> None:
+        other = self.votes if m is None else m.unsqueeze(2)
         if self.total is None:
-            self.total = a.unsqueeze(-1) * self.votes if m is None else outer_share(a, m)
+            self.total = a.unsqueeze(-1) * other
         else:
-            self.total.addcmul_(a.unsqueeze(-1), self.votes if m is None else m.unsqueeze(2))
+            self.total.addcmul_(a.unsqueeze(-1), other)
 
     def take(self) -> torch.Tensor:
         total, self.total = self.total, None  # a second backward (retain_graph) sums afresh
