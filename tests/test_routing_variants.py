@@ -202,7 +202,7 @@ def test_sda_fused_equals_the_routing_written_out(through, levels):
 def test_sda_steps_written_out_pass_gradcheck():
     """The two elementwise steps whose backward the routing writes out, in float64: clip factors (votes clipped and
     not) and distance logits (with and without clip factors)."""
-    from rem.routing.scaled_distance import ClipFactors, DistanceLogits
+    from rem.routing.scaled_distance import ClipFactors, DistanceLogits, fixed_terms
 
     torch.manual_seed(4)
     squared = (torch.rand(2, 3, 5, dtype=torch.float64) * 2).requires_grad_(True)
@@ -216,10 +216,44 @@ def test_sda_steps_written_out_pass_gradcheck():
     parents = torch.randn(2, 3, 4, dtype=torch.float64, requires_grad=True)
     scale = torch.rand(2, 3, 5, dtype=torch.float64, requires_grad=True)
     log_odds = math.log(0.9 * 2 / 0.1)
-    assert torch.autograd.gradcheck(lambda d, v, s, q: DistanceLogits.apply(d, v, s, q, log_odds),
+    assert torch.autograd.gradcheck(lambda d, v, s, q: DistanceLogits.apply(d, v, s, q, fixed_terms(s, q), log_odds),
                                     (dots, parents, scale, squared))
-    assert torch.autograd.gradcheck(lambda d, v, q: DistanceLogits.apply(d, v, None, q, log_odds),
+    assert torch.autograd.gradcheck(lambda d, v, q: DistanceLogits.apply(d, v, None, q, fixed_terms(None, q), log_odds),
                                     (dots, parents, squared))
+
+
+def test_shared_votes_hand_the_gradient_back_in_the_votes_own_layout_and_dtype():
+    """bf16 votes laid out by input capsule, as γ-CapsNet's FC einsum hands them: the routing reads an fp32
+    parent-major copy, and the gradient it hands back is bf16 in the votes' own strides (so the einsum's backward
+    copies nothing), equal to autograd's on the same products in float64 (CPU: the sum is one compiled loop)."""
+    from rem.routing.common import SharedVotes, _share_summer, sum_shares
+
+    torch.manual_seed(6)
+    by_input = torch.randn(7, 3, 4, 8).bfloat16().requires_grad_(True)  # (I, B, J, D) in memory
+    weights, parents = torch.rand(3, 4, 7), torch.randn(3, 4, 8)
+    seen = []
+
+    def loss(votes):
+        shared = SharedVotes(votes)
+        return ((shared.weighted(weights) * parents).sum() + (shared.dots(parents) * weights).sum()
+                + (shared.squared() * weights.flip(1)).sum())
+
+    view = by_input.permute(1, 2, 0, 3)  # (B, J, I, D)
+    view.register_hook(lambda grad: seen.append(grad))
+    loss(view).backward()
+    (grad,) = seen
+    assert grad.dtype == torch.bfloat16 and grad.stride() == view.stride()
+    plain = by_input.detach().double().requires_grad_(True)
+    p64, w64 = parents.double(), weights.double()
+    u = plain.permute(1, 2, 0, 3)
+    ((torch.einsum("bji,bjid->bjd", w64, u) * p64).sum() + (torch.einsum("bjid,bjd->bji", u, p64) * w64).sum()
+     + ((u * u).sum(-1) * w64.flip(1)).sum()).backward()
+    assert torch.allclose(by_input.grad.double(), plain.grad, rtol=1e-2, atol=1e-2)
+    held = view.detach().float().contiguous()
+    shares = [(weights, parents), (weights.flip(1), None)]
+    out = torch.empty_strided(view.shape, view.stride(), dtype=torch.float32)
+    compiled = _share_summer(torch.device("cpu"))(held, shares, out.clone())
+    assert torch.allclose(compiled, sum_shares(held, shares, out), atol=1e-6)
 
 
 def test_sda_quantized_weighted_sum():

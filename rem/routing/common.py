@@ -61,19 +61,25 @@ class WeightedVotes(torch.autograd.Function):
 
 
 class SharedVotes:
-    """Parent-major votes `(B, J, I, D)` read by several products, whose gradient shares are summed in place instead
-    of one votes-sized tensor each (150 MB per share for γ-CapsNet at batch 128). The products take a scalar token for
-    the votes; its backward, run after theirs, hands on the sum. Not traceable by torch.compile (`WeightedVotes` is).
-    """
+    """Votes read by several products, held once as parent-major `(B, J, I, D)` with their squared lengths
+    (`(B, J, I)`, made in the same pass). Built from votes `(B, J, I, D)` in any memory order and dtype (the layer's
+    `votes.transpose(1, 2)`); their gradient goes back in that order and dtype. The products' gradient shares are
+    summed once at the end instead of one votes-sized tensor each (150 MB per share for γ-CapsNet at batch 128):
+    the products take a scalar token for the votes, whose backward, run after theirs, hands on the sum. Not
+    traceable by torch.compile (`WeightedVotes` is)."""
 
-    def __init__(self, votes: torch.Tensor):
-        self.votes = votes.detach()
-        self._sum = _GradientSum(self.votes)
-        self._token = _Votes.apply(votes, self._sum) if votes.requires_grad else None
+    def __init__(self, votes: torch.Tensor, _held: tuple[torch.Tensor, torch.Tensor] | None = None):
+        self._sum = _GradientSum(votes)
+        if votes.requires_grad:
+            self._token, self._squared = _Votes.apply(votes, self._sum)
+        else:
+            self._token = None
+            self._sum.votes, self._squared = _held or parent_major_with_lengths(votes)
+        self.votes = self._sum.votes
 
     def detached(self) -> SharedVotes:
         """The same votes without gradient."""
-        return SharedVotes(self.votes)
+        return SharedVotes(self.votes, (self.votes, self._squared.detach()))
 
     def weighted(self, weights: torch.Tensor) -> torch.Tensor:
         """s = sum_i w_i u_i per (b, j): weights `(B, J, I)` -> `(B, J, D)`."""
@@ -85,37 +91,82 @@ class SharedVotes:
 
     def squared(self) -> torch.Tensor:
         """|u_i|^2 per (b, j, i) `(B, J, I)`."""
-        return _Squared.apply(self._token, self._sum)
+        return self._squared
+
+
+def parent_major_with_lengths(votes: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    """Votes `(B, J, I, D)` in view as a contiguous copy in at least fp32 (float64 stays), relaid out before the
+    cast as `parent_major`, and their squared lengths `(B, J, I)` as a batch of (1 x D)(D x 1) products: 8 against
+    22 ms for `vecdot`'s multiply-then-sum over γ-CapsNet's 150 MB of votes (Zen 5)."""
+    held = votes.contiguous().to(torch.promote_types(votes.dtype, torch.float32))
+    b, j, i, d = held.shape
+    flat = held.view(b * j * i, 1, d)
+    return held, torch.bmm(flat, flat.mT).view(b, j, i)
 
 
 class _GradientSum:
-    """The votes' gradient so far: shares a_i m per (b, j) (a `(B, J, I)`, m `(B, J, D)`), or a_i u_i."""
+    """The votes' gradient: the products' shares a_i m per (b, j) (a `(B, J, I)`, m `(B, J, D)`) or a_i u_i, kept
+    until the last has arrived, then summed in one pass into the votes' own memory order and dtype."""
 
     def __init__(self, votes: torch.Tensor):
-        self.votes, self.total = votes, None
+        self.votes, self.shares = votes, []
+        self.like = (votes.shape, votes.stride(), votes.dtype)
 
     def add(self, a: torch.Tensor, m: torch.Tensor | None = None) -> None:
-        other = self.votes if m is None else m.unsqueeze(2)
-        if self.total is None:
-            self.total = a.unsqueeze(-1) * other
-        else:
-            self.total.addcmul_(a.unsqueeze(-1), other)
+        self.shares.append((a, m))
 
     def take(self) -> torch.Tensor:
-        total, self.total = self.total, None  # a second backward (retain_graph) sums afresh
-        return total if total is not None else torch.zeros_like(self.votes)
+        shares, self.shares = self.shares, []  # a second backward (retain_graph) sums afresh
+        shape, stride, dtype = self.like
+        out = torch.empty_strided(shape, stride, dtype=dtype, device=self.votes.device)
+        if not shares:
+            return out.zero_()
+        return _share_summer(self.votes.device)(self.votes, shares, out)
+
+
+def sum_shares(votes: torch.Tensor, shares: list, out: torch.Tensor) -> torch.Tensor:
+    """`out` = the sum of a_i m (a_i u_i where m is None) over `shares`, in their order."""
+    total = None
+    for a, m in shares:
+        other = votes if m is None else m.unsqueeze(2)
+        if total is None:
+            total = a.unsqueeze(-1) * other
+        else:
+            total.addcmul_(a.unsqueeze(-1), other)
+    return out.copy_(total)
+
+
+_compiled_sum: Callable | None = None
+
+
+def _share_summer(device: torch.device) -> Callable:
+    """`sum_shares` compiled into one loop on the CPU, eager elsewhere. Eager on the CPU, each share is a pass over
+    the 150 MB of γ-CapsNet's votes gradient whose innermost loop runs over D = 8 with a broadcast factor,
+    unvectorised, and casting and relaying the sum out for the votes are two more; compiled, it is written once, in
+    the votes' dtype and order (22 against 88 ms, Zen 5; benchmarks/README.md, "The votes' gradient in one pass").
+    Compiled on first use, so a process that never trains an SDA layer never imports the compiler."""
+    global _compiled_sum
+    if device.type != "cpu":
+        return sum_shares
+    if _compiled_sum is None:
+        _compiled_sum = torch.compile(sum_shares, dynamic=False)
+    return _compiled_sum
 
 
 class _Votes(torch.autograd.Function):
-    """votes -> the token; its backward is the sum the products left."""
+    """votes -> (the token, their squared lengths); its backward adds the lengths' share 2 g_i u_i to the sum the
+    products left and hands it on."""
 
     @staticmethod
     def forward(ctx, votes, total: _GradientSum):
         ctx.total = total
-        return votes.new_zeros(())
+        total.votes, squared = parent_major_with_lengths(votes)
+        return squared.new_zeros(()), squared
 
     @staticmethod
-    def backward(ctx, _grad):
+    def backward(ctx, _grad, grad_squared):
+        if grad_squared is not None:
+            ctx.total.add(2.0 * grad_squared)
         return ctx.total.take(), None
 
 
@@ -159,20 +210,6 @@ class _Dots(torch.autograd.Function):
         return grad_parents, _token_gradient(ctx, grad), None
 
 
-class _Squared(torch.autograd.Function):
-    """`SharedVotes.squared`, with gradient share 2 g_i u_i."""
-
-    @staticmethod
-    def forward(ctx, token, total: _GradientSum):
-        ctx.total = total
-        return torch.linalg.vecdot(total.votes, total.votes)
-
-    @staticmethod
-    def backward(ctx, grad):
-        ctx.total.add(2.0 * grad)
-        return grad.new_zeros(()), None
-
-
 def weighted_parents(c: torch.Tensor, u_hat: torch.Tensor | SharedVotes, bias: torch.Tensor | None,
                      quantize_levels: int | None, vote_scale: torch.Tensor | None = None) -> torch.Tensor:
     """v_j = squash(sum_i c_ij u_hat_j|i + bias_j) from couplings (B, J, I) and votes (B, J, I, D) -> (B, J, D);
@@ -190,18 +227,19 @@ def weighted_parents(c: torch.Tensor, u_hat: torch.Tensor | SharedVotes, bias: t
 def agreement_iterations(u_hat: torch.Tensor | SharedVotes, routed: torch.Tensor | SharedVotes, iterations: int,
                          bias: torch.Tensor | None,
                          quantize_levels: int | None, trace: list | None,
-                         next_logits: Callable[[torch.Tensor, torch.Tensor], torch.Tensor],
+                         next_logits: Callable[[torch.Tensor | None, torch.Tensor], torch.Tensor],
                          vote_scales: tuple[torch.Tensor, torch.Tensor] | None = None,
                          ) -> tuple[torch.Tensor, torch.Tensor]:
     """The iterative routings' loop on votes `(B, J, I, D)`: logits from 0, c = softmax over parents, v =
-    `weighted_parents`, then `next_logits(logits, v)`. Earlier iterations sum `routed` (possibly detached), the last
-    `u_hat`, rounded for +Q; `vote_scales` is (for `u_hat`, for `routed`); `trace` gets each detached `(c, v)`.
+    `weighted_parents`, then `next_logits(logits, v)`, which gets None for the zero logits of the first iteration.
+    Earlier iterations sum `routed` (possibly detached), the last `u_hat`, rounded for +Q; `vote_scales` is (for
+    `u_hat`, for `routed`); `trace` gets each detached `(c, v)`.
     Returns `(v (B, J, D), c (B, I, J))`, c unrounded."""
     votes = u_hat.votes if isinstance(u_hat, SharedVotes) else u_hat
-    logits = votes.new_zeros(votes.shape[:3])  # (B, J, I)
+    logits = None  # (B, J, I); none yet: the first couplings are the softmax of zeros, 1/J each, written as such
     for it in range(iterations):
         last = it == iterations - 1
-        c = torch.softmax(logits, dim=1)
+        c = votes.new_full(votes.shape[:3], 1.0 / votes.shape[1]) if logits is None else torch.softmax(logits, dim=1)
         scale = None if vote_scales is None else vote_scales[0 if last else 1]
         v = weighted_parents(c, u_hat if last else routed, bias, quantize_levels if last else None, scale)
         if trace is not None:

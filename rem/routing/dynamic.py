@@ -26,5 +26,9 @@ def dynamic_routing(
     with torch.autocast(votes.device.type, enabled=False):
         u_hat = parent_major(votes)  # (B, J, I, D)
         detached = u_hat.detach()
-        return agreement_iterations(u_hat, detached, iterations, bias, quantize_levels, trace, lambda logits, v:
-                                    logits + agreement_scale * torch.matmul(detached, v.unsqueeze(-1)).squeeze(-1))
+
+        def next_logits(logits: torch.Tensor | None, v: torch.Tensor) -> torch.Tensor:
+            agreement = agreement_scale * torch.matmul(detached, v.unsqueeze(-1)).squeeze(-1)
+            return agreement if logits is None else logits + agreement  # None: the first logits, all 0
+
+        return agreement_iterations(u_hat, detached, iterations, bias, quantize_levels, trace, next_logits)

@@ -8,7 +8,7 @@ import math
 import torch
 
 from rem.capsules import EPS
-from rem.routing.common import SharedVotes, agreement_iterations, parent_major
+from rem.routing.common import SharedVotes, agreement_iterations
 from rem.routing.registry import register_routing
 
 
@@ -34,48 +34,57 @@ class ClipFactors(torch.autograd.Function):
 
     @staticmethod
     def forward(ctx, squared, activations):
-        norm = torch.sqrt(squared + EPS)
+        norm2 = squared + EPS
+        norm = norm2.sqrt()
         limit = activations[:, None, :]  # (B, 1, I)
         clipped = norm > limit
-        ctx.save_for_backward(norm, clipped, activations)
+        ctx.save_for_backward(norm, norm2, clipped, activations)
         return torch.where(clipped, limit / norm, 1.0)
 
     @staticmethod
     def backward(ctx, grad):
-        norm, clipped, activations = ctx.saved_tensors
+        norm, norm2, clipped, activations = ctx.saved_tensors
         per_norm = (grad / norm).mul_(clipped)  # d(a / n)/da = 1 / n where clipped, 0 elsewhere
         grad_activations = per_norm.sum(1) if ctx.needs_input_grad[1] else None
         grad_squared = None
-        if ctx.needs_input_grad[0]:  # d(a / n)/dq = -a / (2 n^3), n = sqrt(q + EPS)
-            grad_squared = per_norm.mul_(activations[:, None, :]).div_(norm).div_(norm).mul_(-0.5)
+        if ctx.needs_input_grad[0]:  # d(a / n)/dq = -a / (2 n^3), n^2 = q + EPS
+            grad_squared = per_norm.mul_(activations[:, None, :] * -0.5).div_(norm2)
         return grad_squared, grad_activations
 
 
 def distance_logits(v: torch.Tensor, votes: SharedVotes, scale: torch.Tensor | None, squared: torch.Tensor,
-                    log_odds: float) -> torch.Tensor:
+                    log_odds: float, fixed: tuple[torch.Tensor, torch.Tensor] | None = None) -> torch.Tensor:
     """Next logits `(B, J, I)` = t * |v_j - s_ij u_hat_j|i|, t < 0 from `log_odds` = log(p (J - 1) / (1 - p)).
-    The distance is expanded so the votes are read once, by one batched matrix-vector product."""
+    The distance is expanded so the votes are read once, by one batched matrix-vector product; `fixed` is
+    `fixed_terms(scale, squared)`, the same in every iteration (made here when not given)."""
     dots = votes.dots(v)  # (B, J, I)
-    return DistanceLogits.apply(dots, v, scale, squared, log_odds)
+    return DistanceLogits.apply(dots, v, scale, squared, fixed or fixed_terms(scale, squared), log_odds)
+
+
+def fixed_terms(scale: torch.Tensor | None, squared: torch.Tensor) -> tuple[torch.Tensor | None, torch.Tensor]:
+    """(s^2, s^2 q) without gradient ((None, q) where `scale` is None): the parts of the expanded distance that do
+    not change between iterations (`DistanceLogits` differentiates them itself)."""
+    with torch.no_grad():
+        if scale is None:
+            return None, squared.detach()
+        scale2 = scale * scale
+        return scale2, scale2 * squared
 
 
 class DistanceLogits(torch.autograd.Function):
     """t * sqrt(max(|v|^2 - 2 s d + s^2 q, 0) + EPS) from dots d, clip factors s (None: 1), squared lengths q (all
-    `(B, J, I)`) and parents v `(B, J, D)`; t = log_odds / (d_o / 2 - d_o - 1e-12), d_o the sample's mean distance.
-    The clamp absorbs rounding below 0; written out to halve autograd's passes over (B, J, I)."""
+    `(B, J, I)`), parents v `(B, J, D)` and `fixed_terms` (s^2, s^2 q); t = log_odds / (d_o / 2 - d_o - 1e-12), d_o
+    the sample's mean distance. The clamp absorbs rounding below 0; written out to halve autograd's passes over
+    (B, J, I): each pass over them costs as much as one over the votes' gradient here."""
 
     @staticmethod
-    def forward(ctx, dots, parents, scale, squared, log_odds: float):
-        own = parents.square().sum(-1, keepdim=True)  # (B, J, 1)
+    def forward(ctx, dots, parents, scale, squared, fixed, log_odds: float):
+        scale2, constant = fixed
+        r = constant + parents.square().sum(-1, keepdim=True)  # s^2 q + |v|^2
         if scale is None:
-            r = dots * -2.0
-            r += squared
-            scale2 = None
+            r.add_(dots, alpha=-2.0)
         else:
-            scale2 = scale * scale
-            r = (scale * dots).mul_(-2.0)
-            r.addcmul_(scale2, squared)
-        r += own
+            r.addcmul_(scale, dots, value=-2.0)
         inside = r >= 0  # where the clamp passes a gradient
         dist = r.clamp_min_(0.0).add_(EPS).sqrt_()
         d_o = dist.mean(dim=(1, 2), keepdim=True)
@@ -91,14 +100,19 @@ class DistanceLogits(torch.autograd.Function):
         t = ctx.log_odds / den
         # t depends on every distance through their mean d_o: dt/dd_o = log_odds / (2 den^2)
         grad_t = torch.bmm(grad.reshape(b, 1, j * i), dist.reshape(b, j * i, 1)).view(b, 1, 1)
-        grad_r = grad * t
-        grad_r += grad_t * (0.5 * ctx.log_odds) / (den * den * (j * i))
-        grad_r.mul_(0.5).div_(dist).mul_(inside)  # d sqrt(r + EPS) / dr = 1 / (2 dist), 0 where the clamp held
-        grad_parents = 2.0 * parents * grad_r.sum(2, keepdim=True) if ctx.needs_input_grad[1] else None
+        through_mean = grad_t * (0.5 * ctx.log_odds) / (den * den * (j * i))
+        # k = -2 dL/dr; d sqrt(r + EPS) / dr = 1 / (2 dist), 0 where the clamp held
+        k = torch.addcmul(-through_mean, grad, -t).div_(dist).mul_(inside)
+        grad_parents = -parents * k.sum(2, keepdim=True) if ctx.needs_input_grad[1] else None  # dr/dv = 2 v
+        grad_squared = None
+        if ctx.needs_input_grad[3]:  # dr/dq = s^2
+            grad_squared = k * -0.5 if scale2 is None else (k * scale2).mul_(-0.5)
         if scale is None:
-            return grad_r * -2.0, grad_parents, None, grad_r, None
-        grad_scale = (scale * squared).sub_(dots).mul_(grad_r).mul_(2.0) if ctx.needs_input_grad[2] else None
-        return (grad_r * scale).mul_(-2.0), grad_parents, grad_scale, grad_r * scale2, None
+            return k, grad_parents, None, grad_squared, None, None
+        grad_scale = None
+        if ctx.needs_input_grad[2]:  # dr/ds = 2 s q - 2 d
+            grad_scale = torch.addcmul(dots, scale, squared, value=-1.0).mul_(k)
+        return scale * k, grad_parents, grad_scale, grad_squared, None, None
 
 
 @register_routing("scaled_distance", activations=True, takes=("p", "grad_through_routing"))
@@ -127,7 +141,7 @@ def scaled_distance_routing(
     if not 0.0 < p < 1.0:
         raise ValueError(f"scaled_distance_routing: p must be in (0, 1), got {p}")
     with torch.autocast(votes.device.type, enabled=False):
-        u_hat = SharedVotes(parent_major(votes))  # (B, J, I, D)
+        u_hat = SharedVotes(votes.transpose(1, 2))  # (B, J, I, D)
         scale, squared = vote_scales(u_hat, activations)
         num_parents = u_hat.votes.shape[1]
         # what the non-final iterations see: the same votes and clip factors, detached unless gradients run through
@@ -135,11 +149,12 @@ def scaled_distance_routing(
         routed = u_hat if grad_through_routing else u_hat.detached()
         routed_scale, routed_squared = keep(scale), keep(squared)
         log_odds = math.log(p * (num_parents - 1) / (1.0 - p)) if num_parents > 1 else 0.0
+        fixed = fixed_terms(routed_scale, routed_squared) if num_parents > 1 and iterations > 1 else None
 
-        def next_logits(logits: torch.Tensor, v: torch.Tensor) -> torch.Tensor:
+        def next_logits(logits: torch.Tensor | None, v: torch.Tensor) -> torch.Tensor | None:
             if num_parents == 1:  # t is undefined; the one parent's coupling is 1 whatever the logits
                 return logits
-            return distance_logits(keep(v), routed, routed_scale, routed_squared, log_odds)
+            return distance_logits(keep(v), routed, routed_scale, routed_squared, log_odds, fixed)
 
         scales = None if scale is None else (scale, routed_scale)
         return agreement_iterations(u_hat, routed, iterations, bias, quantize_levels, trace, next_logits, scales)
