@@ -2,7 +2,11 @@
 
 from __future__ import annotations
 
+import ast
 import math
+import os
+import subprocess
+import sys
 
 import pytest
 import torch
@@ -254,6 +258,37 @@ def test_shared_votes_hand_the_gradient_back_in_the_votes_own_layout_and_dtype()
     out = torch.empty_strided(view.shape, view.stride(), dtype=torch.float32)
     compiled = _share_summer(torch.device("cpu"))(held, shares, out.clone())
     assert torch.allclose(compiled, sum_shares(held, shares, out), atol=1e-6)
+
+
+NO_COMPILER = """
+import warnings, torch
+import torch._inductor.config as inductor
+inductor.cpp.cxx = ("/nonexistent/g++",)  # a machine without a C++ compiler
+from rem.routing import scaled_distance_routing
+torch.manual_seed(0)
+votes = torch.randn(2, 5, 3, 4, requires_grad=True)
+with warnings.catch_warnings(record=True) as caught:
+    warnings.simplefilter("always")
+    v, _ = scaled_distance_routing(votes, 3, None, torch.rand(2, 5), grad_through_routing=True)
+    v.sum().backward()
+print([str(w.message) for w in caught if "rem.routing" in str(w.message)])
+print(votes.grad.flatten().tolist())
+"""
+
+
+def test_sda_trains_without_a_cpp_compiler_with_one_warning(tmp_path):
+    """Where the gradient sum cannot be compiled (here: no C++ compiler, in a process with an empty compile cache),
+    SDA sums eagerly after one warning that names why, with the same gradient."""
+    env = {**os.environ, "TORCHINDUCTOR_CACHE_DIR": str(tmp_path)}
+    done = subprocess.run([sys.executable, "-c", NO_COMPILER], env=env, capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr[-2000:]
+    warned, grad = (ast.literal_eval(line) for line in done.stdout.strip().splitlines()[-2:])
+    assert len(warned) == 1 and "could not be compiled here" in warned[0] and "C++ compiler" in warned[0]
+    torch.manual_seed(0)
+    votes = torch.randn(2, 5, 3, 4, requires_grad=True)
+    v, _ = scaled_distance_routing(votes, 3, None, torch.rand(2, 5), grad_through_routing=True)
+    v.sum().backward()
+    assert torch.allclose(torch.tensor(grad), votes.grad.flatten(), atol=1e-6)
 
 
 def test_sda_quantized_weighted_sum():

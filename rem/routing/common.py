@@ -6,6 +6,7 @@ routing runs in fp32, since bf16 loses the ordering of the agreement logits.
 
 from __future__ import annotations
 
+import warnings
 from collections.abc import Callable
 
 import torch
@@ -149,8 +150,27 @@ def _share_summer(device: torch.device) -> Callable:
     if device.type != "cpu":
         return sum_shares
     if _compiled_sum is None:
-        _compiled_sum = torch.compile(sum_shares, dynamic=False)
+        _compiled_sum = _or_eager(torch.compile(sum_shares, dynamic=False))
     return _compiled_sum
+
+
+def _or_eager(compiled: Callable) -> Callable:
+    """`compiled`, or `sum_shares` from the first call it cannot build on (no C++ compiler, say), with one warning:
+    the same sum, rounded in another order."""
+
+    def summed(votes: torch.Tensor, shares: list, out: torch.Tensor) -> torch.Tensor:
+        global _compiled_sum
+        try:
+            return compiled(votes, shares, out)
+        except Exception as error:  # compiling fails before the loop writes anything to `out`
+            result = sum_shares(votes, shares, out)  # a fault of the inputs, not of the compiler, raises here too
+            reason = (str(error).strip().splitlines() or [type(error).__name__])[0][:200]
+            warnings.warn(f"rem.routing: SDA's gradient sum could not be compiled here ({reason}); it runs eagerly, "
+                          "slower on the CPU", RuntimeWarning, stacklevel=2)
+            _compiled_sum = sum_shares
+            return result
+
+    return summed
 
 
 class _Votes(torch.autograd.Function):
