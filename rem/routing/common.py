@@ -122,7 +122,7 @@ class _GradientSum:
         out = torch.empty_strided(shape, stride, dtype=dtype, device=self.votes.device)
         if not shares:
             return out.zero_()
-        return _share_summer(self.votes.device)(self.votes, shares, out)
+        return _share_summer(self.votes)(self.votes, shares, out)
 
 
 def sum_shares(votes: torch.Tensor, shares: list, out: torch.Tensor) -> torch.Tensor:
@@ -137,18 +137,25 @@ def sum_shares(votes: torch.Tensor, shares: list, out: torch.Tensor) -> torch.Te
     return out.copy_(total)
 
 
+COMPILED_FROM = 1 << 22  # elements of the votes: below, the passes stay in cache and a compile (seconds) never pays
 _compiled_sum: Callable | None = None
 
 
-def _share_summer(device: torch.device) -> Callable:
-    """`sum_shares` compiled into one loop on the CPU, eager elsewhere. Eager on the CPU, each share is a pass over
-    the 150 MB of γ-CapsNet's votes gradient whose innermost loop runs over D = 8 with a broadcast factor,
-    unvectorised, and casting and relaying the sum out for the votes are two more; compiled, it is written once, in
-    the votes' dtype and order (22 against 88 ms, Zen 5; benchmarks/README.md, "The votes' gradient in one pass").
-    Compiled on first use, so a process that never trains an SDA layer never imports the compiler."""
-    global _compiled_sum
-    if device.type != "cpu":
+def _share_summer(votes: torch.Tensor) -> Callable:
+    """`sum_shares` compiled into one loop for large votes on the CPU (`compiled_share_sum`), eager elsewhere. Eager
+    on the CPU, each share is a pass over the 150 MB of γ-CapsNet's votes gradient whose innermost loop runs over
+    D = 8 with a broadcast factor, unvectorised, and casting and relaying the sum out for the votes are two more;
+    compiled, it is written once, in the votes' dtype and order (22 against 88 ms, Zen 5; benchmarks/README.md,
+    "The votes' gradient in one pass")."""
+    if votes.device.type != "cpu" or votes.numel() < COMPILED_FROM:
         return sum_shares
+    return compiled_share_sum()
+
+
+def compiled_share_sum() -> Callable:
+    """`sum_shares` under `torch.compile`, one kernel per shape, made on first use (so a process that never trains
+    a large SDA layer never imports the compiler); `sum_shares` itself where it cannot be built."""
+    global _compiled_sum
     if _compiled_sum is None:
         _compiled_sum = _or_eager(torch.compile(sum_shares, dynamic=False))
     return _compiled_sum
