@@ -111,6 +111,7 @@ class _GradientSum:
 
     def __init__(self, votes: torch.Tensor):
         self.votes, self.shares = votes, []
+        # the given votes' layout, not the votes: `votes` becomes the parent-major copy, and the given ones may go
         self.like = (votes.shape, votes.stride(), votes.dtype)
 
     def add(self, a: torch.Tensor, m: torch.Tensor | None = None) -> None:

@@ -53,12 +53,12 @@ class ClipFactors(torch.autograd.Function):
 
 
 def distance_logits(v: torch.Tensor, votes: SharedVotes, scale: torch.Tensor | None, squared: torch.Tensor,
-                    log_odds: float, fixed: tuple[torch.Tensor, torch.Tensor] | None = None) -> torch.Tensor:
+                    log_odds: float, fixed: tuple[torch.Tensor | None, torch.Tensor]) -> torch.Tensor:
     """Next logits `(B, J, I)` = t * |v_j - s_ij u_hat_j|i|, t < 0 from `log_odds` = log(p (J - 1) / (1 - p)).
     The distance is expanded so the votes are read once, by one batched matrix-vector product; `fixed` is
-    `fixed_terms(scale, squared)`, the same in every iteration (made here when not given)."""
+    `fixed_terms(scale, squared)`, made once for every iteration."""
     dots = votes.dots(v)  # (B, J, I)
-    return DistanceLogits.apply(dots, v, scale, squared, fixed or fixed_terms(scale, squared), log_odds)
+    return DistanceLogits.apply(dots, v, scale, squared, fixed, log_odds)
 
 
 def fixed_terms(scale: torch.Tensor | None, squared: torch.Tensor) -> tuple[torch.Tensor | None, torch.Tensor]:
