@@ -203,10 +203,11 @@ def test_sda_fused_equals_the_routing_written_out(through, levels):
         assert torch.isfinite(mine).all() and torch.allclose(mine, written_out, atol=1e-4, rtol=1e-3)
 
 
-def test_sda_steps_written_out_pass_gradcheck():
+@pytest.mark.parametrize("compiled", [False, True], ids=["eager", "compiled"])
+def test_sda_steps_written_out_pass_gradcheck(compiled):
     """The two elementwise steps whose backward the routing writes out, in float64: clip factors (votes clipped and
-    not) and distance logits (with and without clip factors)."""
-    from rem.routing.scaled_distance import ClipFactors, DistanceLogits, fixed_terms
+    not) and distance logits (with and without clip factors), eager and as the compiled loops large votes get."""
+    from rem.routing.scaled_distance import ClipFactors, DistanceLogits
 
     torch.manual_seed(4)
     squared = (torch.rand(2, 3, 5, dtype=torch.float64) * 2).requires_grad_(True)
@@ -215,14 +216,14 @@ def test_sda_steps_written_out_pass_gradcheck():
     with torch.no_grad():
         squared[0, :, 1] = 0.01  # |u| = 0.1 < 0.5: not clipped (the random rest has both kinds)
     acts.requires_grad_(True)
-    assert torch.autograd.gradcheck(ClipFactors.apply, (squared, acts))
+    assert torch.autograd.gradcheck(lambda q, a: ClipFactors.apply(q, a, compiled), (squared, acts))
     dots = torch.randn(2, 3, 5, dtype=torch.float64, requires_grad=True)
     parents = torch.randn(2, 3, 4, dtype=torch.float64, requires_grad=True)
     scale = torch.rand(2, 3, 5, dtype=torch.float64, requires_grad=True)
     log_odds = math.log(0.9 * 2 / 0.1)
-    assert torch.autograd.gradcheck(lambda d, v, s, q: DistanceLogits.apply(d, v, s, q, fixed_terms(s, q), log_odds),
+    assert torch.autograd.gradcheck(lambda d, v, s, q: DistanceLogits.apply(d, v, s, q, log_odds, compiled),
                                     (dots, parents, scale, squared))
-    assert torch.autograd.gradcheck(lambda d, v, q: DistanceLogits.apply(d, v, None, q, fixed_terms(None, q), log_odds),
+    assert torch.autograd.gradcheck(lambda d, v, q: DistanceLogits.apply(d, v, None, q, log_odds, compiled),
                                     (dots, parents, squared))
 
 
@@ -231,7 +232,7 @@ def test_shared_votes_hand_the_gradient_back_in_the_votes_own_layout_and_dtype()
     parent-major copy, and the gradient it hands back is bf16 in the votes' own strides (so the einsum's backward
     copies nothing), equal to autograd's on the same products in float64; the sum compiled as large votes get it
     on the CPU equals the eager one."""
-    from rem.routing.common import SharedVotes, compiled_share_sum, sum_shares
+    from rem.routing.common import SHARE_SUM, SharedVotes, sum_shares
 
     torch.manual_seed(6)
     by_input = torch.randn(7, 3, 4, 8).bfloat16().requires_grad_(True)  # (I, B, J, D) in memory
@@ -257,7 +258,7 @@ def test_shared_votes_hand_the_gradient_back_in_the_votes_own_layout_and_dtype()
     held = view.detach().float().contiguous()
     shares = [(weights, parents), (weights.flip(1), None)]
     out = torch.empty_strided(view.shape, view.stride(), dtype=torch.float32)
-    compiled = compiled_share_sum()(held, shares, out.clone())
+    compiled = SHARE_SUM(True, held, shares, out.clone())
     assert torch.allclose(compiled, sum_shares(held, shares, out), atol=1e-6)
 
 

@@ -6,13 +6,13 @@ routing runs in fp32, since bf16 loses the ordering of the agreement logits.
 
 from __future__ import annotations
 
-import warnings
 from collections.abc import Callable
 
 import torch
 
 from rem.capsules import squash
 from rem.parse_trees import quantize
+from rem.routing.loops import Loop, compiles
 
 
 def quantize_couplings(c: torch.Tensor, levels: int) -> torch.Tensor:
@@ -123,7 +123,7 @@ class _GradientSum:
         out = torch.empty_strided(shape, stride, dtype=dtype, device=self.votes.device)
         if not shares:
             return out.zero_()
-        return _share_summer(self.votes)(self.votes, shares, out)
+        return SHARE_SUM(compiles(self.votes), self.votes, shares, out)
 
 
 def sum_shares(votes: torch.Tensor, shares: list, out: torch.Tensor) -> torch.Tensor:
@@ -138,47 +138,11 @@ def sum_shares(votes: torch.Tensor, shares: list, out: torch.Tensor) -> torch.Te
     return out.copy_(total)
 
 
-COMPILED_FROM = 1 << 22  # elements of the votes: below, the passes stay in cache and a compile (seconds) never pays
-_compiled_sum: Callable | None = None
-
-
-def _share_summer(votes: torch.Tensor) -> Callable:
-    """`sum_shares` compiled into one loop for large votes on the CPU (`compiled_share_sum`), eager elsewhere. Eager
-    on the CPU, each share is a pass over the 150 MB of γ-CapsNet's votes gradient whose innermost loop runs over
-    D = 8 with a broadcast factor, unvectorised, and casting and relaying the sum out for the votes are two more;
-    compiled, it is written once, in the votes' dtype and order (22 against 88 ms, Zen 5; benchmarks/README.md,
-    "The votes' gradient in one pass")."""
-    if votes.device.type != "cpu" or votes.numel() < COMPILED_FROM:
-        return sum_shares
-    return compiled_share_sum()
-
-
-def compiled_share_sum() -> Callable:
-    """`sum_shares` under `torch.compile`, one kernel per shape, made on first use (so a process that never trains
-    a large SDA layer never imports the compiler); `sum_shares` itself where it cannot be built."""
-    global _compiled_sum
-    if _compiled_sum is None:
-        _compiled_sum = _or_eager(torch.compile(sum_shares, dynamic=False))
-    return _compiled_sum
-
-
-def _or_eager(compiled: Callable) -> Callable:
-    """`compiled`, or `sum_shares` from the first call it cannot build on (no C++ compiler, say), with one warning:
-    the same sum, rounded in another order."""
-
-    def summed(votes: torch.Tensor, shares: list, out: torch.Tensor) -> torch.Tensor:
-        global _compiled_sum
-        try:
-            return compiled(votes, shares, out)
-        except Exception as error:  # compiling fails before the loop writes anything to `out`
-            result = sum_shares(votes, shares, out)  # a fault of the inputs, not of the compiler, raises here too
-            reason = (str(error).strip().splitlines() or [type(error).__name__])[0][:200]
-            warnings.warn(f"rem.routing: SDA's gradient sum could not be compiled here ({reason}); it runs eagerly, "
-                          "slower on the CPU", RuntimeWarning, stacklevel=2)
-            _compiled_sum = sum_shares
-            return result
-
-    return summed
+# Eager on the CPU, each share is a pass over the 150 MB of γ-CapsNet's votes gradient whose innermost loop runs over
+# D = 8 with a broadcast factor, unvectorised, and casting and relaying the sum out for the votes are two more;
+# compiled, it is written once, in the votes' dtype and order (22 against 88 ms, Zen 5; benchmarks/README.md, "The
+# votes' gradient in one pass").
+SHARE_SUM = Loop(sum_shares)
 
 
 class _Votes(torch.autograd.Function):

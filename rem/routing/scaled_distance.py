@@ -9,6 +9,7 @@ import torch
 
 from rem.capsules import EPS
 from rem.routing.common import SharedVotes, agreement_iterations
+from rem.routing.loops import Loop, compiles
 from rem.routing.registry import register_routing
 
 
@@ -19,100 +20,119 @@ def clip_vote_lengths(u_hat: torch.Tensor, activations: torch.Tensor) -> torch.T
     return u_hat * scale.unsqueeze(-1)
 
 
-def vote_scales(u_hat: SharedVotes, activations: torch.Tensor | None) -> tuple[torch.Tensor | None, torch.Tensor]:
+def vote_scales(u_hat: SharedVotes, activations: torch.Tensor | None,
+                compiled: bool = False) -> tuple[torch.Tensor | None, torch.Tensor]:
     """Each vote's clip factor min(a_i, |u|) / |u| (None without activations) and squared length, both `(B, J, I)`:
-    cheaper than materialising the clipped votes."""
+    cheaper than materialising the clipped votes. `compiled`: run the elementwise loops compiled (`loops.compiles`)."""
     squared = u_hat.squared()
     if activations is None:
         return None, squared
-    return ClipFactors.apply(squared, activations.float()), squared
+    return ClipFactors.apply(squared, activations.float(), compiled), squared
+
+
+def clip_factors(squared: torch.Tensor, limit: torch.Tensor) -> torch.Tensor:
+    """min(a, n) / n, n = sqrt(q + EPS), from squared lengths q `(B, J, I)` and activations a `(B, 1, I)`; ties are
+    not clipped."""
+    norm = torch.sqrt(squared + EPS)
+    return torch.where(norm > limit, limit / norm, 1.0)
+
+
+def clip_factors_backward(grad: torch.Tensor, squared: torch.Tensor, limit: torch.Tensor):
+    """(dL/dq, dL/da before its sum over parents): d(a / n)/da = 1 / n where clipped, 0 elsewhere; d(a / n)/dq =
+    -a / (2 n^3), n^2 = q + EPS. The norms are made again rather than kept: a pass saved in memory and time."""
+    norm2 = squared + EPS
+    norm = torch.sqrt(norm2)
+    per_norm = grad / norm * (norm > limit)
+    return per_norm * limit * -0.5 / norm2, per_norm
+
+
+CLIP = Loop(clip_factors)
+CLIP_BACKWARD = Loop(clip_factors_backward)
 
 
 class ClipFactors(torch.autograd.Function):
-    """min(a_i, n) / n, n = sqrt(|u|^2 + EPS), from squared lengths `(B, J, I)` and activations `(B, I)`; ties are
-    not clipped. Written out because autograd's `minimum` spends four passes on ties alone."""
+    """`clip_factors` of squared lengths `(B, J, I)` and activations `(B, I)`, with its backward written out (autograd
+    of `minimum` spends four passes on ties alone), each direction one loop where `compiled`."""
 
     @staticmethod
-    def forward(ctx, squared, activations):
-        norm2 = squared + EPS
-        norm = norm2.sqrt()
-        limit = activations[:, None, :]  # (B, 1, I)
-        clipped = norm > limit
-        ctx.save_for_backward(norm, norm2, clipped, activations)
-        return torch.where(clipped, limit / norm, 1.0)
+    def forward(ctx, squared, activations, compiled: bool = False):
+        ctx.save_for_backward(squared, activations)
+        ctx.compiled = compiled
+        return CLIP(compiled, squared, activations[:, None, :])
 
     @staticmethod
     def backward(ctx, grad):
-        norm, norm2, clipped, activations = ctx.saved_tensors
-        per_norm = (grad / norm).mul_(clipped)  # d(a / n)/da = 1 / n where clipped, 0 elsewhere
+        squared, activations = ctx.saved_tensors
+        grad_squared, per_norm = CLIP_BACKWARD(ctx.compiled, grad, squared, activations[:, None, :])
         grad_activations = per_norm.sum(1) if ctx.needs_input_grad[1] else None
-        grad_squared = None
-        if ctx.needs_input_grad[0]:  # d(a / n)/dq = -a / (2 n^3), n^2 = q + EPS
-            grad_squared = per_norm.mul_(activations[:, None, :] * -0.5).div_(norm2)
-        return grad_squared, grad_activations
+        return grad_squared if ctx.needs_input_grad[0] else None, grad_activations, None
 
 
 def distance_logits(v: torch.Tensor, votes: SharedVotes, scale: torch.Tensor | None, squared: torch.Tensor,
-                    log_odds: float, fixed: tuple[torch.Tensor | None, torch.Tensor]) -> torch.Tensor:
+                    log_odds: float, compiled: bool = False) -> torch.Tensor:
     """Next logits `(B, J, I)` = t * |v_j - s_ij u_hat_j|i|, t < 0 from `log_odds` = log(p (J - 1) / (1 - p)).
-    The distance is expanded so the votes are read once, by one batched matrix-vector product; `fixed` is
-    `fixed_terms(scale, squared)`, made once for every iteration."""
+    The distance is expanded so the votes are read once, by one batched matrix-vector product."""
     dots = votes.dots(v)  # (B, J, I)
-    return DistanceLogits.apply(dots, v, scale, squared, fixed, log_odds)
+    return DistanceLogits.apply(dots, v, scale, squared, log_odds, compiled)
 
 
-def fixed_terms(scale: torch.Tensor | None, squared: torch.Tensor) -> tuple[torch.Tensor | None, torch.Tensor]:
-    """(s^2, s^2 q) without gradient ((None, q) where `scale` is None): the parts of the expanded distance that do
-    not change between iterations (`DistanceLogits` differentiates them itself)."""
-    with torch.no_grad():
-        if scale is None:
-            return None, squared.detach()
-        scale2 = scale * scale
-        return scale2, scale2 * squared
+def squared_distances(dots, parents_squared, scale, squared):
+    """|v - s u|^2 expanded: s^2 q - 2 s d + |v|^2 (s None: 1), parents' squared lengths `(B, J, 1)`."""
+    if scale is None:
+        return squared - 2.0 * dots + parents_squared
+    return scale * scale * squared - 2.0 * scale * dots + parents_squared
+
+
+def distances(dots, parents_squared, scale, squared):
+    """sqrt(max(`squared_distances`, 0) + EPS): the clamp absorbs rounding below 0."""
+    return torch.sqrt(squared_distances(dots, parents_squared, scale, squared).clamp_min(0.0) + EPS)
+
+
+def distances_backward(grad, dist, t, through_mean, dots, parents_squared, scale, squared):
+    """k = -2 dL/dr (r the squared distance; 0 where the clamp held, r made again rather than kept) and the
+    gradients of dots (s k), clip factors ((d - s q) k) and squared lengths (-s^2 k / 2); dr/dv = 2 v is left to
+    the caller, as it sums k over inputs."""
+    inside = squared_distances(dots, parents_squared, scale, squared) >= 0
+    k = (grad * -t - through_mean) / dist * inside  # d sqrt(r + EPS) / dr = 1 / (2 dist)
+    if scale is None:
+        return k, k, None, k * -0.5
+    return k, scale * k, (dots - scale * squared) * k, k * (scale * scale) * -0.5
+
+
+DISTANCES = Loop(distances)
+DISTANCES_BACKWARD = Loop(distances_backward)
 
 
 class DistanceLogits(torch.autograd.Function):
-    """t * sqrt(max(|v|^2 - 2 s d + s^2 q, 0) + EPS) from dots d, clip factors s (None: 1), squared lengths q (all
-    `(B, J, I)`), parents v `(B, J, D)` and `fixed_terms` (s^2, s^2 q); t = log_odds / (d_o / 2 - d_o - 1e-12), d_o
-    the sample's mean distance. The clamp absorbs rounding below 0; written out to halve autograd's passes over
-    (B, J, I): each pass over them costs as much as one over the votes' gradient here."""
+    """t * `distances` from dots d, clip factors s (None: 1), squared lengths q (all `(B, J, I)`) and parents v
+    `(B, J, D)`; t = log_odds / (d_o / 2 - d_o - 1e-12), d_o the sample's mean distance. Written out to halve
+    autograd's passes over (B, J, I), each as costly as one over the votes' gradient here; where `compiled`, the
+    elementwise steps of each direction run as one loop, the means and sums in ATen."""
 
     @staticmethod
-    def forward(ctx, dots, parents, scale, squared, fixed, log_odds: float):
-        scale2, constant = fixed
-        r = constant + parents.square().sum(-1, keepdim=True)  # s^2 q + |v|^2
-        if scale is None:
-            r.add_(dots, alpha=-2.0)
-        else:
-            r.addcmul_(scale, dots, value=-2.0)
-        inside = r >= 0  # where the clamp passes a gradient
-        dist = r.clamp_min_(0.0).add_(EPS).sqrt_()
+    def forward(ctx, dots, parents, scale, squared, log_odds: float, compiled: bool = False):
+        parents_squared = parents.square().sum(-1, keepdim=True)
+        dist = DISTANCES(compiled, dots, parents_squared, scale, squared)
         d_o = dist.mean(dim=(1, 2), keepdim=True)
         den = 0.5 * d_o - d_o - 1e-12
-        ctx.save_for_backward(dots, parents, scale, squared, scale2, inside, dist, den)
-        ctx.log_odds = log_odds
+        ctx.save_for_backward(dots, parents, scale, squared, dist, den, parents_squared)
+        ctx.log_odds, ctx.compiled = log_odds, compiled
         return dist * (log_odds / den)
 
     @staticmethod
     def backward(ctx, grad):
-        dots, parents, scale, squared, scale2, inside, dist, den = ctx.saved_tensors
+        dots, parents, scale, squared, dist, den, parents_squared = ctx.saved_tensors
         b, j, i = dist.shape
         t = ctx.log_odds / den
         # t depends on every distance through their mean d_o: dt/dd_o = log_odds / (2 den^2)
         grad_t = torch.bmm(grad.reshape(b, 1, j * i), dist.reshape(b, j * i, 1)).view(b, 1, 1)
         through_mean = grad_t * (0.5 * ctx.log_odds) / (den * den * (j * i))
-        # k = -2 dL/dr; d sqrt(r + EPS) / dr = 1 / (2 dist), 0 where the clamp held
-        k = torch.addcmul(-through_mean, grad, -t).div_(dist).mul_(inside)
-        grad_parents = -parents * k.sum(2, keepdim=True) if ctx.needs_input_grad[1] else None  # dr/dv = 2 v
-        grad_squared = None
-        if ctx.needs_input_grad[3]:  # dr/dq = s^2
-            grad_squared = k * -0.5 if scale2 is None else (k * scale2).mul_(-0.5)
-        if scale is None:
-            return k, grad_parents, None, grad_squared, None, None
-        grad_scale = None
-        if ctx.needs_input_grad[2]:  # dr/ds = 2 s q - 2 d
-            grad_scale = torch.addcmul(dots, scale, squared, value=-1.0).mul_(k)
-        return scale * k, grad_parents, grad_scale, grad_squared, None, None
+        k, grad_dots, grad_scale, grad_squared = DISTANCES_BACKWARD(
+            ctx.compiled, grad, dist, t, through_mean, dots, parents_squared, scale, squared)
+        grad_parents = -parents * k.sum(2, keepdim=True) if ctx.needs_input_grad[1] else None
+        needs = ctx.needs_input_grad
+        return (grad_dots if needs[0] else None, grad_parents, grad_scale if needs[2] else None,
+                grad_squared if needs[3] else None, None, None)
 
 
 @register_routing("scaled_distance", activations=True, takes=("p", "grad_through_routing"))
@@ -141,20 +161,20 @@ def scaled_distance_routing(
     if not 0.0 < p < 1.0:
         raise ValueError(f"scaled_distance_routing: p must be in (0, 1), got {p}")
     with torch.autocast(votes.device.type, enabled=False):
+        compiled = compiles(votes)
         u_hat = SharedVotes(votes.transpose(1, 2))  # (B, J, I, D)
-        scale, squared = vote_scales(u_hat, activations)
+        scale, squared = vote_scales(u_hat, activations, compiled)
         num_parents = u_hat.votes.shape[1]
         # what the non-final iterations see: the same votes and clip factors, detached unless gradients run through
         keep = (lambda t: t) if grad_through_routing else (lambda t: None if t is None else t.detach())
         routed = u_hat if grad_through_routing else u_hat.detached()
         routed_scale, routed_squared = keep(scale), keep(squared)
         log_odds = math.log(p * (num_parents - 1) / (1.0 - p)) if num_parents > 1 else 0.0
-        fixed = fixed_terms(routed_scale, routed_squared) if num_parents > 1 and iterations > 1 else None
 
         def next_logits(logits: torch.Tensor | None, v: torch.Tensor) -> torch.Tensor | None:
             if num_parents == 1:  # t is undefined; the one parent's coupling is 1 whatever the logits
                 return logits
-            return distance_logits(keep(v), routed, routed_scale, routed_squared, log_odds, fixed)
+            return distance_logits(keep(v), routed, routed_scale, routed_squared, log_odds, compiled)
 
         scales = None if scale is None else (scale, routed_scale)
         return agreement_iterations(u_hat, routed, iterations, bias, quantize_levels, trace, next_logits, scales)
