@@ -26,10 +26,12 @@ class Variant:
     compile: bool = False
     broadcast_votes: bool = False  # the common public formulation of the votes (baseline)
     graphs: bool = False  # CUDA graphs (train.cuda_graphs: torch.compile "reduce-overhead"), on a GPU only
+    compile_options: tuple = ()  # Inductor settings, as a trial path's (rem.training.paths.Path.options)
 
     @property
     def label(self) -> str:
-        parts = [self.precision] + (["compile"] if self.compile else []) + (["CUDA graphs"] if self.graphs else []) + \
+        options = "".join(f" ({key}={value})" for key, value in self.compile_options)
+        parts = [self.precision] + ([f"compile{options}"] if self.compile else []) + (["CUDA graphs"] if self.graphs else []) + \
             (["broadcast-matmul votes"] if self.broadcast_votes else [])
         return " + ".join(parts)
 
@@ -71,7 +73,7 @@ def forward_of(variant: Variant, model: torch.nn.Module, device: str) -> torch.n
         from rem.training.paths import GRAPHS
 
         return GraphedForward(compile_model(model, GRAPHS), model)
-    return compile_model(model) if variant.compile else model
+    return compile_model(model, options=variant.compile_options) if variant.compile else model
 
 
 def train_step_fn(variant: Variant, model: torch.nn.Module, batch_size: int = 128, device: str = "cpu") -> Callable[[], float]:

@@ -105,7 +105,8 @@ def trial_variant(name: str, device: str = "cpu") -> Variant:
     from rem.training.paths import chosen
 
     precision = resolve_precision(device, "auto")
-    return Variant(name, precision, chosen("auto", name, device, "auto").compiled)
+    path = chosen("auto", name, device, "auto")
+    return Variant(name, precision, path.compiled, compile_options=path.options)
 
 
 def measure_paths(names: list[str], args, device: str = "cpu") -> list[dict]:

@@ -89,15 +89,18 @@ def _eager_valid_conv2d(conv: nn.Conv2d, x: torch.Tensor) -> torch.Tensor:
     return _ValidConv2d.apply(x, conv.weight, conv.bias, conv.stride[0])
 
 
-def compile_model(model: nn.Module, mode: str | None = None) -> nn.Module:
+def compile_model(model: nn.Module, mode: str | None = None, options: tuple[tuple[str, object], ...] = ()) -> nn.Module:
     """`torch.compile(model)` for models with these layers: use it instead of torch.compile. The CPU low-precision
     path of `valid_conv2d` stays eager (inductor fails tracing it with a dynamic batch); it is marked here, not by
-    a decorator, because `torch.compiler.disable` imports torch._dynamo, ~2 s of every process's start."""
+    a decorator, because `torch.compiler.disable` imports torch._dynamo, ~2 s of every process's start. `options`:
+    Inductor settings as (name, value) pairs (torch.compile takes them or a `mode`, not both)."""
+    if mode is not None and options:
+        raise ValueError(f"compile_model: torch.compile takes a mode ({mode!r}) or options ({options!r}), not both")
     global _eager_valid_conv2d
     if not getattr(_eager_valid_conv2d, "_rem_kept_eager", False):
         _eager_valid_conv2d = torch.compiler.disable(_eager_valid_conv2d)
         _eager_valid_conv2d._rem_kept_eager = True
-    return torch.compile(model, mode=mode)
+    return torch.compile(model, mode=mode, options=dict(options) or None)
 
 
 def valid_conv2d(conv: nn.Conv2d, x: torch.Tensor) -> torch.Tensor:

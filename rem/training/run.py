@@ -52,7 +52,7 @@ def compiled(cfg: Config, model: torch.nn.Module, device: torch.device) -> torch
     path = trial_path(cfg, device)
     if not path.compiled:
         return model
-    forward = compile_model(model, path.mode)
+    forward = compile_model(model, path.mode, path.options)
     return GraphedForward(forward, model) if path.mode == GRAPHS else forward
 
 

@@ -68,3 +68,24 @@ def test_validation_loss_refuses_a_compiled_module_of_another_model():
                           compiled=torch.compile(a))
     with pytest.raises(ValueError, match="torch.compile\\(\\) of the model being evaluated"):
         loss(b)
+
+
+def test_deepcaps_compiled_without_layout_optimization_computes_what_eager_does(monkeypatch):
+    """The Inductor setting DeepCaps' bf16 path takes on avx512 (rem.training.paths.NO_LAYOUT_OPTIMIZATION) reaches
+    torch.compile, which accepts it, and the compiled forward computes eager's outputs (generated inputs, a shrunk
+    DeepCaps; forward only, to keep the compile short)."""
+    from rem.models import create_model
+    from rem.training.paths import NO_LAYOUT_OPTIMIZATION
+
+    asked = []
+    real_compile = torch.compile
+    monkeypatch.setattr(torch, "compile", lambda model, **kw: asked.append(kw) or real_compile(model, **kw))
+    torch.manual_seed(0)
+    model = create_model("deepcaps", in_shape=(1, 16, 16), num_classes=4, stem_channels=8, caps_types=4,
+                         cell_dims=(2, 4, 4, 4), class_dim=4).eval()
+    x = torch.randn(3, 1, 16, 16)
+    with torch.no_grad():
+        eager = model(x).lengths
+        out = compile_model(model, options=NO_LAYOUT_OPTIMIZATION)(x).lengths
+    assert asked == [{"mode": None, "options": {"layout_optimization": False}}]
+    assert torch.allclose(out, eager, atol=1e-5)

@@ -54,17 +54,33 @@ def test_the_setting_defaults_to_auto_and_is_hashed_as_it_is(synthetic_raw):
 def test_a_trial_tags_and_records_the_path_it_took(synthetic_raw, tmp_path, monkeypatch):
     cfg = tiny_cfg(synthetic_raw, max_steps_per_epoch=2, precision="fp32", compile="auto")
     wrapped = []
-    monkeypatch.setattr(run, "compile_model", lambda model, mode=None: wrapped.append(model) or model)  # wiring only
+    monkeypatch.setattr(run, "compile_model",  # wiring only
+                        lambda model, mode=None, options=(): wrapped.append((model, options)) or model)
     monkeypatch.setitem(RULE, ("capsnet", cpu_kind(), "fp32"), Path(False, "measured faster eager"))
     assert path_tags(cfg, CPU) == {"rem.compiled": "false", "rem.compile_setting": "auto",
-                                   "rem.compile_reason": "measured faster eager", "rem.cuda_graphs": "false"}
+                                   "rem.compile_reason": "measured faster eager", "rem.cuda_graphs": "false",
+                                   "rem.compile_options": "none"}
     assert train(cfg, workdir=tmp_path / "eager")["compute/compiled"] == 0.0 and not wrapped
-    monkeypatch.setitem(RULE, ("capsnet", cpu_kind(), "fp32"), Path(True, "measured faster compiled"))
+    monkeypatch.setitem(RULE, ("capsnet", cpu_kind(), "fp32"),
+                        Path(True, "measured faster compiled", options=paths.NO_LAYOUT_OPTIMIZATION))
     assert path_tags(cfg, CPU)["rem.compiled"] == "true"
-    assert train(cfg, workdir=tmp_path / "compiled")["compute/compiled"] == 1.0 and len(wrapped) == 1
+    assert path_tags(cfg, CPU)["rem.compile_options"] == "layout_optimization=false"
+    assert train(cfg, workdir=tmp_path / "compiled")["compute/compiled"] == 1.0
+    assert [options for _, options in wrapped] == [paths.NO_LAYOUT_OPTIMIZATION]
     forced = cfg.with_overrides({"train.compile": False})
     assert path_tags(forced, CPU)["rem.compile_reason"] == "train.compile: false"
     assert paths.trial_path(forced, CPU).compiled is False
+
+
+def test_deepcaps_compiles_in_bf16_without_inductor_layout_optimization_on_avx512():
+    """The rule's Inductor settings: only DeepCaps' bf16 path on avx512 has one (its squashes vectorise only in the
+    default layout); compile_model takes them, and refuses them beside a mode, which torch.compile would too."""
+    from rem.capsules import compile_model
+
+    assert rule("deepcaps", "avx512", "bf16").options == paths.NO_LAYOUT_OPTIMIZATION
+    assert [key for key, path in RULE.items() if path.options] == [("deepcaps", "avx512", "bf16")]
+    with pytest.raises(ValueError, match="takes a mode .* or options .*, not both"):
+        compile_model(torch.nn.Linear(2, 2), paths.GRAPHS, paths.NO_LAYOUT_OPTIMIZATION)
 
 
 def test_cuda_graphs_are_a_gpu_path_and_ignored_on_the_cpu():
@@ -79,7 +95,7 @@ def test_the_graphed_forward_is_wired_into_steps_and_the_search(synthetic_raw, t
     from rem.training.graphs import GraphedForward
 
     modes = []
-    monkeypatch.setattr(run, "compile_model", lambda model, mode=None: modes.append(mode) or model)
+    monkeypatch.setattr(run, "compile_model", lambda model, mode=None, options=(): modes.append(mode) or model)
     monkeypatch.setattr(run, "trial_path", lambda cfg, device: Path(True, "graphs, for the test", paths.GRAPHS))
     cfg = tiny_cfg(synthetic_raw, max_steps_per_epoch=2).with_overrides(
         {"prune.method": "rem", "prune.max_evaluations": 2})
