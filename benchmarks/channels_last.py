@@ -19,6 +19,15 @@ from benchmarks._steps import Variant, build, train_step_fn
 from rem.training.host_memory import keep_freed_memory
 
 
+def channels_last(model: torch.nn.Module) -> torch.nn.Module:
+    """`model` with its 4-D parameters (the 2-D convolutions' weights) channels-last; `Module.to(memory_format=...)`
+    refuses a model with any other rank of weight, such as DeepCaps' Conv3d."""
+    for param in model.parameters():
+        if param.dim() == 4:
+            param.data = param.data.contiguous(memory_format=torch.channels_last)
+    return model
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--models", default="capsnet,deepcaps,gamma_capsnet,efficient_capsnet")
@@ -30,7 +39,7 @@ def main() -> None:
     rows = []
     for name in args.models.split(","):
         v = Variant(name, "bf16")
-        default, last = build(v), build(v).to(memory_format=torch.channels_last)
+        default, last = build(v), channels_last(build(v))
         steps = {"default": train_step_fn(v, default, args.batch), "channels_last": train_step_fn(v, last, args.batch)}
         for step in steps.values():
             step()
