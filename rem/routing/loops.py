@@ -4,7 +4,7 @@ Eager, every elementwise step of SDA's routing is its own pass over tensors of 1
 batch 128: (B, J, I) in fp32) or 150 MB (its votes' gradient), and the CPU kernels leave short broadcast loops
 unvectorised. `torch.compile` writes a chain of them as one loop that reads each input once. Reductions stay outside
 the loops, in ATen: Inductor's per-sample reductions over (J, I) ran slower than ATen's (benchmarks/README.md, "The
-votes' gradient in one pass" and "SDA's elementwise steps in one pass").
+votes' gradient in one pass" and "SDA's elementwise steps in one loop, and DeepCaps' squashes").
 """
 
 from __future__ import annotations
