@@ -15,6 +15,7 @@ import torch
 from rem.capsules import compile_model
 from rem.losses import margin_loss
 from rem.models import create_model
+from rem.training.paths import describe_options
 
 IN_SHAPE, CLASSES = (1, 28, 28), 10
 
@@ -30,9 +31,9 @@ class Variant:
 
     @property
     def label(self) -> str:
-        options = "".join(f" ({key}={value})" for key, value in self.compile_options)
-        parts = [self.precision] + ([f"compile{options}"] if self.compile else []) + (["CUDA graphs"] if self.graphs else []) + \
-            (["broadcast-matmul votes"] if self.broadcast_votes else [])
+        options = f" ({describe_options(self.compile_options)})" if self.compile_options else ""
+        parts = [self.precision] + ([f"compile{options}"] if self.compile else []) + \
+            (["CUDA graphs"] if self.graphs else []) + (["broadcast-matmul votes"] if self.broadcast_votes else [])
         return " + ".join(parts)
 
 

@@ -268,7 +268,7 @@ import torch._inductor.config as inductor
 inductor.cpp.cxx = ("/nonexistent/g++",)  # a machine without a C++ compiler
 from rem.routing import scaled_distance_routing
 torch.manual_seed(0)
-votes = torch.randn(2, 1024, 64, 32, requires_grad=True)  # past COMPILED_FROM: the sum is compiled on the CPU
+votes = torch.randn(2, 1024, 64, 32, requires_grad=True)  # past COMPILED_FROM: the loops are compiled on the CPU
 with warnings.catch_warnings(record=True) as caught:
     warnings.simplefilter("always")
     v, _ = scaled_distance_routing(votes, 3, None, torch.rand(2, 1024), grad_through_routing=True)
@@ -279,8 +279,8 @@ print(votes.grad[0, :4, 0].flatten().tolist())
 
 
 def test_sda_trains_without_a_cpp_compiler_with_one_warning(tmp_path):
-    """Where the gradient sum cannot be compiled (here: no C++ compiler, in a process with an empty compile cache),
-    SDA sums eagerly after one warning that names why, with the same gradient."""
+    """Where SDA's loops (clip, distances, gradient sum) cannot be compiled (here: no C++ compiler, in a process with
+    an empty compile cache), they all run eagerly after one warning that names why, with the same gradient."""
     env = {**os.environ, "TORCHINDUCTOR_CACHE_DIR": str(tmp_path)}
     done = subprocess.run([sys.executable, "-c", NO_COMPILER], env=env, capture_output=True, text=True, timeout=300)
     assert done.returncode == 0, done.stderr[-2000:]

@@ -19,9 +19,9 @@ _compiler_failed = False  # set by the first loop that cannot be built: every lo
 
 
 def compiles(votes: torch.Tensor) -> bool:
-    """Whether a routing over `votes` runs its loops compiled: large votes on the CPU. On a GPU they run eagerly, since
-    no GPU has measured a compiled one."""
-    return votes.device.type == "cpu" and votes.numel() >= COMPILED_FROM and not _compiler_failed
+    """Whether a routing over `votes` asks for its loops compiled: large votes on the CPU. On a GPU they run eagerly,
+    since no GPU has measured a compiled one; where no loop can be built, `Loop` runs them eagerly whatever is asked."""
+    return votes.device.type == "cpu" and votes.numel() >= COMPILED_FROM
 
 
 class Loop:

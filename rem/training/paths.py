@@ -24,7 +24,12 @@ class Path:
     options: tuple[tuple[str, object], ...] = ()  # Inductor settings for this path (torch.compile's `options`)
 
     def options_tag(self) -> str:
-        return ",".join(f"{key}={str(value).lower()}" for key, value in self.options) or "none"
+        return describe_options(self.options) or "none"
+
+
+def describe_options(options: tuple[tuple[str, object], ...]) -> str:
+    """Inductor settings as `name=value` pairs, comma-separated ("" for none): the MLflow tag and benchmark labels."""
+    return ",".join(f"{key}={str(value).lower()}" for key, value in options)
 
 
 # Inductor lays convolutions out channels-last on its own; DeepCaps' squashes then reduce over groups of 4-8 channels
