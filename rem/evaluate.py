@@ -15,24 +15,54 @@ import torch
 
 from rem.device import HOST, autocast
 from rem.losses import classification_loss
-from rem.parse_trees import entropy_at_images, keys_for_predictions, stats_from_keys, summarize
+from rem import collisions
+from rem.parse_trees import (edge_distance, entropy_at_images, key_counts_by_class, keys_for_predictions,
+                             stats_from_counts, stats_from_keys, summarize)
 from rem.routing.health import RoutingHealth
 
 
 # A coarser secondary quantization: a metric at its ceiling under REM's K may still move under K = 3.
 SECONDARY_LEVELS = 3
+# Keyed couplings this close to a bin edge at REM's K count as near it (`parse_trees/near_edge`): a move of less
+# than 0.01 changes their key, and +Q's rounding with it.
+EDGE_WINDOW = 0.01
 # Images per class for `entropy/at_images_mean`, comparable across test subsets (every profile has this many).
 ENTROPY_IMAGES_PER_CLASS = 100
 
 
+def neighbour_levels(levels: int) -> tuple[int, ...]:
+    """REM's K's neighbours K - 1 and K + 1 (those >= 2 and not `SECONDARY_LEVELS`): keys from the same couplings
+    whose bin edges sit elsewhere (K = 6's edges at 0.1, 0.3, ... put uniform routing over 10 classes on one)."""
+    return tuple(k for k in (levels - 1, levels + 1) if k >= 2 and k != SECONDARY_LEVELS)
+
+
+def collision_metrics(per_class: list[np.ndarray]) -> dict[str, float]:
+    """The pooled within-class collisions (rem.collisions) and each class's count profile,
+    `collisions/class_<j>/seen_<m>`: how many keys its images had exactly m times."""
+    colliding, pairs, _ = collisions.pooled(per_class)
+    out = {"collisions/pairs": float(colliding), "collisions/same_class_pairs": float(pairs)}
+    if pairs:
+        out["collisions/probability"] = colliding / pairs
+        out["collisions/entropy_bound_bits"] = collisions.entropy_lower_bound(per_class)
+        if colliding:  # no point estimate without a colliding pair: the bound alone says it
+            out["collisions/entropy_bits"] = collisions.entropy_bits(per_class)
+    for j, counts in enumerate(per_class):
+        out.update({f"collisions/class_{j}/seen_{m}": float(keys)
+                    for m, keys in collisions.count_profile(counts).items()})
+    return out
+
+
 class ParseTreeKeys:
-    """One evaluation pass's parse-tree keys (at REM's levels and `SECONDARY_LEVELS`) and routing health, batch
-    by batch; `result` turns them into the per-class table and its summaries."""
+    """One evaluation pass's parse-tree keys (at REM's levels, its neighbours and `SECONDARY_LEVELS`), how near
+    the keyed couplings sit to a bin edge, and the routing health, batch by batch; `result` turns them into the
+    per-class table and its summaries."""
 
     def __init__(self, levels: int, dead_capsule_threshold: float):
         self.levels = levels
-        self.keys: dict[int, list[torch.Tensor]] = {levels: [], SECONDARY_LEVELS: []}
+        self.keys: dict[int, list[torch.Tensor]] = {k: [] for k in (levels, SECONDARY_LEVELS, *neighbour_levels(levels))}
         self.predictions: list[torch.Tensor] = []
+        self.near_edge: list[torch.Tensor] = []  # per batch: keyed couplings within EDGE_WINDOW of an edge
+        self.keyed = 0
         self.health = RoutingHealth(dead_capsule_threshold)
 
     def add(self, out, predicted: torch.Tensor) -> None:
@@ -41,20 +71,30 @@ class ParseTreeKeys:
             for levels, keys in self.keys.items():
                 keys.append(keys_for_predictions(out.couplings, column, levels))
             self.predictions.append(column)
-        if out.input_lengths is not None:
-            self.health.update(out.couplings, out.input_lengths)
+            index = column.long().view(-1, 1, 1).expand(-1, out.couplings.shape[1], 1)
+            keyed = out.couplings.gather(2, index)
+            self.near_edge.append((edge_distance(keyed, self.levels) < EDGE_WINDOW).sum())
+            self.keyed += keyed.numel()
+        if out.input_lengths is not None:  # within a class: REM groups images by their predicted class
+            self.health.update(out.couplings, out.input_lengths, predicted if predicted.dim() == 1 else None)
 
     def result(self, num_classes: int, keep_keys: bool) -> dict:
-        """The per-class table, its summary, the routing health, and the entropy at `SECONDARY_LEVELS`
-        (`entropy/k3_mean`), on `ENTROPY_IMAGES_PER_CLASS` images per class (`entropy/at_images_mean`) and over
-        the live input capsules only (`entropy/kept_mean`: what the capsules pruning kept still carry)."""
+        """The per-class table, its summary, the routing health, the within-class collisions, the entropy at REM's
+        K's neighbours (`entropy/k<L>_mean`) and at `SECONDARY_LEVELS` (`entropy/k3_mean`), the share of keyed
+        couplings near an edge (`parse_trees/near_edge`), on `ENTROPY_IMAGES_PER_CLASS` images per class
+        (`entropy/at_images_mean`) and over the live input capsules only (`entropy/kept_mean`: what the capsules
+        pruning kept still carry)."""
         if not self.predictions:
             return {}
         predicted = torch.cat(self.predictions).cpu().numpy()
-        keys, coarse = (torch.cat(self.keys[k]).cpu().numpy() for k in (self.levels, SECONDARY_LEVELS))
-        stats = stats_from_keys(keys, predicted, num_classes)
-        result = {"per_class": stats, **summarize(stats), **self.health.result()}
-        result["entropy/k3_mean"] = summarize(stats_from_keys(coarse, predicted, num_classes))["entropy/mean"]
+        keys = torch.cat(self.keys[self.levels]).cpu().numpy()
+        per_class = key_counts_by_class(keys, predicted, num_classes)
+        stats = stats_from_counts(per_class)
+        result = {"per_class": stats, **summarize(stats), **self.health.result(), **collision_metrics(per_class),
+                  "parse_trees/near_edge": float(torch.stack(self.near_edge).sum()) / max(self.keyed, 1)}
+        for levels in (SECONDARY_LEVELS, *neighbour_levels(self.levels)):
+            other = torch.cat(self.keys[levels]).cpu().numpy()
+            result[f"entropy/k{levels}_mean"] = summarize(stats_from_keys(other, predicted, num_classes))["entropy/mean"]
         at_images = entropy_at_images(keys, predicted, num_classes, ENTROPY_IMAGES_PER_CLASS)
         if not np.isnan(at_images):  # no class reached that many images: no value rather than a NaN metric
             result["entropy/at_images_mean"] = at_images

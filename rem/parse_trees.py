@@ -24,9 +24,21 @@ def quantize(c: torch.Tensor | np.ndarray, levels: int = 11) -> torch.Tensor:
     if levels < 2:
         raise ValueError(f"quantize: levels must be >= 2, got {levels}")
     c = torch.as_tensor(c).float().contiguous()  # bucketize copies strided inputs anyway
-    edges = (torch.arange(levels - 1, dtype=torch.float32, device=c.device) + 0.5) / (levels - 1)
-    bins = torch.bucketize(c, edges, out_int32=True)
+    bins = torch.bucketize(c, bin_edges(levels, c.device), out_int32=True)
     return bins.to(torch.uint8 if levels <= 256 else torch.int16)
+
+
+def bin_edges(levels: int, device=None) -> torch.Tensor:
+    """The `levels - 1` edges between `quantize`'s bins: (k + 0.5) / (levels - 1) (K = 6: 0.1, 0.3, ..., 0.9)."""
+    return (torch.arange(levels - 1, dtype=torch.float32, device=device) + 0.5) / (levels - 1)
+
+
+def edge_distance(c: torch.Tensor, levels: int) -> torch.Tensor:
+    """How far each coupling lies from the nearest of `bin_edges(levels)` (float32, the couplings' shape): a
+    coupling near an edge changes its key, and +Q's rounding, under an arbitrarily small move."""
+    scaled = c.float() * (levels - 1) - 0.5  # edges sit at the integers 0 .. levels - 2
+    nearest = scaled.round().clamp(0, levels - 2)
+    return (scaled - nearest).abs() / (levels - 1)
 
 
 TABLE_BITS = 20  # the binning table is indexed by a float32's top 20 bits (1 MiB of uint8)
@@ -143,23 +155,35 @@ def _distinct_keys(keys: np.ndarray, predicted: np.ndarray) -> tuple[np.ndarray,
     return first, counts
 
 
-def stats_from_keys(keys: np.ndarray | torch.Tensor, predicted: np.ndarray | torch.Tensor, num_classes: int) -> pd.DataFrame:
-    """Per-class images, distinct keys and entropy from keys `(N, I)` and predicted classes `(N,)`: one row per
-    class 0..num_classes-1 (index `class`), zeros for a class never predicted."""
+def key_counts_by_class(keys: np.ndarray | torch.Tensor, predicted: np.ndarray | torch.Tensor,
+                        num_classes: int) -> list[np.ndarray]:
+    """Per class 0..num_classes-1: how many of its images had each of its distinct keys (empty for a class never
+    predicted), from keys `(N, I)` and predicted classes `(N,)`."""
     keys = np.ascontiguousarray(torch.as_tensor(keys, device=HOST).numpy())
     predicted = torch.as_tensor(predicted, device=HOST).numpy().astype(np.int64)
     if keys.ndim != 2 or keys.shape[0] != predicted.shape[0]:
-        raise ValueError(f"stats_from_keys: keys {keys.shape} and predicted {predicted.shape} disagree")
-    rows = {j: (0, 0, 0.0) for j in range(num_classes)}
+        raise ValueError(f"key_counts_by_class: keys {keys.shape} and predicted {predicted.shape} disagree")
+    out = [np.zeros(0, dtype=np.int64) for _ in range(num_classes)]
     if keys.shape[0]:
         first, counts = _distinct_keys(keys, predicted)
         key_class = predicted[first]
         for j in np.unique(key_class):
-            c = counts[key_class == j]
-            rows[int(j)] = (int(c.sum()), int(c.size), entropy_bits(c))
+            out[int(j)] = counts[key_class == j].astype(np.int64)
+    return out
+
+
+def stats_from_counts(per_class: list[np.ndarray]) -> pd.DataFrame:
+    """Per-class images, distinct keys and entropy (one row per class, index `class`) from `key_counts_by_class`."""
+    rows = {j: (int(c.sum()), int(c.size), entropy_bits(c) if c.size else 0.0) for j, c in enumerate(per_class)}
     frame = pd.DataFrame.from_dict(rows, orient="index", columns=STATS_COLUMNS)
     frame.index.name = "class"
     return frame
+
+
+def stats_from_keys(keys: np.ndarray | torch.Tensor, predicted: np.ndarray | torch.Tensor, num_classes: int) -> pd.DataFrame:
+    """Per-class images, distinct keys and entropy from keys `(N, I)` and predicted classes `(N,)`: one row per
+    class 0..num_classes-1 (index `class`), zeros for a class never predicted."""
+    return stats_from_counts(key_counts_by_class(keys, predicted, num_classes))
 
 
 def hex_keys(keys: np.ndarray) -> list[str]:

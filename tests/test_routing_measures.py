@@ -102,3 +102,70 @@ def test_parse_tree_keys_report_the_coarse_the_fixed_size_and_the_kept_entropies
     assert res["entropy/kept_mean"] == pytest.approx(kept_only.result(2, False)["entropy/mean"])
     assert res["entropy/at_images_mean"] <= math.log2(ENTROPY_IMAGES_PER_CLASS) + 1e-9
     assert res["routing/dead_capsules"] == pytest.approx(1 / 3)
+
+
+def test_couplings_that_follow_only_the_class_have_no_within_class_dependence():
+    """Each class routes its own way, the same for all its images: the overall measure sees the classes (log2 J
+    bits, as the classes are even), the within-class one sees nothing left to depend on."""
+    n = 6 * J
+    classes = torch.arange(n) % J
+    c = torch.nn.functional.one_hot((classes[:, None] + torch.arange(I)) % J, J).float()
+    health = RoutingHealth(threshold=0.01)
+    for start in range(0, n, 5):
+        health.update(c[start:start + 5], torch.ones(5, I)[: len(c[start:start + 5])], classes[start:start + 5])
+    out = health.result()
+    assert out["routing/input_dependence"] == pytest.approx(math.log2(J))
+    assert out["routing/input_dependence_within_class"] == pytest.approx(0.0, abs=1e-12)
+
+
+def test_couplings_that_follow_the_image_within_its_class_keep_their_dependence():
+    """Within each class half the images route one way and half another: one bit per capsule is left once the
+    class is known; without classes the measure is not given."""
+    n = 8 * J
+    classes = torch.arange(n) % J
+    half = (torch.arange(n) // J) % 2
+    c = torch.nn.functional.one_hot((classes[:, None] + half[:, None] + torch.arange(I)) % J, J).float()
+    health = RoutingHealth(threshold=0.01)
+    health.update(c, torch.ones(n, I), classes)
+    assert health.result()["routing/input_dependence_within_class"] == pytest.approx(1.0)
+    unclassified = RoutingHealth(threshold=0.01)
+    unclassified.update(c, torch.ones(n, I))
+    assert "routing/input_dependence_within_class" not in unclassified.result()
+
+
+def test_parse_tree_keys_count_couplings_near_an_edge_and_key_them_at_the_neighbouring_k():
+    """At K = 6 uniform couplings over 10 parents sit on the edge at 0.1: every keyed coupling is near an edge and a
+    hair either side changes the key; at K = 5 and 7 (edges at 0.125 and 0.083) the same couplings make one tree."""
+    n, parents = 40, 10
+    gen = torch.Generator().manual_seed(3)
+    c = torch.full((n, I, parents), 0.1) + 0.002 * (torch.rand(n, I, parents, generator=gen) - 0.5)
+    trees = ParseTreeKeys(levels=6, dead_capsule_threshold=0.01)
+    out = CapsuleOutput(lengths=torch.ones(n, parents), capsules=None, couplings=c, input_lengths=torch.ones(n, I))
+    trees.add(out, torch.zeros(n, dtype=torch.long))
+    res = trees.result(num_classes=parents, keep_keys=False)
+    assert res["parse_trees/near_edge"] == 1.0
+    assert res["entropy/mean"] > 4.0  # nearly every image its own tree at K = 6
+    assert res["entropy/k5_mean"] == 0.0 and res["entropy/k7_mean"] == 0.0
+    away = ParseTreeKeys(levels=6, dead_capsule_threshold=0.01)
+    away.add(CapsuleOutput(lengths=out.lengths, capsules=None, couplings=torch.full((n, I, parents), 0.2),
+                           input_lengths=out.input_lengths), torch.zeros(n, dtype=torch.long))
+    assert away.result(parents, False)["parse_trees/near_edge"] == 0.0
+
+
+def test_parse_tree_keys_record_the_within_class_collisions_and_each_class_count_profile():
+    """Class 0: keys seen 3, 2 and 1 times (4 colliding pairs of 15); class 1: every image its own key."""
+    rows = [0, 0, 0, 1, 1, 2] + [3, 4, 5, 6]
+    keys = torch.tensor(rows, dtype=torch.float32) / 10
+    c = torch.stack([keys, 1 - keys], dim=1)[:, None, :].expand(-1, 1, 2).contiguous()  # (N, 1, 2)
+    predicted = torch.tensor([0] * 6 + [1] * 4)
+    trees = ParseTreeKeys(levels=11, dead_capsule_threshold=0.01)
+    trees.add(CapsuleOutput(lengths=torch.ones(10, 2), capsules=None, couplings=c, input_lengths=torch.ones(10, 1)),
+              predicted)
+    res = trees.result(num_classes=2, keep_keys=False)
+    assert res["collisions/pairs"] == 4 and res["collisions/same_class_pairs"] == 15 + 6
+    assert res["collisions/probability"] == pytest.approx(4 / 21)
+    assert res["collisions/entropy_bits"] == pytest.approx(-math.log2(4 / 21))
+    assert res["collisions/entropy_bound_bits"] < res["collisions/entropy_bits"]
+    assert {k: v for k, v in res.items() if "/seen_" in k} == {
+        "collisions/class_0/seen_3": 1, "collisions/class_0/seen_2": 1, "collisions/class_0/seen_1": 1,
+        "collisions/class_1/seen_1": 4}

@@ -181,5 +181,8 @@ class ReportConfig:
     log_to_mlflow: bool = True  # figures and tables as artifacts of the sweep's parent run, when reachable
     # The claim a run is designed to decide, named before it starts; the other claims on its page are secondary
     primary_endpoint: str = ""
+    # A confirmatory paired comparison's committed design (rem.report.sequential.Design: arms, metric, direction,
+    # alpha, looks, their nominal p, first seed); {} for a run that has none
+    sequential: dict = field(default_factory=dict)
     # Each report table's own options by its registered name ({trials-per-arm: {decimals: 2}})
     options: dict = field(default_factory=dict)

@@ -1,4 +1,5 @@
-"""The `report` section's check: `report.options` names only registered tables, each with options it declares."""
+"""The `report` section's check: `report.options` names only registered tables, each with options it declares, and
+a `report.sequential` design states the boundaries its looks and alpha give."""
 
 from __future__ import annotations
 
@@ -7,12 +8,18 @@ from typing import TYPE_CHECKING
 from rem.config import ConfigError
 from rem.config.checks import register_section_check
 from rem.report.registry import TABLES, table_options
+from rem.report.sequential import Design
 
 if TYPE_CHECKING:
     from rem.config import Config
 
 
 def check_report_section(cfg: Config, source: str) -> None:
+    if cfg.report.sequential:
+        try:
+            Design.from_mapping(cfg.report.sequential)
+        except ValueError as err:
+            raise ConfigError(f"{source}: {err}") from None
     for table, given in cfg.report.options.items():
         if not isinstance(given, dict):
             raise ConfigError(f"{source}: report.options.{table} must be a mapping (the table's own options); "

@@ -11,6 +11,7 @@ from typing import Sequence
 
 import numpy as np
 from scipy import stats
+from scipy.optimize import brentq
 
 from rem.report.preconditions import first
 from rem.report.render import Table
@@ -89,6 +90,112 @@ def seeds_needed(d: Difference, target: float, alpha: float = ALPHA, power: floa
         if float(stats.t.ppf(1 - alpha / 2, df) + stats.t.ppf(power, df)) * se <= target:
             return n
     return None
+
+
+MAX_EXACT_PAIRS = 20  # the sign-flip p enumerates all 2^n flips: 1M at 20 pairs
+
+
+@dataclass(frozen=True)
+class PairedDifference:
+    """mean(b - a) over pairs (one seed each: both arms from the same start), with its one-sided paired t-test in
+    the claim's direction (`direction` -1: b lower), the exact sign-flip p beside it, the SD of the differences and
+    the two-sided 1 - ALPHA interval."""
+    estimate: float
+    sd: float  # sample SD (ddof 1) of the per-pair differences
+    n: int
+    direction: int
+    p: float  # one-sided paired t, the claimed direction
+    p_opposite: float  # one-sided paired t, the other direction
+    p_sign_flip: float  # one-sided exact sign-flip (permutation) p, the claimed direction
+    low: float
+    high: float
+
+    def text(self, digits: int) -> str:
+        return f"{self.estimate:+.{digits}f} [{self.low:+.{digits}f}, {self.high:+.{digits}f}]"
+
+    @property
+    def se(self) -> float:
+        return self.sd / math.sqrt(self.n)
+
+
+def sign_flip_p(differences: Sequence[float], direction: int) -> float:
+    """The exact one-sided permutation p of the mean difference: the share of all 2^n sign flips whose mean lies as
+    far or further on the claimed side (`direction` -1: as low or lower) as the observed one."""
+    d = np.asarray(differences, dtype=np.float64)
+    if len(d) > MAX_EXACT_PAIRS:
+        raise ValueError(f"sign_flip_p: {len(d)} pairs; the exact enumeration stops at {MAX_EXACT_PAIRS}")
+    flips = 1 - 2 * ((np.arange(2 ** len(d))[:, None] >> np.arange(len(d))) & 1)  # every sign vector
+    sums, observed = direction * (flips @ d), direction * d.sum()
+    return float(np.mean(sums >= observed - 1e-12 * max(1.0, float(np.abs(d).sum()))))
+
+
+def paired(a: Sequence[float], b: Sequence[float], direction: int, alpha: float = ALPHA) -> PairedDifference:
+    """The paired test of b - a on pairs (a[k], b[k]): at least 2 of them, neither NaN."""
+    x, y = np.asarray(a, dtype=np.float64), np.asarray(b, dtype=np.float64)
+    if len(x) != len(y) or len(x) < 2:
+        raise ValueError(f"paired: needs two arms of the same length >= 2; got {len(x)} and {len(y)}")
+    d = y - x
+    estimate, sd, n = float(d.mean()), float(d.std(ddof=1)), len(d)
+    if sd == 0.0:  # every pair moved by the same amount: the sign decides, exactly
+        p_claim = 0.0 if direction * estimate > 0 else 1.0
+        p_other = 0.0 if direction * estimate < 0 else 1.0
+        return PairedDifference(estimate, 0.0, n, direction, p_claim, p_other, sign_flip_p(d, direction),
+                                estimate, estimate)
+    t = estimate / (sd / math.sqrt(n))
+    half = float(stats.t.ppf(1 - alpha / 2, n - 1)) * sd / math.sqrt(n)
+    return PairedDifference(estimate, sd, n, direction, float(stats.t.sf(direction * t, n - 1)),
+                            float(stats.t.cdf(direction * t, n - 1)), sign_flip_p(d, direction),
+                            estimate - half, estimate + half)
+
+
+def paired_power(drop: float, sd: float, n: int, alpha: float = ALPHA) -> float:
+    """The power of the one-sided paired t at level `alpha` with n pairs to find a true difference of `drop` in the
+    claimed direction, for differences of SD `sd` (the noncentral t)."""
+    if sd <= 0:
+        return 1.0 if drop > 0 else 0.0
+    return float(stats.nct.sf(stats.t.ppf(1 - alpha, n - 1), n - 1, drop / (sd / math.sqrt(n))))
+
+
+def paired_detectable(sd: float, n: int, alpha: float = ALPHA, power: float = POWER) -> float:
+    """The smallest true difference the one-sided paired t finds with probability `power` on n pairs."""
+    if sd <= 0:
+        return 0.0
+    return float(brentq(lambda drop: paired_power(drop, sd, n, alpha) - power, 1e-12 * sd, 100 * sd))
+
+
+def pairs_needed(drop: float, sd: float, alpha: float = ALPHA, power: float = POWER) -> int | None:
+    """Pairs for the one-sided paired t to find `drop` with `power`; None when none up to `MAX_SEEDS` do."""
+    if drop <= 0 or math.isnan(drop):
+        return None
+    return next((n for n in range(2, MAX_SEEDS + 1) if paired_power(drop, sd, n, alpha) >= power), None)
+
+
+def sd_interval(sd: float, n: int, confidence: float = 1 - ALPHA) -> tuple[float, float]:
+    """The `confidence` interval of the SD behind `sd`, a sample SD of n values (chi-square, n - 1 df)."""
+    df, tail = n - 1, (1 - confidence) / 2
+    return (sd * math.sqrt(df / stats.chi2.ppf(1 - tail, df)), sd * math.sqrt(df / stats.chi2.ppf(tail, df)))
+
+
+def paired_power_note(d: PairedDifference, alpha: float = ALPHA, digits: int = 3) -> str:
+    """What the pairs could detect (80 % power, one-sided at `alpha`), the pairs the measured difference would need,
+    and how uncertain the SD behind both is: its 95 % interval and the pairs at either end."""
+    if d.sd == 0.0:
+        return "the pairs' differences have no spread"
+    low, high = sd_interval(d.sd, d.n)
+    drop = d.direction * d.estimate
+
+    def needed(sd: float) -> str:
+        n = pairs_needed(drop, sd, alpha)
+        return f"more than {MAX_SEEDS}" if n is None else f"{n}"
+
+    if drop <= 0:
+        need = "the measured difference is not on the claimed side: no number of pairs detects it"
+    else:
+        need = (f"the measured one would need ~{needed(d.sd)} pairs ({needed(low)} to {needed(high)} over the SD's "
+                f"95 % interval)")
+    return (f"detectable with these pairs: a difference of >= {paired_detectable(d.sd, d.n, alpha):.{digits}g} at "
+            f"{100 * POWER:.0f} % power; {need}; the differences' SD {d.sd:.{digits}g} comes from {d.n - 1} degrees "
+            f"of freedom, 95 % interval [{low:.{digits}g}, {high:.{digits}g}]")
 
 
 @dataclass(frozen=True)

@@ -7,6 +7,9 @@ they depend on the image? (all entropies in bits)
     routing/input_dependence   mean over i of H(E_x c_i(x)) - E_x H(c_i(x)), the mutual information between the
                                image and capsule i's choice of parent
     routing/input_dependence_weighted   the same, each capsule weighted by its mean length
+    routing/input_dependence_within_class   I(X; c_i | Y) averaged over i: the same mutual information within each
+                               predicted class Y (the grouping REM's entropy uses), weighted by the class's images;
+                               what is left once the class itself is known
     routing/fixed_preference   mean over i of log2(J) - H(E_x c_i(x)), the shift from uniform every image shares
     routing/images             the images these were read on
 
@@ -43,12 +46,18 @@ class RoutingHealth:
         # the same entropies summed whole per batch, in the order the pinned coupling entropy needs
         self.entropy_total: torch.Tensor | float = 0.0
         self.images = 0
+        # per predicted class: (Y, I, J) float64 sum of c_i(x) and (Y,) images, for the within-class dependence
+        self.class_coupling_sum: torch.Tensor | None = None
+        self.class_images: torch.Tensor | None = None
+        self.classified = True  # every batch came with its classes
 
-    def update(self, couplings: torch.Tensor, input_lengths: torch.Tensor) -> None:
-        """couplings `(B, I, J)` of the last routing layer and its inputs' lengths `(B, I)`."""
+    def update(self, couplings: torch.Tensor, input_lengths: torch.Tensor, classes: torch.Tensor | None = None) -> None:
+        """couplings `(B, I, J)` of the last routing layer, its inputs' lengths `(B, I)` and, for the within-class
+        dependence, each image's class `(B,)` (its predicted class: the parents are the classes)."""
         lengths = input_lengths.detach().double()
         p = coupling_distributions(couplings)
         entropy = entropy_over_parents(p)  # (B, I)
+        self.add_classes(p, classes)
         self.entropy_total = self.entropy_total + entropy.sum()
         parts = (lengths.amax(dim=0), lengths.sum(dim=0), p.sum(dim=0), entropy.sum(dim=0))
         if self.max_length is None:
@@ -59,6 +68,28 @@ class RoutingHealth:
             self.coupling_sum += parts[2]
             self.entropy_sum += parts[3]
         self.images += p.shape[0]
+
+    def add_classes(self, p: torch.Tensor, classes: torch.Tensor | None) -> None:
+        if classes is None:
+            self.classified = False
+            return
+        if self.class_coupling_sum is None:
+            _, inputs, parents = p.shape
+            self.class_coupling_sum = torch.zeros(parents, inputs, parents, dtype=torch.float64, device=p.device)
+            self.class_images = torch.zeros(parents, dtype=torch.float64, device=p.device)
+        index = classes.long().to(p.device)
+        self.class_coupling_sum.index_add_(0, index, p)
+        self.class_images.index_add_(0, index, torch.ones(len(index), dtype=torch.float64, device=p.device))
+
+    def within_class(self, mean_entropy: torch.Tensor) -> float | None:
+        """I(X; c_i | Y) averaged over i: sum_y P(y) H(E[c_i | y]) - E H(c_i), with Y each image's class."""
+        if not self.classified or self.class_coupling_sum is None:
+            return None
+        seen = self.class_images > 0
+        share = self.class_images[seen] / self.images  # P(y)
+        means = self.class_coupling_sum[seen] / self.class_images[seen, None, None]  # (Y, I, J) E[c_i | y]
+        conditional = (share[:, None] * entropy_over_parents(means)).sum(dim=0)  # (I,)
+        return float((conditional - mean_entropy).clamp_min(0.0).mean())
 
     def alive(self) -> torch.Tensor | None:
         """(I,) whether each input capsule reached `threshold` on some image; None before any batch."""
@@ -74,7 +105,9 @@ class RoutingHealth:
         dependence = (entropy_of_mean - mean_entropy).clamp_min(0.0)
         weights = self.length_sum / n
         weighted = float((weights * dependence).sum() / weights.sum()) if float(weights.sum()) > 0 else 0.0
-        return {"routing/dead_capsules": float((~self.alive()).double().mean()),
+        within = self.within_class(mean_entropy)
+        return {**({} if within is None else {"routing/input_dependence_within_class": within}),
+                "routing/dead_capsules": float((~self.alive()).double().mean()),
                 "routing/coupling_entropy": float(self.entropy_total) / (mean_entropy.numel() * n),
                 "routing/input_dependence": float(dependence.mean()),
                 "routing/input_dependence_weighted": weighted,

@@ -51,7 +51,15 @@ CHANGED_SINCE = {
        for prefix in ("", "final/")
        for key in ("routing/input_dependence", "routing/input_dependence_weighted", "routing/fixed_preference",
                    "routing/images", "entropy/k3_mean", "entropy/at_images_mean", "entropy/kept_mean")},
+    **{f"{prefix}{key}": "issue 64: REM's key at K - 1 and K + 1, the keyed couplings near an edge, and the input "
+                         "dependence within a class, every evaluation"
+       for prefix in ("", "final/")
+       for key in ("entropy/k10_mean", "entropy/k12_mean", "parse_trees/near_edge",
+                   "routing/input_dependence_within_class")},
 }
+# Metric families added since whose keys follow the data (one per class and per count), left out by prefix
+ADDED_FAMILIES = {prefix + "collisions/": "issue 64: the within-class collisions and each class's count profile"
+                  for prefix in ("", "final/")}
 ARMS = {
     "none": {}, "rem": {"prune.method": "rem"},
     "imp": {"prune.method": "imp", "prune.target_sparsity": 0.5},
@@ -63,7 +71,8 @@ ARMS = {
 # Keys added since f60dabf that are left out only while empty: model.options is recorded (and compared) set.
 EMPTY_SINCE = {"options": "issue 45: data.options and prune.options, an entry's own options ({} by default)",
                "routing_options": "issue 45: model.routing_options, the routing's own settings ({} by default)",
-               "tensor_targets": "issue 52: prune.tensor_targets, IMP's per-tensor targets ({} by default)"}
+               "tensor_targets": "issue 52: prune.tensor_targets, IMP's per-tensor targets ({} by default)",
+               "sequential": "issue 64: report.sequential, a confirmatory study's committed design ({} by default)"}
 
 
 def timeless(value, root: str):
@@ -76,6 +85,7 @@ def timeless(value, root: str):
     if isinstance(value, dict):
         return {k: timeless(v, root) for k, v in value.items()
                 if "time" not in k and "seconds" not in k and k not in CHANGED_SINCE
+                and not k.startswith(tuple(ADDED_FAMILIES))
                 and not (k in EMPTY_SINCE and v == {})}
     if isinstance(value, list):
         return [timeless(v, root) for v in value]

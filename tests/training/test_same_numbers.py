@@ -47,7 +47,12 @@ def timeless(metrics: dict) -> dict:
 # Issue 52 added routing's input dependence and REM's entropy three more ways to every evaluation.
 ISSUE_52 = ("routing/input_dependence", "routing/fixed_preference", "routing/images", "entropy/k3_mean",
             "entropy/at_images_mean", "entropy/kept_mean")
-ADDED_SINCE = ("magnitude/", "flops", "compute/", *ISSUE_52, *(f"final/{k}" for k in ISSUE_52))
+# Issue 64 added the within-class collisions and count profiles, REM's key at K - 1 and K + 1, the keyed couplings
+# near an edge and the within-class input dependence.
+ISSUE_64 = ("collisions/", "entropy/k10_mean", "entropy/k12_mean", "parse_trees/near_edge",
+            "routing/input_dependence_within_class")
+ADDED_SINCE = ("magnitude/", "flops", "compute/", *(f"{prefix}{k}" for k in (*ISSUE_52, *ISSUE_64)
+                                                   for prefix in ("", "final/")))
 
 
 @pytest.mark.realdata
