@@ -15,8 +15,8 @@ import torch
 
 from rem.device import HOST, autocast
 from rem.losses import classification_loss
-from rem import collisions
-from rem.parse_trees import (edge_distance, entropy_at_images, key_counts_by_class, keys_for_predictions,
+from rem.parse_trees import (collision_entropy, collision_entropy_bound, count_profile, edge_distance,
+                             entropy_at_images, key_counts_by_class, keys_for_predictions, pooled_collisions,
                              stats_from_counts, stats_from_keys, summarize)
 from rem.routing.health import RoutingHealth
 
@@ -37,18 +37,18 @@ def neighbour_levels(levels: int) -> tuple[int, ...]:
 
 
 def collision_metrics(per_class: list[np.ndarray]) -> dict[str, float]:
-    """The pooled within-class collisions (rem.collisions) and each class's count profile,
+    """The pooled within-class collisions (rem.parse_trees) and each class's count profile,
     `collisions/class_<j>/seen_<m>`: how many keys its images had exactly m times."""
-    colliding, pairs, _ = collisions.pooled(per_class)
+    colliding, pairs, _ = pooled_collisions(per_class)
     out = {"collisions/pairs": float(colliding), "collisions/same_class_pairs": float(pairs)}
     if pairs:
         out["collisions/probability"] = colliding / pairs
-        out["collisions/entropy_bound_bits"] = collisions.entropy_lower_bound(per_class)
+        out["collisions/entropy_bound_bits"] = collision_entropy_bound(per_class)
         if colliding:  # no point estimate without a colliding pair: the bound alone says it
-            out["collisions/entropy_bits"] = collisions.entropy_bits(per_class)
+            out["collisions/entropy_bits"] = collision_entropy(per_class)
     for j, counts in enumerate(per_class):
         out.update({f"collisions/class_{j}/seen_{m}": float(keys)
-                    for m, keys in collisions.count_profile(counts).items()})
+                    for m, keys in count_profile(counts).items()})
     return out
 
 

@@ -1,4 +1,4 @@
-"""`rem.collisions`: the within-class collision probability is unbiased, its one-sided bound covers at its level in
+"""The within-class collisions of `rem.parse_trees`: the collision probability is unbiased, its one-sided bound covers at its level in
 both regimes it is built for, and a sample with no colliding pair still gets a finite bound in bits."""
 
 from __future__ import annotations
@@ -8,7 +8,7 @@ import math
 import numpy as np
 import pytest
 
-from rem import collisions
+from rem import parse_trees
 
 
 def sample_counts(rng: np.random.Generator, p: np.ndarray, images: int) -> np.ndarray:
@@ -18,20 +18,20 @@ def sample_counts(rng: np.random.Generator, p: np.ndarray, images: int) -> np.nd
 
 def test_pairs_and_probability_by_hand():
     counts = [3, 2, 1]  # 3 + 1 colliding pairs of 15
-    assert collisions.colliding_pairs(counts) == 4
-    assert collisions.probability([counts]) == pytest.approx(4 / 15)
-    assert collisions.probability([counts, [1, 1, 1, 1]]) == pytest.approx(4 / 21)  # pooled over classes
-    assert collisions.entropy_bits([[1, 1, 1]]) == math.inf
-    assert math.isnan(collisions.probability([[1], []]))
+    assert parse_trees.colliding_pairs(counts) == 4
+    assert parse_trees.collision_probability([counts]) == pytest.approx(4 / 15)
+    assert parse_trees.collision_probability([counts, [1, 1, 1, 1]]) == pytest.approx(4 / 21)  # pooled over classes
+    assert parse_trees.collision_entropy([[1, 1, 1]]) == math.inf
+    assert math.isnan(parse_trees.collision_probability([[1], []]))
 
 
 def test_the_count_profile_keeps_every_statistic():
     counts = np.array([5, 1, 1, 2, 5, 9, 1])
-    profile = collisions.count_profile(counts)
+    profile = parse_trees.count_profile(counts)
     assert profile == {1: 3, 2: 1, 5: 2, 9: 1}
-    again = collisions.counts_of(profile)
-    assert collisions.probability([again]) == collisions.probability([counts])
-    assert collisions.upper_bound([again]) == collisions.upper_bound([counts])
+    again = parse_trees.counts_of(profile)
+    assert parse_trees.collision_probability([again]) == parse_trees.collision_probability([counts])
+    assert parse_trees.collision_upper_bound([again]) == parse_trees.collision_upper_bound([counts])
 
 
 @pytest.mark.parametrize("name", ["birthday", "heavy"])
@@ -47,28 +47,28 @@ def test_the_probability_is_unbiased_and_the_bound_covers(name):
     estimates, covered = [], 0
     for _ in range(600):
         counts = [sample_counts(rng, p, 500), sample_counts(rng, p, 500)]
-        estimates.append(collisions.probability(counts))
-        covered += collisions.upper_bound(counts) >= truth
+        estimates.append(parse_trees.collision_probability(counts))
+        covered += parse_trees.collision_upper_bound(counts) >= truth
     assert np.mean(estimates) == pytest.approx(truth, rel=0.05)
     assert covered / 600 >= 0.92
 
 
 def test_no_collision_still_bounds_the_entropy_in_bits():
     counts = [np.ones(1000, dtype=np.int64)]  # every image its own key
-    bound = collisions.entropy_lower_bound(counts)
+    bound = parse_trees.collision_entropy_bound(counts)
     # Garwood's bound on 0 events is -log(0.05) = 3.0 colliding pairs of 499,500
     assert bound == pytest.approx(-math.log2(-math.log(0.05) / 499_500), rel=1e-6)
-    assert collisions.describe(collisions.entropy_bits(counts), bound) == f"at least {bound:.2f} bits"
-    assert collisions.describe(3.0, 2.5) == "3.00 (≥ 2.50) bits"
+    assert parse_trees.describe_collision_entropy(parse_trees.collision_entropy(counts), bound) == f"at least {bound:.2f} bits"
+    assert parse_trees.describe_collision_entropy(3.0, 2.5) == "3.00 (≥ 2.50) bits"
 
 
 def test_the_worst_counts_of_images_and_trees_hold_the_most_colliding_pairs():
-    worst = collisions.worst_counts(10, 7)
-    assert worst.sum() == 10 and len(worst) == 7 and collisions.colliding_pairs(worst) == 6
+    worst = parse_trees.worst_counts(10, 7)
+    assert worst.sum() == 10 and len(worst) == 7 and parse_trees.colliding_pairs(worst) == 6
     rng = np.random.default_rng(0)
     for _ in range(50):  # any other split of 10 images into 7 keys collides less or as much
         cut = np.sort(rng.choice(np.arange(1, 10), size=6, replace=False))
         other = np.diff(np.concatenate([[0], cut, [10]]))
-        assert collisions.colliding_pairs(other) <= 6
+        assert parse_trees.colliding_pairs(other) <= 6
     with pytest.raises(ValueError, match="0 < trees <= images"):
-        collisions.worst_counts(5, 6)
+        parse_trees.worst_counts(5, 6)
