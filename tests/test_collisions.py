@@ -1,5 +1,5 @@
-"""The within-class collisions of `rem.parse_trees`: the collision probability is unbiased, its one-sided bound covers at its level in
-both regimes it is built for, and a sample with no colliding pair still gets a finite bound in bits."""
+"""The within-class collisions of `rem.parse_trees`: the collision probability is unbiased, its one-sided bound covers
+at its level in both regimes it is built for, and a sample with no colliding pair still gets a finite bound in bits."""
 
 from __future__ import annotations
 
