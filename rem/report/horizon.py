@@ -8,14 +8,14 @@ import numpy as np
 import pandas as pd
 
 from rem.data.registry import get_dataset
-from rem.report.abstract_claims import abstract_claims_table, arm_seed_map
+from rem.report.abstract_claims import abstract_claims_table, arm_seed_map, same_epoch_rows
 from rem.report.blocks import PublishedPage
 from rem.report.mechanism_curve import curve_tables
 from rem.report.registry import HORIZON_PAGE, Context, report_table
 from rem.report.render import Table
 from rem.report.routing_measures import ceiling_bits
 from rem.report.spread import final_spreads, model_arms, spread
-from rem.results.frames import arm_rows, arms, final_value, finished_trials, last_rows
+from rem.results.frames import arm_rows, arms, final_value, finished_trials, fixed_budget, last_rows
 
 SPARSITY_PREFIX = "sparsity/"  # per prunable tensor, % of its weights pruned (the results table's columns)
 SEED_NOTE = "Mean ± std over seeds: the sample standard deviation (ddof 1), the seed spread."
@@ -23,16 +23,20 @@ SEED_NOTE = "Mean ± std over seeds: the sample standard deviation (ddof 1), the
 
 @report_table("horizon-claims", "REM's claims at the training horizon", pages={HORIZON_PAGE: 10}, file="claims")
 def horizon_claims(frame: pd.DataFrame, context: Context) -> Table:
-    return abstract_claims_table("REM's claims where training ran to its stopping rule", context.once(final_spreads),
-                                 context.once(arm_seed_map))
+    ran = "at the end of a fixed budget" if fixed_budget(context.results) else "where training ran to its stopping rule"
+    return abstract_claims_table(f"REM's claims {ran}", context.once(final_spreads),
+                                 context.once(arm_seed_map), context.once(same_epoch_rows))
 
 
-def stopped_by(rows: pd.DataFrame, patience: int, cap: int) -> str:
-    """How one trial's training ended: its patience ran out, or the epoch cap came first."""
+def stopped_by(rows: pd.DataFrame, patience: int, cap: int, fixed: bool = False) -> str:
+    """How one trial's training ended: its patience ran out, the epoch cap came first, or (`fixed`: patience could
+    never act) its fixed budget ran out."""
     last = rows.iloc[-1]
     if bool(last.get("stopped_early", False)):
         return f"patience ({patience} epochs without a lower val. loss)"
-    return f"cap ({cap} epochs)" if int(last["epoch"]) >= cap else "ended early (no patience record)"
+    if int(last["epoch"]) >= cap:
+        return f"the fixed budget ({cap} epochs; patience could not act)" if fixed else f"cap ({cap} epochs)"
+    return "ended early (no patience record)"
 
 
 def lowest_val_loss_epoch(rows: pd.DataFrame) -> int:
@@ -50,18 +54,23 @@ def stopping_section(frame: pd.DataFrame, context: Context) -> Table:
             trial = trial.sort_values("epoch")
             last = trial.iloc[-1]
             patience, cap = int(last["train.patience"]), int(last["train.epochs"])
-            images = float(trial["train/images"].sum()) if "train/images" in trial else float("nan")
             evaluated = final_value(trial.tail(1), "checkpoint_epoch").fillna(last["epoch"]).iloc[0]
+            # what the evaluated weights had seen: the epochs up to the evaluated one
+            images = float(trial.loc[trial["epoch"] <= evaluated, "train/images"].sum()) if "train/images" in trial \
+                else float("nan")
             best = lowest_val_loss_epoch(trial)
             rows.append([model, arm.label, str(int(seed)), str(int(last["epoch"])), f"{images:,.0f}",
-                         stopped_by(trial, patience, cap), f"{best} ({trial['val/loss'].min():.4f})",
+                         stopped_by(trial, patience, cap, fixed_budget(done)), f"{best} ({trial['val/loss'].min():.4f})",
                          str(int(evaluated)), f"{100 * final_value(trial.tail(1), 'test/acc').iloc[0]:.2f}"])
-    return Table("How each seed's training ended", ["Model", "Variant", "Seed", "Epochs trained", "Images seen",
+    return Table("How each seed's training ended", ["Model", "Variant", "Seed", "Epochs trained",
+                 "Images seen by the evaluated weights",
                  "Stopped by", "Lowest val. loss: epoch (loss)", "Evaluated epoch", "Test acc. (%)"], rows,
                  notes=["REM's stopping rule: training ends once the plain forward's validation loss has not been "
                         "strictly lower for `train.patience` epochs, or at `train.epochs`, whichever comes first. "
                         "An unpruned trial is evaluated at its lowest-validation-loss epoch, a pruned one at its last "
-                        "(its masks only grow)."])
+                        "(its masks only grow), unless the profile reads every arm at its last "
+                        "(`eval.final_checkpoint`). Images seen: the training images of the epochs up to the "
+                        "evaluated one."])
 
 
 def model_finals(results: pd.DataFrame, model: str) -> pd.DataFrame:
@@ -145,11 +154,15 @@ def heading(done: pd.DataFrame) -> tuple[str, str]:
     datasets = ", ".join(sorted(done["data.dataset"].astype(str).unique()))
     patience, cap = int(done["train.patience"].max()), int(done["train.epochs"].max())
     title = " and ".join(TITLES.get(n, n) for n in names)
-    return (f"REM at a training horizon: {title} to its stopping rule",
-            f"{', '.join(names)} on {datasets}, {done['trial_key'].nunique()} finished trials, each trained until its "
-            f"validation loss had not improved for {patience} epochs (REM's patience rule) or for {cap} epochs, "
-            "whichever came first. The CapsNet evidence run is one folder up (`../README.md`); the runs come from "
-            "different sweeps, so no comparison crosses them")
+    trained = (f"each trained for a fixed budget of {cap} epochs (its patience rule could not act before the last)"
+               if fixed_budget(done) else
+               f"each trained until its validation loss had not improved for {patience} epochs (REM's patience rule) "
+               f"or for {cap} epochs, whichever came first")
+    return (f"REM at a training horizon: {title} "
+            f"{f'at a fixed budget of {cap} epochs' if fixed_budget(done) else 'to its stopping rule'}",
+            f"{', '.join(names)} on {datasets}, {done['trial_key'].nunique()} finished trials, {trained}. The "
+            "CapsNet evidence run is one folder up (`../README.md`); the runs come from different sweeps, so no "
+            "comparison crosses them")
 
 
 PAGE = PublishedPage(HORIZON_PAGE, "horizon", heading, new_sentence=True)

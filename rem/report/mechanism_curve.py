@@ -11,7 +11,7 @@ from rem.report.preconditions import (KEPT_ACCURACY_POINTS, accuracy_lost, class
                                       routing_uniform)
 from rem.report.render import Table
 from rem.report.spread import METRICS, Spread, model_arms, spread
-from rem.report.verdicts import MIN_SEEDS, RULE_NOTE, Differs, Outcome, decide
+from rem.report.verdicts import MIN_SEEDS, RULE_NOTE, Differs, Outcome, Verdict, decide, holm
 from rem.results.arms import Arm
 from rem.results.frames import arm_rows, last_rows
 
@@ -50,13 +50,41 @@ def falls(base: dict[str, Spread], point: dict[str, Spread]):
     return decide(Differs(-1), base["entropy/mean"].values, point["entropy/mean"].values)
 
 
+def kept_targets(points: dict[float, dict[str, Spread]]) -> list[float]:
+    """The pruned targets whose mean accuracy stays within `KEPT_ACCURACY_POINTS` of the unpruned model's."""
+    base = points[0.0]
+    return [t for t in sorted(points) if t > 0 and not accuracy_lost(base["test/acc"].values, points[t]["test/acc"].values)]
+
+
+def kept_verdicts(points: dict[float, dict[str, Spread]]) -> dict[float, Verdict]:
+    """"Lower than unpruned" at every target that keeps accuracy, corrected together as one family (`holm`): a
+    curve reads several targets, and one of them falling by chance must not decide it."""
+    targets = kept_targets(points)
+    return dict(zip(targets, holm([falls(points[0.0], points[t]) for t in targets])))
+
+
 def onset(points: dict[float, dict[str, Spread]], kept: bool = True) -> float | None:
-    """The smallest target where `falls` is supported, among those that keep accuracy unless `kept=False`."""
-    base = points.get(0.0)
-    if base is None:
+    """The smallest target where `falls` is supported: among those that keep accuracy, after the family's
+    correction, unless `kept=False` (then any target, each alone: where the entropy falls at all)."""
+    if points.get(0.0) is None:
         return None
-    return next((t for t, p in sorted(points.items()) if t > 0 and falls(base, p).outcome is Outcome.SUPPORTED
-                 and not (kept and accuracy_lost(base["test/acc"].values, p["test/acc"].values))), None)
+    if kept:
+        return next((t for t, v in kept_verdicts(points).items() if v.outcome is Outcome.SUPPORTED), None)
+    base = points[0.0]
+    return next((t for t, p in sorted(points.items()) if t > 0 and falls(base, p).outcome is Outcome.SUPPORTED), None)
+
+
+def rise(points: dict[float, dict[str, Spread]]) -> float | None:
+    """The smallest target that keeps accuracy where the entropy is shown higher than unpruned (after the family's
+    correction): the opposite of REM's mechanism."""
+    return next((t for t, v in kept_verdicts(points).items() if v.outcome is Outcome.NOT_SUPPORTED), None)
+
+
+def measured_at(base: dict[str, Spread], p: dict[str, Spread], target: float) -> str:
+    return (f"{target:g} % ({p['sparsity'].text(1)} % global, {p['sparsity/votes.weight'].text(1)} % of W): "
+            f"{base['entropy/mean'].text(3)} → {p['entropy/mean'].text(3)} bits; accuracy "
+            f"{base['test/acc'].text(1)} → {p['test/acc'].text(1)} %; coupling entropy "
+            f"{p['routing/coupling_entropy'].text(4)} bits, dead capsules {p['routing/dead_capsules'].text(1)} %")
 
 
 def curve_table(curves: pd.DataFrame, model: str, arm: Arm) -> Table:
@@ -87,27 +115,25 @@ def onset_rows(curves: pd.DataFrame, model: str, arm: Arm) -> list[list[str]]:
         uniform = first(routing_uniform(named, base["routing/coupling_entropy"].values, classes_of(dataset), "+Q"),
                         input_independent(named, base.get("routing/input_dependence", spread([])).values)) \
             if dataset else None
-        last, fell = max(points), at if at is not None else onset(points, kept=False)
-        if fell is None:
-            n = base["entropy/mean"].n
-            verdict = f"not tested: {uniform}" if uniform else f"undecided (n = {n}, fewer than {MIN_SEEDS} seeds)" \
-                if n < MIN_SEEDS else f"undecided (no target up to {last:g} % is shown lower)"
-            out.append([question, f"no fall shown up to {last:g} %: {base['entropy/mean'].text(3)} → "
-                        f"{points[last]['entropy/mean'].text(3)} bits, accuracy {points[last]['test/acc'].text(1)} %",
-                        verdict])
-            continue
-        p = points[fell]
+        last, fell, rose = max(points), at if at is not None else onset(points, kept=False), rise(points)
+        n = base["entropy/mean"].n
         if uniform:
             verdict = f"not tested: {uniform}"
+        elif n < MIN_SEEDS:
+            verdict = f"undecided (n = {n}, fewer than {MIN_SEEDS} seeds)"
         elif at is not None:
             verdict = f"supported: falls from {fell:g} %, accuracy kept"
-        else:  # the first fall lost accuracy, and none after it kept it
-            lost = accuracy_lost(base["test/acc"].values, p["test/acc"].values)
+        elif rose is not None:
+            verdict = f"not supported: the entropy rises from {rose:g} %, accuracy kept"
+        elif fell is not None:  # the first fall lost accuracy, and none that kept it is lower
+            lost = accuracy_lost(base["test/acc"].values, points[fell]["test/acc"].values)
             verdict = f"undecided (it falls only where {lost}; no target that keeps accuracy is lower)"
-        out.append([question, f"{fell:g} % ({p['sparsity'].text(1)} % global, {p['sparsity/votes.weight'].text(1)} % of W): "
-                    f"{base['entropy/mean'].text(3)} → {p['entropy/mean'].text(3)} bits; accuracy "
-                    f"{base['test/acc'].text(1)} → {p['test/acc'].text(1)} %; coupling entropy "
-                    f"{p['routing/coupling_entropy'].text(4)} bits, dead capsules {p['routing/dead_capsules'].text(1)} %",
+        else:
+            verdict = f"undecided (no target up to {last:g} % is shown lower)"
+        shown = at if at is not None else rose if rose is not None else fell
+        out.append([question, measured_at(base, points[shown], shown) if shown is not None else
+                    f"no fall shown up to {last:g} %: {base['entropy/mean'].text(3)} → "
+                    f"{points[last]['entropy/mean'].text(3)} bits, accuracy {points[last]['test/acc'].text(1)} %",
                     verdict])
     return out
 
@@ -125,9 +151,11 @@ def curve_tables(results: pd.DataFrame) -> dict[str, Table]:
                               "model's by the verdict rule (a difference claim at every target; the unpruned model's "
                               "routing must have left uniform, else the fall is votes vanishing, not routing), among "
                               f"the targets whose mean accuracy stays within {KEPT_ACCURACY_POINTS:g} point of the "
-                              "unpruned model's (trees merge trivially once a model stops classifying). The ceiling "
-                              "does not gate a curve: a fall from it, images starting to share trees, is what the "
-                              "curve looks for.",
+                              "unpruned model's (trees merge trivially once a model stops classifying); 'not "
+                              "supported: the entropy rises from t %': no such target is lower, and the first is "
+                              "higher by the same rule. Each curve's targets that keep accuracy are one family, "
+                              "corrected by Holm's method. The ceiling does not gate a curve: a fall from it, images "
+                              "starting to share trees, is what the curve looks for.",
                               RULE_NOTE])
         out[f"curve_{model}"] = [onsets, *(curve_table(curves, model, v) for v in variants)]
     return out

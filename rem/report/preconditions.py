@@ -78,8 +78,9 @@ def at_ceiling(arm: str, trees_per_image: Sequence[float]) -> str | None:
     values = [v for v in trees_per_image if not math.isnan(v)]
     if values and max(values) >= CEILING_TREES_PER_IMAGE:
         return (f"at ceiling: {arm} has {max(values):.3f} distinct parse trees per test image in a seed (>= "
-                f"{CEILING_TREES_PER_IMAGE:g}), so its entropy sits at log2 of the images per class and no drop in "
-                "it could be told apart")
+                f"{CEILING_TREES_PER_IMAGE:g}), so its entropy reads log2 of the images per class, a cap the entropy of "
+                "its trees may lie anywhere above: a drop below the cap would show, but a change above it cannot, so "
+                "no difference would not mean no change")
     return None
 
 

@@ -19,6 +19,13 @@ def finished_trials(results: pd.DataFrame) -> pd.DataFrame:
     return label_trials(results[results["status"] == "FINISHED"]).sort_values(["trial_key", "epoch"])
 
 
+def fixed_budget(rows: pd.DataFrame) -> bool:
+    """Whether the trials' patience could never act: none set, or none before the epoch cap (`train.min_epochs`)."""
+    patience, cap = int(rows["train.patience"].max()), int(rows["train.epochs"].max())
+    floor = int(rows["train.min_epochs"].max()) if "train.min_epochs" in rows else 0
+    return patience == 0 or floor >= cap
+
+
 def last_rows(results: pd.DataFrame) -> pd.DataFrame:
     """Each finished trial's last row, labelled, by trial: the row its final evaluation is on."""
     return finished_trials(results).groupby("trial_key").tail(1)

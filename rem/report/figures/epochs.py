@@ -10,9 +10,9 @@ import numpy as np
 import pandas as pd
 from matplotlib.ticker import MaxNLocator
 
-from rem.report.figures.style import colours, plt, save
+from rem.report.figures.style import ceiling_line, colours, plt, save
 from rem.report.spread import METRICS, model_arms, spread
-from rem.results.frames import arm_rows, final_value, finished_trials
+from rem.results.frames import arm_rows, final_value, finished_trials, fixed_budget
 
 # (column, title, scale) of each panel
 EVIDENCE_PANELS = tuple((c, METRICS[c][0], METRICS[c][1]) for c in (
@@ -30,6 +30,8 @@ def arm_panels(results: pd.DataFrame, model: str, panels, draw: Callable, title:
     for ax, (column, label, scale) in zip(axes.flat, panels):
         for arm in mine:
             draw(ax, arm_rows(done, model, arm), column, scale, palette[arm.label], arm.label)
+        if column == "entropy/mean":
+            draw_ceiling(ax, done[done["model.name"].astype(str) == model])
         ax.set_title(label)
         ax.set_xlabel("epoch")
         ax.xaxis.set_major_locator(MaxNLocator(integer=True))
@@ -37,6 +39,23 @@ def arm_panels(results: pd.DataFrame, model: str, panels, draw: Callable, title:
     axes.flat[0].legend(fontsize=8)
     fig.suptitle(title)
     return save(fig, path)
+
+
+def row_ceilings(rows: pd.DataFrame) -> pd.Series:
+    """Per row (a trial's epoch), the entropy's ceiling: the mean over classes of log2 of the images keyed as each."""
+    counts = rows[[c for c in rows.columns if c.startswith("images/class_")]].to_numpy(dtype=np.float64)
+    seen = counts > 0
+    bits = np.where(seen, np.log2(np.where(seen, counts, 1.0)), 0.0).sum(axis=1) / np.maximum(seen.sum(axis=1), 1)
+    return pd.Series(np.where(seen.any(axis=1), bits, np.nan), index=rows.index)
+
+
+def draw_ceiling(ax, rows: pd.DataFrame) -> None:
+    """The mean ceiling over the model's trials per epoch, where the rows recorded their images per class."""
+    if not any(c.startswith("images/class_") for c in rows.columns):
+        return
+    per_epoch = row_ceilings(rows).groupby(rows["epoch"]).mean().dropna()
+    if len(per_epoch):
+        ceiling_line(ax, per_epoch.index.to_numpy(), per_epoch.to_numpy())
 
 
 def mean_band(ax, rows: pd.DataFrame, column: str, scale: float, colour, label: str) -> None:
@@ -64,5 +83,7 @@ def epochs_figure(results: pd.DataFrame, model: str, path: Path) -> Path:
 
 
 def horizon_figure(results: pd.DataFrame, model: str, path: Path) -> Path:
+    rule = f"for its fixed budget of {int(results['train.epochs'].max())} epochs" if fixed_budget(results) \
+        else "until its stopping rule"
     return arm_panels(results, model, HORIZON_PANELS, every_seed,
-                      f"{model}: every seed until its stopping rule (dot: the epoch it was evaluated at)", path)
+                      f"{model}: every seed {rule} (dot: the epoch it was evaluated at)", path)

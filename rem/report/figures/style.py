@@ -1,10 +1,13 @@
-"""Shared figure conventions: the Agg backend, one colour per architecture, and an atomic PNG save."""
+"""Shared figure conventions: the Agg backend, one colour per architecture, an atomic PNG save, and the entropy's
+ceiling drawn the same way on every figure."""
 
 from __future__ import annotations
 
 from pathlib import Path
 
 import matplotlib
+import numpy as np
+import pandas as pd
 
 from rem.io import atomic_write
 
@@ -52,6 +55,23 @@ def mean_band(ax, group, by: str, metric: str, colour, label: str, scale: float 
     x, mean = mean.index.to_numpy(), mean.to_numpy()
     ax.plot(x, mean, marker="o", ms=3, color=colour, label=label)
     ax.fill_between(x, mean - spread, mean + spread, color=colour, alpha=0.2)
+
+
+CEILING_LABEL = "ceiling: every image its own tree"
+
+
+def ceiling_line(ax, x, bits, label: str = CEILING_LABEL) -> None:
+    """REM's entropy's ceiling (log2 of the images per class) as a dashed line, so an entropy that sits on it reads as
+    at the ceiling, not as structure in the last decimals."""
+    ax.plot(x, bits, ls="--", lw=1.0, color="0.25", label=label)
+
+
+def images_per_class_bound(group: pd.DataFrame, classes: int) -> pd.Series | None:
+    """Per row, log2(images / classes): by Jensen's inequality at least the mean over classes of log2 of each
+    class's images, so an upper bound on the ceiling where only the images are recorded; None without them."""
+    if "n_images" not in group or group["n_images"].isna().all() or classes < 2:
+        return None
+    return np.log2(group["n_images"].astype(float) / classes)
 
 
 def message_panel(ax, text: str) -> None:
