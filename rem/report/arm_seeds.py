@@ -87,8 +87,16 @@ def arm_seeds(last: pd.DataFrame, name: str) -> ArmSeeds:
         accuracy=tuple(100.0 * final_value(last, "test/acc").to_numpy(dtype=np.float64)),
         coupling={QUANTIZED: tuple(np.where(quantized, final_coupling, math.nan)), PLAIN: tuple(plain)},
         epochs=tuple(int(e) for e in epoch), rules=tuple("best" if b else "last" for b in best),
-        dependence=tuple(final_value(last, "routing/input_dependence").to_numpy(dtype=np.float64)),
+        dependence=tuple(routing_dependence(last)),
         trees_per_image=tuple(trees_per_image(last)))
+
+
+def routing_dependence(last: pd.DataFrame) -> np.ndarray:
+    """Per trial, the input dependence the routing precondition reads: within a class where the run measured it (REM's
+    claim is about trees within a class), else over all images (runs before that measure)."""
+    within = final_value(last, "routing/input_dependence_within_class").to_numpy(dtype=np.float64)
+    overall = final_value(last, "routing/input_dependence").to_numpy(dtype=np.float64)
+    return np.where(np.isnan(within), overall, within)
 
 
 def trees_per_image(last: pd.DataFrame) -> np.ndarray:

@@ -111,18 +111,22 @@ def dependence_table(frame: pd.DataFrame, context: Context) -> Table | None:
         below = spread(uniform - final_value(mine, "routing/coupling_entropy")).text(4)
         images = final_value(mine, "routing/images")
         rows.append([model, arm.label, str(len(mine)), below, recorded(mine, "routing/input_dependence", 4),
+                     recorded(mine, "routing/input_dependence_within_class", 4),
                      recorded(mine, "routing/input_dependence_weighted", 4), recorded(mine, "routing/fixed_preference", 4),
                      NOT_RECORDED if images.isna().all() else f"{int(images.max()):,}"])
     if not rows:
         return None
     return Table("Does routing depend on the image?", [
         "Model", "Variant", "Seeds", "Coupling entropy below uniform (bits)", "Input dependence (bits)",
-        "... weighted by capsule length", "Fixed preference (bits)", "Images read"], rows, notes=[
+        "... within a class (bits)", "... weighted by capsule length", "Fixed preference (bits)", "Images read"], rows, notes=[
         "The class layer's couplings at the final evaluation (rem.routing.health). Below uniform: log2 of the classes "
         "minus the mean entropy of an input capsule's couplings, and that distance is exactly the sum of the other "
         "two: input dependence, the mean over input capsules of the mutual information between the image and the "
         "capsule's couplings, H(E c_i) - E H(c_i) (0 when every image gets the same couplings), and the fixed "
-        "preference, log2 J - H(E c_i), what every image shares. Routing counts as active only with an input "
-        f"dependence of at least {DEPENDENCE_MARGIN_BITS:g} bits where measured (rem.report.preconditions). Plug-in "
+        "preference, log2 J - H(E c_i), what every image shares. Within a class: the same mutual information "
+        "inside each predicted class, I(X; c_i | Y), what is left once the class is known (REM's trees are within "
+        "a class). Routing counts as active only with an input dependence of at least "
+        f"{DEPENDENCE_MARGIN_BITS:g} bits where measured, within a class where the run measured that "
+        "(rem.report.preconditions). Plug-in "
         f"estimates on the images read (all test images the evaluation keyed). '{NOT_RECORDED}': the run predates the "
         f"measure. {SAMPLE_SD}"])
