@@ -14,7 +14,7 @@ from rem.analysis.forwards import PLAIN
 from rem.io import atomic_write_text
 from rem.report.arm_seeds import QUANTIZED, arms_of
 from rem.report.assemble import assemble_page, markdown_body, markdown_files
-from rem.report.registry import CLAIMS_PAGE, EVIDENCE_PAGE, HORIZON_PAGE, Context, report_table
+from rem.report.registry import CLAIMS_PAGE, CONFIRM_PAGE, EVIDENCE_PAGE, HORIZON_PAGE, Context, report_table
 from rem.report.render import Table
 from rem.results.arms import PLUS_Q
 from rem.results.frames import arm_rows, arms, finished_trials
@@ -38,7 +38,7 @@ def run_lines(run: dict) -> list[str]:
 
 
 @report_table("evaluated", "The checkpoint every seed was evaluated at",
-              pages={EVIDENCE_PAGE: 25, CLAIMS_PAGE: 15, HORIZON_PAGE: 25})
+              pages={EVIDENCE_PAGE: 25, CLAIMS_PAGE: 15, HORIZON_PAGE: 25, CONFIRM_PAGE: 50})
 def evaluated_section(frame: pd.DataFrame, context: Context) -> Table:
     """Every seed's evaluated checkpoint (the epoch and rule each verdict reads) and its coupling entropy."""
     rows = []
@@ -56,7 +56,7 @@ def evaluated_section(frame: pd.DataFrame, context: Context) -> Table:
         "over the classes is log2(classes) bits (3.3219 for 10)."])
 
 
-@report_table("cost", "What it costs on this machine", pages={EVIDENCE_PAGE: 60, HORIZON_PAGE: 60})
+@report_table("cost", "What it costs on this machine", pages={EVIDENCE_PAGE: 60, HORIZON_PAGE: 60, CONFIRM_PAGE: 60})
 def cost_section(frame: pd.DataFrame, context: Context) -> Table:
     """What each arm's epoch cost here, the threshold search's share, and what REM's full protocol would take."""
     min_epochs, seeds = FULL_PROTOCOL

@@ -16,6 +16,7 @@ from rem.registry import Registry
 from rem.results.variants import label_trials
 
 REPORT_PAGE, EVIDENCE_PAGE, CLAIMS_PAGE, HORIZON_PAGE, ROUTING_PAGE = "report", "evidence", "claims", "horizon", "routing"
+CONFIRM_PAGE = "confirm"  # a confirmatory paired study's page (pipeline/confirm_gamma.py registers its own tables)
 
 
 class Context:

@@ -7,11 +7,13 @@ p-values, and its check refuses a profile whose stated numbers are not these.
 
 from __future__ import annotations
 
+import json
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 import numpy as np
+import pandas as pd
 from scipy import integrate, stats
 from scipy.optimize import brentq
 
@@ -100,11 +102,13 @@ class Design:
     def looks_text(self) -> str:
         return " and ".join(str(n) for n in self.looks)
 
-    def rule_text(self) -> str:
-        """The committed rule in one sentence."""
+    def rule_text(self, labels: Mapping[str, str] | None = None) -> str:
+        """The committed rule in one sentence (`labels`: how the page names each arm's method)."""
         side = "lower" if self.direction < 0 else "higher"
+        named = dict(labels or {})
         bounds = "; ".join(f"at {n} pairs p <= {p:g}" for n, p in zip(self.looks, self.nominal_p))
-        return (f"a one-sided paired t-test of {self.treatment} against {self.reference} on {self.metric} "
+        return (f"a one-sided paired t-test of {named.get(self.treatment, self.treatment)} against "
+                f"{named.get(self.reference, self.reference)} on {self.metric} "
                 f"(claim: {side}), read only at {self.looks_text()} pairs against O'Brien-Fleming-type boundaries "
                 f"(Lan-DeMets spending, one-sided alpha = {self.alpha:g}): supported at the first look whose p "
                 f"crosses its boundary ({bounds}); at the last look, not supported where the opposite one-sided p "
@@ -148,3 +152,26 @@ def design_power(design: Design, drop: float, sd: float, sims: int = 200_000, se
         t = part.mean(axis=1) / (part.std(axis=1, ddof=1) / math.sqrt(look))
         crossed |= stats.t.sf(design.direction * t, look - 1) <= nominal
     return float(crossed.mean())
+
+
+DESIGN_PREFIX = "report.sequential."  # the results table's columns of a trial's design (one per key, lists as JSON)
+
+
+def design_of(results: pd.DataFrame, source: str = "sweep.parquet") -> Design:
+    """The one design every trial of `results` ran under, refused in one line where none or several are recorded."""
+    columns = [c for c in results.columns if c.startswith(DESIGN_PREFIX)]
+    if not columns:
+        raise ValueError(f"{source}: no {DESIGN_PREFIX}* columns; the trials ran without a committed design")
+    designs = results[columns].astype(str).drop_duplicates()
+    if len(designs) != 1:
+        raise ValueError(f"{source}: trials ran under {len(designs)} different designs ({', '.join(columns)}); "
+                         "a confirmatory page joins one design's pairs only")
+    row = designs.iloc[0]
+
+    def value(text: str):
+        try:
+            return json.loads(text)
+        except ValueError:  # a plain string: an arm's method, the metric, the direction
+            return text
+
+    return Design.from_mapping({c.removeprefix(DESIGN_PREFIX): value(row[c]) for c in columns}, source)

@@ -198,6 +198,20 @@ def paired_power_note(d: PairedDifference, alpha: float = ALPHA, digits: int = 3
             f"of freedom, 95 % interval [{low:.{digits}g}, {high:.{digits}g}]")
 
 
+def paired_verdict(a: Sequence[float], b: Sequence[float], direction: int, alpha: float = ALPHA) -> "Verdict":
+    """A secondary claim on pairs: supported where the one-sided paired p in the claimed direction is at most
+    `alpha`, not supported where the opposite one's is, undecided (with the pairs' power note) otherwise; its `p` is
+    the one the decision rests on, for Holm's correction."""
+    if min(len(a), len(b)) < MIN_SEEDS:
+        return Verdict(Outcome.UNDECIDED, f"n = {min(len(a), len(b))}, fewer than {MIN_SEEDS} pairs")
+    d = paired(a, b, direction, alpha)
+    if d.p <= alpha:
+        return Verdict(Outcome.SUPPORTED, "", None, d.p)
+    if d.p_opposite <= alpha:
+        return Verdict(Outcome.NOT_SUPPORTED, "", None, d.p_opposite)
+    return Verdict(Outcome.UNDECIDED, f"one-sided p = {d.p:.3g}", None, d.p, paired_power_note(d, alpha))
+
+
 @dataclass(frozen=True)
 class Verdict:
     outcome: Outcome
