@@ -310,6 +310,17 @@ def judged(claim: Differs | NoWorse, a, b, digits: int, *reasons: str | None,
     return cells(decide(claim, a.values, b.values, first(*reasons), by_construction), digits)
 
 
+def spread_range(d: Difference, target: float) -> str:
+    """" (a to b over the spread's 95 % interval)": the seeds needed where the arms' true spread is at either end of
+    the interval its Welch degrees of freedom allow (the sample SDs of a few seeds are themselves uncertain)."""
+    if d.se == 0.0 or math.isinf(d.df):
+        return ""
+    low, high = (math.sqrt(d.df / stats.chi2.ppf(q, d.df)) for q in (1 - ALPHA / 2, ALPHA / 2))
+    ends = [seeds_needed(replace(d, var_a=d.var_a * f * f, var_b=d.var_b * f * f), target) for f in (low, high)]
+    return f" ({' to '.join(f'more than {MAX_SEEDS}' if n is None else str(n) for n in ends)} over the spread's 95 % " \
+           f"interval)"
+
+
 def with_power(verdict: Verdict, claim: Differs | NoWorse, digits: int = 4) -> Verdict:
     """An undecided verdict with the smallest difference its test could detect and the seeds needed."""
     d = verdict.difference
@@ -318,7 +329,7 @@ def with_power(verdict: Verdict, claim: Differs | NoWorse, digits: int = 4) -> V
     target = claim.power_target(d)
     needed = seeds_needed(d, target)
     if needed is not None:
-        seeds = f"the measured one would need ~{needed} seeds per arm"
+        seeds = f"the measured one would need ~{needed} seeds per arm{spread_range(d, target)}"
     elif target <= 0:
         seeds = claim.beyond_reach
     else:
@@ -384,7 +395,8 @@ RULE_NOTE = (f"Verdicts (rem.report.verdicts): a difference is Welch's t-test on
              f"undecided otherwise. Fewer than {MIN_SEEDS} seeds in an arm: undecided. 'not tested': a precondition "
              "failed (rem.report.preconditions). The difference is the arm the claim is about minus the arm it is compared with. "
              "An undecided verdict gives the smallest difference its test could detect (80 % power) and the seeds per "
-             "arm the measured difference would need, from the seeds' sample spread.")
+             "arm the measured difference would need, from the seeds' sample spread, and how many over that spread's "
+             "95 % interval (chi-square, the test's degrees of freedom): a few seeds' spread is itself uncertain.")
 
 
 def cells(verdict: Verdict, digits: int) -> list[VerdictCell]:
