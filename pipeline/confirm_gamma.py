@@ -247,7 +247,8 @@ def not_run() -> str:
 
 
 PAGE = PublishedPage(CONFIRM_PAGE, "confirm_gamma", heading, new_sentence=True)
-CONFIRM_GAMMA = Publication("confirm_gamma", partial(PAGE.write, draw=draw), folder=FOLDER, not_run=not_run)
+CONFIRM_GAMMA = Publication("confirm_gamma", partial(PAGE.write, draw=draw), folder=FOLDER, not_run=not_run,
+                            by_sweep=True)
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -101,6 +101,7 @@ class Publication:
     before_render: Callable[[object, Path, pd.DataFrame], None] | None = None  # copies the report stage's figures
     folder: Path | None = None  # where it goes, when not reports/<name>
     not_run: Callable[[], str] | None = None  # the page --render-only writes while no run is published (why, how)
+    by_sweep: bool = False  # each part runs as its own sweep of some grid points (`-S sweep.grid=...`), not dvc exp run
 
     @property
     def out(self) -> Path:
@@ -137,11 +138,19 @@ class Publication:
         never = [key for key in grid_point_keys(cfg.sweep.grid) if key not in present]
         return results, stopped + sorted(never)
 
+    def swept(self, cfg, then: str) -> str:
+        """The command that ran `cfg`'s grid as one sweep, then `then` (`--add` or nothing) published it."""
+        return f"python -m pipeline.sweep -S profile={self.name} -S 'sweep.grid={json.dumps(cfg.sweep.grid)}' && " \
+               f"python -m pipeline.{self.name}{then}"
+
     def record(self, cfg, results: pd.DataFrame, stopped: list[str], load: str) -> dict:
         """How the sweep that produced `results` was made: command, commit, times, machine, load, trials stopped."""
-        named = cfg.report.primary_endpoint
-        endpoint = {"primary endpoint": f"{named} (named in the profile before the sweep ran)"} if named else {}
-        return {**endpoint, "command": f"`{self.command}`", "commit": commit(), **sweep_record(cfg, results), **machine(),
+        named, swept = cfg.report.primary_endpoint, sweep_record(cfg, results)
+        ran = swept.get("commit", commit())
+        endpoint = {"primary endpoint": f"{named} (in the profile of commit {ran[:7]}, the commit the sweep ran)"} \
+            if named else {}
+        how = self.swept(cfg, "") if self.by_sweep else self.command
+        return {**endpoint, "command": f"`{how}`", "commit": commit(), **swept, **machine(),
                 **({"load": load} if load else {}), **({"not published": "; ".join(stopped)} if stopped else {})}
 
     def store(self, out: Path, results: pd.DataFrame, run: dict) -> list[Path]:
@@ -183,9 +192,8 @@ class Publication:
         keys = sorted(set(later["trial_key"].astype(str)))
         results = pd.concat([published, later], ignore_index=True)
         run_file = out / "run.json"
-        how = f"python -m pipeline.sweep -S profile={self.name} -S 'sweep.grid={json.dumps(cfg.sweep.grid)}' && " \
-              f"python -m pipeline.{self.name} --add"  # the later sweep ran only its own arms
-        addition = {**self.record(cfg, later, stopped, load), "command": f"`{how}`"}
+        # the later sweep ran only its own arms
+        addition = {**self.record(cfg, later, stopped, load), "command": f"`{self.swept(cfg, ' --add')}`"}
         run = added_record(json.loads(run_file.read_text()) if run_file.is_file() else {}, addition, keys)
         return self.store(out, results, run)
 
