@@ -8,7 +8,9 @@ from pathlib import Path
 import pandas as pd
 
 from rem.analysis.robustness.families import IDENTITY, RANGES
-from rem.report.figures.style import colours, mean_band, message_panel, plt, save
+from rem.report.figures.style import (ceiling_line, colours, images_per_class_bound, mean_band, message_panel, plt,
+                                      save)
+from rem.report.preconditions import classes_of
 
 ROWS = {"test/acc": ("Test acc. (%)", 100.0), "entropy/mean": ("Entropy (bits)", 1.0)}
 
@@ -25,11 +27,18 @@ def robustness_figure(frame: pd.DataFrame, path: Path, title: str, series: str =
         return save(fig, path)
     names = sorted(set(frame[series].astype(str)))
     palette = colours(names)
+    datasets = set(frame["data.dataset"].astype(str)) if "data.dataset" in frame else set()
+    classes = classes_of(datasets.pop()) if len(datasets) == 1 else 0
     for row, metric in zip(axes, rows):
         for ax, family in zip(row, families):
             for name in names:
                 group = frame[(frame["family"] == family) & (frame[series].astype(str) == name)]
                 mean_band(ax, group, "strength", metric, palette[name], name, ROWS[metric][1])
+            bound = images_per_class_bound(frame[frame["family"] == family], classes) if metric == "entropy/mean" \
+                else None
+            if bound is not None:  # the entropy's ceiling, at most log2 of the images per class
+                at = bound.groupby(frame.loc[bound.index, "strength"]).mean()
+                ceiling_line(ax, at.index.to_numpy(), at.to_numpy(), "ceiling (at most log2 images per class)")
             label, _ = ROWS[metric]
             ax.set_title(f"{label}\n{family}", fontsize=9)
             ax.set_xlabel(f"strength ({RANGES[family][3]})", fontsize=8)
