@@ -60,6 +60,26 @@ def test_between_the_looks_the_verdict_waits(horizon):
     assert row[-1].rstrip(" |") == "undecided (n = 3 of 12 committed pairs; decided at 6 and 12 only)"
 
 
+def test_a_failed_precondition_waits_for_a_look_too(horizon):
+    """A reference arm whose couplings barely vary within a class: between the looks the page still reads undecided
+    and says what the look would read; at a look the endpoint is not tested."""
+    from pipeline.confirm_gamma import PAGE
+
+    def flat(results):
+        out = results.copy()
+        q = out["prune.method"].astype(str) == "none"
+        for column in ("routing/input_dependence_within_class", "final/routing/input_dependence_within_class"):
+            out.loc[q, column] = 0.01
+        return out
+
+    interim = flat(as_study(with_seeds(horizon, {45: 42, 46: 43, 47: 44})))
+    assert primary(interim)[-1].startswith("undecided (n = 3 of 12")
+    note = PAGE.files(Path("out"), interim, {})[Path("out/tables/primary.md")]
+    assert "at the next look it would read 'not tested: γ-CapsNet +Q's couplings barely depend on the image" in note
+    six = flat(as_study(with_seeds(horizon, {45: 42, 46: 43, 47: 44, 48: 42, 49: 43, 50: 44}, shift=-0.6)))
+    assert primary(six)[-1].startswith("not tested: γ-CapsNet +Q's couplings barely depend on the image")
+
+
 def test_at_the_first_look_a_clear_drop_is_decided(horizon):
     six = with_seeds(horizon, {45: 42, 46: 43, 47: 44, 48: 42, 49: 43, 50: 44}, shift=-0.6)
     row = primary(as_study(six))

@@ -33,7 +33,7 @@ VERDICTS = ("no verdict", "not supported", "not tested", "by construction", "sup
 # "supported alone at p = ..." is the test Holm's correction overruled, inside an undecided verdict: not a verdict.
 VERDICT_WORD = re.compile(r"\b(?:" + "|".join(VERDICTS) + r")\b(?!\s+alone)", re.I)
 ARM_COLUMNS = ("Arm", "Arms", "Setting", "Model")  # the curve tables name the arm in the question itself
-CLAIM_COLUMNS = ("Claim", "Question")
+CLAIM_COLUMNS = ("Claim", "Question", "Endpoint", "Measure")  # a confirmatory page names its endpoint
 NO_CLAIM = "–"  # a descriptive row of a verdict table ("what the lower entropy is made of")
 
 UNESCAPED_PIPE = re.compile(r"(?<!\\)\|")
@@ -142,6 +142,7 @@ CLAIMS_TABLE = {  # the tables, by study
     "γ curve": "evidence/horizon-gamma/tables/curve_gamma_capsnet.md",
     "routing": "routing/tables/verdicts.md",
     "claims": "claims/tables/claims.md",
+    "γ confirmatory": "evidence/confirm-gamma/tables/primary.md",
 }
 ENTROPY = "REM strongly reduces the number of intra-class parse trees (lower routing entropy)"
 FEWER = "... with fewer parameters"
@@ -185,7 +186,15 @@ W_ONLY_ACCURACY = claim("evidence", "capsnet +REM W only", ACCURACY, "W only acc
 PUBLISHED_PAIRS = claim("claims", "capsnet +Q (decoder) vs cnn_matched (multifashion)", PAIRS, "MultiFashion pairs")
 FAN_IN_MNIST = claim("claims", f"{FAN_IN} (multimnist-halves)", PAIRS, "MultiMNIST pairs, vote_init_fan_in")
 
+CONFIRM_ENDPOINT = ("γ-CapsNet: the mean paired difference +REM - +Q in REM's entropy (K = 6) on all 10,000 test "
+                    "images at the last of 5 epochs, lower than 0 (one-sided paired t, alpha 0.05, looks at 6 and 12 "
+                    "pairs)")
+
 MENTIONS = [
+    # the confirmatory γ-CapsNet study: its primary endpoint by the committed rule
+    *mention(claim("γ confirmatory", "", CONFIRM_ENDPOINT, "primary endpoint"),
+             studies=r"Where it stands",
+             readme=(r"claim \(K = 6\) \*\*undecided \(n = 1 of", r"in the confirmatory study")),
     # γ-CapsNet horizon: the primary endpoint, its secondary claims, the paired read-out, the mechanism curves
     *mention(claim("γ horizon", "gamma_capsnet +REM", ENTROPY, "entropy (primary)"),
              studies=r"\[-0\.73, \+0\.33\]", readme=(r"8\.58 ± 0\.22", r"\*\*γ-CapsNet\*\*")),
