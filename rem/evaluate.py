@@ -59,7 +59,8 @@ class ParseTreeKeys:
 
     def __init__(self, levels: int, dead_capsule_threshold: float):
         self.levels = levels
-        self.keys: dict[int, list[torch.Tensor]] = {k: [] for k in (levels, SECONDARY_LEVELS, *neighbour_levels(levels))}
+        every = (levels, SECONDARY_LEVELS, *neighbour_levels(levels))
+        self.keys: dict[int, list[torch.Tensor]] = {k: [] for k in every}
         self.predictions: list[torch.Tensor] = []
         self.near_edge: list[torch.Tensor] = []  # per batch: keyed couplings within EDGE_WINDOW of an edge
         self.keyed = 0
@@ -94,7 +95,8 @@ class ParseTreeKeys:
                   "parse_trees/near_edge": float(torch.stack(self.near_edge).sum()) / max(self.keyed, 1)}
         for levels in (SECONDARY_LEVELS, *neighbour_levels(self.levels)):
             other = torch.cat(self.keys[levels]).cpu().numpy()
-            result[f"entropy/k{levels}_mean"] = summarize(stats_from_keys(other, predicted, num_classes))["entropy/mean"]
+            other_stats = stats_from_keys(other, predicted, num_classes)
+            result[f"entropy/k{levels}_mean"] = summarize(other_stats)["entropy/mean"]
         at_images = entropy_at_images(keys, predicted, num_classes, ENTROPY_IMAGES_PER_CLASS)
         if not np.isnan(at_images):  # no class reached that many images: no value rather than a NaN metric
             result["entropy/at_images_mean"] = at_images
