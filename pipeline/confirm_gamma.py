@@ -134,7 +134,8 @@ def primary_table(frame: pd.DataFrame, context: Context) -> Table:
         f"looks the verdict reads 'undecided (n = k of {design.pairs} committed pairs; decided at "
         f"{design.looks_text()} only)' whatever the pairs show. The interval is the paired t's two-sided 95 % "
         "interval, shown for reading only: the decision is the one-sided test's at the look. The exact sign-flip p "
-        f"enumerates every sign of the pairs' differences, beside the t-test, not instead of it. A failed pair: {FAILED_PAIR_RULE}. The house's standing "
+        "enumerates every sign of the pairs' differences, beside the t-test, not instead of it. A failed pair: "
+        f"{FAILED_PAIR_RULE}. The house's standing "
         "preconditions (rem.report.preconditions: routing leaves uniform and depends on the image within a class, "
         "the reference arm below the ceiling), read over the counted pairs at a look like the test, make it 'not "
         f"tested' where one fails; today {standing}."])
