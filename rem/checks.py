@@ -1,6 +1,7 @@
-"""Importing this registers every package's checks of params.yaml (the CLI and the stages do, before reading it,
-so a bad name stops a run in one line); `settings_reference` renders the options every registry entry declares
-(docs/settings.md). `rem.config` names none of these modules: it is the leaf every package imports."""
+"""Importing this registers every package's checks of params.yaml (`rem.config`'s loaders do before they read a
+config, so a bad name stops a run in one line); `settings_reference` renders the options every registry entry declares
+(docs/settings.md). `rem.config` imports this module only when a config is loaded, never when it is imported: it
+is the leaf every package imports."""
 
 from rem.config.options import REQUIRED, declared_options
 from rem.data.registry import FAMILIES, named_forms

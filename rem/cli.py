@@ -49,8 +49,10 @@ class CommandError(Exception):
 
 def run_with_params(command: Callable[[Config, argparse.Namespace], int], args: argparse.Namespace,
                     errors: tuple[type[Exception], ...] = ()) -> int:
-    """`command(cfg, args)` on the params `add_params_arguments` reads (--params, -S). A bad param, a
-    `CommandError` or one of `errors` is one `error: ...` line on stderr and exit status 2, not a traceback."""
+    """`command(cfg, args)` on the params `add_params_arguments` reads (--params, -S). A refusal is one `error: ...`
+    line on stderr and exit status 2, not a traceback: a `ConfigError` (a bad param, found as the params are read or
+    later by the data or a registry: `data.val_size` larger than the train set), a `CommandError` or one of `errors`.
+    Any other exception is a bug and keeps its traceback."""
     try:
         return command(load_from_args(args), args)
     except (ConfigError, CommandError, *errors) as err:

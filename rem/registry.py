@@ -9,6 +9,8 @@ import os
 from collections.abc import Callable, Iterator
 from typing import Generic, TypeVar
 
+from rem.config import ConfigError
+
 PLUGINS = "REM_PLUGINS"
 T = TypeVar("T")
 
@@ -61,9 +63,9 @@ class Registry(Generic[T]):
 
     def get(self, name: str) -> T:
         entry = self.find(name)
-        if entry is None:
-            raise ValueError(f"{self.key}={name!r} is not one of {self.names()} (a {self.kind} of your own: "
-                             f"register it in a module named in {PLUGINS})")
+        if entry is None:  # a name the config gave: a refusal naming its key
+            raise ConfigError(f"{self.key}={name!r} is not one of {self.names()} (a {self.kind} of your own: "
+                              f"register it in a module named in {PLUGINS})")
         return entry
 
     def __contains__(self, name: object) -> bool:

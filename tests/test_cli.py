@@ -1,15 +1,19 @@
-"""The `rem` command: MLflow's UI on 127.0.0.1 for the local store, and one-line errors for bad params."""
+"""The `rem` command: MLflow's UI on 127.0.0.1 for the local store, and one-line errors for bad params and for
+values only the data refute; a bug keeps its traceback."""
 
 from __future__ import annotations
 
 import os
 import signal
 import subprocess
+import sys
 import urllib.request
 
 import psutil
 import pytest
 
+from pipeline import fetch as fetch_stage
+from rem.config import ConfigError
 from tests.conftest import REPO
 from tests.sweep_helpers import BIN, free_port, sweep_env, wait_for
 
@@ -81,3 +85,65 @@ def test_rem_pareto_and_collect_without_that_sweep_fail_with_one_line(tmp_path, 
     assert proc.returncode == 2
     errors = [line for line in proc.stderr.strip().splitlines() if line.startswith("error:")]
     assert len(errors) == 1 and "no MLflow experiment 'rem'" in errors[0] and str(tmp_path) in errors[0]
+
+
+def rem_train(tmp_path, *overrides: str) -> subprocess.CompletedProcess:
+    """`rem train` on the generated dataset, written under `tmp_path` (no download, nothing cached elsewhere)."""
+    settings = ["data.dataset=synthetic-fashion", f"data.root={tmp_path / 'raw'}", "data.prepared=''",
+                "sweep.grid={model.name: [capsnet]}", *overrides]
+    return subprocess.run([str(BIN / "rem"), "train", "--params", str(REPO / "params.yaml"),
+                           *(arg for setting in settings for arg in ("-S", setting)), "--workdir", str(tmp_path / "w")],
+                          cwd=tmp_path, env=sweep_env(), capture_output=True, text=True, timeout=300)
+
+
+def test_an_option_of_the_wrong_type_is_one_line_naming_the_key_the_entry_int_and_the_value(tmp_path):
+    proc = rem_train(tmp_path, "model.options={conv_channels: wide}")
+    assert proc.returncode == 2 and "Traceback" not in proc.stderr, proc.stderr[-2000:]
+    assert proc.stderr.strip().splitlines() == [
+        f"error: {REPO / 'params.yaml'}: model.options.conv_channels of model 'capsnet' must be an integer (int); "
+        "got 'wide' (str)"]
+
+
+def test_a_value_only_the_data_refute_is_one_line_not_a_traceback(tmp_path):
+    proc = rem_train(tmp_path, "data.val_size=2000000")
+    assert proc.returncode == 2 and "Traceback" not in proc.stderr, proc.stderr[-2000:]
+    errors = [line for line in proc.stderr.strip().splitlines() if line.startswith("error:")]
+    assert errors == ["error: data.val_size 2000000 leaves no training images (the train set has 10000)"]
+    assert proc.stderr.strip().splitlines()[-1] == errors[0]  # nothing after it
+
+
+BUGGY_TRAIN = """
+import sys
+from rem import cli
+def train(cfg, **kwargs):
+    return cfg.no_such_section  # a bug of our own code: an AttributeError
+cli.train = train
+sys.exit(cli.main(sys.argv[1:]))
+"""
+
+
+def test_a_bug_keeps_its_traceback(tmp_path):
+    proc = subprocess.run([sys.executable, "-c", BUGGY_TRAIN, "train", "--params", str(REPO / "params.yaml"),
+                           "--workdir", str(tmp_path / "w")],
+                          cwd=tmp_path, env=sweep_env(), capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 1
+    assert "Traceback (most recent call last)" in proc.stderr
+    assert proc.stderr.strip().splitlines()[-1] == "AttributeError: 'Config' object has no attribute 'no_such_section'"
+
+
+@pytest.mark.parametrize("raised", [ConfigError("data.val_size 9 leaves no training images (the train set has 8)"),
+                                    TypeError("a bug"), ValueError("a bug in a library's call")])
+def test_a_stage_prints_a_refusal_in_one_line_and_lets_a_bug_through(monkeypatch, capsys, raised):
+    """The DVC stages run their command through the CLI's `run_with_params`: a ConfigError, whether the params or
+    the data raised it, is one line and exit status 2; any other error is a bug and propagates with its traceback."""
+    def fetch_datasets(*args, **kwargs):
+        raise raised
+
+    monkeypatch.setattr(fetch_stage, "fetch_datasets", fetch_datasets)
+    argv = ["--params", str(REPO / "params.yaml"), "mnist"]
+    if isinstance(raised, ConfigError):
+        assert fetch_stage.main(argv) == 2
+        assert capsys.readouterr().err.splitlines() == [f"error: {raised}"]
+    else:
+        with pytest.raises(type(raised)):
+            fetch_stage.main(argv)

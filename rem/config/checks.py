@@ -1,14 +1,17 @@
 """Config checks that need another package (is this model, dataset or method known; is every grid point valid),
-registered by the package that owns the names when it is imported (`import rem.checks` imports rem's own)."""
+registered by the package that owns the names when it is imported (`import rem.checks` imports rem's own, and
+`register_package_checks` does when a config is first loaded)."""
 
 from __future__ import annotations
 
+import importlib
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from rem.config.root import Config
 
+PACKAGE_CHECKS = "rem.checks"  # the module that imports every package's checks (and the registries they read)
 GRID_SECTION = "sweep"  # its check builds every grid point as a config of its own (calling back): run last
 
 SECTION_CHECKS: dict[str, list[Callable[["Config", str], None]]] = {}
@@ -30,6 +33,13 @@ def register_section_check(section: str, check: Callable[["Config", str], None])
 def register_fields_check(section: str, check: Callable[[Any], None]) -> Callable:
     """`check(section_dataclass)` runs as the section is built, raising ValueError naming the field."""
     return _register(FIELDS_CHECKS, section, check)
+
+
+def register_package_checks() -> None:
+    """Every package's checks, registered before a config is loaded, so a loaded config is a checked one whatever
+    its caller imported first. Imported by name when called, as a registry imports its built-in entries, so that
+    `import rem.config` imports neither torch nor the packages (a second call is a lookup)."""
+    importlib.import_module(PACKAGE_CHECKS)
 
 
 def check_sections(cfg: "Config", source: str, check_grid: bool) -> None:

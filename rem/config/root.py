@@ -3,19 +3,18 @@ dataclass, then the checks across keys (sizes here, the rest by their packages);
 
 from __future__ import annotations
 
-import copy
 import dataclasses
 import hashlib
 import json
-import types
 import typing
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import Any
 
-from rem.config.checks import check_sections
+from rem.config.checks import check_sections, register_package_checks
 from rem.config.prune import PruneConfig  # the pruning library's own config is the `prune` section
 from rem.config.sections import (ConfigError, DataConfig, EvalConfig, FetchConfig, ModelConfig, ReportConfig,
                                  SweepConfig, TrainConfig)
+from rem.config.values import checked_value
 
 
 @dataclass(frozen=True)
@@ -84,58 +83,6 @@ def set_dotted(tree: dict[str, Any], key: str, value: Any, source: str = "overri
     tree.setdefault(section, {})[leaf] = value
 
 
-def _check_union(key: str, value: Any, annotation: Any, source: str) -> Any:
-    members = typing.get_args(annotation)
-    if type(None) in members:  # `int | None`
-        if value is None:
-            return None
-        (inner,) = [a for a in members if a is not type(None)]
-        return _check_value(key, value, inner, source)
-    for member in members:  # `dict | list`: the first member the value is an instance of
-        if isinstance(value, member):
-            return _check_value(key, value, member, source)
-    raise ConfigError(f"{source}: {key} must be one of {', '.join(m.__name__ for m in members)}; "
-                      f"got {value!r} ({type(value).__name__})")
-
-
-def _check_number(key: str, value: Any, annotation: type, source: str) -> Any:
-    if annotation is int and (isinstance(value, bool) or not isinstance(value, int)):
-        raise ConfigError(f"{source}: {key} must be an integer; got {value!r} ({type(value).__name__})")
-    if annotation is float and (isinstance(value, bool) or not isinstance(value, (int, float))):
-        raise ConfigError(f"{source}: {key} must be a number; got {value!r} ({type(value).__name__})")
-    if value < 0:
-        raise ConfigError(f"{source}: {key} must be >= 0; got {value}")
-    return float(value) if annotation is float else value
-
-
-# annotation -> (the value's type, how the error names it); a list or mapping is copied
-_PLAIN_TYPES = {bool: (bool, "true or false"), str: (str, "a string"), list: (list, "a list"), dict: (dict, "a mapping")}
-
-
-def _check_value(key: str, value: Any, annotation: Any, source: str) -> Any:
-    """The value, converted where the annotation asks (int -> float, a copied list or dict); ConfigError if not
-    of the annotated type."""
-    origin = typing.get_origin(annotation)
-    if origin is types.UnionType:
-        return _check_union(key, value, annotation, source)
-    if origin is Literal:
-        allowed = typing.get_args(annotation)
-        if isinstance(value, bool) and {"on", "off"} <= set(allowed):
-            value = "on" if value else "off"  # YAML 1.1 reads a bare on/off as a boolean (DVC's -S writes it bare)
-        if value not in allowed:
-            raise ConfigError(f"{source}: {key} must be one of {', '.join(map(str, allowed))}; got {value!r}")
-        return value
-    if annotation in (int, float):
-        return _check_number(key, value, annotation, source)
-    plain = origin if origin in (list, dict) else annotation
-    if plain not in _PLAIN_TYPES:
-        raise TypeError(f"unsupported config annotation {annotation!r} for {key}")
-    expected, name = _PLAIN_TYPES[plain]
-    if not isinstance(value, expected):
-        raise ConfigError(f"{source}: {key} must be {name}; got {value!r} ({type(value).__name__})")
-    return list(value) if plain is list else copy.deepcopy(value) if plain is dict else value
-
-
 def _build_section(name: str, values: Any, source: str):
     cls = SECTION_CLASSES[name]
     if not isinstance(values, dict):
@@ -148,7 +95,10 @@ def _build_section(name: str, values: Any, source: str):
             now = _stored().replaced_by(f"{name}.{key}")  # old keys are looked up only once a key is unknown
             raise ConfigError(f"{source}: key '{name}.{key}' was replaced by {now}" if now else
                               f"{source}: unknown key '{name}.{key}'; allowed: {', '.join(allowed)}")
-        kwargs[key] = _check_value(f"{name}.{key}", value, hints[key], source)
+        kwargs[key] = value = checked_value(f"{name}.{key}", value, hints[key], source=source)
+        if isinstance(value, (int, float)) and not isinstance(value, bool) and value < 0:
+            # no section's number is negative: a count, a size, a rate, a seed (an entry's options say their own)
+            raise ConfigError(f"{source}: {name}.{key} must be >= 0; got {value}")
     try:
         return cls(**kwargs)
     except ValueError as err:  # the section's own range checks (e.g. PruneConfig.validate)
@@ -156,7 +106,9 @@ def _build_section(name: str, values: Any, source: str):
 
 
 def from_dict(tree: dict[str, Any], source: str = "params", check_grid: bool = True) -> Config:
-    """Validate a resolved config tree (sections only, no `profiles`); `check_grid`: every grid point too."""
+    """Validate a resolved config tree (sections only, no `profiles`); `check_grid`: every grid point too. Every
+    package's checks run, whatever the caller imported (`load`, `resolve` and `load_from_args` come here)."""
+    register_package_checks()  # before the sections are built: the prune section's fields are checked as it is
     unknown = set(tree) - set(SECTION_CLASSES) - {"profile"}
     if unknown:
         raise ConfigError(f"{source}: unknown top-level key {sorted(unknown)[0]!r}; allowed: "

@@ -17,7 +17,8 @@ DEFAULT_FAMILIES: dict[str, list[float]] = {
 
 
 class ConfigError(ValueError):
-    """A params.yaml key is unknown, ill-typed or out of range."""
+    """A params.yaml key is unknown, ill-typed or out of range, found when the config is read, or later by the data
+    or a registry: a refusal, which the commands print as one line naming the key (any other error is a bug)."""
 
 
 @dataclass(frozen=True)

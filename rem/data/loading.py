@@ -7,6 +7,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from rem.config import ConfigError
 from rem.data.registry import DatasetSpec, family_of, get_dataset
 from rem.data.sources import fetch_dataset
 from rem.data.splits import Splits
@@ -21,8 +22,9 @@ def with_normalisation(spec: DatasetSpec, mean: tuple[float, ...], std: tuple[fl
     if not (mean or std):
         return spec
     channels = spec.in_shape[0]
-    if len(mean) != channels or len(std) != channels:
-        raise ValueError(f"data.mean/data.std need {channels} values each for {spec.name}; got {list(mean)}/{list(std)}")
+    if len(mean) != channels or len(std) != channels:  # an image folder's channels are known once it is read
+        raise ConfigError(f"data.mean/data.std need {channels} values each for {spec.name}; "
+                          f"got {list(mean)}/{list(std)}")
     return replace(spec, mean=tuple(mean), std=tuple(std))
 
 

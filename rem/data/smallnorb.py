@@ -139,13 +139,13 @@ class NorbOptions:
     def __post_init__(self):
         if self.split not in NORB_SPLITS:
             raise ValueError(f"split must be one of {', '.join(NORB_SPLITS)}; got {self.split!r}")
+        # the types are read against the annotations (rem.config.options); the ranges are checked here
         for name in ("size", "crop"):
-            if isinstance(getattr(self, name), bool) or not isinstance(getattr(self, name), int) \
-                    or getattr(self, name) < 1:
+            if getattr(self, name) < 1:
                 raise ValueError(f"{name} must be a whole number of pixels >= 1; got {getattr(self, name)!r}")
         if self.crop > self.size:
             raise ValueError(f"crop {self.crop} must be <= size {self.size}")
-        if isinstance(self.brightness, bool) or not isinstance(self.brightness, (int, float)) or self.brightness < 0:
+        if self.brightness < 0:
             raise ValueError(f"brightness must be a number >= 0; got {self.brightness!r}")
         problem = range_problem(self.contrast, "contrast")
         if problem:

@@ -8,6 +8,7 @@ from dataclasses import dataclass, field
 import numpy as np
 import torch
 
+from rem.config import ConfigError
 from rem.data.registry import DatasetSpec
 
 
@@ -50,8 +51,8 @@ def split_of(images, labels) -> Split:
 def carve(images, labels, val_size: int, split_seed: int) -> tuple[Split, Split]:
     """(train, val): val is the first `val_size` of a fixed shuffle, train the rest."""
     n = len(labels)
-    if val_size >= n:
-        raise ValueError(f"data.val_size {val_size} leaves no training images (the train set has {n})")
+    if val_size >= n:  # only the data can refute it: a refusal of the config, found once they are read
+        raise ConfigError(f"data.val_size {val_size} leaves no training images (the train set has {n})")
     order = np.random.RandomState(split_seed).permutation(n)
     val_idx, train_idx = order[:val_size], order[val_size:]
     return split_of(images[train_idx], labels[train_idx]), split_of(images[val_idx], labels[val_idx])

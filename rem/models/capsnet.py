@@ -13,6 +13,7 @@ from dataclasses import dataclass
 import torch
 
 from rem.capsules import CapsuleVotes, SabourStem, SharedCapsuleVotes, sabour_primary_types
+from rem.config import ConfigError
 from rem.device import HOST  # built on the host by the seed, then moved
 from rem.models.class_head import ClassCapsuleHead, LearnedBias
 from rem.models.registry import CapsuleOutput, register_model
@@ -61,14 +62,14 @@ class CapsNet(SabourStem, ClassCapsuleHead):
                            start=lambda: torch.full((num_classes, o.class_dim), bias_init, device=HOST))
         self.build_class_capsules(votes, in_shape=in_shape, routing=routing, iterations=routing_iterations,
                                   bias=bias, options={"agreement_scale": o.agreement_scale}, decoder=decoder)
-        if o.agreement_scale != 1.0 and not self.routing_options:
-            raise ValueError(f"capsnet: agreement_scale {o.agreement_scale:g} needs an agreement routing (dynamic); "
-                             f"model.routing {routing!r} takes none")
+        if o.agreement_scale != 1.0 and not self.routing_options:  # a refusal of two keys, found as it is built
+            raise ConfigError(f"capsnet: agreement_scale {o.agreement_scale:g} needs an agreement routing (dynamic); "
+                              f"model.routing {routing!r} takes none")
 
     def capsule_layout(self) -> CapsuleLayout:
         if getattr(self.votes, "shared_over_grid", False):
-            raise ValueError("capsule pruning needs one vote matrix per primary capsule, and this model shares each "
-                             "type's matrices across the grid (model.options.shared_votes): set it to false")
+            raise ConfigError("capsule pruning needs one vote matrix per primary capsule, and this model shares "
+                              "each type's matrices across the grid (model.options.shared_votes): set it to false")
         return sabour_layout(self, "votes")
 
     def forward(self, x: torch.Tensor, target: torch.Tensor | None = None, *, quantize_levels: int | None = None) -> CapsuleOutput:

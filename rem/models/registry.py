@@ -10,7 +10,7 @@ from typing import Any, Callable
 import torch
 from torch import nn
 
-from rem.config import ModelConfig
+from rem.config import ConfigError, ModelConfig
 from rem.config.options import as_keywords, check_declaration, declared_options, read_options
 from rem.models.roles import NO_ROLES, TensorRoles
 from rem.registry import Registry
@@ -103,7 +103,7 @@ def declared_class_capsule_matrices() -> set[str]:
 
 def read_model(name: str, given: Mapping[str, Any]) -> tuple[Any, dict[str, Any]]:
     """Split `given` into the family's options instance and its head keys, the routing resolved and its options read;
-    a one-line ValueError naming any key the family does not take."""
+    a one-line ConfigError naming any key the family does not take."""
     entry, given = family(name), dict(given)
     head = {key: given.pop(key) for key in HEAD_KEYS if key in given}
     options = read_options(entry.options, given, "model.options", f"model {name!r}")
@@ -112,8 +112,8 @@ def read_model(name: str, given: Mapping[str, Any]) -> tuple[Any, dict[str, Any]
         default = ("routing_iterations", ModelConfig.routing_iterations)
         set_keys = [key for key, value in head.items() if value and (key, value) != default]
         if set_keys:
-            raise ValueError(f"model.{set_keys[0]} is set, but model {name!r} has no routing or class capsules "
-                             f"(those that do: {', '.join(routing_models())}); leave it unset")
+            raise ConfigError(f"model.{set_keys[0]} is set, but model {name!r} has no routing or class capsules "
+                              f"(those that do: {', '.join(routing_models())}); leave it unset")
         return options, {}
     head["routing"] = head.get("routing") or entry.routing
     head["routing_options"] = read_options(ROUTINGS.get(head["routing"]).options, head.get("routing_options") or {},
@@ -132,8 +132,8 @@ def create_model(name: str, *, in_shape: tuple[int, int, int], num_classes: int,
     model = entry.builder(tuple(in_shape), num_classes, options, **head)
     if settings is not None:  # its routing declares options: the class-capsule head passes them to each call
         if not hasattr(model, "routing_settings"):
-            raise ValueError(f"create_model({name!r}): model.routing_options needs the class-capsule head "
-                             "(rem.models.class_head.ClassCapsuleHead), which this model does not end in")
+            raise ConfigError(f"create_model({name!r}): model.routing_options needs the class-capsule head "
+                              "(rem.models.class_head.ClassCapsuleHead), which this model does not end in")
         model.routing_settings = as_keywords(settings)
     model.roles = entry.roles  # pruning reads them off the model (`roles_of`)
     return model

@@ -22,12 +22,12 @@ def test_repo_params_resolve_for_both_profiles():
 
 @pytest.mark.parametrize("override,pattern", [
     ({"train.epoch": 3}, r"unknown key 'train.epoch'; allowed: epochs"),
-    ({"train.epochs": "two"}, r"train.epochs must be an integer; got 'two'"),
+    ({"train.epochs": "two"}, r"train.epochs must be an integer \(int\); got 'two' \(str\)$"),
     ({"train.precision": "fp16"}, r"train.precision must be one of auto, fp32, bf16; got 'fp16'"),
     ({"model.name": "capsnett"}, r"model.name 'capsnett' is unknown; allowed: .*capsnet"),
     ({"data.dataset": "imagenet"}, r"dataset 'imagenet' is unknown; allowed: .*fashion-mnist"),
     ({"data.augment": "yes"}, r"data.augment must be true or false"),
-    ({"sweep.grid": {"train.seed": [1, "x"]}}, r"sweep.grid: train.seed must be an integer; got 'x'"),
+    ({"sweep.grid": {"train.seed": [1, "x"]}}, r"sweep.grid: train.seed must be an integer \(int\); got 'x'"),
     ({"sweep.grid": {"model.name": ["capsnet", "nope"]}}, r"sweep.grid: model.name 'nope' is unknown"),
     ({"sweep.grid": {"train.seed": []}}, r"sweep.grid.train.seed must be a non-empty list"),
     ({"trian.epochs": 1}, r"unknown key 'trian.epochs'"),

@@ -19,7 +19,7 @@ class UniformOptions:
     sharpness: float = 0.0  # c_ij = softmax_j(sharpness * |u_hat_j|i|): 0 is equal parts
 
     def __post_init__(self):
-        if not isinstance(self.sharpness, (int, float)) or self.sharpness < 0:
+        if self.sharpness < 0:  # its type is read against the annotation: only the range is its own to check
             raise ValueError(f"sharpness must be a number >= 0; got {self.sharpness!r}")
 
 

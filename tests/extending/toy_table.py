@@ -20,7 +20,7 @@ class TrialsPerArmOptions:
     decimals: int = 1  # of the mean seconds per epoch
 
     def __post_init__(self):
-        if isinstance(self.decimals, bool) or not isinstance(self.decimals, int) or not 0 <= self.decimals <= 6:
+        if not 0 <= self.decimals <= 6:  # its type is read against the annotation: only the range is its own
             raise ValueError(f"decimals must be a whole number in 0..6; got {self.decimals!r}")
 
 

@@ -15,8 +15,7 @@ class CapsuleOptions:
     rule: str = "fraction"  # fraction (the schedule's count) | rem (at most that, if the validation loss holds)
 
     def __post_init__(self):
-        if isinstance(self.fraction, bool) or not isinstance(self.fraction, (int, float)) \
-                or not 0 < self.fraction < 1:
+        if not 0 < self.fraction < 1:  # a number: read against its annotation (rem.config.options)
             raise ValueError(f"fraction must be in (0, 1); got {self.fraction!r}")
         if self.criterion not in CRITERIA:
             raise ValueError(f"criterion must be one of {', '.join(CRITERIA)}; got {self.criterion!r}")

@@ -13,7 +13,7 @@ class SnipOptions:
     batches: int = 1  # distinct training batches the connection sensitivity |g * w| is summed over
 
     def __post_init__(self):
-        if isinstance(self.batches, bool) or not isinstance(self.batches, int) or self.batches < 1:
+        if self.batches < 1:  # an int: read against its annotation (rem.config.options)
             raise ValueError(f"batches must be a whole number >= 1; got {self.batches!r}")
 
 
