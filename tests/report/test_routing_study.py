@@ -51,7 +51,8 @@ def test_the_tables_state_the_onset_and_decide_each_setting_against_the_publishe
     # undecided verdicts also say what these seeds could detect: a "no worse" claim's measured difference (0) sits
     # the whole 1-point margin inside it, so more seeds would decide it
     assert "| undecided (the 95 % interval reaches past the 1 margin; detectable with these seeds: \\|difference\\| >= " \
-        in rows[1] and rows[1].endswith(" seeds per arm) |") and "the measured one would need ~" in rows[1]
+        in rows[1] and rows[1].endswith(" over the spread's 95 % interval)) |") \
+        and "the measured one would need ~" in rows[1] and " seeds per arm (" in rows[1]
     assert "This table's claims are one family: 2 tested" in verdicts  # the two decisions survive Holm's correction
 
 
