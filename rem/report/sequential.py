@@ -118,27 +118,21 @@ class Design:
         """The verdict by the committed rule on pairs (reference[k], treatment[k]) in seed order. Only the pairs up
         to the last look reached are read; between looks the verdict is undecided whatever they show."""
         n = len(reference)
-        reached = [k for k, look in enumerate(self.looks) if look <= n]
         interim = f"n = {n} of {self.pairs} committed pairs; decided at {self.looks_text()} only"
-        if not reached:
-            d = paired(reference, treatment, self.direction) if n >= 2 else None
-            return Verdict(Outcome.UNDECIDED, interim, None, None), d
-        k = reached[-1]
-        look = self.looks[k]
-        d = paired(reference[:look], treatment[:look], self.direction)
-        if any(d_k_crossed(d, p) for p in self.nominal_p[:k]):  # an earlier look already decided it
-            return Verdict(Outcome.SUPPORTED, f"at {self.looks[0]} pairs"), d
-        if d_k_crossed(d, self.nominal_p[k]):
-            return Verdict(Outcome.SUPPORTED, "", None, d.p), d
-        if k == len(self.looks) - 1 and d.p_opposite <= self.nominal_p[k]:
-            return Verdict(Outcome.NOT_SUPPORTED, "", None, d.p_opposite), d
-        why = (f"p = {d.p:.3g} at {look} pairs, boundary {self.nominal_p[k]:g}" +
-               (f"; {interim}" if k < len(self.looks) - 1 else ""))
-        return Verdict(Outcome.UNDECIDED, why, None, d.p, paired_power_note(d, self.alpha)), d
-
-
-def d_k_crossed(d: PairedDifference, nominal: float) -> bool:
-    return d.p <= nominal
+        d, verdict = (paired(reference, treatment, self.direction) if n >= 2 else None), None
+        for k, (look, nominal) in enumerate(zip(self.looks, self.nominal_p)):
+            if look > n:
+                break
+            # each look reads its own pairs: the study stops at the first look whose p crosses its boundary
+            d = paired(reference[:look], treatment[:look], self.direction)
+            if d.p <= nominal:
+                return Verdict(Outcome.SUPPORTED, "", None, d.p), d
+            last = k == len(self.looks) - 1
+            if last and d.p_opposite <= nominal:
+                return Verdict(Outcome.NOT_SUPPORTED, "", None, d.p_opposite), d
+            why = f"p = {d.p:.3g} at {look} pairs, boundary {nominal:g}" + ("" if last else f"; {interim}")
+            verdict = Verdict(Outcome.UNDECIDED, why, None, d.p, paired_power_note(d, self.alpha))
+        return verdict or Verdict(Outcome.UNDECIDED, interim, None, None), d
 
 
 def design_power(design: Design, drop: float, sd: float, sims: int = 200_000, seed: int = 0) -> float:

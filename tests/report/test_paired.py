@@ -119,6 +119,11 @@ def test_the_verdict_is_read_only_at_the_looks():
     at_six, d = design.decide(q[:6], weak[:6])
     assert at_six.outcome is Outcome.UNDECIDED and "boundary 0.005575" in at_six.why and d.n == 6
     assert "decided at 6 and 12 only" in at_six.why
+    # a study that crossed at 6 stopped there: six later pairs the other way change nothing, and the verdict keeps
+    # the first look's test
+    reversed_later = strong[:6] + [v + 0.5 for v in q[6:]]
+    verdict, d = design.decide(q, reversed_later)
+    assert verdict.outcome is Outcome.SUPPORTED and d.n == 6 and d.p <= 0.005575
     opposite = [v + 0.4 + e for v, e in zip(q, rng.normal(0, 0.05, size=12))]
     assert design.decide(q, opposite)[0].outcome is Outcome.NOT_SUPPORTED
     assert design.decide(q[:6], opposite[:6])[0].outcome is Outcome.UNDECIDED  # "not supported" at the last look only
