@@ -87,7 +87,7 @@ def pairs_of(results: pd.DataFrame) -> Pairs:
     table = pd.concat({m: frame.loc[seeds] for m, frame in arms.items()}, axis=1)
     table.columns = [f"{m}/{c}" for m, c in table.columns]
     chance = chance_accuracy(str(results["data.dataset"].iloc[0]))
-    why = [first(*(did_not_learn(f"{ARM_LABELS.get(m, m)} s{seed}", [100 * table.loc[seed, f"{m}/test/acc"]], chance)
+    why = [first(*(did_not_learn(f"{label(m)} s{seed}", [100 * table.loc[seed, f"{m}/test/acc"]], chance)
                    for m in arms)) or "" for seed in seeds]
     table["why"], table["counts"] = why, [not w for w in why]
     return Pairs(design, table)
@@ -99,7 +99,7 @@ def not_tested(pairs: Pairs, dataset: str) -> str | None:
     ref, rows = pairs.design.reference, pairs.counted
     if rows.empty:
         return None
-    name = f"γ-CapsNet {ARM_LABELS.get(ref, ref)}"
+    name = f"γ-CapsNet {label(ref)}"
     trees = rows[f"{ref}/trees_per_image"]
     ceiling = (f"at ceiling: {name} has {trees.max():.3f} distinct parse trees per test image in a pair"
                if trees.max() >= CEILING_TREES_PER_IMAGE else None)
@@ -107,7 +107,8 @@ def not_tested(pairs: Pairs, dataset: str) -> str | None:
                  input_independent(name, rows[f"{ref}/dependence"]), ceiling)
 
 
-def label(pairs: Pairs, arm: str) -> str:
+def label(arm: str) -> str:
+    """How the page names an arm by its pruning method (+Q, +REM)."""
     return ARM_LABELS.get(arm, arm)
 
 
@@ -128,7 +129,7 @@ def primary_table(frame: pd.DataFrame, context: Context) -> Table:
     endpoint = str(frame["report.primary_endpoint"].iloc[0]) if "report.primary_endpoint" in frame \
         else "not recorded in sweep.parquet"
     return Table("The primary endpoint, by the committed rule", [
-        "Endpoint", "Pairs in", f"{label(pairs, new)} - {label(pairs, ref)} [95 % CI], tests", "Boundaries", "Verdict"],
+        "Endpoint", "Pairs in", f"{label(new)} - {label(ref)} [95 % CI], tests", "Boundaries", "Verdict"],
         [[endpoint, f"{len(a)} of {design.pairs} committed", measured, looks, text]], notes=[
         f"The committed rule (report.sequential, rem.report.sequential): {design.rule_text(ARM_LABELS)}. Between the "
         f"looks the verdict reads 'undecided (n = k of {design.pairs} committed pairs; decided at "
@@ -154,7 +155,7 @@ def pairs_table(frame: pd.DataFrame, context: Context) -> Table:
                      f"{row[f'{new}/sparsity']:.1f}",
                      f"{int(row[f'{ref}/checkpoint_epoch'])} / {int(row[f'{new}/checkpoint_epoch'])}",
                      "yes" if row["counts"] else f"no: {row['why']}"])
-    q, r = label(pairs, ref), label(pairs, new)
+    q, r = label(ref), label(new)
     return Table("Every pair", ["Seed", f"{q} entropy (bits)", f"{r} entropy (bits)", "Difference (bits)",
                                 f"{q} trees", f"{r} trees", f"{q} acc. (%)", f"{r} acc. (%)", f"{r} sparsity (%)",
                                 "Read at epoch", "Counted"], rows, notes=[
@@ -178,7 +179,7 @@ def secondary_table(frame: pd.DataFrame, context: Context) -> Table:
         verdict = paired_verdict(a, b, direction)
         rows.append([name, spread(pd.Series(a)).text(digits), spread(pd.Series(b)).text(digits), interval,
                      VerdictCell(verdict, digits, 1)])
-    q, r = label(pairs, ref), label(pairs, new)
+    q, r = label(ref), label(new)
     side = "lower" if direction < 0 else "higher"
     return claims_table("Secondary measures: no weight on the verdict", [
         "Measure", f"{q} (mean ± std over pairs)", f"{r}", f"{r} - {q} [95 % CI], n", VERDICT_HEADER[1]], rows, notes=[
@@ -198,7 +199,7 @@ def routing_table(frame: pd.DataFrame, context: Context) -> Table:
         rows.append([name, *(spread(pd.Series(pairs.values(arm, column)), scale).text(digits)
                              for arm in (pairs.design.reference, pairs.design.treatment))])
     return Table("Where the keys sit and what routing follows", [
-        "Measure (descriptive, no claim)", *(f"{label(pairs, a)} (mean ± std over pairs)"
+        "Measure (descriptive, no claim)", *(f"{label(a)} (mean ± std over pairs)"
                                              for a in (pairs.design.reference, pairs.design.treatment))], rows, notes=[
         "At K = 6 a coupling of exactly 0.1 (uniform over 10 classes) sits on a bin edge, and +Q's forward rounds it "
         "down to 0: the share of keyed couplings within 0.01 of an edge says how many trees, and merges, may be "
@@ -216,7 +217,7 @@ def paired_figure(pairs: Pairs, path: Path) -> Path:
                 color=palette["counted" if row["counts"] else "replaced"], alpha=0.8)
         ax.annotate(f"s{int(seed)}", (1.02, row[f"{new}/{metric}"]), fontsize=7)
     ceiling_line(ax, [0, 1], [pairs.table[f"{ref}/ceiling"].mean(), pairs.table[f"{new}/ceiling"].mean()])
-    ax.set_xticks([0, 1], [label(pairs, ref), label(pairs, new)])
+    ax.set_xticks([0, 1], [label(ref), label(new)])
     ax.set_xlim(-0.2, 1.25)
     ax.set_ylabel("REM's entropy, K = 6 (bits)")
     ax.legend(fontsize=7, loc="lower left")

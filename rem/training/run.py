@@ -23,8 +23,10 @@ from rem.training.paths import GRAPHS, trial_path
 from rem.training.progress import TrialProgress
 from rem.training.validation_loss import ValidationLoss
 
-# Metric families an epoch's test pass records that the final evaluation reports again under `final/`.
-FINAL_FAMILIES = ("test/", "val/", "entropy/", "parse_trees/", "images/", "extra/", "routing/", "collisions/")
+# The routing summary's metric families a parse-tree evaluation records (`split_metrics`), and with them every
+# family an epoch's test pass records that the final evaluation reports again under `final/`.
+SUMMARY_FAMILIES = ("entropy/", "parse_trees/", "routing/", "collisions/")
+FINAL_FAMILIES = ("test/", "val/", *SUMMARY_FAMILIES, "images/", "extra/")
 
 
 def no_best() -> dict:
@@ -169,7 +171,7 @@ class TrainingRun:
             keys[:] = [res["keys"], res["predicted"]]
         out = {f"{prefix}/loss": res["loss"], f"{prefix}/acc": res["acc"]}
         if parse_trees and "per_class" in res:
-            summary = [k for k in res if k.startswith(("entropy/", "parse_trees/", "routing/", "collisions/"))]
+            summary = [k for k in res if k.startswith(SUMMARY_FAMILIES)]
             named = prefix.removesuffix("test").removesuffix("val")  # "" per epoch, "final/" at the end
             out.update({f"{named}{k}": res[k] for k in summary})
             out.update(per_class_metrics(res["per_class"], named))
