@@ -5,6 +5,8 @@
     rem report                        tables and figures from results/sweep.parquet
     rem collect [--sweep ID|latest]   results/sweep.parquet rebuilt from MLflow (a sweep run on a cluster)
     rem register --name N --rule R    the trial a sweep's trade-off rule picks, registered in MLflow, aliased champion
+    rem publish PROFILE [--render-only | --add | --from DIR | --out DIR | --load TEXT]
+                                      a study's run published under reports/ (pipeline/studies/), or its page again
 """
 
 from __future__ import annotations
@@ -16,7 +18,8 @@ import sys
 
 from rem import cli as library_cli
 
-STAGES = ("fetch", "sweep", "report", "collect", "register")  # each the `main` of pipeline.<stage>, with its own options
+# each the `main` of pipeline.<command>, with its own options
+STAGES = ("fetch", "sweep", "report", "collect", "register", "publish")
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -25,7 +28,7 @@ def main(argv: list[str] | None = None) -> int:
     sub = parser.add_subparsers(dest="command", required=True)
     library_cli.add_commands(sub)
     for name in STAGES:
-        sub.add_parser(name, help=f"the {name} stage (python -m pipeline.{name})", add_help=False)
+        sub.add_parser(name, help=f"python -m pipeline.{name}", add_help=False)
     args, rest = parser.parse_known_args(argv)
     if args.command in STAGES:
         os.environ.setdefault("RAY_AUTH_MODE", "disabled")  # a local, single-user cluster needs no token

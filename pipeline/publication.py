@@ -2,8 +2,8 @@
 machine), how the run was made (run.json: command, commit, wall time, hardware, load), and the tables, figures and
 page its own `render` makes from the Parquet alone -- so `--render-only` regenerates them without retraining.
 
-`pipeline.evidence` (profile `evidence`) and `pipeline.claims` (profile `claims`) are two `Publication`s. `--add`
-adds a later sweep's trials to a published run (pipeline/added_trials.py says when that is allowed).
+Each profile a study declares (pipeline/studies/<study>/) is a `Publication`, run by `rem publish <profile>`.
+`--add` adds a later sweep's trials to a published run (pipeline/added_trials.py says when that is allowed).
 """
 
 from __future__ import annotations
@@ -109,7 +109,7 @@ class Publication:
 
     @property
     def command(self) -> str:
-        return f"dvc exp run -S profile={self.name} && python -m pipeline.{self.name}"
+        return f"dvc exp run -S profile={self.name} && rem publish {self.name}"
 
     def read(self, path: Path) -> pd.DataFrame:
         try:
@@ -141,7 +141,7 @@ class Publication:
     def swept(self, cfg, then: str) -> str:
         """The command that ran `cfg`'s grid as one sweep, then `then` (`--add` or nothing) published it."""
         return f"python -m pipeline.sweep -S profile={self.name} -S 'sweep.grid={json.dumps(cfg.sweep.grid)}' && " \
-               f"python -m pipeline.{self.name}{then}"
+               f"rem publish {self.name}{then}"
 
     def record(self, cfg, results: pd.DataFrame, stopped: list[str], load: str) -> dict:
         """How the sweep that produced `results` was made: command, commit, times, machine, load, trials stopped."""
@@ -212,8 +212,9 @@ class Publication:
         print(f"{self.name}: {len(written)} files -> {args.out}")
         return 0
 
-    def main(self, argv: list[str] | None, doc: str) -> int:
-        parser = argparse.ArgumentParser(description=doc, formatter_class=argparse.RawDescriptionHelpFormatter)
+    def main(self, argv: list[str] | None, doc: str, prog: str | None = None) -> int:
+        parser = argparse.ArgumentParser(prog=prog, description=doc,
+                                         formatter_class=argparse.RawDescriptionHelpFormatter)
         add_params_arguments(parser)
         parser.add_argument("--out", type=Path, default=self.out, help=f"where it goes (default {self.out})")
         parser.add_argument("--render-only", action="store_true", help="re-render from OUT/sweep.parquet and OUT/run.json")

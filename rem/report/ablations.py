@@ -10,7 +10,7 @@ from dataclasses import replace
 import numpy as np
 import pandas as pd
 
-from rem.report.registry import CLAIMS_PAGE, REPORT_PAGE, Context, report_table
+from rem.report.registry import Context, report_table
 from rem.report.render import Table
 from rem.report.tables import NOT_APPLICABLE, Row, aggregate, pm
 from rem.results.arms import DEFAULT_ITERATIONS, Arm
@@ -81,7 +81,7 @@ def ablation_table(rows: list[Row], dataset: str) -> Table | None:
         "backward, Adam) in ms, median over seeds; trials sharing the cores make it noisy."])
 
 
-@report_table("routing-ablation", "Routing iterations and the decoder", pages={REPORT_PAGE: 40, CLAIMS_PAGE: 30},
+@report_table("routing-ablation", "Routing iterations and the decoder",
               per="data.dataset", file="ablations_{group}")
 def routing_ablation_section(frame: pd.DataFrame, context: Context, dataset: str) -> Table | None:
     return ablation_table(context.once(aggregate), dataset)

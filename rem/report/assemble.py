@@ -70,9 +70,10 @@ def assemble(results: pd.DataFrame, names: Sequence[str], options: Mapping[str, 
     return out
 
 
-def assemble_page(results: pd.DataFrame, page: str, options: Mapping[str, Mapping] | None = None) -> Assembly:
-    """The parts of every table registered on `page`."""
-    return assemble(results, page_tables(page), options)
+def assemble_page(results: pd.DataFrame, page: str, listed: Sequence[str],
+                  options: Mapping[str, Mapping] | None = None) -> Assembly:
+    """The parts of the tables `page` lists, in order, then of those that join it (`page_tables`)."""
+    return assemble(results, page_tables(page, listed), options)
 
 
 def table_files(parts: list[Part], file_of=lambda part: part.file) -> dict[str, list[Table]]:

@@ -1,5 +1,5 @@
 """What every published run's page (reports/<run>/README.md) is made of, and the tables several pages share. A page
-is a `PublishedPage` with its tables registered on its name (`rem.report.registry`)."""
+is a `PublishedPage` listing its registered tables (`rem.report.registry`) in order."""
 
 from __future__ import annotations
 
@@ -13,8 +13,8 @@ import pandas as pd
 from rem.analysis.forwards import PLAIN
 from rem.io import atomic_write_text
 from rem.report.arm_seeds import QUANTIZED, arms_of
-from rem.report.assemble import assemble_page, markdown_body, markdown_files
-from rem.report.registry import CLAIMS_PAGE, CONFIRM_PAGE, EVIDENCE_PAGE, HORIZON_PAGE, Context, report_table
+from rem.report.assemble import Part, assemble_page, markdown_body, markdown_files
+from rem.report.registry import Context, report_table
 from rem.report.render import Table
 from rem.results.arms import PLUS_Q
 from rem.results.frames import arm_rows, arms, finished_trials
@@ -37,8 +37,7 @@ def run_lines(run: dict) -> list[str]:
     return lines
 
 
-@report_table("evaluated", "The checkpoint every seed was evaluated at",
-              pages={EVIDENCE_PAGE: 25, CLAIMS_PAGE: 15, HORIZON_PAGE: 25, CONFIRM_PAGE: 50})
+@report_table("evaluated", "The checkpoint every seed was evaluated at")
 def evaluated_section(frame: pd.DataFrame, context: Context) -> Table:
     """Every seed's evaluated checkpoint (the epoch and rule each verdict reads) and its coupling entropy."""
     rows = []
@@ -56,7 +55,7 @@ def evaluated_section(frame: pd.DataFrame, context: Context) -> Table:
         "over the classes is log2(classes) bits (3.3219 for 10)."])
 
 
-@report_table("cost", "What it costs on this machine", pages={EVIDENCE_PAGE: 60, HORIZON_PAGE: 60, CONFIRM_PAGE: 60})
+@report_table("cost", "What it costs on this machine")
 def cost_section(frame: pd.DataFrame, context: Context) -> Table:
     """What each arm's epoch cost here, the threshold search's share, and what REM's full protocol would take."""
     min_epochs, seeds = FULL_PROTOCOL
@@ -83,18 +82,22 @@ def cost_section(frame: pd.DataFrame, context: Context) -> Table:
 
 @dataclass(frozen=True)
 class PublishedPage:
-    tables_on: str  # the page its tables name in the registry
+    name: str  # the page's name, which a plugin's table names to join it (`report_table(..., pages=[name])`)
+    listed: tuple[str, ...]  # its registered tables in order
     publication: str  # `pipeline.<publication>` publishes it (the library names no pipeline module itself)
     heading: Callable[[pd.DataFrame], tuple[str, str]]  # finished trials -> (title, what the run is)
     new_sentence: bool = False  # the source follows the opening as a sentence of its own, else after a semicolon
 
+    def parts(self, results: pd.DataFrame) -> list[Part]:
+        return assemble_page(results, self.name, self.listed).parts
+
     def tables(self, results: pd.DataFrame) -> dict[str, str]:
         """Every table file of the page as Markdown, by file name; the page embeds the same strings."""
-        return markdown_files(assemble_page(results, self.tables_on).parts)
+        return markdown_files(self.parts(results))
 
     def files(self, out: Path, results: pd.DataFrame, run: dict) -> dict[Path, str]:
         """Every table file and the page (README.md) under `out`, with the figures there and its notes.md."""
-        parts = assemble_page(results, self.tables_on).parts
+        parts = self.parts(results)
         figures = sorted(p.name for p in (out / "figures").glob("*.png"))
         notes = (out / "notes.md").read_text() if (out / "notes.md").is_file() else ""
         title, opening = self.heading(finished_trials(results))

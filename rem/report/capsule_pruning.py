@@ -8,7 +8,7 @@ import math
 
 import pandas as pd
 
-from rem.report.registry import REPORT_PAGE, Context, report_table
+from rem.report.registry import Context, report_table
 from rem.report.render import Table
 from rem.pruning.capsules.method import CapsuleTypes
 from rem.report.tables import Row, dataset_rows, median, pm
@@ -56,6 +56,6 @@ def capsule_table(dataset: str, rows: list[Row]) -> Table | None:
     return Table(f"{dataset}: capsule pruning", HEADER, cells, notes=notes)
 
 
-@report_table("capsule-pruning", "Capsule pruning", pages={REPORT_PAGE: 30}, per="data.dataset")
+@report_table("capsule-pruning", "Capsule pruning", per="data.dataset")
 def capsule_section(frame: pd.DataFrame, context: Context, dataset: str) -> Table | None:
     return capsule_table(dataset, dataset_rows(context, dataset))

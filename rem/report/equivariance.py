@@ -12,7 +12,7 @@ from rem.analysis.robustness.families import PER_IMAGE
 from rem.report.arm_seeds import QUANTIZED, evaluation_note
 from rem.report.preconditions import no_better_than_null
 from rem.report.verdicts import Differs, judged
-from rem.report.registry import CLAIMS_PAGE, REPORT_PAGE, Context, report_table
+from rem.report.registry import Context, report_table
 from rem.report.render import Table
 from rem.report.robustness import (KEEP, arm_spread, arm_trials, arms, baseline_arms, capsule_arms, per_trial,
                                    shown_headline, with_plain_forward)
@@ -122,7 +122,7 @@ def equivariance_rows(points: pd.DataFrame, seeds: dict) -> list[list[str]]:
     return rows
 
 
-@report_table("equivariance", "Equivariance tested directly", pages={REPORT_PAGE: 55, CLAIMS_PAGE: 45},
+@report_table("equivariance", "Equivariance tested directly",
               per="data.dataset", file="equivariance_{group}")
 def equivariance_section(frame: pd.DataFrame, context: Context, dataset: str) -> Table | None:
     points = context.once(equivariance_points)

@@ -8,7 +8,7 @@ import pandas as pd
 
 from rem.report.reference import Published, load_published
 from rem.data.registry import table_name
-from rem.report.registry import REPORT_PAGE, Context, report_table
+from rem.report.registry import Context, report_table
 from rem.report.render import Table
 from rem.report.spread import spread
 from rem.report.tables import EXPECTED_ARMS, MISSING, Row, Sources, aggregate, footnote, pm, published_for
@@ -101,18 +101,18 @@ def ablation_table(rows: list[Row]) -> Table:
                  rows=cells, align="lllrrr")
 
 
-@report_table("affnist", "affNIST", pages={REPORT_PAGE: 60}, datasets=(AFFNIST,), announce=True)
+@report_table("affnist", "affNIST", datasets=(AFFNIST,), announce=True)
 def affnist_section(frame: pd.DataFrame, context: Context) -> Table:
     return affnist_table(context.once(aggregate), load_published())
 
 
-@report_table("smallnorb", "smallNORB novel viewpoints", pages={REPORT_PAGE: 70}, announce=True,
+@report_table("smallnorb", "smallNORB novel viewpoints", announce=True,
               datasets=tuple(viewpoint_table(protocol) for protocol in NOVEL_VIEWPOINTS))
 def smallnorb_section(frame: pd.DataFrame, context: Context) -> Table:
     return smallnorb_table(context.once(aggregate))
 
 
-@report_table("pruning-ablation", "Pruning ablation", pages={REPORT_PAGE: 80}, announce=True)
+@report_table("pruning-ablation", "Pruning ablation", announce=True)
 def pruning_ablation_section(frame: pd.DataFrame, context: Context) -> Table | None:
     """Made when a fixed-target method (IMP, SNIP) ran, finished or not."""
     table = ablation_table(context.once(aggregate))

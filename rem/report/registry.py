@@ -1,10 +1,11 @@
-"""The report tables, one registry (`TABLES`) every page reads: each a `ReportTable` naming the pages it sits on.
-A table of one's own is a function with `@report_table(...)` in a REM_PLUGINS module (tests/extending/toy_table.py).
+"""The report tables, one registry (`TABLES`) every page reads. A page lists its tables in order (`page_tables`); a
+table of one's own is a function with `@report_table(...)` in a REM_PLUGINS module (tests/extending/toy_table.py),
+which joins a page after the tables it lists by naming that page in `pages`.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
 from typing import Any
@@ -15,8 +16,7 @@ from rem.config.options import check_declaration, read_options
 from rem.registry import Registry
 from rem.results.variants import label_trials
 
-REPORT_PAGE, EVIDENCE_PAGE, CLAIMS_PAGE, HORIZON_PAGE, ROUTING_PAGE = "report", "evidence", "claims", "horizon", "routing"
-CONFIRM_PAGE = "confirm"  # a confirmatory paired study's page (pipeline/confirm_gamma.py registers its own tables)
+REPORT_PAGE = "report"  # the report stage's page (rem.report.stage lists its tables)
 
 
 class Context:
@@ -59,8 +59,8 @@ class ReportTable:
 
     name: str
     title: str  # its heading on the report page (a table made per dataset sits under the dataset's instead)
-    pages: Mapping[str, float]  # page -> its place there, smallest first
     build: Callable = field(repr=False)
+    pages: tuple[str, ...] = ()  # pages it joins after the tables they list, by registration (a plugin's own table)
     per: str = ""  # a column of the labelled results ("data.dataset", "model.name"): one table per value, sorted
     file: str = ""  # its file under tables/ on the evidence and claims pages, "{group}" filled in (default: name)
     datasets: tuple[str, ...] = ()  # the only datasets it reads: made only when a trial of one of them ran
@@ -82,41 +82,25 @@ TABLES: Registry[ReportTable] = Registry("report table", "table", built_in={
     "routing-ablation": "rem.report.ablations",
     "robustness": "rem.report.robustness",
     "equivariance": "rem.report.equivariance",
-    "overlapping-digits": "rem.report.overlapping",
     "routing-iterations": "rem.report.routing_iterations",
     "affnist": "rem.report.protocol",
     "smallnorb": "rem.report.protocol",
     "pruning-ablation": "rem.report.protocol",
-    "abstract-claims": "rem.report.evidence",
-    "final": "rem.report.evidence",
     "evaluated": "rem.report.blocks",
-    "first-epoch": "rem.report.evidence",
-    "epochs": "rem.report.evidence",
-    "curve": "rem.report.evidence",
     "cost": "rem.report.blocks",
-    "horizon-claims": "rem.report.horizon",
-    "horizon-stopping": "rem.report.horizon",
-    "horizon-tensors": "rem.report.horizon",
-    "horizon-classes": "rem.report.horizon",
-    "horizon-curve": "rem.report.horizon",
-    "routing-onset": "rem.report.routing_study",
-    "routing-verdicts": "rem.report.routing_study",
-    "routing-by-images": "rem.report.routing_study",
-    "routing-activity": "rem.report.routing_activity",
     "ceiling": "rem.report.routing_measures",
     "routing-dependence": "rem.report.routing_measures",
-    "capsule-claims": "rem.report.claims",
-    "sizes": "rem.report.claims",
-    "accuracy-lost": "rem.report.claims",
 })
 
 
-def report_table(name: str, title: str, pages: Mapping[str, float], **options) -> Callable[[Callable], Callable]:
+def report_table(name: str, title: str, pages: Sequence[str] = (), **options) -> Callable[[Callable], Callable]:
     """Decorator registering the table's function (`options`: the other `ReportTable` fields)."""
     check_declaration(options.get("options"), f"report table {name!r}")
+    if isinstance(pages, (str, Mapping)):  # a page orders its own tables: a table names only the pages it joins
+        raise ValueError(f"report table {name!r}: pages is a list of page names, got {pages!r}")
 
     def wrap(build: Callable) -> Callable:
-        TABLES.register(name, ReportTable(name, title, dict(pages), build, **options))
+        TABLES.register(name, ReportTable(name, title, build, tuple(pages), **options))
         return build
 
     return wrap
@@ -128,7 +112,6 @@ def table_options(table: str, given: Mapping[str, Mapping]) -> Any:
                         f"report table {table!r}")
 
 
-def page_tables(page: str) -> list[str]:
-    """The names of the tables on `page` in their order there, plugins' included."""
-    placed = [(entry.pages[page], n, name) for n, (name, entry) in enumerate(TABLES.items()) if page in entry.pages]
-    return [name for _, _, name in sorted(placed)]
+def page_tables(page: str, listed: Sequence[str]) -> list[str]:
+    """The names of the tables on `page`: `listed`, its own in their order, then each table that joins it."""
+    return [*listed, *(name for name, entry in TABLES.items() if page in entry.pages and name not in listed)]

@@ -8,7 +8,7 @@ import pandas as pd
 from rem.analysis.forwards import PLAIN
 from rem.analysis.robustness.evaluation import robust_from_results
 from rem.report.protocol import viewpoint_table
-from rem.report.registry import CLAIMS_PAGE, REPORT_PAGE, Context, report_table
+from rem.report.registry import Context, report_table
 from rem.report.render import Table
 from rem.report.spread import Spread, spread
 from rem.report.tables import MISSING, NOT_APPLICABLE, aggregate, pm
@@ -163,7 +163,7 @@ def dataset_points(context: Context, dataset: str) -> pd.DataFrame | None:
     return points if not points.empty and (points["data.dataset"].astype(str) == dataset).any() else None
 
 
-@report_table("robustness", "Robustness to geometric change", pages={REPORT_PAGE: 50, CLAIMS_PAGE: 40},
+@report_table("robustness", "Robustness to geometric change",
               per="data.dataset", file="robustness_{group}", figures=("robustness_{group}.png",))
 def robustness_section(frame: pd.DataFrame, context: Context, dataset: str) -> Table | None:
     points = dataset_points(context, dataset)

@@ -7,7 +7,7 @@ from __future__ import annotations
 import pandas as pd
 
 from rem.analysis.routing_iterations import iterations_from_results
-from rem.report.registry import CLAIMS_PAGE, REPORT_PAGE, Context, report_table
+from rem.report.registry import Context, report_table
 from rem.report.render import Table
 from rem.report.robustness import arms
 from rem.report.spread import spread
@@ -50,7 +50,7 @@ def iteration_table(points: pd.DataFrame, dataset: str) -> Table | None:
         "routing iterates (dynamic, scaled-distance) have rows."])
 
 
-@report_table("routing-iterations", "Routing at each iteration", pages={REPORT_PAGE: 45, CLAIMS_PAGE: 35},
+@report_table("routing-iterations", "Routing at each iteration",
               per="data.dataset", file="routing_iterations_{group}", figures=("routing_iterations_{group}.png",))
 def routing_iterations_section(frame: pd.DataFrame, context: Context, dataset: str) -> Table | None:
     points = context.once(iteration_points)

@@ -12,8 +12,7 @@ from rem.evaluate import ENTROPY_IMAGES_PER_CLASS, SECONDARY_LEVELS
 from rem.parse_trees import collision_entropy_bound, describe_collision_entropy, worst_counts
 from rem.report.arm_seeds import trees_per_image
 from rem.report.preconditions import CEILING_TREES_PER_IMAGE, DEPENDENCE_MARGIN_BITS, classes_of
-from rem.report.registry import (CLAIMS_PAGE, CONFIRM_PAGE, EVIDENCE_PAGE, HORIZON_PAGE, ROUTING_PAGE, Context,
-                                 report_table)
+from rem.report.registry import Context, report_table
 from rem.report.render import Table
 from rem.report.spread import spread
 from rem.results.frames import arm_rows, arms, final_value, last_rows
@@ -70,9 +69,7 @@ def routed_arms(context: Context) -> list[tuple[str, object, pd.DataFrame]]:
     return [(m, arm, arm_rows(last, m, arm)) for m, arm in arms(last) if routed(m)]
 
 
-@report_table("ceiling", "REM's entropy beside its ceiling",
-              pages={EVIDENCE_PAGE: 22, HORIZON_PAGE: 12, ROUTING_PAGE: 25, CLAIMS_PAGE: 8, CONFIRM_PAGE: 40},
-              file="ceiling")
+@report_table("ceiling", "REM's entropy beside its ceiling", file="ceiling")
 def ceiling_table(frame: pd.DataFrame, context: Context) -> Table | None:
     rows = []
     for model, arm, mine in routed_arms(context):
@@ -104,9 +101,7 @@ def ceiling_table(frame: pd.DataFrame, context: Context) -> Table | None:
         f"'{NOT_RECORDED}': the run predates the measure. {SAMPLE_SD}"])
 
 
-@report_table("routing-dependence", "Does routing depend on the image?",
-              pages={EVIDENCE_PAGE: 23, HORIZON_PAGE: 13, ROUTING_PAGE: 26, CLAIMS_PAGE: 9, CONFIRM_PAGE: 45},
-              file="dependence")
+@report_table("routing-dependence", "Does routing depend on the image?", file="dependence")
 def dependence_table(frame: pd.DataFrame, context: Context) -> Table | None:
     rows = []
     for model, arm, mine in routed_arms(context):

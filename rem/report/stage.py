@@ -21,6 +21,9 @@ from rem.report.tables import aggregate
 from rem.report.verdicts import MIN_SEEDS
 
 TITLE = "REM capsule-network report"
+# The report page's tables in order; a plugin's table joins after them (`report_table(..., pages=[REPORT_PAGE])`)
+REPORT_TABLES = ("dataset", "parse-trees", "capsule-pruning", "routing-ablation", "routing-iterations", "robustness",
+                 "equivariance", "affnist", "smallnorb", "pruning-ablation")
 
 
 def write_tables(parts: list[Part], tables_dir: Path) -> list[Path]:
@@ -69,7 +72,7 @@ def build_reports(results: pd.DataFrame, out_dir: Path, cfg: Config | None = Non
     """Every report file under `out_dir`; figures need `cfg`, the checkpoint figures also `checkpoints` (trial_key
     -> folder) and `notes` on those not found."""
     out_dir = Path(out_dir)
-    assembly = assemble_page(results, REPORT_PAGE, cfg.report.options if cfg is not None else None)
+    assembly = assemble_page(results, REPORT_PAGE, REPORT_TABLES, cfg.report.options if cfg is not None else None)
     tables_dir = out_dir / "tables"
     shutil.rmtree(tables_dir, ignore_errors=True)  # no stale table of a protocol this sweep did not run
     written = write_tables(assembly.parts, tables_dir)

@@ -13,7 +13,7 @@ import pandas as pd
 
 from rem.parse_trees import entropy_over_classes
 from rem.report.reference import PUBLISHED_VARIANT, Published, load_published, lookup
-from rem.report.registry import REPORT_PAGE, Context, report_table
+from rem.report.registry import Context, report_table
 from rem.report.render import Table
 from rem.report.preconditions import ROUTING_MARGIN_BITS, UNIFORM_MARK, stayed_uniform
 from rem.results.frames import final_value, last_rows, with_final_values
@@ -228,11 +228,11 @@ def dataset_rows(context: Context, dataset: str) -> list[Row]:
     return [r for r in with_expected(context.once(aggregate)) if r.dataset == dataset]
 
 
-@report_table("dataset", "The dataset's headline table", pages={REPORT_PAGE: 10}, per="data.dataset")
+@report_table("dataset", "The dataset's headline table", per="data.dataset")
 def headline_section(frame: pd.DataFrame, context: Context, dataset: str) -> Table:
     return dataset_table(dataset, dataset_rows(context, dataset), load_published())
 
 
-@report_table("parse-trees", "Parse trees per class", pages={REPORT_PAGE: 20}, per="data.dataset")
+@report_table("parse-trees", "Parse trees per class", per="data.dataset")
 def parse_trees_section(frame: pd.DataFrame, context: Context, dataset: str) -> Table:
     return parse_trees_table(dataset, dataset_rows(context, dataset))

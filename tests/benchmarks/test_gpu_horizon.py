@@ -13,7 +13,8 @@ import pandas as pd
 import pytest
 
 from benchmarks.gpucheck.timed_trial import epoch_seconds, next_epoch_fits, read_rows, train_until
-from pipeline.gpu_horizon import GPU_HORIZON, not_run_page
+from pipeline.studies import publication
+from pipeline.studies.horizon.gpu_not_run import not_run_page
 from tests.conftest import REPO
 from tests.tiny_trials import tiny_cfg
 
@@ -86,7 +87,7 @@ def test_the_prepared_run_trains_the_whole_grid_on_the_cpu_and_publishes(fashion
     shutil.copy(out / "run.json", made / "run.json")
     from_csv = tmp_path / "pub-csv"
     shutil.copytree(pub / "figures", from_csv / "figures")  # the same figures: this compares the text
-    GPU_HORIZON.adopt(made, from_csv)
+    publication("gpu_horizon").adopt(made, from_csv)
     for page in ["README.md", *(f"tables/{t.name}" for t in (pub / "tables").iterdir())]:
         assert (from_csv / page).read_text() == (pub / page).read_text(), page
 
@@ -97,4 +98,4 @@ def test_publishing_a_folder_without_its_run_record_names_the_file(tmp_path):
     pd.DataFrame({"profile": ["gpu_horizon"], "trial_key": ["k"], "status": ["FINISHED"], "epoch": [1]}).to_parquet(
         made / "sweep.parquet")
     with pytest.raises(ValueError, match=r"run\.json: not found"):
-        GPU_HORIZON.adopt(made, tmp_path / "out")
+        publication("gpu_horizon").adopt(made, tmp_path / "out")

@@ -16,6 +16,7 @@ from rem.config import Config, ConfigError
 from rem.report.assemble import assemble
 from rem.report.registry import REPORT_PAGE, page_tables, report_table
 from rem.report.render import Table
+from rem.report.stage import REPORT_TABLES
 from tests.conftest import REPO
 from tests.report.test_report import synthetic_results
 from tests.sweep_helpers import sweep_env
@@ -24,7 +25,7 @@ PLUGIN = "tests.extending.toy_table"
 PLACED = "trial-count"  # registered here on no page: it shows only where a page names it
 
 
-@report_table(PLACED, "Trial count", pages={})
+@report_table(PLACED, "Trial count")
 def trial_count(frame, context) -> Table:
     finished = frame[frame["status"] == "FINISHED"]
     return Table("Trial count", ["Trials", "Finished"], [[str(frame["trial_key"].nunique()),
@@ -32,15 +33,16 @@ def trial_count(frame, context) -> Table:
 
 
 def test_the_plugin_puts_its_table_last_on_the_report_page():
-    script = "from rem.report.registry import REPORT_PAGE, page_tables\nprint(page_tables(REPORT_PAGE))\n"
+    script = ("from rem.report.registry import REPORT_PAGE, page_tables\nfrom rem.report.stage import REPORT_TABLES\n"
+              "print(page_tables(REPORT_PAGE, REPORT_TABLES))\n")
     done = subprocess.run([sys.executable, "-c", script], cwd=REPO, env=sweep_env(REM_PLUGINS=PLUGIN),
                           capture_output=True, text=True, timeout=300)
     assert done.returncode == 0, done.stderr[-2000:]
-    assert ast.literal_eval(done.stdout.strip()) == [*page_tables(REPORT_PAGE), "trials-per-arm"]
+    assert ast.literal_eval(done.stdout.strip()) == [*REPORT_TABLES, "trials-per-arm"]
 
 
 def test_a_registered_table_is_placed_on_a_page_by_name():
-    assert PLACED not in page_tables(REPORT_PAGE)
+    assert PLACED not in page_tables(REPORT_PAGE, REPORT_TABLES)
     parts = assemble(synthetic_results(), ["dataset", PLACED]).parts
     assert [(p.table, p.section) for p in parts] == [("dataset", "toy"), (PLACED, "Trial count")]
     assert parts[1].tables[0].rows == [["5", "3"]]  # five trials, three of them finished
@@ -58,7 +60,7 @@ class Width:
     columns: int = 3
 
 
-@report_table("width-test", "Width", pages={}, options=Width)
+@report_table("width-test", "Width", options=Width)
 def width(frame, context) -> Table:
     return Table("Width", ["Columns"], [[str(context.options_of("width-test").columns)]])
 

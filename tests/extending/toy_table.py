@@ -24,7 +24,7 @@ class TrialsPerArmOptions:
             raise ValueError(f"decimals must be a whole number in 0..6; got {self.decimals!r}")
 
 
-@report_table("trials-per-arm", "Trials per arm", pages={REPORT_PAGE: 1000}, options=TrialsPerArmOptions)
+@report_table("trials-per-arm", "Trials per arm", pages=[REPORT_PAGE], options=TrialsPerArmOptions)
 def trials_per_arm(frame: pd.DataFrame, context) -> Table | None:
     """`frame`: the results labelled with each trial's arm; None (no section) when it holds no trial."""
     if frame.empty:

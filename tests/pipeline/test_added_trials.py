@@ -11,8 +11,7 @@ import pandas as pd
 import pytest
 
 from pipeline.added_trials import AddedTrialsError, added_record, check_same_run, grid_point_key
-from pipeline.claims import CLAIMS
-from pipeline.evidence import EVIDENCE
+from pipeline.studies import publication as study_publication
 from rem.config import load
 from rem.results import grid
 from rem.results.variants import label_trials
@@ -110,7 +109,7 @@ def test_add_writes_the_joined_run_and_its_page(split, tmp_path, monkeypatch):
     (out / "run.json").write_text(json.dumps({"commit": "first", "not published": later_keys[0]}))
     later.to_parquet(tmp_path / "later.parquet", index=False)
     cfg = load(REPO / "params.yaml", {"profile": "evidence", "sweep.results": str(tmp_path / "later.parquet")})
-    EVIDENCE.add(cfg, out, load="alone on the machine")
+    study_publication("evidence").add(cfg, out, load="alone on the machine")
     joined = pd.read_parquet(out / "sweep.parquet")
     assert sorted(set(joined["trial_key"])) == sorted(set(pd.read_parquet(PUBLISHED)["trial_key"]))
     run = json.loads((out / "run.json").read_text())
@@ -120,7 +119,7 @@ def test_add_writes_the_joined_run_and_its_page(split, tmp_path, monkeypatch):
     page = (out / "README.md").read_text()
     assert f"- **Added later (3 trials: {'; '.join(later_keys)}):**" in page
     with pytest.raises(AddedTrialsError, match="trials already published"):
-        EVIDENCE.add(cfg, out)  # twice is refused: nothing is counted twice
+        study_publication("evidence").add(cfg, out)  # twice is refused: nothing is counted twice
 
 
 def test_a_stopped_sweep_names_its_unfinished_trials_and_the_points_it_never_started(split, tmp_path):
@@ -131,7 +130,7 @@ def test_a_stopped_sweep_names_its_unfinished_trials_and_the_points_it_never_sta
     partial = published.assign(status=published["status"].where(published["trial_key"] != stopped_key, "KILLED"))
     partial.to_parquet(tmp_path / "partial.parquet", index=False)
     cfg = load(REPO / "params.yaml", {"profile": "evidence", "sweep.results": str(tmp_path / "partial.parquet")})
-    results, not_published = EVIDENCE.finished(cfg)
+    results, not_published = study_publication("evidence").finished(cfg)
     assert stopped_key not in set(results["trial_key"])
     never = {k for k in map(grid.trial_key, grid.points(cfg.sweep.grid))} - {
         grid_point_key(k) for k in published["trial_key"]}
@@ -150,7 +149,7 @@ def test_figures_drawn_from_checkpoints_come_from_the_later_sweep_only_for_a_dat
     frame[~pairs & ~cnn].to_parquet(out / "sweep.parquet", index=False)
     frame[pairs | cnn].to_parquet(tmp_path / "later.parquet", index=False)
     drawn = []
-    publication = dataclasses.replace(CLAIMS, before_render=lambda cfg, where, results: drawn.append(
+    publication = dataclasses.replace(study_publication("claims"), before_render=lambda cfg, where, results: drawn.append(
         (where, sorted(set(results["data.dataset"].astype(str))), len(results))))
     cfg = load(REPO / "params.yaml", {"profile": "claims", "sweep.results": str(tmp_path / "later.parquet")})
     publication.add(cfg, out)

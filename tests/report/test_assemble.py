@@ -5,16 +5,19 @@ is left out and named."""
 from __future__ import annotations
 
 import pandas as pd
+import pytest
 
 from rem.report.assemble import assemble, markdown_body, markdown_files
-from rem.report.registry import CLAIMS_PAGE, EVIDENCE_PAGE, REPORT_PAGE, page_tables, report_table
+from rem.report.registry import REPORT_PAGE, page_tables, report_table
 from rem.report.render import Table
+from rem.report.stage import REPORT_TABLES
 from tests.report.test_report import final_row, synthetic_results
 
 PER_DATASET = "test-per-dataset"  # on no page: placed by name below
+JOINER = "test-joiner"  # joins the page "test-page" after the tables it lists
 
 
-@report_table(PER_DATASET, "Per dataset", pages={}, per="data.dataset", file="per_{group}",
+@report_table(PER_DATASET, "Per dataset", per="data.dataset", file="per_{group}",
               figures=("per_{group}.png",))
 def per_dataset(frame, context, dataset: str) -> Table | None:
     """A table for each dataset but the one called "skip"."""
@@ -48,13 +51,18 @@ def test_a_table_of_datasets_the_sweep_did_not_run_is_left_out_and_named():
     assert "affnist" in {p.table for p in assemble(affnist, ["affnist"]).parts}
 
 
-def test_the_three_pages_list_their_built_in_tables_in_order():
-    assert page_tables(REPORT_PAGE)[:10] == ["dataset", "parse-trees", "capsule-pruning", "routing-ablation",
-                                             "routing-iterations", "robustness", "equivariance", "affnist",
-                                             "smallnorb", "pruning-ablation"]
-    # the ceiling and routing-dependence tables (rem.report.routing_measures) sit beside the verdicts they qualify
-    assert page_tables(EVIDENCE_PAGE) == ["abstract-claims", "final", "ceiling", "routing-dependence", "evaluated",
-                                          "first-epoch", "epochs", "curve", "cost"]
-    assert page_tables(CLAIMS_PAGE) == ["routing-activity", "ceiling", "routing-dependence", "capsule-claims",
-                                        "evaluated", "sizes", "routing-ablation", "overlapping-digits",
-                                        "routing-iterations", "robustness", "equivariance", "accuracy-lost"]
+@report_table(JOINER, "Joins a page", pages=["test-page"])
+def joiner(frame, context) -> Table:
+    return Table("Joins", ["Trials"], [[str(frame["trial_key"].nunique())]])
+
+
+def test_a_page_is_the_tables_it_lists_in_order_then_those_that_join_it():
+    assert page_tables("test-page", ["parse-trees", "dataset"]) == ["parse-trees", "dataset", JOINER]
+    assert page_tables("test-page", [JOINER, "dataset"]) == [JOINER, "dataset"]  # listed: in its place, once
+    assert JOINER not in page_tables(REPORT_PAGE, REPORT_TABLES)
+
+
+def test_a_table_names_the_pages_it_joins_never_a_place_on_them():
+    for pages in ({"test-page": 25}, "test-page"):
+        with pytest.raises(ValueError, match=r"^report table 'placed': pages is a list of page names, got"):
+            report_table("placed", "Placed", pages=pages)

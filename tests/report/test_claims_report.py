@@ -8,10 +8,11 @@ import sys
 
 import pandas as pd
 
+from pipeline.studies import published_page
+from pipeline.studies.claims.tables import HEADER as CLAIMS_HEADER, routing_rows, verdict_table
 from rem.report import tables
 from rem.report.ablations import ablation_table
 from rem.report.arm_seeds import arms_of
-from rem.report.claims import HEADER as CLAIMS_HEADER, PAGE as CLAIMS_PAGE, routing_rows, verdict_table
 from rem.report.render import to_markdown
 from rem.report.robustness import protocol_accuracy, robustness_points, robustness_table
 from rem.report.verdicts import claims_table
@@ -171,7 +172,7 @@ def test_ablation_table_and_iteration_claims():
 
 
 def test_claims_tables_render_from_a_results_table_alone():
-    out = CLAIMS_PAGE.tables(claims_results())
+    out = published_page("claims").tables(claims_results())
     # routed models give the routing-dependence table; the ceiling table also needs images/class_* columns (none here)
     assert set(out) == {"routing-activity.md", "claims.md", "evaluated.md", "sizes.md", "robustness_fashion-mnist.md",
                         "dependence.md"}
@@ -183,11 +184,11 @@ def test_claims_tables_render_from_a_results_table_alone():
 
 def test_publishing_other_results_as_claims_fails_with_one_line(tmp_path):
     pd.DataFrame({"profile": ["quick"], "trial_key": ["a"], "epoch": [1]}).to_parquet(tmp_path / "sweep.parquet")
-    done = subprocess.run([sys.executable, "-m", "pipeline.claims", "--render-only", "--out", str(tmp_path)],
+    done = subprocess.run([sys.executable, "-m", "pipeline.cli", "publish", "claims", "--render-only", "--out", str(tmp_path)],
                           cwd=REPO, capture_output=True, text=True)
     assert done.returncode == 2
     assert done.stderr.strip() == (f"error: {tmp_path / 'sweep.parquet'}: results of profile ['quick'], expected "
-                                   "['claims']; run `dvc exp run -S profile=claims && python -m pipeline.claims` first")
+                                   "['claims']; run `dvc exp run -S profile=claims && rem publish claims` first")
 
 
 def test_real_protocols_sit_beside_the_generated_transforms():
@@ -203,7 +204,7 @@ def test_real_protocols_sit_beside_the_generated_transforms():
 
 def test_the_size_table_sets_the_cnn_beside_the_capsule_model():
     results = claims_results().assign(flops=[4.0e8] * 4 + [3.9e8] * 2, **{"time/step_s": 0.5})
-    sizes = CLAIMS_PAGE.tables(results)["sizes.md"]
+    sizes = published_page("claims").tables(results)["sizes.md"]
     assert "| fashion-mnist | cnn_matched | plain | 10 | – | 10 | 0.3900 | 500 |" in sizes
     assert "| fashion-mnist | capsnet | +Q | 10 | – | 10 | 0.4000 | 500 |" in sizes
     assert "cnn_matched has 1.0000x the inference parameters of capsnet +Q (10 vs 10) and 0.975x its FLOPs" in sizes
@@ -219,7 +220,7 @@ def test_the_decoder_is_counted_apart_in_the_size_table():
     rows = [final_row(f"caps-{s}", "multifashion", "capsnet", s, 0.3, **{"model.decoder": True, "params": caps,
                                                                        "flops": 1.1e9}) for s in (42, 43, 44)]
     rows += [final_row(f"cnn-{s}", "multifashion", "cnn_matched", s, 0.3, params=cnn, flops=1.1e9) for s in (42, 43, 44)]
-    sizes = CLAIMS_PAGE.tables(pd.DataFrame(rows))["sizes.md"]
+    sizes = published_page("claims").tables(pd.DataFrame(rows))["sizes.md"]
     assert f"| multifashion | capsnet | +Q (decoder) | {caps:,} | 1,936,144 | {caps - 1_936_144:,} |" in sizes
     assert f"cnn_matched has {cnn / (caps - 1_936_144):.4f}x the inference parameters" in sizes
     assert abs(cnn / (caps - 1_936_144) - 1) < 0.001

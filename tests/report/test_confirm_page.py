@@ -11,6 +11,8 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
+from pipeline.studies import published_page
+from pipeline.studies.confirm_gamma.pairs import pairs_of
 from tests.conftest import REPO
 
 DESIGN = {"reference": "none", "treatment": "rem", "metric": "entropy/mean", "direction": "lower", "alpha": 0.05,
@@ -47,9 +49,8 @@ def with_seeds(results: pd.DataFrame, seeds: dict[int, int], shift: float = 0.0)
 
 
 def primary(results: pd.DataFrame) -> list[str]:
-    from pipeline.confirm_gamma import PAGE
 
-    files = PAGE.files(Path("out"), results, {})
+    files = published_page("confirm_gamma").files(Path("out"), results, {})
     table = files[Path("out/tables/primary.md")]
     return table.splitlines()[4].split(" | ")
 
@@ -63,7 +64,6 @@ def test_between_the_looks_the_verdict_waits(horizon):
 def test_a_failed_precondition_waits_for_a_look_too(horizon):
     """A reference arm whose couplings barely vary within a class: between the looks the page still reads undecided
     and says what the look would read; at a look the endpoint is not tested."""
-    from pipeline.confirm_gamma import PAGE
 
     def flat(results):
         out = results.copy()
@@ -74,7 +74,7 @@ def test_a_failed_precondition_waits_for_a_look_too(horizon):
 
     interim = flat(as_study(with_seeds(horizon, {45: 42, 46: 43, 47: 44})))
     assert primary(interim)[-1].startswith("undecided (n = 3 of 12")
-    note = PAGE.files(Path("out"), interim, {})[Path("out/tables/primary.md")]
+    note = published_page("confirm_gamma").files(Path("out"), interim, {})[Path("out/tables/primary.md")]
     assert "at the next look it would read 'not tested: γ-CapsNet +Q's couplings barely depend on the image" in note
     six = flat(as_study(with_seeds(horizon, {45: 42, 46: 43, 47: 44, 48: 42, 49: 43, 50: 44}, shift=-0.6)))
     assert primary(six)[-1].startswith("not tested: γ-CapsNet +Q's couplings barely depend on the image")
@@ -90,7 +90,6 @@ def test_at_the_first_look_a_clear_drop_is_decided(horizon):
 
 
 def test_a_pair_that_did_not_learn_is_replaced_not_read(horizon):
-    from pipeline.confirm_gamma import pairs_of
 
     results = as_study(with_seeds(horizon, {45: 42, 46: 43, 47: 44, 57: 42}))
     broken = (results["train.seed"] == 46) & (results["prune.method"].astype(str) == "rem")
@@ -102,7 +101,6 @@ def test_a_pair_that_did_not_learn_is_replaced_not_read(horizon):
 
 
 def test_pairs_of_another_design_are_refused_in_one_line(horizon):
-    from pipeline.confirm_gamma import pairs_of
 
     first = as_study(with_seeds(horizon, {45: 42}))
     other = as_study(with_seeds(horizon, {46: 43}), {**DESIGN, "looks": [12], "nominal_p": [0.05]})

@@ -8,7 +8,8 @@ import pandas as pd
 
 from rem.report import tables
 from rem.report.arm_seeds import arms_of
-from rem.report.claims import PAGE as CLAIMS_PAGE, verdict_table
+from pipeline.studies import published_page
+from pipeline.studies.claims.tables import verdict_table
 from rem.report.equivariance import equivariance_points, equivariance_rows as equivariance_cells, equivariance_table
 from rem.report.robustness import robustness_points
 from tests.report.test_claims_report import claims_results, written
@@ -85,7 +86,7 @@ def test_a_family_of_one_map_per_image_is_shown_but_no_claim_reads_it():
 
 def test_the_claims_page_carries_the_table_and_the_verdict():
     results = with_equivariance(claims_results(), ERRORS)
-    out = CLAIMS_PAGE.tables(results)
+    out = published_page("claims").tables(results)
     assert "equivariance_fashion-mnist.md" in out and "0.210 ± 0.014 (+Q 0.510 ± 0.014)" in out["equivariance_fashion-mnist.md"]
     table = verdict_table(robustness_points(results), tables.aggregate(results), arms_of(results),
                           equivariance_points(results))

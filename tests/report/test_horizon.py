@@ -1,18 +1,15 @@
-"""The horizon pages (reports/evidence/horizon/ and horizon-gamma/) are rendered from their committed Parquet alone;
-the Efficient-CapsNet one is the `horizon` profile's run and says how each seed stopped."""
+"""The horizon pages (reports/evidence/horizon/ and horizon-gamma/): the Efficient-CapsNet one is the `horizon`
+profile's run and says how each seed stopped (tests/report/test_published_pages.py re-renders the pages)."""
 
 from __future__ import annotations
-
-from dataclasses import replace
 
 import pandas as pd
 import pytest
 
 from rem.config import load
-from rem.report.horizon import PAGE, ceiling, lowest_val_loss_epoch, stopped_by
+from pipeline.studies.horizon.tables import ceiling, lowest_val_loss_epoch, stopped_by
 from rem.results import grid
 from tests.conftest import REPO
-from tests.report.published_pages import assert_rendered_from_the_parquet_alone
 
 HORIZON = REPO / "reports" / "evidence" / "horizon"
 
@@ -22,15 +19,6 @@ def committed() -> pd.DataFrame:
     return pd.read_parquet(HORIZON / "sweep.parquet")
 
 
-def test_every_committed_table_and_the_page_are_rendered_from_the_parquet_alone():
-    page = assert_rendered_from_the_parquet_alone(HORIZON, PAGE)
-    assert "(figures/epochs_efficient_capsnet.png)" in page
-
-
-def test_the_gamma_horizon_page_is_rendered_from_its_parquet_alone():
-    page = assert_rendered_from_the_parquet_alone(
-        REPO / "reports" / "evidence" / "horizon-gamma", replace(PAGE, publication="horizon_gamma"))
-    assert "(figures/epochs_gamma_capsnet.png)" in page
 
 
 def test_the_committed_run_is_the_horizon_profile_of_these_params(committed):

@@ -1,5 +1,5 @@
-"""MultiMNIST's reconstruction figure (rem/report/figures/multi_reconstructions.py) and the claims publication's
-figures from trained models (pipeline/claims_figures.py): the overlay's colours on hand-made arrays; the figure of a
+"""MultiMNIST's reconstruction figure (pipeline/studies/claims/multi_reconstructions.py) and the claims publication's
+figures from trained models (pipeline/studies/claims/model_figures.py): the overlay's colours on hand-made arrays; the figure of a
 seeded, untrained CapsNet with its decoder on generated pairs (each digit decoded from its own label's capsule, the
 panels drawn from those reconstructions, the PNG at its designed size); a trained trial's model package drawn end to
 end; which trials the publication draws, and that one it cannot draw is a warning, not a failure."""
@@ -11,12 +11,12 @@ import pandas as pd
 import pytest
 import torch
 
-from pipeline import claims_figures
+from pipeline.studies.claims import model_figures as claims_figures
 from rem.data import BatchTransform
 from rem.data.multi import CANVAS
 from rem.evaluate import count_correct
 from rem.models import create_model
-from rem.report.figures.multi_reconstructions import (
+from pipeline.studies.claims.multi_reconstructions import (
     DPI, figure_size, overlay, overlay_figure, reconstruct_pairs, reconstruction_overlay_figure,
     reconstruction_overlay_of)
 from rem.report.figures.style import plt

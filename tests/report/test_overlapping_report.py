@@ -1,4 +1,4 @@
-"""The overlapping-digits table and claim on the claims page (rem.report.overlapping) from hand-made results:
+"""The overlapping-digits table and claim on the claims page (pipeline/studies/claims/overlapping.py) from hand-made results:
 capsules against the CNN on a two-digit dataset, the reconstruction figure placed under its table, and nothing for
 datasets of one object per image."""
 
@@ -7,10 +7,10 @@ from __future__ import annotations
 import pandas as pd
 
 from rem.report import tables
-from rem.report.assemble import assemble_page, markdown_body
+from pipeline.studies import published_page
+from rem.report.assemble import markdown_body
 from rem.report.arm_seeds import arms_of
-from rem.report.overlapping import overlapping_rows as overlapping_cells, overlapping_table
-from rem.report.registry import CLAIMS_PAGE
+from pipeline.studies.claims.overlapping import overlapping_rows as overlapping_cells, overlapping_table
 from tests.report.test_claims_report import written
 from tests.report.test_report import final_row
 
@@ -51,7 +51,7 @@ def test_a_capsule_arm_at_chance_on_pairs_is_not_tested():
 
 
 def test_the_page_places_the_reconstructions_under_the_pairs_table():
-    parts = assemble_page(pair_results(), CLAIMS_PAGE).parts
+    parts = published_page("claims").parts(pair_results())
     body = "\n".join(markdown_body(parts, ["multi_reconstructions_multifashion.png"]))
     assert "multifashion: overlapping pairs, both recognised" in body and "fashion-mnist: overlapping" not in body
     assert body.index("both recognised") < body.index("](figures/multi_reconstructions_multifashion.png)")

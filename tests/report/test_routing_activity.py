@@ -7,7 +7,7 @@ import math
 
 from rem.analysis.forwards import PLAIN
 from rem.report.arm_seeds import QUANTIZED, ArmSeeds
-from rem.report.routing_activity import activity_rows
+from pipeline.studies.claims.routing_activity import activity_rows
 
 UNIFORM = math.log2(10)
 

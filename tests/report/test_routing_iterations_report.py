@@ -6,11 +6,12 @@ from __future__ import annotations
 import pandas as pd
 import pytest
 
+from pipeline.studies import studies
 from rem.report.assemble import assemble
 from rem.report.figures import routing_iterations as figure_module
 from rem.report.figures.build import routing_iteration_figures
-from rem.report.registry import CLAIMS_PAGE, REPORT_PAGE, page_tables
 from rem.report.routing_iterations import iteration_points, iteration_table
+from rem.report.stage import REPORT_TABLES
 from tests.report.test_report import final_row
 
 LRS, SEEDS, EPOCHS, ITERATIONS = (0.001, 0.0001), (42, 43), (1, 2), (1, 2, 3)
@@ -53,7 +54,7 @@ def test_each_arm_and_iteration_is_a_row_at_the_final_epoch():
 
 
 def test_the_pages_hold_the_table_only_when_trials_recorded_the_curves():
-    assert all("routing-iterations" in page_tables(page) for page in (REPORT_PAGE, CLAIMS_PAGE))
+    assert "routing-iterations" in REPORT_TABLES and "routing-iterations" in studies()["claims"].tables
     parts = assemble(results(), ["routing-iterations"]).parts
     assert [p.table for p in parts if p.table] == ["routing-iterations"]
     assert [p.figures for p in parts if not p.table] == [("routing_iterations_fashion-mnist.png",)]

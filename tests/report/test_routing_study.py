@@ -7,12 +7,11 @@ from __future__ import annotations
 import pandas as pd
 import pytest
 
-from pipeline.routing import ROUTING
+from pipeline.studies import publication, published_page
 from rem.config import load
-from rem.report.routing_study import PAGE, curves, onset, routing_threshold
+from pipeline.studies.routing.tables import curves, onset, routing_threshold
 from rem.results import grid
 from tests.conftest import REPO
-from tests.report.published_pages import assert_rendered_from_the_parquet_alone
 
 ROUTED_BITS = 3.0  # the generated setting's coupling entropy from epoch 2 on (uniform over 10 classes: 3.3219)
 
@@ -41,7 +40,7 @@ def test_images_seen_accumulate_per_trial_and_the_onset_is_the_first_epoch_every
 
 
 def test_the_tables_state_the_onset_and_decide_each_setting_against_the_published_one(study):
-    tables = PAGE.tables(study)
+    tables = published_page("routing").tables(study)
     onset_md, verdicts = tables["onset.md"], tables["verdicts.md"]
     assert "not within 57,600" in onset_md and "38,400 (epoch 2)" in onset_md
     rows = [line for line in verdicts.splitlines() if "agreement_scale" in line]
@@ -57,7 +56,7 @@ def test_the_tables_state_the_onset_and_decide_each_setting_against_the_publishe
 
 
 def test_the_page_renders_with_its_figure(study, tmp_path):
-    written = ROUTING.render(tmp_path, study, {"command": "`dvc exp run -S profile=routing && python -m pipeline.routing`"})
+    written = publication("routing").render(tmp_path, study, {"command": "`dvc exp run -S profile=routing && python -m pipeline.routing`"})
     assert (tmp_path / "figures" / "routing_by_images.png").stat().st_size > 10_000
     page = (tmp_path / "README.md").read_text()
     assert "(figures/routing_by_images.png)" in page and "When each setting's routing leaves uniform" in page
@@ -73,8 +72,3 @@ def test_every_setting_of_the_profile_has_three_seeds_and_a_published_default():
         settings.setdefault(setting, set()).add(point["train.seed"])
     assert all(len(seeds) >= 3 for seeds in settings.values())
     assert "model.name=capsnet" in settings, "CapsNet as published (its grid point sets nothing else) is the reference"
-
-
-def test_the_committed_study_is_rendered_from_its_parquet_alone():
-    """reports/routing/: every table and the page equal what its sweep.parquet, run.json and notes.md give."""
-    assert_rendered_from_the_parquet_alone(REPO / "reports" / "routing", PAGE)

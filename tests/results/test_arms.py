@@ -10,7 +10,7 @@ import json
 import pandas as pd
 import pytest
 
-from rem.report.claims import PAGE as CLAIMS_PAGE
+from pipeline.studies import published_page
 from rem.report.dvc_outputs import arm_curves, write_metrics
 from rem.report.spread import final_spreads
 from rem.report.robustness import arms as robustness_arms, robustness_points
@@ -69,7 +69,7 @@ def test_a_learning_rate_axis_makes_two_arms_each_with_its_seeds(claims, tmp_pat
     assert set(curves[curves["arm"] == "capsnet +Q"]["seeds"]) == {2}
     best = front(trial_points(results))  # `rem pareto` and the report's front
     assert not best.empty
-    sizes = CLAIMS_PAGE.tables(results)["sizes.md"]
+    sizes = published_page("claims").tables(results)["sizes.md"]
     assert "+Q · lr=0.0001" in sizes
     # the robustness table, the evidence page's spreads, DVC's metrics files: one entry per arm, never one for both
     assert {("capsnet", "+Q"), ("capsnet", "+Q · lr=0.0001")} <= {

@@ -1,4 +1,4 @@
-"""The evidence page (reports/evidence/README.md): does REM do what its paper's abstract claims?"""
+"""The evidence page's own tables (reports/evidence/README.md): does REM do what its paper's abstract claims?"""
 
 from __future__ import annotations
 
@@ -8,9 +8,8 @@ import pandas as pd
 
 from rem.report.abstract_claims import NEGLIGIBLE_POINTS, abstract_claims_table, arm_seed_map
 from rem.report.arm_seeds import QUANTIZED, ArmSeeds, evaluation_note as evaluated
-from rem.report.blocks import PublishedPage
 from rem.report.mechanism_curve import curve_tables
-from rem.report.registry import EVIDENCE_PAGE, Context, report_table
+from rem.report.registry import Context, report_table
 from rem.report.render import Table
 from rem.report.spread import METRICS, final_spreads, model_arms, spread
 from rem.report.verdicts import (HEADER as VERDICT_HEADER, DerivedCell, Differs, NoWorse, Outcome, Verdict,
@@ -113,7 +112,7 @@ def entropy_drop_table(spreads: dict, seeds: dict) -> Table:
     return claims_table("Where the entropy drop comes from", ["Model", "Question", "Measured", *VERDICT_HEADER], rows)
 
 
-@report_table("abstract-claims", "The abstract's claims against this run", pages={EVIDENCE_PAGE: 10},
+@report_table("abstract-claims", "The abstract's claims against this run",
               file="claims")
 def abstract_claims(frame: pd.DataFrame, context: Context) -> list[Table]:
     """The abstract's verdicts, where the entropy drop comes from, then each model's curve onsets."""
@@ -123,7 +122,7 @@ def abstract_claims(frame: pd.DataFrame, context: Context) -> list[Table]:
             entropy_drop_table(spreads, seeds), *onsets]
 
 
-@report_table("final", "Final evaluation, per architecture and variant", pages={EVIDENCE_PAGE: 20})
+@report_table("final", "Final evaluation, per architecture and variant")
 def final_section(frame: pd.DataFrame, context: Context) -> Table:
     seeds = finished_trials(context.results).groupby(["model.name", "arm_key"])["train.seed"].nunique()
     rows = [[m, a.label, str(int(seeds[(m, a.key)])), *(s[c].text(METRICS[c][2]) for c in METRICS)]
@@ -134,7 +133,7 @@ def final_section(frame: pd.DataFrame, context: Context) -> Table:
                         "pruned trial's last epoch).", SEED_SPREAD_NOTE])
 
 
-@report_table("first-epoch", "First epoch of REM's recipe", pages={EVIDENCE_PAGE: 30}, file="first_epoch")
+@report_table("first-epoch", "First epoch of REM's recipe", file="first_epoch")
 def first_epoch_section(frame: pd.DataFrame, context: Context) -> Table:
     """The unpruned arm's first epoch, per seed and over seeds."""
     done = finished_trials(context.results)
@@ -147,7 +146,7 @@ def first_epoch_section(frame: pd.DataFrame, context: Context) -> Table:
     return Table("First epoch of REM's recipe (unpruned, +Q)", ["Model", "Seed", *(l for l, _, _ in FIRST_EPOCH.values())], rows)
 
 
-@report_table("epochs", "Every epoch", pages={EVIDENCE_PAGE: 40}, per="model.name", file="epochs_{group}",
+@report_table("epochs", "Every epoch", per="model.name", file="epochs_{group}",
               figures=("epochs_{group}.png",))
 def epochs_section(frame: pd.DataFrame, context: Context, model: str) -> Table:
     done = finished_trials(context.results)
@@ -162,7 +161,7 @@ def epochs_section(frame: pd.DataFrame, context: Context, model: str) -> Table:
 
 
 # The coupling histograms are drawn from checkpoints by the report stage: copied, not regenerated
-@report_table("curve", "Pruned by magnitude without retraining", pages={EVIDENCE_PAGE: 50}, per="model.name",
+@report_table("curve", "Pruned by magnitude without retraining", per="model.name",
               file="curve_{group}", figures=("curve_{group}.png", "couplings_{group}.png"))
 def curve_section(frame: pd.DataFrame, context: Context, model: str) -> list[Table] | None:
     tables = context.once(curve_tables).get(f"curve_{model}")
@@ -174,5 +173,3 @@ def heading(done: pd.DataFrame) -> tuple[str, str]:
     return ("Evidence: does REM do what its paper claims?",
             f"Fashion-MNIST, {done['trial_key'].nunique()} finished trials (epochs: {epochs}), REM's recipe")
 
-
-PAGE = PublishedPage(EVIDENCE_PAGE, "evidence", heading)

@@ -10,7 +10,7 @@ import numpy as np
 from rem.analysis.forwards import PLAIN
 from rem.report.arm_seeds import QUANTIZED, arms_of
 from rem.report.preconditions import ROUTING_MARGIN_BITS, classes_of, routing_uniform
-from rem.report.registry import CLAIMS_PAGE, Context, report_table
+from rem.report.registry import Context, report_table
 from rem.report.render import Table
 
 FORWARDS = (PLAIN, QUANTIZED)
@@ -41,7 +41,7 @@ def activity_rows(seeds: dict) -> list[list[str]]:
     return rows
 
 
-@report_table("routing-activity", "Where routing is active", pages={CLAIMS_PAGE: 5})
+@report_table("routing-activity", "Where routing is active")
 def routing_activity(frame, context: Context) -> Table | None:
     rows = activity_rows(context.once(arms_of))
     if not rows:

@@ -7,7 +7,7 @@ from rem.data.multi import PairedDigits
 from rem.data.registry import find_family
 from rem.report.arm_seeds import evaluation_note
 from rem.report.verdicts import Differs, judged
-from rem.report.registry import CLAIMS_PAGE, Context, report_table
+from rem.report.registry import Context, report_table
 from rem.report.render import Table
 from rem.report.spread import Spread, spread
 from rem.report.tables import aggregate, pm
@@ -53,7 +53,7 @@ def overlapping_rows(rows, seeds: dict) -> list[list[str]]:
     return out
 
 
-@report_table("overlapping-digits", "Overlapping digits", pages={CLAIMS_PAGE: 30}, per="data.dataset",
+@report_table("overlapping-digits", "Overlapping digits", per="data.dataset",
               file="overlapping_{group}", figures=("multi_reconstructions_{group}.png",))
 def overlapping_section(frame, context: Context, dataset: str) -> Table | None:
     rows = context.once(aggregate)

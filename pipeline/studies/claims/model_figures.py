@@ -1,11 +1,12 @@
 """The claims publication's figures drawn from trained models at publish time (`Publication.before_render`), not
 from the Parquet: `--render-only` keeps the PNGs already under figures/ and lists them.
 
-MultiMNIST's reconstructions (`rem.report.figures.multi_reconstructions`): figures/multi_reconstructions_<dataset>.png
-for each two-digit dataset (multimnist, multifashion) a capsule model with a decoder trained on, drawn from that
-arm's smallest seed -- the first such arm (by model name, then the arms' order) when there are several, one figure
-per dataset, shown on the claims page under the dataset's overlapping-digits table. The trial's model package is its checkpoint in the sweep's local Ray storage, else the one
-logged to its MLflow run; a figure that cannot be drawn is a one-line warning, never a failed publication.
+MultiMNIST's reconstructions (multi_reconstructions.py here): figures/multi_reconstructions_<dataset>.png for each
+two-digit dataset (multimnist, multifashion) a capsule model with a decoder trained on, drawn from that arm's
+smallest seed -- the first such arm (by model name, then the arms' order) when there are several, one figure per
+dataset, shown on the claims page under the dataset's overlapping-digits table. The trial's model package is its
+checkpoint in the sweep's local Ray storage, else the one logged to its MLflow run; a figure that cannot be drawn is
+a one-line warning, never a failed publication.
 """
 
 from __future__ import annotations
@@ -16,12 +17,12 @@ from pathlib import Path
 import pandas as pd
 
 from pipeline.report import locate_checkpoints
+from pipeline.studies.claims.multi_reconstructions import reconstruction_overlay_of
 from rem.data.multi import PairedDigits
 from rem.data.registry import find_family
 from rem.device import resolve_device
 from rem.report.dvc_outputs import file_slug
 from rem.report.figures.internals import DATA_SOURCE_KEYS
-from rem.report.figures.multi_reconstructions import reconstruction_overlay_of
 from rem.results.frames import last_rows
 from rem.results.table import sweeps_in
 from rem.tracking import runs as tracking

@@ -1,4 +1,5 @@
-"""The claims page (reports/claims/): do capsule networks keep their promises here, and does REM keep them?"""
+"""The claims page's own tables (reports/claims/): do capsule networks keep their promises here, and does REM
+keep them?"""
 
 from __future__ import annotations
 
@@ -7,18 +8,17 @@ from dataclasses import replace
 
 import pandas as pd
 
+from pipeline.studies.claims.overlapping import accuracy, overlapping_rows
 from rem.analysis.forwards import PLAIN
 from rem.data.registry import find_family
 from rem.models.counts import decoder_parameters
 from rem.report.ablations import gflops, step_ms
 from rem.report.arm_seeds import QUANTIZED, ArmSeeds, arms_of, evaluation_note
-from rem.report.blocks import PublishedPage
 from rem.report.preconditions import PRECONDITIONS_NOTE, at_chance, chance_accuracy, first
 from rem.report.verdicts import HEADER as VERDICT_HEADER, RULE_NOTE, Differs, NoWorse, claims_table, judged
-from rem.report.registry import CLAIMS_PAGE, Context, report_table
+from rem.report.registry import Context, report_table
 from rem.report.render import Table
 from rem.report.equivariance import equivariance_points, equivariance_rows
-from rem.report.overlapping import accuracy, overlapping_rows
 from rem.report.robustness import (HEADLINE, arm_spread, arms, baseline_arms, capsule_arms, dataset_points, drop,
                                    per_trial, robustness_points)
 from rem.report.spread import Spread
@@ -215,19 +215,18 @@ def drop_table(points: pd.DataFrame, dataset: str) -> Table:
                                                                       "accuracy; – where the run did not measure it."])
 
 
-@report_table("capsule-claims", "The capsule claims against this run", pages={CLAIMS_PAGE: 10},
-              file="claims")
+@report_table("capsule-claims", "The capsule claims against this run", file="claims")
 def capsule_claims(frame: pd.DataFrame, context: Context) -> Table:
     return verdict_table(context.once(robustness_points), context.once(aggregate), context.once(arms_of),
                          context.once(equivariance_points))
 
 
-@report_table("sizes", "The baseline's size against the capsule model's", pages={CLAIMS_PAGE: 20})
+@report_table("sizes", "The baseline's size against the capsule model's")
 def sizes_section(frame: pd.DataFrame, context: Context) -> Table:
     return size_table(context.once(aggregate))
 
 
-@report_table("accuracy-lost", "Accuracy lost to each transform", pages={CLAIMS_PAGE: 50}, per="data.dataset",
+@report_table("accuracy-lost", "Accuracy lost to each transform", per="data.dataset",
               file="robustness_{group}")
 def accuracy_lost_section(frame: pd.DataFrame, context: Context, dataset: str) -> Table | None:
     points = dataset_points(context, dataset)
@@ -239,5 +238,3 @@ def heading(done: pd.DataFrame) -> tuple[str, str]:
     return ("Claims: do capsule networks keep their promises here, and does REM keep them?",
             f"{done['trial_key'].nunique()} finished trials ({listed})")
 
-
-PAGE = PublishedPage(CLAIMS_PAGE, "claims", heading)

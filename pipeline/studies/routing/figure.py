@@ -8,9 +8,9 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from pipeline.studies.routing.tables import MEASURES, arm_groups, curves, routing_threshold
 from rem.report.figures.style import colours, plt, save
 from rem.report.preconditions import classes_of
-from rem.report.routing_study import MEASURES, arm_groups, curves, routing_threshold
 from rem.report.spread import spread
 
 PANELS = ("coupling_entropy", "agreement", "parse_tree_entropy", "accuracy")

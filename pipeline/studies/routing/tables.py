@@ -1,5 +1,6 @@
-"""The routing-regime study (reports/routing/README.md): when does routing leave uniform (the verdicts' own routing
-precondition, at every epoch), by how much, at what accuracy; each CapsNet setting against CapsNet as published."""
+"""The routing-regime study's own tables (reports/routing/README.md): when does routing leave uniform (the
+verdicts' own routing precondition, at every epoch), by how much, at what accuracy; each CapsNet setting against
+CapsNet as published."""
 
 from __future__ import annotations
 
@@ -10,10 +11,9 @@ import pandas as pd
 
 from rem.report.abstract_claims import NEGLIGIBLE_POINTS
 from rem.report.arm_seeds import last_iteration
-from rem.report.blocks import PublishedPage
 from rem.report.preconditions import (PRECONDITIONS_NOTE, ROUTING_MARGIN_BITS, chance_accuracy, classes_of,
                                       did_not_learn)
-from rem.report.registry import ROUTING_PAGE, Context, report_table
+from rem.report.registry import Context, report_table
 from rem.report.render import Table
 from rem.report.spread import spread
 from rem.report.verdicts import HEADER as VERDICT_HEADER, RULE_NOTE, Differs, NoWorse, claims_table, judged
@@ -70,7 +70,7 @@ def final_rows(arm_curves: pd.DataFrame) -> pd.DataFrame:
     return arm_curves.sort_values("epoch").groupby("train.seed").tail(1)
 
 
-@report_table("routing-onset", "When routing leaves uniform", pages={ROUTING_PAGE: 10}, file="onset")
+@report_table("routing-onset", "When routing leaves uniform", file="onset")
 def onset_section(frame: pd.DataFrame, context: Context) -> Table:
     table = context.once(curves)
     rows = []
@@ -105,7 +105,7 @@ def reference_of(groups) -> tuple[tuple[str, object], pd.DataFrame] | None:
     return next(((key, rows) for key, rows in groups if key[0] == PUBLISHED_MODEL and as_published(rows)), None)
 
 
-@report_table("routing-verdicts", "Each CapsNet setting against CapsNet as published", pages={ROUTING_PAGE: 20},
+@report_table("routing-verdicts", "Each CapsNet setting against CapsNet as published",
               file="verdicts")
 def verdicts_section(frame: pd.DataFrame, context: Context) -> Table | None:
     groups = arm_groups(context.once(curves))
@@ -136,7 +136,7 @@ def verdicts_section(frame: pd.DataFrame, context: Context) -> Table | None:
         "every seed has moved, but does not route by the precondition: the onset table says which do."])
 
 
-@report_table("routing-by-images", "Coupling entropy against images seen", pages={ROUTING_PAGE: 30}, file="by_images",
+@report_table("routing-by-images", "Coupling entropy against images seen", file="by_images",
               figures=("routing_by_images.png",))
 def by_images_section(frame: pd.DataFrame, context: Context) -> Table:
     table = context.once(curves)
@@ -155,5 +155,3 @@ def heading(done: pd.DataFrame) -> tuple[str, str]:
             f"{datasets}, {done['trial_key'].nunique()} finished trials: how many training images it takes until "
             "each architecture's and each CapsNet setting's routing leaves uniform, and what moves that point")
 
-
-PAGE = PublishedPage(ROUTING_PAGE, "routing", heading, new_sentence=True)

@@ -1,4 +1,4 @@
-"""The horizon pages (reports/evidence/horizon*/README.md): REM's claims where every trial trained to REM's
+"""The horizon page's own tables (reports/evidence/horizon*/README.md): REM's claims where every trial trained to REM's
 stopping rule, with how each seed stopped, what pruning removed per tensor, and every class's entropy.
 """
 
@@ -9,9 +9,8 @@ import pandas as pd
 
 from rem.data.registry import get_dataset
 from rem.report.abstract_claims import abstract_claims_table, arm_seed_map, same_epoch_rows
-from rem.report.blocks import PublishedPage
 from rem.report.mechanism_curve import curve_tables
-from rem.report.registry import HORIZON_PAGE, Context, report_table
+from rem.report.registry import Context, report_table
 from rem.report.render import Table
 from rem.report.routing_measures import ceiling_bits
 from rem.report.spread import final_spreads, model_arms, spread
@@ -21,7 +20,7 @@ SPARSITY_PREFIX = "sparsity/"  # per prunable tensor, % of its weights pruned (t
 SEED_NOTE = "Mean ± std over seeds: the sample standard deviation (ddof 1), the seed spread."
 
 
-@report_table("horizon-claims", "REM's claims at the training horizon", pages={HORIZON_PAGE: 10}, file="claims")
+@report_table("horizon-claims", "REM's claims at the training horizon", file="claims")
 def horizon_claims(frame: pd.DataFrame, context: Context) -> Table:
     ran = "at the end of a fixed budget" if fixed_budget(context.results) else "where training ran to its stopping rule"
     return abstract_claims_table(f"REM's claims {ran}", context.once(final_spreads),
@@ -45,7 +44,7 @@ def lowest_val_loss_epoch(rows: pd.DataFrame) -> int:
     return int(rows["epoch"].iloc[int(np.nanargmin(loss))])
 
 
-@report_table("horizon-stopping", "How each seed's training ended", pages={HORIZON_PAGE: 20}, file="stopping")
+@report_table("horizon-stopping", "How each seed's training ended", file="stopping")
 def stopping_section(frame: pd.DataFrame, context: Context) -> Table:
     done = finished_trials(context.results)
     rows = []
@@ -84,7 +83,7 @@ def tensor_columns(frame: pd.DataFrame) -> list[str]:
     return [c for c in frame.columns if c.startswith(SPARSITY_PREFIX) and frame[c].notna().any()]
 
 
-@report_table("horizon-tensors", "What the pruning removed, per tensor", pages={HORIZON_PAGE: 30},
+@report_table("horizon-tensors", "What the pruning removed, per tensor",
               file="tensors_{group}", per="model.name")
 def tensors_section(frame: pd.DataFrame, context: Context, model: str) -> Table | None:
     last = model_finals(context.results, model)
@@ -113,7 +112,7 @@ def ceiling(group: pd.DataFrame, indices: list[int]) -> tuple[str, str]:
     return spread(ceiling_bits(group)).text(3), spread(pd.Series(images.sum(axis=0))).text(0)
 
 
-@report_table("horizon-classes", "Entropy and parse trees per class", pages={HORIZON_PAGE: 40}, file="classes_{group}",
+@report_table("horizon-classes", "Entropy and parse trees per class", file="classes_{group}",
               per="model.name", figures=("epochs_{group}.png", "couplings_{group}.png"))
 def classes_section(frame: pd.DataFrame, context: Context, model: str) -> Table | None:
     last = model_finals(context.results, model)
@@ -138,7 +137,7 @@ def classes_section(frame: pd.DataFrame, context: Context, model: str) -> Table 
                         f"{SEED_NOTE} Per class, descriptive only: the verdicts are on the totals (claims table)."])
 
 
-@report_table("horizon-curve", "Can pruning merge parse trees where routing routes?", pages={HORIZON_PAGE: 50},
+@report_table("horizon-curve", "Can pruning merge parse trees where routing routes?",
               per="model.name", file="curve_{group}")
 def curve_section(frame: pd.DataFrame, context: Context, model: str) -> list[Table] | None:
     """The mechanism curve's onsets, then each arm's curve."""
@@ -164,5 +163,3 @@ def heading(done: pd.DataFrame) -> tuple[str, str]:
             "CapsNet evidence run is one folder up (`../README.md`); the runs come from different sweeps, so no "
             "comparison crosses them")
 
-
-PAGE = PublishedPage(HORIZON_PAGE, "horizon", heading, new_sentence=True)
