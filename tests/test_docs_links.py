@@ -1,6 +1,7 @@
-"""README is the front door and docs/ holds one page a topic: a reader following any relative link of README.md or
-docs/*.md reaches a file that exists, and a link's `#anchor` reaches a heading of its page (as GitHub slugs it). The
-front door stays short (about 250 lines) and its figure small, so it loads at a glance."""
+"""README is the front door and docs/ holds one page a topic (each study's description is in its folder): a reader
+following any relative link of README.md or docs/*.md reaches a file that exists, and a link's `#anchor` reaches a
+heading of its page (as GitHub slugs it). The front door stays short (about 250 lines) and its figure small, so it
+loads at a glance."""
 
 from __future__ import annotations
 
@@ -11,7 +12,8 @@ import pytest
 
 from tests.conftest import REPO
 
-PAGES = [REPO / "README.md", *sorted((REPO / "docs").glob("*.md"))]
+PAGES = [REPO / "README.md", *sorted((REPO / "docs").glob("*.md")),
+         *sorted((REPO / "pipeline" / "studies").glob("*/README.md"))]  # each study's description
 LINK = re.compile(r"!?\[[^\]]*\]\(([^)\s]+)\)")
 FENCE = re.compile(r"^```.*?^```", re.S | re.M)
 

@@ -1,4 +1,5 @@
-"""docs/studies.md and README.md state each published claim with the verdict its page's table gives.
+"""The studies' descriptions (pipeline/studies/*/README.md) and README.md state each published claim with the verdict
+its page's table gives.
 
 The pages' tables are rendered from the committed Parquets, so they are the truth; the prose is written by hand and
 drifts when a page is re-rendered (a claim that Holm's correction made undecided left "supported", a pruned arm's
@@ -23,7 +24,8 @@ import pytest
 from tests.conftest import REPO
 
 REPORTS = REPO / "reports"
-DOCS = {"studies": REPO / "docs" / "studies.md", "readme": REPO / "README.md"}
+# each doc's files: the studies' descriptions, one in each study's folder, read as one text
+DOCS = {"studies": sorted((REPO / "pipeline" / "studies").glob("*/README.md")), "readme": [REPO / "README.md"]}
 # The study pages' tables (reports/<study>/tables, reports/evidence/<study>/tables); the main job's
 # reports/tables/, which `dvc repro` writes in any checkout, is no published page.
 TABLE_GLOBS = ("*/tables/*.md", "evidence/*/tables/*.md")
@@ -284,7 +286,7 @@ def tables() -> dict[tuple[str, str, str], list[str]]:
 
 @pytest.fixture(scope="module")
 def doc_segments() -> dict[str, list[str]]:
-    return {doc: segments(path.read_text()) for doc, path in DOCS.items()}
+    return {doc: segments("\n\n".join(path.read_text() for path in paths)) for doc, paths in DOCS.items()}
 
 
 @pytest.mark.parametrize(("claim", "doc", "phrase"), MENTIONS,
@@ -294,10 +296,10 @@ def test_the_docs_state_each_claim_with_its_tables_verdict(claim, doc, phrase, t
     assert len(rows) == 1, f"{claim.table}: {len(rows)} rows for {claim.arm!r} / {claim.claim!r} (expected one)"
     truth = verdict_of(rows[0])
     found = [(segment, match) for segment in doc_segments[doc] for match in re.finditer(phrase, segment)]
-    assert found, f"{DOCS[doc].name} no longer has {phrase!r}: update MENTIONS to where it states this claim"
+    assert found, f"{doc} no longer has {phrase!r}: update MENTIONS to where it states this claim"
     for segment, match in found:
         said = nearest_verdict(segment, match)
-        assert said == truth, (f"{DOCS[doc].name} says {said!r} where {claim.table} says {truth!r} "
+        assert said == truth, (f"{doc} says {said!r} where {claim.table} says {truth!r} "
                                f"({rows[0][:100]}): {segment[:400]}")
 
 
