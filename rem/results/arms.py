@@ -13,7 +13,6 @@ from dataclasses import dataclass
 import pandas as pd
 
 from rem.config import TRIAL_SECTIONS, Config, ModelConfig
-from rem.config.root import old_keys
 from rem.config.options import as_mapping
 from rem.pruning.methods.arm_settings import ArmSetting
 from rem.pruning.methods.registry import METHODS, FixedTargetMethod, PruningMethod
@@ -47,9 +46,8 @@ def stated_keys() -> frozenset[str]:
 
 
 def compared_keys(columns) -> list[str]:
-    """The results table's config columns that can set arms apart (trial sections, dotted, not metrics); an older
-    table's renamed column is skipped, as newer trials hold its value under the new key."""
-    named = REPLICATES | stated_keys() | HOW_IT_RUNS | old_keys()
+    """The results table's config columns that can set arms apart (trial sections, dotted, not metrics)."""
+    named = REPLICATES | stated_keys() | HOW_IT_RUNS
     return sorted(c for c in map(str, columns) if "/" not in c and c.partition(".")[0] in TRIAL_SECTIONS
                   and "." in c and c not in named)
 

@@ -8,9 +8,9 @@ from rem.pruning.capsules.pruner import CapsulePruner
 from rem.pruning.methods.arm_settings import ArmSetting, percent_text
 from rem.pruning.methods.registry import PruningMethod, register_method
 
-# The fraction of primary-capsule types removed ("+CAPS 25%"); older results tables: prune.capsule_fraction
-CAPSULE_FRACTION = ArmSetting("capsule_fraction", ("prune.options.fraction", "prune.capsule_fraction"), read=float,
-                              missing=0.0, text=percent_text)
+# The fraction of primary-capsule types removed ("+CAPS 25%")
+CAPSULE_FRACTION = ArmSetting("capsule_fraction", ("prune.options.fraction",), read=float, missing=0.0,
+                              text=percent_text)
 
 
 @register_method
