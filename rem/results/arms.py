@@ -15,10 +15,10 @@ import pandas as pd
 from rem.config import TRIAL_SECTIONS, Config, ModelConfig
 from rem.config.options import as_mapping
 from rem.pruning.methods.arm_settings import ArmSetting
-from rem.pruning.methods.registry import METHODS, FixedTargetMethod, PruningMethod
+from rem.pruning.methods.presentation import REM_RANK
+from rem.pruning.methods.registry import METHODS, FixedTargetMethod, PruningMethod, presentation_of
 from rem.results.arm_key import arm_key
 from rem.results.grid import SEED, point_keys
-from rem.results.presentation import REM_RANK, presentation_of
 
 REPLICATES = frozenset({SEED})
 # Said by the paper name or derived per seed from it (a matched control's targets), so never a difference.
@@ -250,7 +250,7 @@ class Arm:
 
     @property
     def rank(self) -> int:
-        """Its method's rank in every table (`rem.results.presentation`): plain, +Q, +REM, then the rest."""
+        """Its method's rank in every table (its `presentation`): plain, +Q, +REM, then the rest."""
         return presentation_of(self.method).rank(self)
 
     @property

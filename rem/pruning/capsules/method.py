@@ -6,6 +6,7 @@ from __future__ import annotations
 from rem.pruning.capsules.options import CapsuleOptions
 from rem.pruning.capsules.pruner import CapsulePruner
 from rem.pruning.methods.arm_settings import ArmSetting, percent_text
+from rem.pruning.methods.presentation import Presentation
 from rem.pruning.methods.registry import PruningMethod, register_method
 
 # The fraction of primary-capsule types removed ("+CAPS 25%")
@@ -19,6 +20,7 @@ class CapsuleTypes(PruningMethod):
     routing_needed_because = "capsule pruning removes capsule types"
     rebuilds_model = True
     arm_settings = (CAPSULE_FRACTION,)
+    presentation = Presentation(family=lambda arm: "+CAPS")
     options = CapsuleOptions
 
     def make_pruner(self, model, build, in_shape, precision: str):
