@@ -43,7 +43,9 @@ class ModelFamily:
     options: type | None = None  # its model.options (`rem.config.options`)
 
 
-MODELS: Registry[ModelFamily] = Registry("model", "model.name")
+MODELS: Registry[ModelFamily] = Registry("model", "model.name", modules=(
+    "rem.models.capsnet", "rem.models.cnn", "rem.models.deepcaps", "rem.models.efficient_capsnet",
+    "rem.models.gamma_capsnet"))
 
 
 def register_model(name: str, *, routing: str | None, roles: TensorRoles = NO_ROLES, options: type | None = None):

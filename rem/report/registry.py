@@ -75,40 +75,12 @@ class ReportTable:
         return (self.file or self.name).format(group=group)
 
 
-TABLES: Registry[ReportTable] = Registry("report table", "table", built_in={
-    "dataset": "rem.report.tables",
-    "parse-trees": "rem.report.tables",
-    "capsule-pruning": "rem.report.capsule_pruning",
-    "routing-ablation": "rem.report.ablations",
-    "robustness": "rem.report.robustness",
-    "equivariance": "rem.report.equivariance",
-    "overlapping-digits": "rem.report.overlapping",
-    "routing-iterations": "rem.report.routing_iterations",
-    "affnist": "rem.report.protocol",
-    "smallnorb": "rem.report.protocol",
-    "pruning-ablation": "rem.report.protocol",
-    "abstract-claims": "rem.report.evidence",
-    "final": "rem.report.evidence",
-    "evaluated": "rem.report.blocks",
-    "first-epoch": "rem.report.evidence",
-    "epochs": "rem.report.evidence",
-    "curve": "rem.report.evidence",
-    "cost": "rem.report.blocks",
-    "horizon-claims": "rem.report.horizon",
-    "horizon-stopping": "rem.report.horizon",
-    "horizon-tensors": "rem.report.horizon",
-    "horizon-classes": "rem.report.horizon",
-    "horizon-curve": "rem.report.horizon",
-    "routing-onset": "rem.report.routing_study",
-    "routing-verdicts": "rem.report.routing_study",
-    "routing-by-images": "rem.report.routing_study",
-    "routing-activity": "rem.report.routing_activity",
-    "ceiling": "rem.report.routing_measures",
-    "routing-dependence": "rem.report.routing_measures",
-    "capsule-claims": "rem.report.claims",
-    "sizes": "rem.report.claims",
-    "accuracy-lost": "rem.report.claims",
-})
+TABLES: Registry[ReportTable] = Registry("report table", "table", modules=(
+    "rem.report.tables", "rem.report.capsule_pruning", "rem.report.ablations", "rem.report.robustness",
+    "rem.report.equivariance", "rem.report.overlapping", "rem.report.routing_iterations", "rem.report.protocol",
+    "rem.report.evidence", "rem.report.blocks", "rem.report.horizon", "rem.report.routing_study",
+    "rem.report.routing_activity", "rem.report.routing_measures", "rem.report.claims",
+))
 
 
 def report_table(name: str, title: str, pages: Mapping[str, float], **options) -> Callable[[Callable], Callable]:

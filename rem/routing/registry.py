@@ -52,8 +52,8 @@ class Routing:
         return {key: value for key, value in options.items() if key in declared}
 
 
-# the built-in routings register themselves when rem.routing imports their modules
-ROUTINGS: Registry[Routing] = Registry("routing", "model.routing")
+ROUTINGS: Registry[Routing] = Registry("routing", "model.routing", modules=(
+    "rem.routing.dynamic", "rem.routing.scaled_distance", "rem.routing.self_attention"))
 
 
 def register_routing(name: str, *, bias: str | None = PARENTS, activations: bool = False, iterative: bool = True,

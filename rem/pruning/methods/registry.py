@@ -15,14 +15,9 @@ if TYPE_CHECKING:
 
     from rem.config.prune import PruneConfig
 
-METHODS: Registry[type["PruningMethod"]] = Registry("pruning method", "prune.method", built_in={
-    "none": "rem.pruning.methods.unpruned",
-    "rem": "rem.pruning.methods.rem",
-    "imp": "rem.pruning.methods.imp",
-    "snip": "rem.pruning.methods.snip",
-    "capsules": "rem.pruning.capsules.method",
-})
-BUILT_IN = METHODS.built_in  # name -> the module that registers it
+METHODS: Registry[type["PruningMethod"]] = Registry("pruning method", "prune.method", modules=(
+    "rem.pruning.methods.unpruned", "rem.pruning.methods.rem", "rem.pruning.methods.imp", "rem.pruning.methods.snip",
+    "rem.pruning.capsules.method"))
 
 
 class PruningMethod:
