@@ -31,7 +31,7 @@ import torch
 
 from benchmarks._common import environment_line
 from rem import capsules
-from rem.config import from_dict
+from rem.config import from_stored
 from rem.data import BatchTransform, get_dataset, prepare_data
 from rem.device import autocast, resolve_precision
 from rem.losses import margin_loss
@@ -109,8 +109,7 @@ def main():
 
     ckpt_dir = args.checkpoint or newest_checkpoint()
     state = load_checkpoint(ckpt_dir)
-    state["config"].get("prune", {}).pop("min_step_weights", None)  # older checkpoints: see rem.config.stored.RENAMED
-    cfg = from_dict(state["config"], source=str(ckpt_dir / CHECKPOINT_FILE))
+    cfg = from_stored(state["config"], source=str(ckpt_dir / CHECKPOINT_FILE))  # an older checkpoint's keys upgraded
     cfg = cfg.with_overrides({"data.val_subset": args.val})  # quick runs validate on 1,000 of the 5,500
     spec = get_dataset(cfg.data.dataset)
     splits = prepare_data(cfg, REPO)

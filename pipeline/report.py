@@ -18,14 +18,13 @@ import logging
 import sys
 from pathlib import Path
 
-import pandas as pd
 
 from pipeline.ray_trials import POINT, storage_uri
 from rem.cli import CommandError, run_with_params
 from rem.config import Config, add_params_arguments
 from rem.report.stage import build_reports
 from rem.results.grid import trial_key
-from rem.results.table import sweeps_in
+from rem.results.table import read_results, sweeps_in
 from rem.tracking import runs as tracking
 from rem.tracking.store import open_client
 from rem.training.checkpoint import final_checkpoint
@@ -85,7 +84,7 @@ def report(cfg: Config, args: argparse.Namespace) -> int:
     source = Path(cfg.sweep.results)
     if not source.exists():
         raise CommandError(f"{source}: no results table; run the sweep stage first")
-    results = pd.read_parquet(source)
+    results = read_results(source)
     out_dir = Path(cfg.report.out_dir)
     checkpoints, notes = {}, []
     if cfg.report.checkpoint_figures:

@@ -34,6 +34,13 @@ def _options(declared: dict) -> str:
     return ", ".join(f"`{key}` ({_default(value)})" for key, value in declared.items()) or "none"
 
 
+def _set_by_models(routing) -> str:
+    """Each of the routing's options a model family declares too (it sets that one), with those families."""
+    families = {key: [f"`{name}`" for name in list_models() if key in family_options(name)]
+                for key in declared_options(routing.options)}
+    return "; ".join(f"`{key}`: {', '.join(names)}" for key, names in families.items() if names) or "none"
+
+
 def settings_reference() -> str:
     """docs/settings.md's Markdown tables of the options each model family, routing, dataset family and pruning
     method declares, with defaults (`python -m rem.checks` prints it)."""
@@ -42,12 +49,11 @@ def settings_reference() -> str:
         if not _ours(MODELS.get(name).builder.__module__):
             continue
         lines.append(f"| `{name}` | {_options(family_options(name))} |")
-    lines += ["", "| `model.routing` | `model.routing_options` (default) | what its models pass (`model.options`) |",
+    lines += ["", "| `model.routing` | `model.routing_options` (default) | set in `model.options` instead by |",
               "|---|---|---|"]
     for name, routing in ROUTINGS.items():
         if _ours(routing.route.__module__):
-            passed = ", ".join(f"`{key}`" for key in routing.takes) or "none"
-            lines.append(f"| `{name}` | {_options(declared_options(routing.options))} | {passed} |")
+            lines.append(f"| `{name}` | {_options(declared_options(routing.options))} | {_set_by_models(routing)} |")
     lines += ["", "| `data.dataset` | the `data` keys it reads beyond every dataset's | `data.options` (default) |",
               "|---|---|---|"]
     for name, family in FAMILIES.items():

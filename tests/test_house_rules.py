@@ -238,8 +238,9 @@ DEFERRED_IMPORTS = {
     "rem/report/stage.py rem.report.figures.build": "matplotlib only when figures are asked for",
     "pipeline/sweep.py pipeline.trial": "Ray Tune and MLflow, after the environment Ray reads at import is set",
     "rem/config/root.py rem.config.stored": "old keys only where stored things are read or a key is unknown",
+    "rem/results/table.py rem.config.stored": "old keys only when a table is read (labelling arms imports the module)",
 }
-MAX_DEFERRED_IMPORTS = 8
+MAX_DEFERRED_IMPORTS = 9
 
 
 def test_imports_inside_functions_only_defer_heavy_imports():

@@ -1,22 +1,28 @@
-"""The registries that list their built-in entries by module (so that the config's light imports stay light: a
-module is imported the first time its name is looked up) name each entry twice, in the list and at its registration.
-This test is what keeps the two one: every listed module registers the name listed for it, and every entry a module
-of `rem` registers is listed, under the module that registers it. (Models and routings list nothing: their packages
-import every registering module, tests/models/test_registration.py.)"""
+"""Every registry loads its built-in entries one way (rem/registry.py): it names the modules that define them and
+imports them all when first asked, and each entry is named once, by its decorator. This test keeps the module lists
+whole: each listed module registers an entry, and every entry a module of `rem` registers comes from a listed module
+(a module left off would register nothing until something else happened to import it)."""
 
 from __future__ import annotations
 
 import importlib
 import pkgutil
+import subprocess
+import sys
 
 import pytest
 
 import rem
 from rem.data.registry import FAMILIES
+from rem.models.registry import MODELS
 from rem.pruning.methods.registry import METHODS
 from rem.report.registry import TABLES
+from rem.routing.registry import ROUTINGS
+from tests.conftest import REPO
 
-REGISTRIES = {"pruning methods": (METHODS, lambda entry: entry.__module__),
+REGISTRIES = {"models": (MODELS, lambda entry: entry.builder.__module__),
+              "routings": (ROUTINGS, lambda entry: entry.route.__module__),
+              "pruning methods": (METHODS, lambda entry: entry.__module__),
               "dataset families": (FAMILIES, lambda entry: type(entry).__module__),
               "report tables": (TABLES, lambda entry: entry.build.__module__)}
 
@@ -26,23 +32,33 @@ def every_rem_module() -> list[str]:
 
 
 @pytest.mark.parametrize("kind", list(REGISTRIES))
-def test_each_listed_module_registers_its_name(kind):
+def test_each_listed_module_registers_an_entry(kind):
     registry, defined_in = REGISTRIES[kind]
-    for name, module in registry.built_in.items():
-        importlib.import_module(module)
-        assert name in registry._entries, f"{module} registers no {registry.kind} {name!r}"
-        assert defined_in(registry._entries[name]) == module, name
+    registry.names()  # loads the listed modules
+    registering = {defined_in(entry) for entry in registry._entries.values()}
+    assert [module for module in registry.modules if module not in registering] == []
 
 
 @pytest.mark.parametrize("kind", list(REGISTRIES))
-def test_every_entry_a_module_of_rem_registers_is_listed_under_it(kind):
+def test_every_entry_a_module_of_rem_registers_comes_from_a_listed_module(kind):
     registry, defined_in = REGISTRIES[kind]
     for module in every_rem_module():
         importlib.import_module(module)
     ours = {name: defined_in(entry) for name, entry in registry._entries.items()
             if defined_in(entry).startswith("rem.")}  # entries of tests or plugins may be registered too
-    assert ours == {name: registry.built_in.get(name) for name in ours}, "registered but listed nowhere (or elsewhere)"
-    assert set(ours) == set(registry.built_in)
+    assert {name: module for name, module in ours.items() if module not in registry.modules} == {}
+
+
+def test_a_fresh_interpreter_finds_every_kinds_built_in_entry_by_name_alone():
+    """Nothing imported but the registries: asking for a name loads its kind's modules."""
+    code = ("from rem.data.registry import FAMILIES\nfrom rem.models.registry import MODELS\n"
+            "from rem.pruning.methods.registry import METHODS\nfrom rem.report.registry import TABLES\n"
+            "from rem.routing.registry import ROUTINGS\n"
+            "for registry, name in ((MODELS, 'capsnet'), (ROUTINGS, 'dynamic'), (METHODS, 'capsules'),\n"
+            "                       (FAMILIES, 'smallnorb'), (TABLES, 'dataset')):\n"
+            "    assert registry.find(name) is not None, name\n")
+    done = subprocess.run([sys.executable, "-c", code], cwd=REPO, capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr[-2000:]
 
 
 def test_rem_checks_imports_every_package_check_and_each_registers():

@@ -86,10 +86,10 @@ def routing_with_options(votes, iterations, bias=None, *, quantize_levels=None, 
     raise NotImplementedError  # listed, never called
 
 
-def test_the_reference_lists_each_routings_options_and_what_its_models_pass(monkeypatch):
-    monkeypatch.setitem(ROUTINGS._entries, "with-options", Routing(routing_with_options, takes=("p",),
-                                                                    options=Options))
+def test_the_reference_lists_each_routings_options_and_the_models_that_set_them(monkeypatch):
+    monkeypatch.setitem(ROUTINGS._entries, "with-options", Routing(routing_with_options, options=Options))
     monkeypatch.setattr("rem.checks._ours", lambda module: module.startswith(("rem.", __name__)))
     lines = settings_reference().splitlines()
-    assert "| `with-options` | `noise` (0.0), `sizes` ([1, 2]) | `p` |" in lines
-    assert "| `dynamic` | none | `agreement_scale` |" in lines and "| `self_attention` | none | none |" in lines
+    assert "| `with-options` | `noise` (0.0), `sizes` ([1, 2]) | none |" in lines
+    assert "| `dynamic` | `agreement_scale` (1.0) | `agreement_scale`: `capsnet` |" in lines
+    assert "| `self_attention` | none | none |" in lines

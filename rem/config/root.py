@@ -124,11 +124,6 @@ def _stored():
     return stored
 
 
-def old_keys() -> frozenset[str]:
-    """The dotted keys that today's config replaced, which stored configs and older results tables may hold."""
-    return frozenset(_stored().RENAMED)
-
-
 def from_stored(tree: dict[str, Any], source: str) -> Config:
     """A config stored with a trial by this or an older version, validated (its grid is not checked again)."""
     return from_dict(_stored().upgraded(tree), source, check_grid=False)

@@ -1,12 +1,17 @@
-"""The one place that knows old config keys: stored configs and results columns are read as today's config
-(`upgraded`), and an unknown params key is told its new place (`replaced_by`). Keys that moved into an entry's
-own options are read into them where the trial ran that entry."""
+"""The one place that knows old config keys: stored configs (`upgraded`) and results-table rows (`upgraded_row`) are
+read as today's config, and an unknown params key is told its new place (`replaced_by`). Keys that moved into an
+entry's own options are read into them where the trial ran that entry; retired keys, which no key of today's config
+can hold, are dropped from what was stored."""
 
 from __future__ import annotations
 
 import copy
+import json
+import math
+from collections.abc import Mapping
 from typing import Any, NamedTuple
 
+from rem.config.options import as_mapping
 from rem.config.root import SECTION_CLASSES
 
 
@@ -38,32 +43,70 @@ def where_now(old: str) -> str:
     return f"{section}.options.{moved.option} (with {moved.selector}: {moved.entry}; the options are its own)"
 
 
+# Keys replaced by one of another meaning, so a stored value has no place today -> what replaced them.
+RETIRED = {
+    "prune.min_step_weights": "prune.search_tolerance_pp (the sorted search's stop, in percentage points of the "
+                              "prunable weights instead of a weight count)",
+    "train.log_every_steps": "train.progress_every_s (a progress line at least every so many seconds)",
+}
+
+# Keys that old params files or stored configs may still carry -> what replaced them.
+RENAMED = {**{old: where_now(old) for old in MOVED}, **RETIRED}
+
+
+def selector_default(selector: str) -> Any:
+    """Today's default of the key that picks an entry ("data.dataset"), which a config that left it out ran."""
+    section, _, key = selector.partition(".")
+    return getattr(SECTION_CLASSES[section](), key)
+
+
+def carried(moved: Moved, value: Any, selected: Any) -> bool:
+    """Whether a moved key's value belongs in its entry's options: the trial ran that entry and set it away from the
+    default. Any other value was unread, and an empty cell (a row of a newer trial joined to an older table) unset."""
+    empty = value is None or (isinstance(value, float) and math.isnan(value))
+    return selected == moved.entry and not empty and value != moved.default
+
+
 def upgraded(tree: dict[str, Any]) -> dict[str, Any]:
     """A stored config tree as today's config reads it: each moved key's value goes into its entry's options where
-    the trial ran that entry and set it away from the default, and is dropped otherwise (it was unread)."""
-    selectors = {moved.selector for moved in MOVED.values()}
-    selector_defaults = {key: getattr(SECTION_CLASSES[key.partition(".")[0]](), key.partition(".")[2])
-                         for key in selectors}
+    the trial ran that entry and set it away from the default, and is dropped otherwise (it was unread); a retired
+    key is dropped."""
     tree = copy.deepcopy(tree)
+    for old in RETIRED:
+        section, _, key = old.partition(".")
+        tree.get(section, {}).pop(key, None)
     for old, moved in MOVED.items():
         section, _, key = old.partition(".")
         if key not in tree.get(section, {}):
             continue
         value = tree[section].pop(key)
         owner_section, _, owner_key = moved.selector.partition(".")
-        selected = tree.get(owner_section, {}).get(owner_key, selector_defaults[moved.selector])
-        if selected == moved.entry and value != moved.default:
+        if carried(moved, value, tree.get(owner_section, {}).get(owner_key, selector_default(moved.selector))):
             tree[section].setdefault("options", {}).setdefault(moved.option, value)
     return tree
 
 
-# Keys that old params files or stored configs may still carry -> what replaced them.
-RENAMED = {
-    **{old: where_now(old) for old in MOVED},
-    "prune.min_step_weights": "prune.search_tolerance_pp (the sorted search's stop, in percentage points of the "
-                              "prunable weights instead of a weight count)",
-    "train.log_every_steps": "train.progress_every_s (a progress line at least every so many seconds)",
-}
+def cell_value(value: Any) -> Any:
+    """A results-table cell as the config held it: a list or mapping is JSON text there (`config_columns`)."""
+    return json.loads(value) if isinstance(value, str) and value.startswith(("[", "{")) else value
+
+
+def upgraded_row(row: Mapping[str, Any]) -> dict[str, Any]:
+    """A results-table row (flat dotted keys, an options mapping as JSON text) with today's keys only: as `upgraded`
+    reads a stored config, a moved key's value joins its section's options column (JSON text, as a newer trial's
+    row holds it) and every old key's column is dropped."""
+    row = dict(row)
+    for old in RETIRED:
+        row.pop(old, None)
+    for old, moved in MOVED.items():
+        if old not in row:
+            continue
+        value = cell_value(row.pop(old))
+        if carried(moved, value, row.get(moved.selector, selector_default(moved.selector))):
+            column = f"{old.partition('.')[0]}.options"
+            options = as_mapping(row.get(column)) or {}
+            row[column] = json.dumps({moved.option: value, **options}, sort_keys=True)
+    return row
 
 
 def replaced_by(key: str) -> str | None:

@@ -100,14 +100,10 @@ class DatasetFamily:
         return str(row.get("data.dataset"))
 
 
-# Built-in dataset names (a prefixed family: its prefix, colon included) -> the module registering them.
-FAMILIES: Registry[DatasetFamily] = Registry("dataset", "data.dataset", built_in={
-    "mnist": "rem.data.idx", "fashion-mnist": "rem.data.idx", "svhn": "rem.data.svhn", "cifar10": "rem.data.cifar",
-    "cifar10-jpeg": "rem.data.cifar", "affnist": "rem.data.affnist", "synthetic-fashion": "rem.data.synthetic",
-    "smallnorb": "rem.data.smallnorb", "multimnist": "rem.data.multi", "multifashion": "rem.data.multi",
-    "multimnist-halves": "rem.data.multi",
-    "imagefolder:": "rem.data.imagefolder",
-})
+# Dataset names (a prefixed family: its prefix, colon included) -> family; the built-in ones from these modules.
+FAMILIES: Registry[DatasetFamily] = Registry("dataset", "data.dataset", modules=(
+    "rem.data.idx", "rem.data.svhn", "rem.data.cifar", "rem.data.affnist", "rem.data.synthetic", "rem.data.smallnorb",
+    "rem.data.multi", "rem.data.imagefolder"))
 
 
 def register_family(family: DatasetFamily) -> DatasetFamily:

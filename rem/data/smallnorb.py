@@ -164,9 +164,9 @@ class SmallNorb(DatasetFamily):
 
     def table_name(self, row) -> str:
         """"smallnorb (azimuth)" / "smallnorb (elevation)": a novel-viewpoint protocol is a table of its own (older
-        rows hold the split as `data.norb_split`; none or NaN is the standard protocol)."""
+        rows were upgraded where their table was read: `rem.results.table.read_results`)."""
         options = as_mapping(row.get("data.options")) or {}
-        split = str(options.get("split", row.get("data.norb_split", "standard")))
+        split = str(options.get("split", "standard"))
         name = super().table_name(row)
         return f"{name} ({split})" if split not in ("standard", "nan", "None") else name
 

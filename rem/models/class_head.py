@@ -38,13 +38,15 @@ class HeadNames:
 
 class ClassCapsuleHead:
     """Mixin for an `nn.Module` family: call `build_class_capsules` in its constructor and `class_capsules` at the end
-    of its forward. `routing_options` are the keywords the family passes, `routing_settings` the routing's own."""
+    of its forward. `routing_settings` are the routing's options as `model.routing_options` sets them (defaults
+    filled in), `routing_options` those the family sets from its own `model.options`, which the config cannot set."""
 
     def build_class_capsules(self, votes: nn.Module, *, in_shape: tuple[int, int, int], routing: str, iterations: int,
                              bias: LearnedBias | None = None, options: dict | None = None, decoder: bool | str = False,
                              votes_attribute: str = "votes") -> None:
         """`votes`: vote module with weight (I, J, D, D_in), stored as `votes_attribute`; `routing`: a registered
-        name; `options`: family keywords, the routing gets those it takes; `decoder`: a `build_decoder` kind."""
+        name; `options`: what the family sets of its routing's options (those the routing declares reach it);
+        `decoder`: a `build_decoder` kind."""
         setattr(self, votes_attribute, votes)
         self.routing, self.routing_iterations = ROUTINGS.get(routing), iterations
         self.routing_options = self.routing.own_options(options or {})
@@ -64,7 +66,7 @@ class ClassCapsuleHead:
         activations = capsule_lengths(u)
         bias = getattr(self, self.head_names.bias) if self.head_names.bias else None
         v, c = self.routing(votes, self.routing_iterations, bias, activations=activations,
-                            quantize_levels=quantize_levels, **self.routing_options, **self.routing_settings)
+                            quantize_levels=quantize_levels, **{**self.routing_settings, **self.routing_options})
         lengths = capsule_lengths(v)
         recon = self.decoder(v, lengths, target) if self.decoder is not None else None
         return CapsuleOutput(lengths=lengths, capsules=v, couplings=c, reconstruction=recon, input_lengths=activations)

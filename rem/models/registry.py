@@ -43,7 +43,9 @@ class ModelFamily:
     options: type | None = None  # its model.options (`rem.config.options`)
 
 
-MODELS: Registry[ModelFamily] = Registry("model", "model.name")
+MODELS: Registry[ModelFamily] = Registry("model", "model.name", modules=(
+    "rem.models.capsnet", "rem.models.cnn", "rem.models.deepcaps", "rem.models.efficient_capsnet",
+    "rem.models.gamma_capsnet"))
 
 
 def register_model(name: str, *, routing: str | None, roles: TensorRoles = NO_ROLES, options: type | None = None):
@@ -116,7 +118,13 @@ def read_model(name: str, given: Mapping[str, Any]) -> tuple[Any, dict[str, Any]
                               f"(those that do: {', '.join(routing_models())}); leave it unset")
         return options, {}
     head["routing"] = head.get("routing") or entry.routing
-    head["routing_options"] = read_options(ROUTINGS.get(head["routing"]).options, head.get("routing_options") or {},
+    given_routing = head.get("routing_options") or {}
+    # A routing option the family declares too is set in model.options, which the family passes on: one place
+    family_set = [key for key in given_routing if key in declared_options(entry.options)]
+    if family_set:
+        raise ConfigError(f"model.routing_options.{family_set[0]}: model {name!r} sets it from its own "
+                          f"model.options.{family_set[0]}; set it there")
+    head["routing_options"] = read_options(ROUTINGS.get(head["routing"]).options, given_routing,
                                            "model.routing_options", f"routing {head['routing']!r}")
     return options, head
 
@@ -130,7 +138,7 @@ def create_model(name: str, *, in_shape: tuple[int, int, int], num_classes: int,
     settings = head.pop("routing_options", None)
     entry = family(name)
     model = entry.builder(tuple(in_shape), num_classes, options, **head)
-    if settings is not None:  # its routing declares options: the class-capsule head passes them to each call
+    if given.get("routing_options"):  # the class-capsule head passes them to each call (unset: their defaults)
         if not hasattr(model, "routing_settings"):
             raise ConfigError(f"create_model({name!r}): model.routing_options needs the class-capsule head "
                               "(rem.models.class_head.ClassCapsuleHead), which this model does not end in")

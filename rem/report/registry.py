@@ -75,22 +75,11 @@ class ReportTable:
         return (self.file or self.name).format(group=group)
 
 
-TABLES: Registry[ReportTable] = Registry("report table", "table", built_in={
-    "dataset": "rem.report.tables",
-    "parse-trees": "rem.report.tables",
-    "capsule-pruning": "rem.report.capsule_pruning",
-    "routing-ablation": "rem.report.ablations",
-    "robustness": "rem.report.robustness",
-    "equivariance": "rem.report.equivariance",
-    "routing-iterations": "rem.report.routing_iterations",
-    "affnist": "rem.report.protocol",
-    "smallnorb": "rem.report.protocol",
-    "pruning-ablation": "rem.report.protocol",
-    "evaluated": "rem.report.blocks",
-    "cost": "rem.report.blocks",
-    "ceiling": "rem.report.routing_measures",
-    "routing-dependence": "rem.report.routing_measures",
-})
+TABLES: Registry[ReportTable] = Registry("report table", "table", modules=(
+    "rem.report.tables", "rem.report.capsule_pruning", "rem.report.ablations", "rem.report.robustness",
+    "rem.report.equivariance", "rem.report.routing_iterations", "rem.report.protocol", "rem.report.blocks",
+    "rem.report.routing_measures",
+))
 
 
 def report_table(name: str, title: str, pages: Sequence[str] = (), **options) -> Callable[[Callable], Callable]:

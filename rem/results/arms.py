@@ -13,13 +13,12 @@ from dataclasses import dataclass
 import pandas as pd
 
 from rem.config import TRIAL_SECTIONS, Config, ModelConfig
-from rem.config.root import old_keys
 from rem.config.options import as_mapping
 from rem.pruning.methods.arm_settings import ArmSetting
-from rem.pruning.methods.registry import METHODS, FixedTargetMethod, PruningMethod
+from rem.pruning.methods.presentation import REM_RANK
+from rem.pruning.methods.registry import METHODS, FixedTargetMethod, PruningMethod, presentation_of
 from rem.results.arm_key import arm_key
 from rem.results.grid import SEED, point_keys
-from rem.results.presentation import REM_RANK, presentation_of
 
 REPLICATES = frozenset({SEED})
 # Said by the paper name or derived per seed from it (a matched control's targets), so never a difference.
@@ -47,9 +46,8 @@ def stated_keys() -> frozenset[str]:
 
 
 def compared_keys(columns) -> list[str]:
-    """The results table's config columns that can set arms apart (trial sections, dotted, not metrics); an older
-    table's renamed column is skipped, as newer trials hold its value under the new key."""
-    named = REPLICATES | stated_keys() | HOW_IT_RUNS | old_keys()
+    """The results table's config columns that can set arms apart (trial sections, dotted, not metrics)."""
+    named = REPLICATES | stated_keys() | HOW_IT_RUNS
     return sorted(c for c in map(str, columns) if "/" not in c and c.partition(".")[0] in TRIAL_SECTIONS
                   and "." in c and c not in named)
 
@@ -252,7 +250,7 @@ class Arm:
 
     @property
     def rank(self) -> int:
-        """Its method's rank in every table (`rem.results.presentation`): plain, +Q, +REM, then the rest."""
+        """Its method's rank in every table (its `presentation`): plain, +Q, +REM, then the rest."""
         return presentation_of(self.method).rank(self)
 
     @property

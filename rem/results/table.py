@@ -61,11 +61,28 @@ def write_results(table: pd.DataFrame, path: Path) -> Path:
 
 
 def read_results(path: Path) -> pd.DataFrame:
-    """The results table at `path` (Parquet), or the CSV of that name a machine without pyarrow wrote; raises
-    FileNotFoundError when neither is there."""
+    """The results table at `path` (Parquet), or the CSV of that name a machine without pyarrow wrote, with today's
+    keys only (`with_current_keys`); raises FileNotFoundError when neither is there."""
     path = Path(path)
     if path.is_file():
-        return pd.read_parquet(path)
+        return with_current_keys(pd.read_parquet(path))
     if path.with_suffix(".csv").is_file():
-        return pd.read_csv(path.with_suffix(".csv"))
+        return with_current_keys(pd.read_csv(path.with_suffix(".csv")))
     raise FileNotFoundError(f"{path}: not found")
+
+
+def with_current_keys(table: pd.DataFrame) -> pd.DataFrame:
+    """`table` as today's config names its columns: an older version's keys upgraded once, here where a table is
+    read, so no code downstream knows an old key. Imported here, not above: labelling arms imports this module and
+    must not import the compatibility module."""
+    from rem.config import stored
+
+    old = [column for column in table.columns if column in stored.RENAMED]
+    if not old:
+        return table
+    rows = pd.DataFrame.from_records([stored.upgraded_row(row) for row in table.to_dict("records")], index=table.index)
+    current = table.drop(columns=old)
+    for column in rows.columns:  # only the columns the upgrade wrote are replaced, the others keep their dtypes
+        if column not in current.columns or not rows[column].astype(object).equals(current[column].astype(object)):
+            current[column] = rows[column]
+    return current

@@ -2,13 +2,22 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import torch
 
 from rem.routing.common import agreement_iterations, parent_major
 from rem.routing.registry import register_routing
 
 
-@register_routing("dynamic", takes=("agreement_scale",))
+@dataclass(frozen=True)
+class DynamicOptions:
+    """Dynamic routing's options; CapsNet sets `agreement_scale` from its own `model.options`."""
+
+    agreement_scale: float = 1.0  # the factor on the agreement added to the logits each iteration
+
+
+@register_routing("dynamic", options=DynamicOptions)
 def dynamic_routing(
     votes: torch.Tensor,
     iterations: int,

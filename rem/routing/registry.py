@@ -4,7 +4,8 @@
 
 returning `(v (B, J, D), c (B, I, J))`, c summing to 1 over the parents (+Q, parse trees and routing entropy read
 it). `activations` (B, I) reach only a routing registered `activations=True`; `trace` gets each pass's detached
-`(c, v)`; `options` are the keywords its models pass (`takes`) and its `model.routing_options` (`options=`).
+`(c, v)`; `options` are the fields of the dataclass it declares (`options=`), as any registry entry declares its
+own: `model.routing_options` sets them, or the model family, for an option it declares in its own `model.options`.
 The learned bias is `PARENTS` (J, D), added before the squash, or `PRIOR` (I, J), added to the couplings.
 """
 
@@ -25,13 +26,12 @@ CALL_KEYWORDS = ("votes", "iterations", "bias", "activations", "quantize_levels"
 
 @dataclass(frozen=True)
 class Routing:
-    """A registered routing: function, bias form, whether it reads activations, the keywords its models pass
-    (`takes`), whether it iterates (one traced pass each), and its `model.routing_options` dataclass (or None)."""
+    """A registered routing: function, bias form, whether it reads activations, whether it iterates (one traced pass
+    each), and its options dataclass (or None)."""
 
     route: Callable[..., tuple[torch.Tensor, torch.Tensor]]
     bias: str | None = PARENTS
     activations: bool = False
-    takes: tuple[str, ...] = ()
     iterative: bool = True
     options: type | None = None
 
@@ -47,32 +47,33 @@ class Routing:
         return v, c
 
     def own_options(self, options: dict) -> dict:
-        """The model's routing keywords this routing takes."""
-        return {key: value for key, value in options.items() if key in self.takes}
+        """Of the keywords a model family passes its routing, those that are this routing's options."""
+        declared = declared_options(self.options)
+        return {key: value for key, value in options.items() if key in declared}
 
 
-# the built-in routings register themselves when rem.routing imports their modules
-ROUTINGS: Registry[Routing] = Registry("routing", "model.routing")
+ROUTINGS: Registry[Routing] = Registry("routing", "model.routing", modules=(
+    "rem.routing.dynamic", "rem.routing.scaled_distance", "rem.routing.self_attention"))
 
 
-def register_routing(name: str, *, bias: str | None = PARENTS, activations: bool = False,
-                     takes: tuple[str, ...] = (), iterative: bool = True, options: type | None = None) -> Callable:
+def register_routing(name: str, *, bias: str | None = PARENTS, activations: bool = False, iterative: bool = True,
+                     options: type | None = None) -> Callable:
     """Decorator registering a function of the convention above, returned unchanged; each field of `options` is one
     of its keyword arguments."""
     entry = f"register_routing({name!r})"
     if bias not in BIAS_FORMS:
         raise ValueError(f"{entry}: bias must be one of {BIAS_FORMS}, got {bias!r}")
     check_declaration(options, entry)
-    clash = [key for key in declared_options(options) if key in (*takes, *CALL_KEYWORDS)]
+    clash = [key for key in declared_options(options) if key in CALL_KEYWORDS]
     if clash:
-        raise ValueError(f"{entry}: option {clash[0]!r} is already a keyword of the call or one its models pass")
+        raise ValueError(f"{entry}: option {clash[0]!r} is already a keyword of the call")
 
     def wrap(route: Callable) -> Callable:
         kept = options
         previous = ROUTINGS._entries.get(name)  # not `find`: a plugin may be registering while the plugins load
         if kept is None and previous is not None and previous.route is route:
             kept = previous.options  # the same definition met again (a module imported twice) keeps its options
-        ROUTINGS.register(name, Routing(route, bias, activations, tuple(takes), iterative, kept))
+        ROUTINGS.register(name, Routing(route, bias, activations, iterative, kept))
         return route
 
     return wrap

@@ -4,6 +4,7 @@ activation, couplings from each parent's distance to each vote."""
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
 
 import torch
 
@@ -135,7 +136,15 @@ class DistanceLogits(torch.autograd.Function):
                 grad_squared if needs[3] else None, None, None)
 
 
-@register_routing("scaled_distance", activations=True, takes=("p", "grad_through_routing"))
+@dataclass(frozen=True)
+class ScaledDistanceOptions:
+    """SDA routing's options; γ-CapsNet sets both from its own `model.options`."""
+
+    p: float = 0.9  # the probability of a parent at half the mean distance, the others at it
+    grad_through_routing: bool = False  # gradients through every iteration (Peer et al.), not the last only (REM)
+
+
+@register_routing("scaled_distance", activations=True, options=ScaledDistanceOptions)
 def scaled_distance_routing(
     votes: torch.Tensor,
     iterations: int,

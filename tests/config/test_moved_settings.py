@@ -44,20 +44,35 @@ def test_an_old_key_is_one_line_naming_its_new_place_and_never_part_of_a_config(
     assert not {key.partition(".")[2] for key in MOVED} & set(Config().flat())  # the digest hashes today's keys
 
 
-def test_the_live_config_path_does_not_import_what_reads_old_keys():
-    """Loading params.yaml, every profile, building a model and naming the sweep: no old key is looked up."""
-    code = ("import sys, rem.checks\n"
-            "from rem.config import load\n"
-            "from rem.data.registry import get_dataset\n"
-            "from rem.models.from_config import build_model\n"
-            "for profile in ('quick', 'paper', 'evidence', 'horizon', 'horizon_gamma', 'confirm_gamma', 'gpu_horizon', 'routing',\n"
-            "                'claims'):\n"
-            "    cfg = load('params.yaml', {'profile': profile})\n"
-            "    cfg.digest()\n"
-            "    build_model(cfg, get_dataset(cfg.data.dataset))\n"
-            "assert 'rem.config.stored' not in sys.modules, 'imported'\n")
+def assert_never_imports_old_keys(code: str) -> None:
+    """`code`, run in a fresh interpreter, leaves the module that knows old keys unimported."""
+    code += "\nimport sys\nassert 'rem.config.stored' not in sys.modules, 'imported'\n"
     done = subprocess.run([sys.executable, "-c", code], cwd=REPO, capture_output=True, text=True)
     assert done.returncode == 0, done.stderr[-2000:]
+
+
+def test_the_live_config_path_does_not_import_what_reads_old_keys():
+    """Loading params.yaml, every profile, building a model and naming the sweep: no old key is looked up."""
+    assert_never_imports_old_keys(
+        "import rem.checks\n"
+        "from rem.config import load\n"
+        "from rem.data.registry import get_dataset\n"
+        "from rem.models.from_config import build_model\n"
+        "for profile in ('quick', 'paper', 'evidence', 'horizon', 'horizon_gamma', 'confirm_gamma', 'gpu_horizon',\n"
+        "                'routing', 'claims'):\n"
+        "    cfg = load('params.yaml', {'profile': profile})\n"
+        "    cfg.digest()\n"
+        "    build_model(cfg, get_dataset(cfg.data.dataset))\n")
+
+
+def test_labelling_arms_never_imports_what_reads_old_keys():
+    """Arms are labelled from today's keys: a table was upgraded where it was read (test_older_tables.py)."""
+    assert_never_imports_old_keys(
+        "from rem.results.variants import arm_of\n"
+        "from rem.results.arms import compared_keys\n"
+        "row = {'prune.method': 'capsules', 'prune.options': '{\"fraction\": 0.25}', 'model.name': 'capsnet'}\n"
+        "assert arm_of(row).label == '+CAPS 25%'\n"
+        "compared_keys(['data.dataset', 'train.lr'])\n")
 
 
 def test_smallnorbs_protocols_are_tables_not_arms():
@@ -80,11 +95,8 @@ def test_capsule_pruning_and_snip_read_their_moved_settings_as_options():
     assert from_stored(tree, "old checkpoint").prune.options == {"batches": 3}  # capsules' were unread
 
 
-def test_an_older_results_row_keeps_its_arm():
-    from rem.results.variants import arm_of
-
-    old = {"prune.method": "capsules", "prune.capsule_fraction": 0.75, "model.name": "capsnet"}
-    new = {"prune.method": "capsules", "prune.options": '{"fraction": 0.75, "criterion": "coupling_mass"}',
-           "model.name": "capsnet"}
-    both = {**new, "prune.capsule_fraction": float("nan")}  # a run joined by --add: the old column empty
-    assert arm_of(old).label == arm_of(new).label == arm_of(both).label == "+CAPS 75%"
+def test_a_retired_key_is_dropped_from_a_stored_config():
+    """A key replaced by one of another meaning holds nothing today's config can read: the checkpoint still loads."""
+    tree = Config().to_dict()
+    tree["prune"]["min_step_weights"], tree["train"]["log_every_steps"] = 64, 50
+    assert from_stored(tree, "old checkpoint") == Config()

@@ -24,7 +24,7 @@ SHAPE = {"in_shape": (1, 28, 28), "num_classes": 10}
 def test_the_routing_declares_its_option_and_the_option_changes_the_couplings():
     routing = ROUTINGS.get("uniform")
     assert routing.options is UniformOptions and declared_options(routing.options) == {"sharpness": 0.0}
-    assert ROUTINGS.get("dynamic").options is None
+    assert ROUTINGS.get("self_attention").options is None
     votes = torch.randn(2, 6, 4, 8, generator=torch.Generator().manual_seed(0))
     _, flat = routing(votes, 1, **as_keywords(UniformOptions()))
     _, sharp = routing(votes, 1, **as_keywords(UniformOptions(sharpness=3.0)))
@@ -47,6 +47,17 @@ def test_the_option_reaches_the_routing_from_the_params_through_create_model():
     assert not torch.allclose(sharp(x).couplings, torch.full((2, 8 * 36, 10), 0.1), atol=1e-3)
 
 
+def test_a_built_in_routings_options_are_set_by_the_config_or_by_the_family_that_declares_them_too():
+    """SDA routing's `p` is γ-CapsNet's model option, which it passes on; under CapsNet the config sets it."""
+    sda = create_model("capsnet", **SHAPE, routing="scaled_distance", routing_options={"p": 0.7}, **SMALL_CAPSNET)
+    assert sda.routing_settings == {"p": 0.7, "grad_through_routing": False} and sda.routing_options == {}
+    scaled = create_model("capsnet", **SHAPE, **{**SMALL_CAPSNET, "agreement_scale": 3.0})
+    assert scaled.routing_options == {"agreement_scale": 3.0}  # the family's value wins over the default setting
+    with pytest.raises(ConfigError, match=r"^x: model.routing_options.p: model 'gamma_capsnet' sets it from its own "
+                                          r"model.options.p; set it there$"):
+        Config().with_overrides({"model.name": "gamma_capsnet", "model.routing_options": {"p": 0.7}}, "x")
+
+
 def test_an_undeclared_or_refused_option_is_one_line_naming_the_routing_and_its_options():
     uniform = {"model.routing": "uniform", "model.options": SMALL_CAPSNET}
     with pytest.raises(ConfigError, match=r"^x: model.routing_options.temperature is not an option of routing "
@@ -56,7 +67,7 @@ def test_an_undeclared_or_refused_option_is_one_line_naming_the_routing_and_its_
                                           r"number >= 0; got -1.0$"):
         Config().with_overrides({**uniform, "model.routing_options": {"sharpness": -1.0}}, "x")
     with pytest.raises(ConfigError, match=r"sweep.grid: .*model.routing_options.sharpness is not an option of "
-                                          r"routing 'dynamic'; its options: none"):
+                                          r"routing 'dynamic'; its options: agreement_scale"):
         Config().with_overrides({"sweep.grid": {"model.routing": ["dynamic", "uniform"],
                                                 "model.routing_options": [{"sharpness": 1.0}]}}, "x")
     with pytest.raises(ValueError, match=r"^model.routing_options.temperature is not an option of routing 'uniform'"):
@@ -64,8 +75,8 @@ def test_an_undeclared_or_refused_option_is_one_line_naming_the_routing_and_its_
 
 
 def test_a_routing_option_has_one_place():
-    with pytest.raises(ConfigError, match=r"^x: model.routing_options.agreement_scale is not an option of routing "
-                                          r"'dynamic'; its options: none$"):  # capsnet's own: model.options
+    with pytest.raises(ConfigError, match=r"^x: model.routing_options.agreement_scale: model 'capsnet' sets it from "
+                                          r"its own model.options.agreement_scale; set it there$"):
         Config().with_overrides({"model.routing_options": {"agreement_scale": 2.0}}, "x")
     with pytest.raises(ConfigError, match=r"^x: model.routing_options is set, but model 'cnn_sabour' has no "
                                           r"routing or class capsules .*; leave it unset$"):
@@ -75,10 +86,10 @@ def test_a_routing_option_has_one_place():
 
     @dataclass(frozen=True)
     class Clashing:
-        p: float = 0.5
+        trace: bool = False
 
-    with pytest.raises(ValueError, match=r"^register_routing\('clashing'\): option 'p' is already a keyword"):
-        register_routing("clashing", takes=("p",), options=Clashing)
+    with pytest.raises(ValueError, match=r"^register_routing\('clashing'\): option 'trace' is already a keyword"):
+        register_routing("clashing", options=Clashing)
     assert "loose" not in ROUTINGS._entries and "clashing" not in ROUTINGS._entries
 
 

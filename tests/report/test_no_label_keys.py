@@ -1,7 +1,7 @@
 """House rule: no reader of the results decides by an arm's label text.
 
 An arm's label ("plain", "+Q", "+REM λ×100", "+CAPS 25%", "LOBSTER (no threshold)") is rendered in one place,
-`rem.results.arms.Arm` (its family, `rem.results.presentation`, and its settings' texts). Whatever decides which arm
+`rem.results.arms.Arm` (its family, its method's `presentation`, and its settings' texts). Whatever decides which arm
 a row is -- the paper's +Q, an unpruned arm, a capsule-pruned one, its figure marker -- asks the Arm (`arm == PLUS_Q`,
 `arm.unpruned`, `arm.method == CapsuleTypes.name`, `arm.marker`), and a frame's rows of one arm are found by its key
 (`frame["arm_key"] == arm.key`): a comparison with label text breaks without a sound the day a label or a method's

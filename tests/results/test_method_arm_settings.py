@@ -1,8 +1,8 @@
 """A pruning method brings the settings it names its arms by (`PruningMethod.arm_settings`, rem.pruning.methods
 .arm_settings): the results read them, the label shows them, the arms sort and split by them -- with nothing about
-the method in `rem.results.arms.Arm`. How its arms are drawn (family, rank, marker) is the results' own
-(`rem.results.presentation`): a default for a method of one's own, its own once registered. Checked with a method
-defined here, whose arms are named by `prune.scope` besides the target."""
+the method in `rem.results.arms.Arm`. How its arms are drawn (family, rank, marker) is the method's `presentation`
+(rem.pruning.methods.presentation): a default for a method of one's own, its own once it gives one. Checked with a
+method defined here, whose arms are named by `prune.scope` besides the target."""
 
 from __future__ import annotations
 
@@ -10,9 +10,9 @@ import pandas as pd
 import pytest
 
 from rem.pruning.methods.arm_settings import TARGET, ArmSetting
+from rem.pruning.methods.presentation import OTHER_RANK, Presentation
 from rem.pruning.methods.registry import METHODS, FixedTargetMethod
 from rem.results.arms import PLAIN_ARM, PLUS_Q, PLUS_REM, Arm, stated_keys
-from rem.results.presentation import DEFAULT, OTHER_RANK, PRESENTATIONS, Presentation, register_presentation
 from rem.results.variants import arm_of, label_trials
 
 SCOPE = ArmSetting("scope", ("prune.scope",), read=str, missing="global",
@@ -50,16 +50,19 @@ def test_its_setting_splits_arms_in_the_label_never_as_another_difference(by_sco
     assert labels == ["+BYSCOPE 50%", "+BYSCOPE 50% per layer", "+BYSCOPE 80%"]  # by target, then scope
 
 
-def test_a_method_of_ones_own_is_drawn_by_default_until_it_registers_its_look(by_scope, monkeypatch):
+def test_a_method_of_ones_own_is_drawn_by_default_until_it_gives_its_look(by_scope, monkeypatch):
     arm = Arm(method="byscope", target=0.5)
     assert (arm.label, arm.rank, Arm(method="byscope").marker) == ("+BYSCOPE 50%", OTHER_RANK, None)
-    monkeypatch.setitem(PRESENTATIONS, "byscope", DEFAULT)  # gone again after the test
-    register_presentation("byscope", Presentation(family=lambda arm: "+SCOPED", marker="D"))
+    monkeypatch.setattr(by_scope, "presentation", Presentation(family=lambda arm: "+SCOPED", marker="D"))
     assert (arm.label, Arm(method="byscope").marker) == ("+SCOPED 50%", "D")
 
 
+def test_a_method_no_longer_registered_is_drawn_by_default():
+    assert (Arm(method="gone").label, Arm(method="gone").rank) == ("+GONE", OTHER_RANK)
+
+
 def test_its_marker_is_its_arm_as_published_only(by_scope, monkeypatch):
-    monkeypatch.setitem(PRESENTATIONS, "byscope", Presentation(marker="D"))
+    monkeypatch.setattr(by_scope, "presentation", Presentation(marker="D"))
     assert Arm(method="byscope").marker == "D"
     assert Arm(method="byscope", scope="layer").marker is None and Arm(method="byscope", target=0.5).marker is None
     assert (PLAIN_ARM.marker, PLUS_Q.marker, PLUS_REM.marker) == ("o", "o", "*")

@@ -7,6 +7,7 @@ from typing import TYPE_CHECKING, Any, ClassVar
 
 from rem.config.options import check_declaration, read_options
 from rem.pruning.methods.arm_settings import TARGET, ArmSetting
+from rem.pruning.methods.presentation import DEFAULT, Presentation
 from rem.registry import Registry
 
 if TYPE_CHECKING:
@@ -14,14 +15,9 @@ if TYPE_CHECKING:
 
     from rem.config.prune import PruneConfig
 
-METHODS: Registry[type["PruningMethod"]] = Registry("pruning method", "prune.method", built_in={
-    "none": "rem.pruning.methods.unpruned",
-    "rem": "rem.pruning.methods.rem",
-    "imp": "rem.pruning.methods.imp",
-    "snip": "rem.pruning.methods.snip",
-    "capsules": "rem.pruning.capsules.method",
-})
-BUILT_IN = METHODS.built_in  # name -> the module that registers it
+METHODS: Registry[type["PruningMethod"]] = Registry("pruning method", "prune.method", modules=(
+    "rem.pruning.methods.unpruned", "rem.pruning.methods.rem", "rem.pruning.methods.imp", "rem.pruning.methods.snip",
+    "rem.pruning.capsules.method"))
 
 
 class PruningMethod:
@@ -38,6 +34,8 @@ class PruningMethod:
     # of its arms (`control_settings`: +IMP@REM λ×100)
     arm_settings: ClassVar[tuple[ArmSetting, ...]] = (TARGET,)
     control_settings: ClassVar[tuple[ArmSetting, ...]] = ()
+    # How its arms are named and drawn: family, rank, marker (by default "+<NAME>", after +REM, a spare marker)
+    presentation: ClassVar[Presentation] = DEFAULT
     # Its own `prune.options` as a frozen dataclass (None: none), read with `options_of(self.cfg)`
     options: ClassVar[type | None] = None
 
@@ -122,3 +120,10 @@ def method_names() -> list[str]:
 
 def get_method(name: str) -> type[PruningMethod]:
     return METHODS.get(name)
+
+
+def presentation_of(name: str) -> Presentation:
+    """How the arms of `prune.method` `name` are drawn; the default for a name no method registers now (a results
+    table may hold a plugin's arms without its module)."""
+    method = METHODS.find(name)
+    return method.presentation if method is not None else DEFAULT

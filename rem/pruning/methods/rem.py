@@ -8,6 +8,7 @@ import math
 from rem.config.prune import PruneConfig
 from rem.pruning.lobster import lobster_shrink_
 from rem.pruning.methods.arm_settings import ArmSetting
+from rem.pruning.methods.presentation import OTHER_RANK, REM_RANK, Presentation
 from rem.pruning.methods.registry import PruningMethod, register_method
 from rem.pruning.parameters import is_class_capsule_matrix
 from rem.pruning.search import threshold_search
@@ -47,6 +48,9 @@ class Rem(PruningMethod):
     # "+REM", "+REM λ×100", "+REM W only"; with `threshold_search: none`, "LOBSTER λ×100 (no threshold)"
     arm_settings = (LAMBDA_RATIO, TENSORS, SHRINKAGE_ONLY)
     control_settings = (LAMBDA_RATIO, TENSORS)  # +IMP@REM W only: the REM arm it matches, not its own target
+    # with `threshold_search: none` REM is LOBSTER's shrinkage alone, a control listed among the other methods
+    presentation = Presentation(family=lambda arm: "LOBSTER" if arm.shrinkage_only else "+REM",
+                                rank=lambda arm: OTHER_RANK if arm.shrinkage_only else REM_RANK, marker="*")
 
     @property
     def searches_threshold(self) -> bool:
