@@ -21,6 +21,7 @@ RUNS = {
     "data": ["benchmarks/data_loading.py"],
     "overhead": ["benchmarks/pipeline_overhead.py"],
     "start": ["benchmarks/process_start.py"],
+    "suite_starts": ["benchmarks/suite_starts.py"],
     "dvc": ["benchmarks/dvc_noop.py", "--snapshot", "--repro"],
     "parity": ["benchmarks/precision_parity.py"],
     "gpu": ["benchmarks/gpu_check.py", "--out", "results/gpu_check"],  # exits 2 at once without a GPU

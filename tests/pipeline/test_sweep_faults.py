@@ -6,6 +6,7 @@ Each test runs `python -m pipeline.sweep` in a subprocess on a few hundred gener
 from __future__ import annotations
 
 import os
+import shutil
 import signal
 import subprocess
 import time
@@ -63,16 +64,61 @@ def cut_short(experiment_states) -> None:
         state.write_bytes(state.read_bytes()[:state.stat().st_size // 2])
 
 
-# "cut short": Ray cannot read the experiment back, restarts every trial in a new folder, and each continues from
-# its earlier attempt's checkpoint (pipeline.ray_trials.earlier_attempt)
-@pytest.mark.parametrize("stored_state", ["as saved", "cut short"])
-def test_killed_driver_then_rerun_finishes_without_rerunning_or_duplicating(synthetic_raw, tmp_path, stored_state):
+def stop_group(leader: subprocess.Popen, grace: float = 30.0) -> None:
+    """What of the killed driver's process group outlived it (its local Ray), given `grace` seconds to go by itself,
+    then killed: the files it leaves must stay as they are while they are copied."""
+    deadline = time.monotonic() + grace
+    while time.monotonic() < deadline:
+        try:
+            os.killpg(leader.pid, 0)
+        except ProcessLookupError:
+            return
+        time.sleep(0.5)
+    try:
+        os.killpg(leader.pid, signal.SIGKILL)
+    except ProcessLookupError:
+        pass
+
+
+def rerun_and_check(folder, finished, stored_state: str) -> None:
+    """The killed sweep in `folder` run again: every trial once, to its last epoch, no duplicate or dangling run, the
+    finished trial untouched. "cut short": Ray cannot read the experiment back, restarts every trial in a new folder,
+    and each continues from its earlier attempt's checkpoint (pipeline.ray_trials.earlier_attempt)."""
+    if stored_state == "cut short":
+        states = list((folder / "ray").glob("killdriver-*/experiment_state-*.json"))
+        assert states, sorted(p.name for p in (folder / "ray").rglob("*"))
+        cut_short(states)
+    rerun = run_sweep(folder)
+    table = results(folder)
+    assert len(table) == 2 * KILLED_DRIVER_EPOCHS and not table.duplicated(["trial_key", "epoch"]).any()
+    assert sorted(table.groupby("trial_key")["epoch"].max()) == [KILLED_DRIVER_EPOCHS] * 2
+    assert set(table["status"]) == {"FINISHED"}
+    parents, children = sweep_runs(local_uri(folder), "killdriver")
+    described = [(r.data.tags.get("rem.trial_key"), r.info.status, r.info.start_time, r.data.tags.get("rem.ray_trial_id"))
+                 for r in children]
+    assert len(parents) == 1 and len(children) == 2, described  # no duplicate runs
+    assert {r.info.status for r in parents + children} == {"FINISHED"}  # no dangling RUNNING run
+    again = {r.info.run_id: r for r in children}
+    assert again[finished.info.run_id].info.end_time == finished.info.end_time  # the finished trial did not rerun
+    for run in children:
+        assert epochs_logged(local_uri(folder), run.info.run_id) == list(range(1, KILLED_DRIVER_EPOCHS + 1))
+    if stored_state == "cut short":  # neither trial started over: each went on from its earlier attempt's checkpoint
+        said = rerun.stdout + rerun.stderr
+        for key in ("train.seed=42", "train.seed=43"):
+            assert f"{key}: Ray knows no checkpoint of this trial; continuing from an earlier attempt's" in said, said[-3000:]
+
+
+def test_killed_driver_then_rerun_finishes_without_rerunning_or_duplicating(synthetic_raw, tmp_path):
+    """One sweep killed while its second trial runs, then rerun twice from the same files (copied back in between,
+    at the same path: Ray's and MLflow's records hold absolute paths): once with Ray's experiment state as saved,
+    once with it cut short. One kill serves both reruns (it is most of the test's time)."""
     # 6 epochs: the second trial stays "running, past its first epoch" for 5 of them, a window a busy machine's
     # MLflow polls still see (with 3, a fast CPU finished the second trial between two polls)
-    write_params(tmp_path, synthetic_raw, grid={"train.seed": [42, 43]}, name="killdriver", epochs=KILLED_DRIVER_EPOCHS,
+    folder = tmp_path / "sweep"
+    write_params(folder, synthetic_raw, grid={"train.seed": [42, 43]}, name="killdriver", epochs=KILLED_DRIVER_EPOCHS,
                  train_subset=FAULT_IMAGES, model_options=SMALL_CAPSNET, sweep={"max_concurrent": 1})
-    uri = local_uri(tmp_path)
-    driver = Driver(tmp_path, start_new_session=True)
+    uri = local_uri(folder)
+    driver = Driver(folder, start_new_session=True)
     try:
         def first_done_second_running():
             _, children = sweep_runs(uri, "killdriver")
@@ -87,35 +133,12 @@ def test_killed_driver_then_rerun_finishes_without_rerunning_or_duplicating(synt
         driver.finish(timeout=30)
     finally:
         driver.process.kill()
-    time.sleep(2.0)
-    if stored_state == "cut short":
-        states = list((tmp_path / "ray").glob("killdriver-*/experiment_state-*.json"))
-        assert states, sorted(p.name for p in (tmp_path / "ray").rglob("*"))
-        cut_short(states)
-    try:
-        rerun = run_sweep(tmp_path)
-    finally:
-        try:  # the killed driver's local Ray processes, if any outlived it
-            os.killpg(driver.process.pid, signal.SIGKILL)
-        except ProcessLookupError:
-            pass
-    table = results(tmp_path)
-    assert len(table) == 2 * KILLED_DRIVER_EPOCHS and not table.duplicated(["trial_key", "epoch"]).any()
-    assert sorted(table.groupby("trial_key")["epoch"].max()) == [KILLED_DRIVER_EPOCHS] * 2
-    assert set(table["status"]) == {"FINISHED"}
-    parents, children = sweep_runs(uri, "killdriver")
-    described = [(r.data.tags.get("rem.trial_key"), r.info.status, r.info.start_time, r.data.tags.get("rem.ray_trial_id"))
-                 for r in children]
-    assert len(parents) == 1 and len(children) == 2, described  # no duplicate runs
-    assert {r.info.status for r in parents + children} == {"FINISHED"}  # no dangling RUNNING run
-    again = {r.info.run_id: r for r in children}
-    assert again[finished.info.run_id].info.end_time == finished.info.end_time  # the finished trial did not rerun
-    for run in children:
-        assert epochs_logged(uri, run.info.run_id) == list(range(1, KILLED_DRIVER_EPOCHS + 1))
-    if stored_state == "cut short":  # neither trial started over: each went on from its earlier attempt's checkpoint
-        said = rerun.stdout + rerun.stderr
-        for key in ("train.seed=42", "train.seed=43"):
-            assert f"{key}: Ray knows no checkpoint of this trial; continuing from an earlier attempt's" in said, said[-3000:]
+        stop_group(driver.process)
+    killed = shutil.copytree(folder, tmp_path / "killed", symlinks=True)
+    rerun_and_check(folder, finished, "as saved")
+    shutil.rmtree(folder)
+    shutil.copytree(killed, folder, symlinks=True)
+    rerun_and_check(folder, finished, "cut short")
 
 
 def test_nan_trial_fails_with_its_reason_and_the_sweep_goes_on(synthetic_raw, tmp_path):
