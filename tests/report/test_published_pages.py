@@ -14,8 +14,6 @@ from rem.results.table import read_results
 from tests.conftest import REPO
 
 PUBLISHED = publications()
-# pages whose committed figures the page does not show (yet), and why
-FIGURES_NOT_SHOWN = {"confirm_gamma": "no table of its page names its figures; showing them would change the page"}
 
 
 @pytest.mark.parametrize("profile", sorted(PUBLISHED))
@@ -32,6 +30,4 @@ def test_the_committed_page_is_rendered_from_its_parquet_alone(profile):
         assert path.read_text() == text, path.relative_to(REPO)
     shown = re.findall(r"\]\(figures/([^)]+)\)", (folder / "README.md").read_text())
     committed_figures = sorted(p.name for p in (folder / "figures").glob("*.png"))
-    assert committed_figures and set(shown) <= set(committed_figures)  # every figure shown is committed
-    if profile not in FIGURES_NOT_SHOWN:
-        assert set(committed_figures) <= set(shown)  # and every committed one shown
+    assert committed_figures and set(shown) == set(committed_figures)  # every figure shown is committed, and shown

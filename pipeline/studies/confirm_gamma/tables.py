@@ -45,7 +45,8 @@ def primary_table(frame: pd.DataFrame, context: Context) -> Table:
         f"tested' where one fails; today {standing}."])
 
 
-@report_table("confirm-pairs", "Every pair", file="pairs")
+@report_table("confirm-pairs", "Every pair", file="pairs",
+              figures=("pairs_gamma_capsnet.png", "epochs_gamma_capsnet.png"))
 def pairs_table(frame: pd.DataFrame, context: Context) -> Table:
     pairs = context.once(pairs_of)
     ref, new, metric = pairs.design.reference, pairs.design.treatment, pairs.design.metric
