@@ -27,14 +27,27 @@ import sys
 
 import torch
 
-from benchmarks._common import (child_json, environment_line, fashion_mnist, interleaved_medians, markdown_table,
-                                max_rss_mb)
+from benchmarks._common import (
+    child_json,
+    environment_line,
+    fashion_mnist,
+    interleaved_medians,
+    markdown_table,
+    max_rss_mb,
+)
 from rem.config import Config
 from rem.data import BatchTransform
 from rem.losses import margin_loss
 from rem.models import count_parameters, create_model
-from rem.pruning.capsules import (capsule_layout, coupling_mass_scores, flops_per_image, prune_capsules,
-                                  retarget_optimizer, sensitivity_add_, weight_norm_scores)
+from rem.pruning.capsules import (
+    capsule_layout,
+    coupling_mass_scores,
+    flops_per_image,
+    prune_capsules,
+    retarget_optimizer,
+    sensitivity_add_,
+    weight_norm_scores,
+)
 
 SHAPE, CLASSES, BATCH = (1, 28, 28), 10, 64
 

@@ -55,8 +55,16 @@ def torch_version() -> tuple[int, int]:
 
 
 def run_parts(check, sizes, device: str, data: dict, work: Path) -> None:
-    from benchmarks.gpucheck import (part_epochs, part_evidence, part_graphs, part_packing, part_pairs, part_sharing,
-                                     part_tests, part_trials)
+    from benchmarks.gpucheck import (
+        part_epochs,
+        part_evidence,
+        part_graphs,
+        part_packing,
+        part_pairs,
+        part_sharing,
+        part_tests,
+        part_trials,
+    )
     from benchmarks.gpucheck.data import raw_root
 
     raw = raw_root(data)

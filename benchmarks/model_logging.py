@@ -25,8 +25,7 @@ from mlflow.tracking import MlflowClient
 from benchmarks._common import environment_line, interleaved_medians, markdown_table
 from benchmarks.model_package_size import checkpoint_like
 from rem.config import from_dict
-from rem.tracking import runs as tracking
-from rem.tracking import trial_log
+from rem.tracking import runs as tracking, trial_log
 from rem.tracking.model_store import model_package, save_package
 
 MODELS = ("capsnet", "efficient_capsnet")

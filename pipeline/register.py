@@ -27,8 +27,8 @@ from rem.report.preconditions import classes_of, routing_uniform
 from rem.tracking import runs as tracking
 from rem.tracking.model_registry import register_trial
 from rem.tracking.pareto import points_from_mlflow
-from rem.tracking.store import open_client
 from rem.tracking.results import SweepNotFoundError, experiment_id, resolve_sweep
+from rem.tracking.store import open_client
 from rem.tracking.trade_off import RuleError, choose, one_group, parse_rule
 
 

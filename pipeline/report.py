@@ -18,7 +18,6 @@ import logging
 import sys
 from pathlib import Path
 
-
 from pipeline.ray_trials import POINT, storage_uri
 from rem.cli import CommandError, run_with_params
 from rem.config import Config, add_params_arguments

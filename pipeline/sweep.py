@@ -23,8 +23,8 @@ from rem.cli import run_with_params
 from rem.config import Config, add_params_arguments
 from rem.data import DataSourceError, fetch_datasets
 from rem.results import grid
-from rem.results.variants import arm_run_names
 from rem.results.table import failed_trials, ordered, summary, sweep_id, trial_rows, write_results
+from rem.results.variants import arm_run_names
 from rem.tracking import runs as tracking
 from rem.tracking.store import open_client
 from rem.training.checkpoint import load_history

@@ -24,13 +24,20 @@ import torch
 from ray import tune
 
 import rem.checks  # noqa: F401  every package's checks of a trial's config, registered before it is read
+from pipeline.ray_trials import earlier_attempt, mark_attempt
 from rem.analysis.at_trial_end import AT_TRIAL_END
 from rem.config import from_dict
 from rem.data import fetch_dataset, get_dataset
 from rem.data.sources import recorded_checksums
-from rem.device import (CUBLAS_WORKSPACE, cap_memory, configure_determinism, describe, numerics, release_memory,
-                        resolve_device)
-from rem.training.host_memory import allocator_env
+from rem.device import (
+    CUBLAS_WORKSPACE,
+    cap_memory,
+    configure_determinism,
+    describe,
+    numerics,
+    release_memory,
+    resolve_device,
+)
 from rem.registry import PLUGINS
 from rem.results.grid import trial_key
 from rem.tracking import runs as tracking
@@ -39,10 +46,9 @@ from rem.tracking.store import open_client
 from rem.tracking.system_metrics import machine_metrics, monitored
 from rem.tracking.trial_log import axis_params, best_metrics, log_config, log_final, run_name
 from rem.training.checkpoint import checkpoint_file, final_checkpoint, load_history, saved_epoch, trial_checkpoint_dir
+from rem.training.host_memory import allocator_env
 from rem.training.loop import NonFiniteLossError, train
 from rem.training.paths import path_tags
-
-from pipeline.ray_trials import earlier_attempt, mark_attempt
 
 log = logging.getLogger("rem.trial")  # under "rem": the logger trial_logging sends to the worker's stdout
 

@@ -27,7 +27,6 @@ from rem.config import Config, ConfigError, add_params_arguments, load_from_args
 from rem.data import DataSourceError
 from rem.data.registry import get_dataset, is_known_dataset, list_datasets
 from rem.device import DeviceUnavailableError
-from rem.training.host_memory import keep_freed_memory
 from rem.io import UnsafeFileError
 from rem.models import list_models
 from rem.models.counts import counts_table, model_counts
@@ -40,6 +39,7 @@ from rem.tracking.pareto import front_from_mlflow
 from rem.tracking.results import SweepNotFoundError
 from rem.tracking.runs import TrackingUnavailableError, tracking_uri
 from rem.tracking.ui import serve
+from rem.training.host_memory import keep_freed_memory
 from rem.training.loop import train
 
 

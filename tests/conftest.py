@@ -29,7 +29,7 @@ import pytest
 
 import rem.checks  # noqa: F401  the packages' config checks, registered as the CLI and the pipeline register them
 from rem.config import DataConfig
-from rem.data import DataSourceError, DatasetSpec, RemoteFile, fetch, get_dataset, mirror_folders
+from rem.data import DatasetSpec, DataSourceError, RemoteFile, fetch, get_dataset, mirror_folders
 from rem.data.sources import fetch_file
 from rem.data.synthetic import idx_bytes
 from rem.data.verify import md5_of

@@ -12,8 +12,16 @@ from typing import Any
 
 from rem.config.checks import check_sections, register_package_checks
 from rem.config.prune import PruneConfig  # the pruning library's own config is the `prune` section
-from rem.config.sections import (ConfigError, DataConfig, EvalConfig, FetchConfig, ModelConfig, ReportConfig,
-                                 SweepConfig, TrainConfig)
+from rem.config.sections import (
+    ConfigError,
+    DataConfig,
+    EvalConfig,
+    FetchConfig,
+    ModelConfig,
+    ReportConfig,
+    SweepConfig,
+    TrainConfig,
+)
 from rem.config.values import checked_value
 
 

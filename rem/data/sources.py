@@ -13,8 +13,16 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Iterable, Iterator
 
 from rem.data.registry import DatasetSpec, RemoteFile, get_dataset
-from rem.data.verify import (CHUNK, ChecksumError, DataSourceError, FormatError, install, is_present,
-                             recorded_checksums, stamp_text)
+from rem.data.verify import (
+    CHUNK,
+    ChecksumError,
+    DataSourceError,
+    FormatError,
+    install,
+    is_present,
+    recorded_checksums,
+    stamp_text,
+)
 from rem.io import home_checkout, resolve_path
 
 if TYPE_CHECKING:

@@ -10,8 +10,8 @@ from typing import Callable, NamedTuple
 import torch
 from torch import nn
 
-from rem.device import HOST
 from rem.config.prune import PruneConfig
+from rem.device import HOST
 from rem.pruning.masks import Masks
 
 log = logging.getLogger(__name__)

@@ -7,8 +7,14 @@ from __future__ import annotations
 import pandas as pd
 
 from rem.analysis.sparsity_curve import curves_from_results
-from rem.report.preconditions import (KEPT_ACCURACY_POINTS, accuracy_lost, classes_of, first, input_independent,
-                                      routing_uniform)
+from rem.report.preconditions import (
+    KEPT_ACCURACY_POINTS,
+    accuracy_lost,
+    classes_of,
+    first,
+    input_independent,
+    routing_uniform,
+)
 from rem.report.render import Table
 from rem.report.spread import METRICS, Spread, model_arms, spread
 from rem.report.verdicts import MIN_SEEDS, RULE_NOTE, Differs, Outcome, Verdict, decide, holm

@@ -6,14 +6,14 @@ import math
 
 import pandas as pd
 
-from rem.report.reference import Published, load_published
 from rem.data.registry import table_name
+from rem.report.reference import Published, load_published
 from rem.report.registry import Context, report_table
 from rem.report.render import Table
 from rem.report.spread import spread
 from rem.report.tables import EXPECTED_ARMS, MISSING, Row, Sources, aggregate, footnote, pm, published_for
-from rem.results.frames import final_value
 from rem.results.arms import Arm
+from rem.results.frames import final_value
 
 ABLATION_METHODS = ("rem", "imp", "snip")  # REM against the fixed-target methods
 AFFNIST = "affnist"

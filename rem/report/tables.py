@@ -12,12 +12,12 @@ import numpy as np
 import pandas as pd
 
 from rem.parse_trees import entropy_over_classes
+from rem.report.preconditions import ROUTING_MARGIN_BITS, UNIFORM_MARK, stayed_uniform
 from rem.report.reference import PUBLISHED_VARIANT, Published, load_published, lookup
 from rem.report.registry import Context, report_table
 from rem.report.render import Table
-from rem.report.preconditions import ROUTING_MARGIN_BITS, UNIFORM_MARK, stayed_uniform
-from rem.results.frames import final_value, last_rows, with_final_values
 from rem.results.arms import PLUS_Q, PLUS_REM, PUBLISHED_UNPRUNED, Arm
+from rem.results.frames import final_value, last_rows, with_final_values
 from rem.results.variants import label_trials, routed
 
 MISSING = "not run"

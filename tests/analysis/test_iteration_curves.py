@@ -10,8 +10,13 @@ import pytest
 import torch
 
 from rem.analysis.at_trial_end import AT_TRIAL_END
-from rem.analysis.routing_iterations import (coupling_entropy_bits, iteration_curves, iteration_curves_wanted,
-                                             iteration_metric, routing_calls)
+from rem.analysis.routing_iterations import (
+    coupling_entropy_bits,
+    iteration_curves,
+    iteration_curves_wanted,
+    iteration_metric,
+    routing_calls,
+)
 from rem.config import ConfigError
 from rem.device import HOST
 from rem.models import create_model

@@ -13,9 +13,9 @@ import torch
 
 from rem.analysis.robustness import transforms
 from rem.analysis.robustness.evaluation import robust_from_results, robust_metrics, robustness
-from rem.analysis.transformed import trial_transformed
 from rem.analysis.robustness.families import IDENTITY, RobustnessError
 from rem.analysis.robustness.transforms import transform_images
+from rem.analysis.transformed import trial_transformed
 from rem.cli import main as rem_cli
 from rem.data import BatchTransform, get_dataset
 from rem.data.splits import Split

@@ -31,8 +31,7 @@ from rem.data.affnist import read_affnist
 from rem.data.cifar import read_cifar10
 from rem.data.idx import read_idx_pair
 from rem.data.registry import DATASETS, RemoteFile
-from rem.data.smallnorb import NORB_MAGIC_I32, NORB_MAGIC_U8, norb_header
-from rem.data.smallnorb import NORB_AZIMUTH_TRAIN, norb_files, read_norb
+from rem.data.smallnorb import NORB_AZIMUTH_TRAIN, NORB_MAGIC_I32, NORB_MAGIC_U8, norb_files, norb_header, read_norb
 from rem.data.svhn import read_svhn
 from rem.data.verify import extract_verified
 from tests.conftest import as_rgb32, write_idx

@@ -3,14 +3,21 @@ settings only one family reads, the batch-transform options those settings give,
 
 from __future__ import annotations
 
-
 import numpy as np
 import pytest
 
 from rem.config import Config, ConfigError, DataConfig
 from rem.data import BatchTransform, get_dataset, load_splits
-from rem.data.registry import (DATASETS, FAMILIES, DatasetFamily, DatasetSpec, find_family, list_datasets,
-                               register_family, table_name)
+from rem.data.registry import (
+    DATASETS,
+    FAMILIES,
+    DatasetFamily,
+    DatasetSpec,
+    find_family,
+    list_datasets,
+    register_family,
+    table_name,
+)
 
 # <name>-<key>.npz as the prepared cache has always named them (key: format, the files' recorded md5s, the reader's
 # parameters at their defaults): a changed key would rebuild every user's cache.

@@ -11,9 +11,9 @@ import pytest
 import torch
 
 from rem.config import Config, ConfigError
-from rem.models.from_config import model_options
-from rem.models import create_model
 from rem.config.options import as_keywords, declared_options
+from rem.models import create_model
+from rem.models.from_config import model_options
 from rem.routing import ROUTINGS, register_routing
 from tests.extending.toy_routing import UniformOptions, uniform_routing
 from tests.tiny_trials import SMALL_CAPSNET

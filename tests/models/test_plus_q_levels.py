@@ -8,8 +8,7 @@ import dataclasses
 import torch
 
 from rem.config import from_dict
-from rem.models import create_model
-from rem.models import gamma_capsnet as module
+from rem.models import create_model, gamma_capsnet as module
 
 MNIST_SHAPE = (1, 28, 28)
 

@@ -16,9 +16,18 @@ from mlflow.tracking import MlflowClient
 
 from rem.tracking.model_store import load_parse_trees
 from tests.conftest import REPO
-from tests.sweep_helpers import (BIN, assert_same_table, free_port, load_in_new_process, mlflow_server, sweep_env,
-                                 sweep_runs, wait_for, write_params)
 from tests.pipeline.test_sweep_faults import FAULT_IMAGES
+from tests.sweep_helpers import (
+    BIN,
+    assert_same_table,
+    free_port,
+    load_in_new_process,
+    mlflow_server,
+    sweep_env,
+    sweep_runs,
+    wait_for,
+    write_params,
+)
 from tests.tiny_trials import SMALL_CAPSNET
 
 pytestmark = pytest.mark.slow

@@ -13,8 +13,19 @@ import time
 import pytest
 
 from rem.tracking.store import open_client
-from tests.sweep_helpers import (Driver, epochs_logged, free_port, local_uri, mlflow_server, results, run_sweep,
-                                 sweep_env, sweep_runs, wait_for, write_params)
+from tests.sweep_helpers import (
+    Driver,
+    epochs_logged,
+    free_port,
+    local_uri,
+    mlflow_server,
+    results,
+    run_sweep,
+    sweep_env,
+    sweep_runs,
+    wait_for,
+    write_params,
+)
 from tests.tiny_trials import SMALL_CAPSNET
 
 pytestmark = pytest.mark.slow

@@ -16,8 +16,16 @@ from rem.results.grid import trial_key
 from rem.tracking.model_store import load_parse_trees, model_package
 from rem.training.checkpoint import final_checkpoint, load_checkpoint
 from tests.conftest import REPO, SYNTHETIC
-from tests.sweep_helpers import (assert_same_table, load_in_new_process, local_uri, results, run_sweep, sweep_env,
-                                 sweep_runs, write_params)
+from tests.sweep_helpers import (
+    assert_same_table,
+    load_in_new_process,
+    local_uri,
+    results,
+    run_sweep,
+    sweep_env,
+    sweep_runs,
+    write_params,
+)
 from tests.tiny_trials import SMALL_CAPSNET
 
 pytestmark = pytest.mark.slow

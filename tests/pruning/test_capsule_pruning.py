@@ -10,8 +10,16 @@ import torch
 
 from rem.config import ConfigError, from_dict
 from rem.models import count_parameters, create_model
-from rem.pruning.capsules import (build_args_from_weights, capsule_layout, coupling_mass_scores, mask_capsules,
-                                  prune_capsules, retarget_optimizer, sensitivity_add_, weight_norm_scores)
+from rem.pruning.capsules import (
+    build_args_from_weights,
+    capsule_layout,
+    coupling_mass_scores,
+    mask_capsules,
+    prune_capsules,
+    retarget_optimizer,
+    sensitivity_add_,
+    weight_norm_scores,
+)
 from rem.training.checkpoint import CHECKPOINT_FILE, load_checkpoint, trial_checkpoint_dir
 from rem.training.loop import train
 from tests.conftest import synthetic_data

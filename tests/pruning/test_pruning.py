@@ -11,8 +11,18 @@ from torch import nn
 from rem.evaluate import batches_of, evaluate
 from rem.losses import margin_loss
 from rem.models import create_model
-from rem.pruning import (Masks, PruneConfig, Pruner, lobster_shrink_, magnitude_prune_to, prunable_parameters,
-                         schedule_sparsity, shrinkable_parameters, sparsity_report, threshold_search)
+from rem.pruning import (
+    Masks,
+    PruneConfig,
+    Pruner,
+    lobster_shrink_,
+    magnitude_prune_to,
+    prunable_parameters,
+    schedule_sparsity,
+    shrinkable_parameters,
+    sparsity_report,
+    threshold_search,
+)
 from rem.training.validation_loss import ValidationLoss
 
 SHAPE = (1, 20, 20)  # 2x2 grid of primary capsules: 16 input capsules, fast on CPU

@@ -6,10 +6,10 @@ from __future__ import annotations
 
 import pandas as pd
 
-from rem.report import tables
-from rem.report.arm_seeds import arms_of
 from pipeline.studies import published_page
 from pipeline.studies.claims.tables import verdict_table
+from rem.report import tables
+from rem.report.arm_seeds import arms_of
 from rem.report.equivariance import equivariance_points, equivariance_rows as equivariance_cells, equivariance_table
 from rem.report.robustness import robustness_points
 from tests.report.test_claims_report import claims_results, written

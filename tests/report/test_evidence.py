@@ -9,8 +9,8 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from rem.config import load
 from pipeline.studies.evidence.tables import mechanism_rows as mechanism_cells
+from rem.config import load
 from rem.report.arm_seeds import ArmSeeds
 from rem.report.spread import METRICS, spread as spread_of
 from rem.report.verdicts import HEADER as VERDICT_HEADER, claims_table

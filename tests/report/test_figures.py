@@ -18,8 +18,8 @@ from pipeline.report import locate_checkpoints
 from rem.analysis.at_trial_end import AT_TRIAL_END
 from rem.config import load
 from rem.report.figures.build import build_figures
-from rem.report.figures.internals import load_trial, snapshot
 from rem.report.figures.graphs import parse_tree_graph
+from rem.report.figures.internals import load_trial, snapshot
 from rem.report.figures.saliency import saliency, saliency_maps
 from rem.report.page import linked_files
 from rem.report.stage import build_reports

@@ -6,8 +6,8 @@ from __future__ import annotations
 import pandas as pd
 import pytest
 
-from rem.config import load
 from pipeline.studies.horizon.tables import ceiling, lowest_val_loss_epoch, stopped_by
+from rem.config import load
 from rem.results import grid
 from tests.conftest import REPO
 

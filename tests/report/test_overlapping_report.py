@@ -6,11 +6,11 @@ from __future__ import annotations
 
 import pandas as pd
 
-from rem.report import tables
 from pipeline.studies import published_page
-from rem.report.assemble import markdown_body
-from rem.report.arm_seeds import arms_of
 from pipeline.studies.claims.overlapping import overlapping_rows as overlapping_cells, overlapping_table
+from rem.report import tables
+from rem.report.arm_seeds import arms_of
+from rem.report.assemble import markdown_body
 from tests.report.test_claims_report import written
 from tests.report.test_report import final_row
 

@@ -11,8 +11,16 @@ import pytest
 from scipy import stats
 
 from rem.report.sequential import Design, boundaries, design_power, spent, stated
-from rem.report.verdicts import (Outcome, paired, paired_detectable, paired_power, paired_power_note, pairs_needed,
-                                 sd_interval, sign_flip_p)
+from rem.report.verdicts import (
+    Outcome,
+    paired,
+    paired_detectable,
+    paired_power,
+    paired_power_note,
+    pairs_needed,
+    sd_interval,
+    sign_flip_p,
+)
 
 # The exploratory γ-CapsNet horizon's last-epoch entropies (issue 64): +Q and +REM, seeds 42-44
 Q = [8.806, 8.787, 8.759]

@@ -8,12 +8,12 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from rem.report.stage import build_reports
 from rem.config import ConfigError, load
 from rem.report import protocol, tables
 from rem.report.page import linked_files
 from rem.report.reference import PUBLISHED_FILE, ReferenceError, load_published, lookup
 from rem.report.render import to_markdown
+from rem.report.stage import build_reports
 from tests.conftest import REPO
 
 

@@ -8,8 +8,8 @@ import pandas as pd
 import pytest
 
 from pipeline.studies import publication, published_page
-from rem.config import load
 from pipeline.studies.routing.tables import curves, onset, routing_threshold
+from rem.config import load
 from rem.results import grid
 from tests.conftest import REPO
 

@@ -12,8 +12,14 @@ import pytest
 from scipy import stats
 
 from rem.report.arm_seeds import QUANTIZED, arm_seeds
-from rem.report.preconditions import (LEARNED_MARGIN_POINTS, ROUTING_MARGIN_BITS, chance_accuracy, evaluation_differs,
-                                      first, uniform_arms)
+from rem.report.preconditions import (
+    LEARNED_MARGIN_POINTS,
+    ROUTING_MARGIN_BITS,
+    chance_accuracy,
+    evaluation_differs,
+    first,
+    uniform_arms,
+)
 from rem.report.verdicts import Differs, NoWorse, Outcome, decide, welch
 from tests.report.test_report import final_row
 

@@ -12,8 +12,8 @@ import pytest
 
 from pipeline.studies import published_page
 from rem.report.dvc_outputs import arm_curves, write_metrics
-from rem.report.spread import final_spreads
 from rem.report.robustness import arms as robustness_arms, robustness_points
+from rem.report.spread import final_spreads
 from rem.report.tables import aggregate
 from rem.results.arms import compared_keys, short_keys
 from rem.results.frames import training_points, trial_points

@@ -8,8 +8,8 @@ import subprocess
 import sys
 from pathlib import Path
 
-import pytest
 import pandas as pd
+import pytest
 import yaml
 
 from rem import config

@@ -14,15 +14,24 @@ from rem.data.registry import find_family
 from rem.models.counts import decoder_parameters
 from rem.report.ablations import gflops, step_ms
 from rem.report.arm_seeds import QUANTIZED, ArmSeeds, arms_of, evaluation_note
+from rem.report.equivariance import equivariance_points, equivariance_rows
 from rem.report.preconditions import PRECONDITIONS_NOTE, at_chance, chance_accuracy, first
-from rem.report.verdicts import HEADER as VERDICT_HEADER, RULE_NOTE, Differs, NoWorse, claims_table, judged
 from rem.report.registry import Context, report_table
 from rem.report.render import Table
-from rem.report.equivariance import equivariance_points, equivariance_rows
-from rem.report.robustness import (HEADLINE, arm_spread, arms, baseline_arms, capsule_arms, dataset_points, drop,
-                                   per_trial, robustness_points)
+from rem.report.robustness import (
+    HEADLINE,
+    arm_spread,
+    arms,
+    baseline_arms,
+    capsule_arms,
+    dataset_points,
+    drop,
+    per_trial,
+    robustness_points,
+)
 from rem.report.spread import Spread
 from rem.report.tables import aggregate
+from rem.report.verdicts import HEADER as VERDICT_HEADER, RULE_NOTE, Differs, NoWorse, claims_table, judged
 from rem.results.arms import PLAIN_ARM, PLUS_Q, Arm
 from rem.results.variants import routed
 

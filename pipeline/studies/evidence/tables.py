@@ -12,8 +12,16 @@ from rem.report.mechanism_curve import curve_tables
 from rem.report.registry import Context, report_table
 from rem.report.render import Table
 from rem.report.spread import METRICS, final_spreads, model_arms, spread
-from rem.report.verdicts import (HEADER as VERDICT_HEADER, DerivedCell, Differs, NoWorse, Outcome, Verdict,
-                                  claims_table, judged)
+from rem.report.verdicts import (
+    HEADER as VERDICT_HEADER,
+    DerivedCell,
+    Differs,
+    NoWorse,
+    Outcome,
+    Verdict,
+    claims_table,
+    judged,
+)
 from rem.results.arms import PLUS_Q, Arm
 from rem.results.frames import arm_rows, finished_trials
 

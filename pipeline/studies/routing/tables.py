@@ -11,8 +11,7 @@ import pandas as pd
 
 from rem.report.abstract_claims import NEGLIGIBLE_POINTS
 from rem.report.arm_seeds import last_iteration
-from rem.report.preconditions import (PRECONDITIONS_NOTE, ROUTING_MARGIN_BITS, chance_accuracy, classes_of,
-                                      did_not_learn)
+from rem.report.preconditions import PRECONDITIONS_NOTE, ROUTING_MARGIN_BITS, chance_accuracy, classes_of, did_not_learn
 from rem.report.registry import Context, report_table
 from rem.report.render import Table
 from rem.report.spread import spread

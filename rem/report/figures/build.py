@@ -14,8 +14,17 @@ from rem.analysis.sparsity_curve import curves_from_results
 from rem.config import Config
 from rem.models import has_routing, list_models
 from rem.report.dvc_outputs import file_slug
-from rem.report.figures import (couplings, curve, graphs, overlap, parallel, robustness, routing_iterations, saliency,
-                                 sweep_plots)
+from rem.report.figures import (
+    couplings,
+    curve,
+    graphs,
+    overlap,
+    parallel,
+    robustness,
+    routing_iterations,
+    saliency,
+    sweep_plots,
+)
 from rem.report.figures.internals import CheckpointMissingError, load_trial, snapshot
 from rem.report.robustness import robustness_points
 from rem.report.routing_iterations import iteration_points

@@ -15,8 +15,15 @@ from rem.data import BatchTransform, prepare_data
 from rem.device import resolve_device
 from rem.models.from_config import build_model
 from rem.pruning.capsules import build_args_from_weights
-from rem.training.checkpoint import (CHECKPOINT_FILE, FIRST_EPOCH_FILE, checkpoint_file, load_checkpoint,
-                                     load_first_epoch, saved_config, saved_weights)
+from rem.training.checkpoint import (
+    CHECKPOINT_FILE,
+    FIRST_EPOCH_FILE,
+    checkpoint_file,
+    load_checkpoint,
+    load_first_epoch,
+    saved_config,
+    saved_weights,
+)
 
 # Data sources are the report machine's, not the trial's (it may have run elsewhere)
 DATA_SOURCE_KEYS = ("root", "mirror", "system_root", "download", "prepared")
