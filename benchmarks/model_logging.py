@@ -90,7 +90,8 @@ def measure(client, experiment_id: str, states: dict[str, Path], rounds: int) ->
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--rounds", type=int, default=3)
-    parser.add_argument("--tracking-uri", default="", help="a running mlflow server (default: a temporary sqlite store)")
+    parser.add_argument("--tracking-uri", default="",
+                        help="a running mlflow server (default: a temporary sqlite store)")
     args = parser.parse_args(argv)
     os.environ.setdefault("MLFLOW_ENABLE_ARTIFACTS_PROGRESS_BAR", "false")
     print(environment_line())
@@ -98,7 +99,8 @@ def main(argv: list[str] | None = None) -> None:
         uri = args.tracking_uri or f"sqlite:///{Path(tmp) / 'mlflow.db'}"
         client = MlflowClient(uri)
         experiment_id = client.create_experiment(f"model-logging-{os.getpid()}",
-                                                 artifact_location=None if args.tracking_uri else str(Path(tmp) / "artifacts"))
+                                                 artifact_location=None if args.tracking_uri
+                                                 else str(Path(tmp) / "artifacts"))
         states = {name: trial_checkpoint(name, Path(tmp)) for name in MODELS}
         rows = measure(client, experiment_id, states, args.rounds)
     print(f"store: {'mlflow server ' + args.tracking_uri if args.tracking_uri else 'sqlite + local artifacts'}; "

@@ -52,7 +52,8 @@ def routing_warning(client: MlflowClient, trial: pd.Series) -> str:
         return ""
     reason = routing_uniform(f"{trial['model']} {trial['variant']} seed {trial['seed']}", [coupling],
                              classes_of(str(trial["dataset"])), "final")
-    return f"warning: {reason}: its entropy of {trial['entropy']:.4f} bits is no routing, not a trade-off" if reason else ""
+    return (f"warning: {reason}: its entropy of {trial['entropy']:.4f} bits is no routing, not a trade-off"
+            if reason else "")
 
 
 def register(cfg: Config, args: argparse.Namespace) -> int:

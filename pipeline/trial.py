@@ -92,8 +92,8 @@ def on_assigned_gpus(cfg, gpu_ids: list) -> Any:
 
 def take_device(client, run_id: str, cfg) -> None:
     """The device this trial trains on (train resolves the same setting the same way in this process) and how it
-    computes there (precision, TF32, determinism, eager or compiled) as run tags; a fractional GPU's memory share enforced (Ray only
-    counts the fraction, the process must keep to it)."""
+    computes there (precision, TF32, determinism, eager or compiled) as run tags; a fractional GPU's memory share
+    enforced (Ray only counts the fraction, the process must keep to it)."""
     device = resolve_device(cfg.train.device)
     tracking.set_tags(client, run_id, {"rem.device": describe(device), **numerics(device, cfg.train),
                                        **path_tags(cfg, device)})
@@ -216,7 +216,8 @@ def worker_env() -> dict[str, str]:
     """Environment every trial process gets (quiet, and no surprise threads or auth tokens)."""
     # cuBLAS reads its workspace setting when a process first uses CUDA, before a trial could set it (a reused
     # worker already has): every worker gets the one deterministic trials need (a few MiB of workspace).
-    env = {"PYTHONUNBUFFERED": "1", "TUNE_DISABLE_AUTO_CALLBACK_LOGGERS": "1", "CUBLAS_WORKSPACE_CONFIG": CUBLAS_WORKSPACE,
+    env = {"PYTHONUNBUFFERED": "1", "TUNE_DISABLE_AUTO_CALLBACK_LOGGERS": "1",
+           "CUBLAS_WORKSPACE_CONFIG": CUBLAS_WORKSPACE,
            # saving a trial's MLflow Model copies its package through MLflow's artifact download: no progress bars
            "MLFLOW_ENABLE_ARTIFACTS_PROGRESS_BAR": "false",
            **allocator_env()}  # a step's large tensors reuse freed memory (rem.training.host_memory)

@@ -24,5 +24,6 @@ from rem.config.sections import (
 __all__ = [
     "SECTION_CLASSES", "TRIAL_SECTIONS", "Config", "ConfigError", "DataConfig", "EvalConfig",
     "FetchConfig", "ModelConfig", "PruneConfig", "ReportConfig", "SweepConfig", "TrainConfig", "add_params_arguments",
-    "deep_merge", "flatten", "from_dict", "from_stored", "load", "load_from_args", "parse_override", "resolve", "set_dotted",
+    "deep_merge", "flatten", "from_dict", "from_stored", "load", "load_from_args", "parse_override", "resolve",
+    "set_dotted",
 ]

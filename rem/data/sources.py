@@ -150,7 +150,8 @@ def fetch(spec: DatasetSpec, dest: Path, *, mirrors: list[Path] = (), system_roo
     """Fetch every file of `spec` into `dest`; returns {file name: where it came from}."""
     dest.mkdir(parents=True, exist_ok=True)
     return {
-        remote.name: fetch_file(spec, remote, dest, mirrors=list(mirrors), system_root=system_root, download_ok=download_ok)
+        remote.name: fetch_file(spec, remote, dest, mirrors=list(mirrors), system_root=system_root,
+                                download_ok=download_ok)
         for remote in spec.files
     }
 

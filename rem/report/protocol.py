@@ -59,7 +59,8 @@ def affnist_table(rows: list[Row], published: list[Published]) -> Table:
                       sources.cite(published_for(published, row))])
     notes = ["Trained on MNIST placed at random offsets in 40x40; MNIST 40x40 is the MNIST test set centred in 40x40 "
              "(the affNIST protocol's validation split; capped by data.val_subset when set), affNIST the affNIST test "
-             "set, both from the final evaluation's checkpoint and forward. Mean ± sample std (ddof 1) over seeds.", footnote(shown)] + sources.notes()
+             "set, both from the final evaluation's checkpoint and forward. Mean ± sample std (ddof 1) over seeds.",
+             footnote(shown)] + sources.notes()
     return Table("affNIST: MNIST (40x40) vs affNIST accuracy",
                  ["Model", "Variant", "MNIST 40x40 (%)", "affNIST (%)", "Published affNIST (%)"], cells, notes)
 

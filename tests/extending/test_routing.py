@@ -1,7 +1,8 @@
 """docs/extending.md's recipe for a routing of one's own and an option of its own: the toy "uniform" routing
 (tests/extending/toy_routing.py) declares `sharpness` in its options dataclass at its registration;
 `model.routing_options` sets it, the config refuses any key it does not declare in one line, and the value reaches
-the routing's call as a keyword from the params through `create_model`. (tests/extending/test_recipes.py runs it through a real sweep.)"""
+the routing's call as a keyword from the params through `create_model`. (tests/extending/test_recipes.py runs it
+through a real sweep.)"""
 
 from __future__ import annotations
 

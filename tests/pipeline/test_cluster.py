@@ -41,7 +41,8 @@ def ray_cli(*args: str, env: dict, timeout: int = 120) -> subprocess.CompletedPr
 
 def nodes(gcs: str, env: dict) -> list[dict]:
     code = ("import json, ray; ray.init(address=%r, logging_level='ERROR'); "
-            "print(json.dumps([{'id': n['NodeID'], 'port': n['NodeManagerPort'], 'alive': n['Alive']} for n in ray.nodes()]))")
+            "print(json.dumps([{'id': n['NodeID'], 'port': n['NodeManagerPort'], 'alive': n['Alive']} "
+            "for n in ray.nodes()]))")
     out = subprocess.run([sys.executable, "-c", code % gcs], env=env, capture_output=True, text=True, timeout=120)
     return json.loads(out.stdout.strip().splitlines()[-1])
 
@@ -171,7 +172,8 @@ def test_losing_the_worker_node_moves_its_trial_to_the_head(cluster, synthetic_r
     assert victims, "worker raylet not found"
     for pid in victims:
         os.kill(pid, signal.SIGKILL)
-    logs = ray_cli("job", "logs", f"--address={cluster['dashboard']}", "--follow", job_id, env=cluster["env"], timeout=900)
+    logs = ray_cli("job", "logs", f"--address={cluster['dashboard']}", "--follow", job_id, env=cluster["env"],
+                   timeout=900)
     status = ray_cli("job", "status", f"--address={cluster['dashboard']}", job_id, env=cluster["env"])
     assert "succeeded" in status.stdout.lower(), logs.stdout[-4000:]
     import pandas as pd

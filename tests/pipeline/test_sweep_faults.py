@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import os
 import signal
-import subprocess
 import time
 
 import pytest
@@ -115,7 +114,8 @@ def test_killed_driver_then_rerun_finishes_without_rerunning_or_duplicating(synt
     assert sorted(table.groupby("trial_key")["epoch"].max()) == [KILLED_DRIVER_EPOCHS] * 2
     assert set(table["status"]) == {"FINISHED"}
     parents, children = sweep_runs(uri, "killdriver")
-    described = [(r.data.tags.get("rem.trial_key"), r.info.status, r.info.start_time, r.data.tags.get("rem.ray_trial_id"))
+    described = [(r.data.tags.get("rem.trial_key"), r.info.status, r.info.start_time,
+                  r.data.tags.get("rem.ray_trial_id"))
                  for r in children]
     assert len(parents) == 1 and len(children) == 2, described  # no duplicate runs
     assert {r.info.status for r in parents + children} == {"FINISHED"}  # no dangling RUNNING run
@@ -126,7 +126,8 @@ def test_killed_driver_then_rerun_finishes_without_rerunning_or_duplicating(synt
     if stored_state == "cut short":  # neither trial started over: each went on from its earlier attempt's checkpoint
         said = rerun.stdout + rerun.stderr
         for key in ("train.seed=42", "train.seed=43"):
-            assert f"{key}: Ray knows no checkpoint of this trial; continuing from an earlier attempt's" in said, said[-3000:]
+            assert f"{key}: Ray knows no checkpoint of this trial; continuing from an earlier attempt's" in said, \
+                said[-3000:]
 
 
 def test_nan_trial_fails_with_its_reason_and_the_sweep_goes_on(synthetic_raw, tmp_path):

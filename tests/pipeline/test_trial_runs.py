@@ -102,7 +102,8 @@ def test_a_matched_imp_control_prunes_to_the_sparsity_its_rem_trial_reached(synt
     grid = {"model.name": ["efficient_capsnet"], "train.seed": [42],
             "prune": [{"method": "rem"}, {"method": "imp", "target_from": "rem"},
                       {"method": "imp", "target_from": "rem", "scope": "tensor"}]}
-    write_params(tmp_path, synthetic_raw, grid=grid, name="matched", epochs=2, train_subset=512, sweep={"max_concurrent": 1})
+    write_params(tmp_path, synthetic_raw, grid=grid, name="matched", epochs=2, train_subset=512,
+                 sweep={"max_concurrent": 1})
     run_sweep(tmp_path)
     table = results(tmp_path)
     everything = table.sort_values("epoch").groupby("trial_key").tail(1)

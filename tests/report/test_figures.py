@@ -134,7 +134,8 @@ def test_missing_checkpoint_is_a_note_not_a_crash(tiny_sweep, synthetic_raw, tmp
     assert f"no {CHECKPOINT_FILE} in {gone}" in notes[0] and "no checkpoint found" in notes[1]
 
 
-def test_report_stage_finds_checkpoints_in_ray_storage_and_links_only_existing_files(tiny_sweep, synthetic_raw, tmp_path):
+def test_report_stage_finds_checkpoints_in_ray_storage_and_links_only_existing_files(tiny_sweep, synthetic_raw,
+                                                                                     tmp_path):
     results, checkpoints = tiny_sweep
     storage = tmp_path / "ray"
     for n, (key, folder) in enumerate(sorted(checkpoints.items())):

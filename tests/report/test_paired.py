@@ -78,7 +78,8 @@ def test_power_matches_the_noncentral_t_and_the_issue_design():
 
 def test_the_undecided_text_gives_the_uncertainty_of_its_sd():
     note = paired_power_note(paired(Q, [8.70, 8.80, 8.65], direction=-1))
-    assert "2 degrees of freedom, 95 % interval [" in note and "pairs (" in note and "over the SD's 95 % interval" in note
+    assert "2 degrees of freedom, 95 % interval [" in note and "pairs (" in note
+    assert "over the SD's 95 % interval" in note
     wrong_side = paired_power_note(paired(Q, [8.9, 8.9, 8.9], direction=-1))
     assert "not on the claimed side" in wrong_side
 

@@ -90,7 +90,8 @@ def test_an_axis_over_a_model_option_makes_two_arms(claims):
 
 def test_an_axis_over_prune_twt_makes_two_arms(claims):
     def rem_capsnet(results, seed):
-        return (results["model.name"] == "capsnet") & (results["prune.method"] == "rem") & (results["train.seed"] == seed)
+        return ((results["model.name"] == "capsnet") & (results["prune.method"] == "rem")
+                & (results["train.seed"] == seed))
 
     results = changed(claims, "prune.twt", 0.1, which=rem_capsnet)
     assert rows_of(results, "capsnet", "+REM") == {"+REM": [42, 44], "+REM · twt=0.1": [43]}

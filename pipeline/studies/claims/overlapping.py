@@ -57,4 +57,5 @@ def overlapping_rows(rows, seeds: dict) -> list[list[str]]:
               file="overlapping_{group}", figures=("multi_reconstructions_{group}.png",))
 def overlapping_section(frame, context: Context, dataset: str) -> Table | None:
     rows = context.once(aggregate)
-    return overlapping_table(rows, dataset) if paired(dataset) and any(r.dataset == dataset and r.seeds for r in rows) else None
+    return (overlapping_table(rows, dataset)
+            if paired(dataset) and any(r.dataset == dataset and r.seeds for r in rows) else None)

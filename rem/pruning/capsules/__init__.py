@@ -24,7 +24,8 @@ from rem.pruning.capsules.options import CRITERIA, RULES, CapsuleOptions
 from rem.pruning.capsules.pruner import CapsulePruner, largest_harmless_removal, types_to_remove
 
 __all__ = [
-    "CRITERIA", "RULES", "CapsuleLayout", "CapsuleOptions", "CapsulePruner", "Entry", "build_args_from_weights", "capsule_layout",
+    "CRITERIA", "RULES", "CapsuleLayout", "CapsuleOptions", "CapsulePruner", "Entry", "build_args_from_weights",
+    "capsule_layout",
     "capsule_report", "coupling_mass_scores", "flops_per_image", "largest_harmless_removal", "mask_capsules",
     "prune_capsules", "retarget_optimizer", "sensitivity_add_", "type_slices", "types_to_remove", "weight_norm_scores",
 ]
