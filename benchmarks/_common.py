@@ -66,7 +66,8 @@ def child_json(args: list[str], env: dict[str, str] | None = None, timeout: floa
     """Run `python <args>` in a fresh process (same interpreter, this repo importable) and parse the last
     stdout line as JSON. Used where a number must not be polluted by what an earlier variant allocated."""
     full_env = {**os.environ, "PYTHONPATH": str(REPO), **(env or {})}
-    proc = subprocess.run([sys.executable, *args], capture_output=True, text=True, env=full_env, timeout=timeout, cwd=REPO)
+    proc = subprocess.run([sys.executable, *args], capture_output=True, text=True, env=full_env, timeout=timeout,
+                          cwd=REPO)
     if proc.returncode != 0:
         raise RuntimeError(f"child {args} failed ({proc.returncode}):\n{proc.stderr[-3000:]}")
     return json.loads(proc.stdout.strip().splitlines()[-1])

@@ -77,7 +77,8 @@ def forward_of(variant: Variant, model: torch.nn.Module, device: str) -> torch.n
     return compile_model(model, options=variant.compile_options) if variant.compile else model
 
 
-def train_step_fn(variant: Variant, model: torch.nn.Module, batch_size: int = 128, device: str = "cpu") -> Callable[[], float]:
+def train_step_fn(variant: Variant, model: torch.nn.Module, batch_size: int = 128,
+                  device: str = "cpu") -> Callable[[], float]:
     """A closure doing one full training step on a fixed batch; returns the loss (forces completion)."""
     forward = forward_of(variant, model, device)
     opt = torch.optim.Adam(model.parameters(), lr=1e-4)
@@ -97,7 +98,8 @@ def train_step_fn(variant: Variant, model: torch.nn.Module, batch_size: int = 12
     return step
 
 
-def inference_fn(variant: Variant, model: torch.nn.Module, batch_size: int = 500, device: str = "cpu") -> Callable[[], None]:
+def inference_fn(variant: Variant, model: torch.nn.Module, batch_size: int = 500,
+                 device: str = "cpu") -> Callable[[], None]:
     """One evaluation batch (the pipeline's eval_batch_size is 500) under inference_mode, eval mode."""
     forward = forward_of(variant, model, device)
     x, _ = batch(batch_size, device, seed=1)
@@ -105,7 +107,8 @@ def inference_fn(variant: Variant, model: torch.nn.Module, batch_size: int = 500
 
     def infer() -> None:
         model.eval()
-        with torch.inference_mode(), torch.autocast(dev_type, dtype=torch.bfloat16, enabled=variant.precision == "bf16"):
+        with torch.inference_mode(), torch.autocast(dev_type, dtype=torch.bfloat16,
+                                                    enabled=variant.precision == "bf16"):
             forward(x).lengths.sum().item()
         model.train()
 

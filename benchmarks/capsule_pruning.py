@@ -1,4 +1,5 @@
-"""Capsule pruning (rem.pruning.capsules) on real Fashion-MNIST: dense vs models rebuilt with fewer primary-capsule types.
+"""Capsule pruning (rem.pruning.capsules) on real Fashion-MNIST: dense vs models rebuilt with fewer primary-capsule
+types.
 
     PYTHONPATH=$PWD python benchmarks/capsule_pruning.py [--models capsnet,efficient_capsnet] [--steps 200]
         [--kept 1,0.5,0.25,0.125] [--criteria weight_norm,coupling_mass,sensitivity] [--compare-at 0.25]
@@ -27,14 +28,27 @@ import sys
 
 import torch
 
-from benchmarks._common import (child_json, environment_line, fashion_mnist, interleaved_medians, markdown_table,
-                                max_rss_mb)
+from benchmarks._common import (
+    child_json,
+    environment_line,
+    fashion_mnist,
+    interleaved_medians,
+    markdown_table,
+    max_rss_mb,
+)
 from rem.config import Config
 from rem.data import BatchTransform
 from rem.losses import margin_loss
 from rem.models import count_parameters, create_model
-from rem.pruning.capsules import (capsule_layout, coupling_mass_scores, flops_per_image, prune_capsules,
-                                  retarget_optimizer, sensitivity_add_, weight_norm_scores)
+from rem.pruning.capsules import (
+    capsule_layout,
+    coupling_mass_scores,
+    flops_per_image,
+    prune_capsules,
+    retarget_optimizer,
+    sensitivity_add_,
+    weight_norm_scores,
+)
 
 SHAPE, CLASSES, BATCH = (1, 28, 28), 10, 64
 
@@ -94,7 +108,8 @@ def bench_model(name: str, data, args) -> list[list]:
     torch.manual_seed(0)
     x_all, y_all = data["train"]
     half = args.steps // 2
-    batches = [(x_all[(s * BATCH) % len(y_all):][:BATCH], y_all[(s * BATCH) % len(y_all):][:BATCH]) for s in range(args.steps)]
+    batches = [(x_all[(s * BATCH) % len(y_all):][:BATCH], y_all[(s * BATCH) % len(y_all):][:BATCH])
+               for s in range(args.steps)]
     dense = Run(builder(name)(), None)
     dense.optimizer = torch.optim.Adam(dense.model.parameters(), lr=1e-3)
     types = capsule_layout(dense.model).types
@@ -104,7 +119,8 @@ def bench_model(name: str, data, args) -> list[list]:
         if s >= half - 20:
             sensitivity_add_(dense.model, sensitivity)
     val_batches = [data["val"]]
-    ranked = {c: torch.argsort(scores_for(c, dense.model, sensitivity, val_batches), stable=True) for c in args.criteria}
+    ranked = {c: torch.argsort(scores_for(c, dense.model, sensitivity, val_batches), stable=True)
+              for c in args.criteria}
 
     variants: dict[str, tuple[float, str, Run]] = {}  # label -> (kept fraction, criterion, run)
     wanted = [(f, args.criteria[0]) for f in args.kept] + [(args.compare_at, c) for c in args.criteria[1:]]

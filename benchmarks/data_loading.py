@@ -1,9 +1,10 @@
 """Images/s of building augmented, normalised training batches of 128, per dataset, vs the training step.
 
-Batch building must be far faster than the training step consumes images (CapsNet at the precision `auto` picks, 2 CPU threads),
-so that loading never dominates; that step is timed in the same run (--step-images-per-s skips it). Batch building depends only on the stored uint8 shape and the
-augmentation, so datasets with no real file on this machine (SVHN, affNIST, smallNORB) are timed on
-uint8 arrays of their stored shape (marked "shape-only"); Fashion-MNIST uses the real staged data.
+Batch building must be far faster than the training step consumes images (CapsNet at the precision `auto` picks, 2
+CPU threads), so that loading never dominates; that step is timed in the same run (--step-images-per-s skips it).
+Batch building depends only on the stored uint8 shape and the augmentation, so datasets with no real file on this
+machine (SVHN, affNIST, smallNORB) are timed on uint8 arrays of their stored shape (marked "shape-only");
+Fashion-MNIST uses the real staged data.
 
     PYTHONPATH=$PWD python benchmarks/data_loading.py [--batches 30] [--step-images-per-s N]
 """
@@ -30,7 +31,8 @@ STORED = {"mnist": (1, 28, 28), "fashion-mnist": (1, 28, 28), "svhn": (3, 24, 24
 
 
 def step_images_per_s(batch_size: int, steps: int = 3) -> float:
-    """What the training loop consumes: CapsNet steps at the precision `auto` picks here (median after one warm-up), as images/s."""
+    """What the training loop consumes: CapsNet steps at the precision `auto` picks here (median after one warm-up),
+    as images/s."""
     variant = Variant("capsnet", resolve_precision("cpu", "auto"))  # the precision a trial here trains in
     step = train_step_fn(variant, build(variant), batch_size)
     step()
@@ -56,7 +58,8 @@ def main() -> None:
             images = fashion
         else:
             source = "shape-only"
-            images = torch.randint(0, 256, (20000, *shape), dtype=torch.uint8, generator=torch.Generator().manual_seed(0))
+            images = torch.randint(0, 256, (20000, *shape), dtype=torch.uint8,
+                                   generator=torch.Generator().manual_seed(0))
         if name == "smallnorb":
             crop = NorbOptions().crop  # its default
             spec = dataclasses.replace(spec, in_shape=(2, crop, crop))
@@ -71,12 +74,13 @@ def main() -> None:
         rate = args.batches * args.batch_size / (time.perf_counter() - t0)
         rows.append((name, source, spec.augment, tuple(x.shape[1:]), rate))
     print(environment_line())
-    print(f"{'dataset':14s} {'data':10s} {'augment':10s} {'batch shape':13s} {'images/s':>10s} {'x step':>8s} {'load share':>10s}")
+    print(f"{'dataset':14s} {'data':10s} {'augment':10s} {'batch shape':13s} {'images/s':>10s} {'x step':>8s} "
+          f"{'load share':>10s}")
     for name, source, aug, shp, rate in rows:
         share = step_rate / (rate + step_rate)
         print(f"{name:14s} {source:10s} {aug:10s} {str(shp):13s} {rate:10.0f} {rate / step_rate:8.0f} {share:10.1%}")
-    print(f"training step consumes {step_rate:.0f} images/s (CapsNet at auto's precision, 2 threads, timed in this run); "
-          f"load share = batch-building time / (batch building + step)")
+    print(f"training step consumes {step_rate:.0f} images/s (CapsNet at auto's precision, 2 threads, timed in this "
+          f"run); load share = batch-building time / (batch building + step)")
 
 
 if __name__ == "__main__":

@@ -46,7 +46,8 @@ def run(repo: Path, *args: str) -> tuple[float, str]:
     return wall, proc.stdout
 
 
-SNAPSHOT_SKIP = shutil.ignore_patterns(".venv", "ray", "mlruns", "mlartifacts", "mlflow.db", "__pycache__", ".pytest_cache")
+SNAPSHOT_SKIP = shutil.ignore_patterns(".venv", "ray", "mlruns", "mlartifacts", "mlflow.db", "__pycache__",
+                                       ".pytest_cache")
 
 
 def snapshot(repo: Path, into: Path) -> Path:

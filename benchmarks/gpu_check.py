@@ -8,7 +8,8 @@ no Ray, MLflow or DVC. Each part has its own share of the time left, and a part 
 recorded while the others go on; DIR receives summary.json (rewritten after every part), log.txt, the suggested
 sweep resources (gpus_per_trial_<precision>.yaml) and the evidence rows (evidence_gpu.parquet, or .csv).
 
-  a  the CUDA tests: tests/test_device.py and the deviceless-factory guard (tests/training/test_factory_guard.py) on CUDA
+  a  the CUDA tests: tests/test_device.py and the deviceless-factory guard (tests/training/test_factory_guard.py)
+     on CUDA
   b  one short epoch of every architecture x pruning method on the GPU; exact resume GPU->GPU and CPU->GPU
   c  real CapsNet and Efficient-CapsNet epochs, fp32 and bf16: seconds, images/s, the threshold search's share,
      evaluation and checkpoint seconds, host waits per step, the trial's peak reserved memory
@@ -41,7 +42,8 @@ SHARES = {"a_tests": 0.18, "b_trials": 0.25, "c_epochs": 0.40, "d_sharing": 0.75
 def arguments() -> argparse.Namespace:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--out", type=Path, required=True, help="folder for summary.json, log.txt and the snippets")
-    ap.add_argument("--data", type=Path, default=Path(os.environ.get("REM_DATA_MIRROR", REPO.parent / "shared" / "data")),
+    ap.add_argument("--data", type=Path,
+                    default=Path(os.environ.get("REM_DATA_MIRROR", REPO.parent / "shared" / "data")),
                     help="a folder holding fashion-mnist/*.gz (default: $REM_DATA_MIRROR, else ../shared/data)")
     ap.add_argument("--budget-s", type=float, default=480.0, help="the whole check's time, shared among the parts")
     ap.add_argument("--cpu", action="store_true", help="the same parts on the CPU at tiny sizes (checks the check)")
@@ -55,8 +57,16 @@ def torch_version() -> tuple[int, int]:
 
 
 def run_parts(check, sizes, device: str, data: dict, work: Path) -> None:
-    from benchmarks.gpucheck import (part_epochs, part_evidence, part_graphs, part_packing, part_pairs, part_sharing,
-                                     part_tests, part_trials)
+    from benchmarks.gpucheck import (
+        part_epochs,
+        part_evidence,
+        part_graphs,
+        part_packing,
+        part_pairs,
+        part_sharing,
+        part_tests,
+        part_trials,
+    )
     from benchmarks.gpucheck.data import raw_root
 
     raw = raw_root(data)
@@ -68,11 +78,13 @@ def run_parts(check, sizes, device: str, data: dict, work: Path) -> None:
     for name, trial in epochs.get("trials", {}).items():  # a real epoch's peak beats a short trial's
         arch, precision = name.split("/")
         if trial.get("peak_reserved_mib"):
-            memory.setdefault(arch, {})[precision] = max(memory.get(arch, {}).get(precision, 0.0), trial["peak_reserved_mib"])
+            memory.setdefault(arch, {})[precision] = max(memory.get(arch, {}).get(precision, 0.0),
+                                                         trial["peak_reserved_mib"])
     check.run("e_packing", SHARES["e_packing"], lambda p: part_packing.run(p, device, memory, sharing, check.out))
     check.run("g_pairs", SHARES["g_pairs"], lambda p: part_pairs.run(p, sizes, device, data, work / "g"))
     check.run("h_graphs", SHARES["h_graphs"], lambda p: part_graphs.run(p, sizes, device, data, work / "h"))
-    check.run("f_evidence", SHARES["f_evidence"], lambda p: part_evidence.run(p, sizes, device, data, work / "f", check.out))
+    check.run("f_evidence", SHARES["f_evidence"],
+              lambda p: part_evidence.run(p, sizes, device, data, work / "f", check.out))
 
 
 def main() -> int:
@@ -102,7 +114,8 @@ def main() -> int:
     finally:
         shutil.rmtree(work, ignore_errors=True)
     parts = check.summary["parts"]
-    check.summary["ok"] = bool(parts) and all(p["status"] == "ok" for p in parts.values()) and "error" not in check.summary
+    check.summary["ok"] = (bool(parts) and all(p["status"] == "ok" for p in parts.values())
+                           and "error" not in check.summary)
     check.write()
     check.log(f"done in {check.elapsed():.0f} s: " + ", ".join(f"{n} {p['status']}" for n, p in parts.items()))
     return 0 if check.summary["ok"] else 1

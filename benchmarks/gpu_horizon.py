@@ -45,7 +45,8 @@ TINY = {"model.options": {"conv_channels": 32, "primary_types": 8}, "data.train_
 def arguments(argv: list[str] | None) -> argparse.Namespace:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--out", type=Path, help="folder for sweep.parquet, run.json and the logs (required)")
-    ap.add_argument("--data", type=Path, default=Path(os.environ.get("REM_DATA_MIRROR", REPO.parent / "shared" / "data")),
+    ap.add_argument("--data", type=Path,
+                    default=Path(os.environ.get("REM_DATA_MIRROR", REPO.parent / "shared" / "data")),
                     help="a folder holding fashion-mnist/*.gz (default: $REM_DATA_MIRROR, else ../shared/data)")
     ap.add_argument("--budget-s", type=float, default=420.0, help="seconds from the start until the trials' deadline")
     ap.add_argument("--cpu", action="store_true", help="the same run on the CPU at tiny sizes (checks the script)")

@@ -25,8 +25,7 @@ from mlflow.tracking import MlflowClient
 from benchmarks._common import environment_line, interleaved_medians, markdown_table
 from benchmarks.model_package_size import checkpoint_like
 from rem.config import from_dict
-from rem.tracking import runs as tracking
-from rem.tracking import trial_log
+from rem.tracking import runs as tracking, trial_log
 from rem.tracking.model_store import model_package, save_package
 
 MODELS = ("capsnet", "efficient_capsnet")
@@ -91,7 +90,8 @@ def measure(client, experiment_id: str, states: dict[str, Path], rounds: int) ->
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--rounds", type=int, default=3)
-    parser.add_argument("--tracking-uri", default="", help="a running mlflow server (default: a temporary sqlite store)")
+    parser.add_argument("--tracking-uri", default="",
+                        help="a running mlflow server (default: a temporary sqlite store)")
     args = parser.parse_args(argv)
     os.environ.setdefault("MLFLOW_ENABLE_ARTIFACTS_PROGRESS_BAR", "false")
     print(environment_line())
@@ -99,7 +99,8 @@ def main(argv: list[str] | None = None) -> None:
         uri = args.tracking_uri or f"sqlite:///{Path(tmp) / 'mlflow.db'}"
         client = MlflowClient(uri)
         experiment_id = client.create_experiment(f"model-logging-{os.getpid()}",
-                                                 artifact_location=None if args.tracking_uri else str(Path(tmp) / "artifacts"))
+                                                 artifact_location=None if args.tracking_uri
+                                                 else str(Path(tmp) / "artifacts"))
         states = {name: trial_checkpoint(name, Path(tmp)) for name in MODELS}
         rows = measure(client, experiment_id, states, args.rounds)
     print(f"store: {'mlflow server ' + args.tracking_uri if args.tracking_uri else 'sqlite + local artifacts'}; "

@@ -24,7 +24,8 @@ def checkpoint_like(name: str, method: str = "rem") -> dict:
     """What `rem.training.loop.train` checkpoints, for a freshly built model pruned by `method` (REM's has masks)."""
     cfg = Config().with_overrides({"model.name": name, "prune.method": method}, "benchmark")
     model = create_model(name, in_shape=(1, 28, 28), num_classes=10)
-    return {"model": model.state_dict(), "pruner": Pruner(model, cfg.prune).state_dict(), "best": {"model": None, "epoch": 0},
+    return {"model": model.state_dict(), "pruner": Pruner(model, cfg.prune).state_dict(),
+            "best": {"model": None, "epoch": 0},
             "epoch": 1, "history": [], "config": cfg.to_dict()}, count_parameters(model)
 
 

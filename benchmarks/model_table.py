@@ -7,10 +7,10 @@ per image, CPU train-step time and, on request, one-epoch Fashion-MNIST test acc
 FLOPs: `rem.models.counts.count_flops`, 2 x the multiply-adds of the convolutions and matrix products of one
 image's inference forward (routing iterations included). Step time: batch 128, fp32, forward + margin loss +
 backward + Adam step, one warm-up step then the median of `--repeats` (the step of `model_step_times.py`; a CNN
-baseline's margin loss on its softmax costs what its cross-entropy would). `--epoch-accuracy` trains each listed model for one epoch over
-the 54,500 Fashion-MNIST training images with the pipeline's `quick` profile (batch 64, bf16, no augmentation:
-the setting of CapsNet's recorded 85.89 %) via `rem.training.loop.train`, and reports the +Q accuracy on the full
-10,000-image test set. It costs minutes per model on 2 CPU cores (CapsNet ~20 min: not rerun by default).
+baseline's margin loss on its softmax costs what its cross-entropy would). `--epoch-accuracy` trains each listed model
+for one epoch over the 54,500 Fashion-MNIST training images with the pipeline's `quick` profile (batch 64, bf16, no
+augmentation: the setting of CapsNet's recorded 85.89 %) via `rem.training.loop.train`, and reports the +Q accuracy
+on the full 10,000-image test set. It costs minutes per model on 2 CPU cores (CapsNet ~20 min: not rerun by default).
 """
 
 from __future__ import annotations
@@ -79,7 +79,8 @@ def main() -> None:
             for shape in shapes:
                 torch.manual_seed(0)
                 model = create_model(name, in_shape=shape, num_classes=classes).train()
-                step = "-" if args.no_timing else f"{step_time(model, shape, classes, args.batch, False, args.repeats):.2f}"
+                step = ("-" if args.no_timing
+                        else f"{step_time(model, shape, classes, args.batch, False, args.repeats):.2f}")
                 acc = accuracy.get(name, "not run") if shape == (1, 28, 28) else ""
                 print(f"| {name} | {dataset} | {'x'.join(map(str, shape))} | {classes} | {count_parameters(model):,} | "
                       f"{count_flops(model, shape):,} | {step} | {acc} |", flush=True)

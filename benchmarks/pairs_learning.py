@@ -107,7 +107,8 @@ def main() -> None:
     ap.add_argument("--first-steps", type=int, default=10, help="steps of the saturation measurement (0: skip)")
     ap.add_argument("--settings", default=",".join(SETTINGS), help=f"of {', '.join(SETTINGS)}")
     ap.add_argument("--options", type=json.loads, default={},
-                    help='model.options added to every setting, e.g. \'{"conv_channels": 64}\' (the learning test\'s width)')
+                    help='model.options added to every setting, e.g. \'{"conv_channels": 64}\' '
+                         "(the learning test's width)")
     args = ap.parse_args()
     settings = {name: SETTINGS[name] for name in args.settings.split(",")}
     print(environment_line())

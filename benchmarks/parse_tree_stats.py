@@ -83,7 +83,8 @@ def main():
             assert int(row["n_images"]) == n_img and int(row["n_parse_trees"]) == n_trees, (j, row, ref[j])
             assert abs(float(row["entropy_bits"]) - h) < 1e-9, (j, row, h)
     # The quantiser used by the string version is the library's, bin for bin.
-    assert torch.equal(quantize(couplings[:50]).long(), torch.clamp(torch.ceil(couplings[:50] * 10 - 0.5), 0, 10).long())
+    assert torch.equal(quantize(couplings[:50]).long(),
+                       torch.clamp(torch.ceil(couplings[:50] * 10 - 0.5), 0, 10).long())
 
     print(f"couplings {tuple(couplings.shape)}, {int(stats['n_parse_trees'].sum())} distinct keys over "
           f"{int(stats['n_images'].sum())} images; per-class counts and entropies identical; best of "

@@ -20,8 +20,9 @@ the same code everywhere, and their length drifts with other processes' load on 
 The N-trial sweep is also split by its MLflow runs' timestamps: where the fixed cost goes, and the marginal
 cost read trial by trial (previous trial's run end to this one's, minus its epoch), which does not carry
 the two sweeps' fixed-cost noise. Target: Ray Tune + MLflow <= 5 % of a 60 s trial (3 s) per trial.
-The default trial (CapsNet at the precision `auto` picks: bf16 on a CPU with native bf16, 40 steps of 128 + 500 validation and 1,000 test images) takes ~45 s on a
-quiet 2-core CPU; the default run ~5 min. --repeats alternates the order of the three runs (medians).
+The default trial (CapsNet at the precision `auto` picks: bf16 on a CPU with native bf16, 40 steps of 128 + 500
+validation and 1,000 test images) takes ~45 s on a quiet 2-core CPU; the default run ~5 min. --repeats alternates
+the order of the three runs (medians).
 """
 
 from __future__ import annotations
@@ -121,7 +122,8 @@ def run_pipeline(tmp: Path, steps: int, seeds: list[int]) -> dict:
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--steps", type=int, default=40, help="training steps of 128 (about 1 s each in bf16 with native bf16, ~5 s in fp32 on AVX2)")
+    ap.add_argument("--steps", type=int, default=40,
+                    help="training steps of 128 (about 1 s each in bf16 with native bf16, ~5 s in fp32 on AVX2)")
     ap.add_argument("--trials", type=int, default=3, help="trials of the longer sweep (at least 2)")
     ap.add_argument("--repeats", type=int, default=1)
     ap.add_argument("--sweep-child", type=Path, help=argparse.SUPPRESS)  # internal: one sweep, JSON to stdout
@@ -145,7 +147,8 @@ def main() -> None:
                 tmp = Path(name)
                 cfg = trial_config(tmp, args.steps, seeds[kind])
                 prepare_data(cfg, tmp)  # decoded-data cache warm for all, so none pays the decode
-                samples[kind].append(run_direct(cfg, tmp) if kind == "direct" else run_pipeline(tmp, args.steps, seeds[kind]))
+                samples[kind].append(run_direct(cfg, tmp) if kind == "direct"
+                                     else run_pipeline(tmp, args.steps, seeds[kind]))
     med = {kind: {k: statistics.median(s[k] for s in runs) for k in runs[0]} for kind, runs in samples.items()}
     d, one, many, n = med["direct"], med["sweep 1"], med["sweep N"], args.trials
     marginal = (many["outside"] - one["outside"]) / (n - 1)
@@ -164,20 +167,27 @@ def main() -> None:
     ]))
     print(f"\nPer sweep and per trial (measured in this run; % of a {TRIAL_S:.0f} s trial)\n")
     print(markdown_table(["cost", "s", f"% of {TRIAL_S:.0f} s", "how"], [
-        ["fixed per sweep", fixed, pct(fixed), "outside(sweep 1) - marginal (sweeps); the sweep process, start to exit"],
+        ["fixed per sweep", fixed, pct(fixed),
+         "outside(sweep 1) - marginal (sweeps); the sweep process, start to exit"],
         ["marginal per trial (sweeps)", marginal, pct(marginal), f"(outside(sweep {n}) - outside(sweep 1)) / {n - 1}"],
         ["marginal per trial (runs)", many["per_trial"], pct(many["per_trial"]),
          f"sweep {n}, trials 2-{n} (median): previous trial's MLflow run end to this one's, minus its epoch"],
-        ["of which the trial's own work", d["outside"], pct(d["outside"]), "direct train() outside its epoch: data, model, checkpoint"],
-        ["**Ray Tune + MLflow per trial (sweeps)**", added["sweeps"], pct(added["sweeps"]), "marginal (sweeps) - the trial's own"],
-        ["**Ray Tune + MLflow per trial (runs)**", added["runs"], pct(added["runs"]), "marginal (runs) - the trial's own"],
+        ["of which the trial's own work", d["outside"], pct(d["outside"]),
+         "direct train() outside its epoch: data, model, checkpoint"],
+        ["**Ray Tune + MLflow per trial (sweeps)**", added["sweeps"], pct(added["sweeps"]),
+         "marginal (sweeps) - the trial's own"],
+        ["**Ray Tune + MLflow per trial (runs)**", added["runs"], pct(added["runs"]),
+         "marginal (runs) - the trial's own"],
     ]))
     print(f"\nWhere the {n}-trial sweep's time outside the epochs went (MLflow run timestamps; medians)\n")
     print(markdown_table(["part", "s", "note"], [
         ["python start and the driver's imports", many["imports"], "once per sweep"],
-        ["MLflow store (fresh sqlite schema) + parent run", many["mlflow_setup"], "once per sweep (the schema: once per database)"],
-        ["ensure_data, ray.init, Tune, worker start + imports", many["to_first_trial"], "until the first trial's MLflow run"],
-        ["in each trial's MLflow run, outside its epoch", many["in_run"], "fetch check, tags, data, model, checkpoint, logging"],
+        ["MLflow store (fresh sqlite schema) + parent run", many["mlflow_setup"],
+         "once per sweep (the schema: once per database)"],
+        ["ensure_data, ray.init, Tune, worker start + imports", many["to_first_trial"],
+         "until the first trial's MLflow run"],
+        ["in each trial's MLflow run, outside its epoch", many["in_run"],
+         "fetch check, tags, data, model, checkpoint, logging"],
         ["between one trial's run and the next", many["between"], "Tune ends a trial, starts the next"],
         ["after the last trial", many["after_last"], "results table, Parquet, settling runs"],
         ["ray.shutdown", many["shutdown"], "once per sweep"],
@@ -185,7 +195,8 @@ def main() -> None:
         ["worker processes used", int(many["workers"]), f"for {n} trials"],
     ]))
     limit = TARGET * TRIAL_S
-    verdicts = [f"{how} {'met' if s <= limit else f'missed by {s - limit:.1f} s'} ({s:.2f} s)" for how, s in added.items()]
+    verdicts = [f"{how} {'met' if s <= limit else f'missed by {s - limit:.1f} s'} ({s:.2f} s)"
+                for how, s in added.items()]
     print(f"\ntarget: Ray Tune + MLflow per trial <= {TARGET:.0%} of a {TRIAL_S:.0f} s trial (<= {limit:.0f} s): "
           f"{'; '.join(verdicts)}. This run's trial took {trial_s:.0f} s. Per sweep, once: {fixed:.1f} s. "
           f"'sweeps' differences two sweeps, so it carries their fixed "

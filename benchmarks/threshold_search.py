@@ -13,7 +13,8 @@ The sorted search runs as rem.training.loop runs it: passes stop early on a reje
 last complete pass's per-image losses (`--ablation` adds a run in dataset order to show what the order buys).
 `--compile` compiles evaluation and training steps alike (train.compile=true; compile time excluded).
 
-    PYTHONPATH=$PWD python benchmarks/threshold_search.py [--checkpoint DIR] [--val 5500] [--steps 6] [--ablation] [--compile]
+    PYTHONPATH=$PWD python benchmarks/threshold_search.py [--checkpoint DIR] [--val 5500] [--steps 6]
+        [--ablation] [--compile]
 
 DIR holds a `state.pt` written by rem.training.loop (default: the newest capsnet checkpoint under results/ray, e.g.
 from the quick profile's `dvc repro`).
@@ -45,7 +46,8 @@ EPOCH_IMAGES = 54_500
 
 
 def newest_checkpoint() -> Path:
-    found = sorted((REPO / "results" / "ray").glob(f"*/*/{CHECKPOINT_DIR}/{CHECKPOINT_FILE}"), key=lambda p: p.stat().st_mtime)
+    found = sorted((REPO / "results" / "ray").glob(f"*/*/{CHECKPOINT_DIR}/{CHECKPOINT_FILE}"),
+                   key=lambda p: p.stat().st_mtime)
     if not found:
         raise SystemExit("threshold_search: no checkpoint under results/ray; run `dvc repro` or pass --checkpoint DIR")
     return found[-1].parent
@@ -103,7 +105,8 @@ def main():
     ap.add_argument("--steps", type=int, default=6, help="timed training steps per variant")
     ap.add_argument("--tolerance-pp", type=float, default=PruneConfig.search_tolerance_pp)
     ap.add_argument("--ablation", action="store_true", help="also run the sorted search in dataset order")
-    ap.add_argument("--compile", action="store_true", help="torch.compile the searches' evaluation and the epoch's steps "
+    ap.add_argument("--compile", action="store_true",
+                    help="torch.compile the searches' evaluation and the epoch's steps "
                     "(train.compile=true)")
     args = ap.parse_args()
 
@@ -124,7 +127,8 @@ def main():
                 (f"sorted, {train_precision} (the search it replaces)", "sorted", True, train_precision)]
     for ordered in ((False, True) if args.ablation else (True,)):
         order = "descending-loss order" if ordered else "dataset order"
-        variants.append((f"sorted, fp32 (exact, the pipeline's), {args.tolerance_pp} pp, {order}", "sorted", ordered, "fp32"))
+        variants.append((f"sorted, fp32 (exact, the pipeline's), {args.tolerance_pp} pp, {order}", "sorted", ordered,
+                         "fp32"))
     rows = []
     for label, search, ordered, precision in variants:
         m = copy.deepcopy(model)
@@ -147,12 +151,13 @@ def main():
     prunable = sum(mask.numel() for mask in Masks.dense(model).masks.values())
 
     print(environment_line())
-    print("\n| search | val passes (stopped early) | wall (s) | % of a +Q epoch | % of a REM epoch | threshold | sparsity (%) | pruned weights | val loss | unpruned val loss |")
+    print("\n| search | val passes (stopped early) | wall (s) | % of a +Q epoch | % of a REM epoch | threshold | "
+          "sparsity (%) | pruned weights | val loss | unpruned val loss |")
     print("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
     for label, r in rows:
-        print(f"| {label} | {r.evaluations} ({r.partial_evaluations}) | {r.seconds:.1f} | {100 * r.seconds / q_epoch_s:.1f} | "
-              f"{100 * r.seconds / epoch_s:.1f} | {r.threshold:.4e} | {r.sparsity:.3f} | {r.pruned:,} | {r.loss:.6f} | "
-              f"{r.base_loss:.6f} |")
+        print(f"| {label} | {r.evaluations} ({r.partial_evaluations}) | {r.seconds:.1f} | "
+              f"{100 * r.seconds / q_epoch_s:.1f} | {100 * r.seconds / epoch_s:.1f} | {r.threshold:.4e} | "
+              f"{r.sparsity:.3f} | {r.pruned:,} | {r.loss:.6f} | {r.base_loss:.6f} |")
     pub, fast = rows[0][1], rows[-1][1]
     print(f"\nexact fp32 search: {100 * fast.seconds / q_epoch_s:.1f} % of a +Q epoch (aim <= 60 %), "
           f"{pub.seconds / fast.seconds:.1f}x cheaper than REM's official search; the {train_precision} search it "
@@ -160,9 +165,9 @@ def main():
     gap_pp = abs(pub.sparsity - fast.sparsity)
     print(f"\nepoch ({cfg.train.precision}, batch 128, LOBSTER on): {step[cfg.train.precision]:.3f} s/step x "
           f"{EPOCH_IMAGES / 128:.0f} steps = {epoch_s:.0f} s; {prunable:,} prunable weights")
-    print(f"sparsity gap to the published search: {gap_pp:.4f} pp (target <= 0.1, bound {args.tolerance_pp}); sorted search cost "
-          f"{100 * fast.seconds / epoch_s:.1f} % of an epoch (target <= 20 %), {pub.seconds / fast.seconds:.1f}x "
-          f"faster than the published search; val loss never above the unpruned: "
+    print(f"sparsity gap to the published search: {gap_pp:.4f} pp (target <= 0.1, bound {args.tolerance_pp}); "
+          f"sorted search cost {100 * fast.seconds / epoch_s:.1f} % of an epoch (target <= 20 %), "
+          f"{pub.seconds / fast.seconds:.1f}x faster than the published search; val loss never above the unpruned: "
           f"{all(r.loss <= r.base_loss for _, r in rows)}")
 
     print("\nLOBSTER shrink inside a training step (batch 128, median of timed steps):")

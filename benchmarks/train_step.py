@@ -8,9 +8,10 @@ Variants: fp32, bf16 autocast, torch.compile, both; for CapsNet also the common 
 (fp32 eager, the baseline). Then "trial path": every architecture as its trials run here (`train.precision: auto`
 resolved, eager or compiled by `rem.training.paths`' rule), all four timed in the same rounds, for issue 53's
 ratios (gamma-CapsNet's step over CapsNet's, DeepCaps' seconds per FLOP over CapsNet's). The process keeps the host
-memory a step frees (`rem.training.host_memory.keep_freed_memory`), as every trial process does. Within one model every variant's step (and a large fp32 and bf16 matmul, the
-ceiling) is timed once per round, interleaved, and the medians are reported, so ratios are comparable even
-on a busy machine. Compile variants are warmed up (compiled) before timing.
+memory a step frees (`rem.training.host_memory.keep_freed_memory`), as every trial process does. Within one model
+every variant's step (and a large fp32 and bf16 matmul, the ceiling) is timed once per round, interleaved, and the
+medians are reported, so ratios are comparable even on a busy machine. Compile variants are warmed up (compiled)
+before timing.
 
 Columns:
 - step: forward + margin loss + backward + Adam at batch 128; train img/s = 128 / step.
@@ -36,7 +37,8 @@ from benchmarks._steps import Variant, build, count_flops, inference_fn, matmul_
 from rem.training.host_memory import keep_freed_memory
 
 TARGET_SPEEDUP, TARGET_CEILING, TARGET_EFFICIENT_INFER = 3.5, 0.70, 10_000
-TARGET_GAMMA_RATIO, TARGET_DEEPCAPS_PER_FLOP = 1.3, 1.0  # issue 53: gamma <= 1.3x CapsNet's step; DeepCaps' s/FLOP <= CapsNet's
+# issue 53: gamma <= 1.3x CapsNet's step; DeepCaps' s/FLOP <= CapsNet's
+TARGET_GAMMA_RATIO, TARGET_DEEPCAPS_PER_FLOP = 1.3, 1.0
 ALL_MODELS = "capsnet,deepcaps,gamma_capsnet,efficient_capsnet"
 
 
@@ -130,7 +132,8 @@ def measure_paths(names: list[str], args, device: str = "cpu") -> list[dict]:
 def print_paths(rows: list[dict]) -> None:
     print(markdown_table(["model", "path (kind " + rows[0]["kind"] + ")", "step (s)", "GFLOP / step", "s per TFLOP",
                           "why this path"],
-                         [[r["model"], r["variant"], r["step_s"], r["flops_per_step"] / 1e9, r["s_per_tflop"], r["reason"]]
+                         [[r["model"], r["variant"], r["step_s"], r["flops_per_step"] / 1e9, r["s_per_tflop"],
+                           r["reason"]]
                           for r in rows]))
 
 
@@ -177,7 +180,8 @@ def print_targets(rows: list[dict], paths: list[dict]) -> None:
     if eff:
         best = max(eff, key=lambda r: r["infer_ips"])
         lines.append(("Efficient-CapsNet inference", f">= {TARGET_EFFICIENT_INFER:,} img/s",
-                      f"{best['infer_ips']:,.0f} img/s ({best['variant']})", best["infer_ips"] / TARGET_EFFICIENT_INFER))
+                      f"{best['infer_ips']:,.0f} img/s ({best['variant']})",
+                      best["infer_ips"] / TARGET_EFFICIENT_INFER))
         bound = max(r["infer_bound_ips"] for r in eff)
         lines.append(("... its forward FLOPs at 100 % of the bf16 matmul ceiling (an upper bound)", "",
                       f"{bound:,.0f} img/s", bound / TARGET_EFFICIENT_INFER))
@@ -209,7 +213,8 @@ def main() -> None:
     add_step_arguments(ap)
     ap.add_argument("--memory-of", help=argparse.SUPPRESS)
     ap.add_argument("--json", help="also write the rows to this file")
-    ap.add_argument("--paths", default=ALL_MODELS, help="architectures timed on their trial paths, in one run ('' none)")
+    ap.add_argument("--paths", default=ALL_MODELS,
+                    help="architectures timed on their trial paths, in one run ('' none)")
     ap.add_argument("--paths-only", action="store_true", help="skip the per-variant tables")
     args = ap.parse_args()
     keep_freed_memory()  # as every trial process (pipeline.trial.worker_env): big vote tensors stay in the heap

@@ -40,7 +40,8 @@ def trial(model_name: str, images: int):
     torch.manual_seed(0)
     return SimpleNamespace(cfg=cfg, model=build_model(cfg, splits.spec), best={"model": None, "epoch": 0},
                            transform=BatchTransform.from_config(splits.spec, cfg.data), loss_kwargs=cfg.train.margin(0),
-                           splits=SimpleNamespace(test=Split(to_device(test.images, HOST), to_device(test.labels, HOST)),
+                           splits=SimpleNamespace(test=Split(to_device(test.images, HOST),
+                                                             to_device(test.labels, HOST)),
                                                   spec=splits.spec))
 
 

@@ -93,7 +93,8 @@ def print_overheads(out: pd.DataFrame, source: str) -> None:
                                              "only, so each share is a lower bound)"))
     print(markdown_table(headers, body))
     verdict = "met" if share <= TARGET_SHARE else f"missed by {share - TARGET_SHARE:.1%} points"
-    print(f"target: <= {TARGET_SHARE:.0%} of the wall time outside training steps, over all trials: {share:.1%}, {verdict}")
+    print(f"target: <= {TARGET_SHARE:.0%} of the wall time outside training steps, over all trials: {share:.1%}, "
+          f"{verdict}")
 
 
 def main() -> None:

@@ -60,7 +60,8 @@ def main() -> None:
                          [[name, *(f"{row[c]:.4f}" for c in columns)] for name, row in rows.items()]))
     if args.yaml:
         args.yaml.write_text(yaml.safe_dump({"images": args.images, "seed": 42, "dataset": "fashion-mnist",
-                                             "models": {n: {k.replace("routing/", ""): round(v, 4) for k, v in r.items()}
+                                             "models": {n: {k.replace("routing/", ""): round(v, 4)
+                                                            for k, v in r.items()}
                                                         for n, r in rows.items()}}, sort_keys=False))
 
 

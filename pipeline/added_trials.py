@@ -4,8 +4,8 @@ A page compares arms of one run only: same settings, same steps, same precision.
 run when it holds the same comparison. Its trials must be points of the profile's grid that are not published yet.
 Every setting that is not a grid axis must equal the published run's: settings fixed across the published trials,
 the precision the trials resolved (`compute/bf16`) and the path their steps took (`compute/compiled`; a published run
-from before that column took the path its `train.compile` forced). A setting the code has gained since must be at its default,
-so it changes nothing. Anything else stops with one line naming the column and both values; nothing is written.
+from before that column took the path its `train.compile` forced). A setting the code has gained since must be at its
+default, so it changes nothing. Anything else stops with one line naming the column and both values; nothing is written.
 
 The published run's run.json is kept; the later sweep is recorded under "added", with its own commit, times, machine
 and load.

@@ -63,10 +63,12 @@ def sweep_record(cfg, results: pd.DataFrame) -> dict[str, str]:
         filter_string=f"tags.`{tracking.SWEEP_TAG}` = '{sid}' and tags.`{tracking.ROLE_TAG}` = 'sweep'")
     if not runs or not runs[0].info.end_time:
         return {}
-    start, end = (datetime.fromtimestamp(t / 1000, timezone.utc) for t in (runs[0].info.start_time, runs[0].info.end_time))
+    start, end = (datetime.fromtimestamp(t / 1000, timezone.utc)
+                  for t in (runs[0].info.start_time, runs[0].info.end_time))
     minutes = (end - start).total_seconds() / 60
     ran = runs[0].data.tags.get("mlflow.source.git.commit")
-    return {**({"commit": ran} if ran else {}), "started": f"{start:%Y-%m-%d %H:%M}", "finished": f"{end:%Y-%m-%d %H:%M}",
+    return {**({"commit": ran} if ran else {}), "started": f"{start:%Y-%m-%d %H:%M}",
+            "finished": f"{end:%Y-%m-%d %H:%M}",
             "wall": f"{minutes // 60:.0f} h {minutes % 60:.0f} min (the sweep; fetch and report add about a minute)"}
 
 
@@ -217,7 +219,8 @@ class Publication:
                                          formatter_class=argparse.RawDescriptionHelpFormatter)
         add_params_arguments(parser)
         parser.add_argument("--out", type=Path, default=self.out, help=f"where it goes (default {self.out})")
-        parser.add_argument("--render-only", action="store_true", help="re-render from OUT/sweep.parquet and OUT/run.json")
+        parser.add_argument("--render-only", action="store_true",
+                            help="re-render from OUT/sweep.parquet and OUT/run.json")
         parser.add_argument("--add", action="store_true", help="add the sweep's trials to the run published in OUT "
                             "(arms it cut to fit, run later with the same settings)")
         parser.add_argument("--from", dest="made", type=Path, help="publish the run a script made in this folder "

@@ -27,7 +27,8 @@ def storage_uri(cfg: Config, repo_root: Path) -> str:
 
 def trial_name(trial) -> str:
     """Ray's name for a trial (its status table, its folder): the parts of its MLflow run name (`grid.label_parts`),
-    made safe for a folder, e.g. `capsnet-fashion-mnist-rem-target_sparsity_0.5-s42`; the trial id when nothing varies."""
+    made safe for a folder, e.g. `capsnet-fashion-mnist-rem-target_sparsity_0.5-s42`; the trial id when nothing
+    varies."""
     parts = label_parts(trial.config.get(POINT, {}))
     return "-".join(re.sub(r"[^A-Za-z0-9._]+", "_", part) for part in parts)[:80] or trial.trial_id
 

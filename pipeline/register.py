@@ -27,8 +27,8 @@ from rem.report.preconditions import classes_of, routing_uniform
 from rem.tracking import runs as tracking
 from rem.tracking.model_registry import register_trial
 from rem.tracking.pareto import points_from_mlflow
-from rem.tracking.store import open_client
 from rem.tracking.results import SweepNotFoundError, experiment_id, resolve_sweep
+from rem.tracking.store import open_client
 from rem.tracking.trade_off import RuleError, choose, one_group, parse_rule
 
 
@@ -52,7 +52,8 @@ def routing_warning(client: MlflowClient, trial: pd.Series) -> str:
         return ""
     reason = routing_uniform(f"{trial['model']} {trial['variant']} seed {trial['seed']}", [coupling],
                              classes_of(str(trial["dataset"])), "final")
-    return f"warning: {reason}: its entropy of {trial['entropy']:.4f} bits is no routing, not a trade-off" if reason else ""
+    return (f"warning: {reason}: its entropy of {trial['entropy']:.4f} bits is no routing, not a trade-off"
+            if reason else "")
 
 
 def register(cfg: Config, args: argparse.Namespace) -> int:

@@ -18,7 +18,6 @@ import logging
 import sys
 from pathlib import Path
 
-
 from pipeline.ray_trials import POINT, storage_uri
 from rem.cli import CommandError, run_with_params
 from rem.config import Config, add_params_arguments
@@ -65,7 +64,8 @@ def log_to_mlflow(cfg: Config, repo_root: Path, sweep_ids: list[str], out_dir: P
             return f"MLflow: no experiment {cfg.sweep.name!r} at {uri}; figures not logged"
         logged = 0
         for sid in sweep_ids:
-            run = tracking.find_run(client, experiment.experiment_id, {tracking.SWEEP_TAG: sid, tracking.ROLE_TAG: "sweep"})
+            run = tracking.find_run(client, experiment.experiment_id,
+                                    {tracking.SWEEP_TAG: sid, tracking.ROLE_TAG: "sweep"})
             if run is None:
                 continue
             for sub in ("figures", "tables"):
@@ -75,7 +75,8 @@ def log_to_mlflow(cfg: Config, repo_root: Path, sweep_ids: list[str], out_dir: P
             if cfg.report.options:  # the tables' own options the page was made with (a tag: a later report may differ)
                 client.set_tag(run.info.run_id, OPTIONS_TAG, json.dumps(cfg.report.options, sort_keys=True))
             logged += 1
-        return None if logged else f"MLflow: no parent run for sweep(s) {', '.join(sweep_ids)} at {uri}; figures not logged"
+        return None if logged else (f"MLflow: no parent run for sweep(s) {', '.join(sweep_ids)} at {uri}; "
+                                    "figures not logged")
     except Exception as err:  # tracking must never fail the report
         return f"MLflow: figures not logged ({type(err).__name__}: {str(err).splitlines()[0] if str(err) else ''})"
 

@@ -23,8 +23,8 @@ from rem.cli import run_with_params
 from rem.config import Config, add_params_arguments
 from rem.data import DataSourceError, fetch_datasets
 from rem.results import grid
-from rem.results.variants import arm_run_names
 from rem.results.table import failed_trials, ordered, summary, sweep_id, trial_rows, write_results
+from rem.results.variants import arm_run_names
 from rem.tracking import runs as tracking
 from rem.tracking.store import open_client
 from rem.training.checkpoint import load_history
@@ -86,7 +86,8 @@ def build_tuner(cfg: Config, context: dict, storage: str, points: list[dict], na
 
     path = f"{storage.rstrip('/')}/{name}"
     context = {**context, "ray_experiment": path}  # where a restarted trial looks for its earlier attempt
-    trainable = tune.with_resources(tune.with_parameters(run_trial, base=cfg.to_dict(), context=context), resources(cfg))
+    trainable = tune.with_resources(tune.with_parameters(run_trial, base=cfg.to_dict(), context=context),
+                                    resources(cfg))
     space = {POINT: tune.grid_search(points)}
     if tune.Tuner.can_restore(path):
         log.info("resuming Ray experiment %s", path)
@@ -140,8 +141,8 @@ def trial_history(result) -> pd.DataFrame | None:
 
 def point_rows(context: dict, cfg: Config, point: dict, error: str, epochs: pd.DataFrame | None = None) -> pd.DataFrame:
     """The results rows of the trial at grid `point` (`rem.results.table.trial_rows`)."""
-    ident = {"sweep_id": context["sweep_id"], "trial_key": grid.trial_key(point), "status": "FAILED" if error else "FINISHED",
-             "error": error}
+    ident = {"sweep_id": context["sweep_id"], "trial_key": grid.trial_key(point),
+             "status": "FAILED" if error else "FINISHED", "error": error}
     return trial_rows(ident, cfg.with_overrides(point, "sweep.grid"), epochs)
 
 
@@ -168,7 +169,8 @@ def settle_runs(client, experiment_id: str, parent_run_id: str, table: pd.DataFr
             key = run.data.tags.get(tracking.TRIAL_TAG, "")
             client.set_terminated(run.info.run_id, status="FINISHED" if outcome.get(key) == "FINISHED" else "KILLED")
     failed = failed_trials(table)
-    tracking.log_metrics(client, parent_run_id, {"trials": table["trial_key"].nunique(), "trials_failed": failed}, step=0)
+    tracking.log_metrics(client, parent_run_id, {"trials": table["trial_key"].nunique(), "trials_failed": failed},
+                         step=0)
     client.set_terminated(parent_run_id, status="FINISHED" if failed == 0 else "FAILED")
 
 
@@ -189,7 +191,8 @@ def tensor_sparsities(table: pd.DataFrame, reference: dict) -> dict[str, float]:
     last = rows.sort_values("epoch").iloc[-1]
     wanted = list(reference.get("prune.threshold_tensors") or [])
     return {c.removeprefix("sparsity/"): float(last[c]) / 100 for c in rows.columns
-            if c.startswith("sparsity/") and pd.notna(last[c]) and (not wanted or c.removeprefix("sparsity/") in wanted)}
+            if c.startswith("sparsity/") and pd.notna(last[c])
+            and (not wanted or c.removeprefix("sparsity/") in wanted)}
 
 
 class SweepInterrupted(RuntimeError):
@@ -227,7 +230,8 @@ def run_phases(cfg: Config, context: dict, storage: str) -> pd.DataFrame:
             frames.append(point_rows(context, cfg, point, f"reference trial {grid.trial_key(reference)} {why}"))
             continue
         runnable.append(grid.resolve_matched(point, reached, tensor_sparsities(table, reference)))
-        log.info("matched control %s: target sparsity %.4f from %s", grid.trial_key(point), reached, grid.trial_key(reference))
+        log.info("matched control %s: target sparsity %.4f from %s", grid.trial_key(point), reached,
+                 grid.trial_key(reference))
     if runnable:
         tuner = build_tuner(cfg, context, storage, runnable, f"{context['sweep_id']}-matched")
         frames.append(fit(tuner, cfg, context))
@@ -248,7 +252,8 @@ def run_sweep(cfg: Config, repo_root: Path) -> pd.DataFrame:
     artifacts = str(tracking.home_checkout(repo_root) / "mlartifacts") if local else None
     experiment_id = tracking.ensure_experiment(client, cfg.sweep.name, artifacts)
     sid = sweep_id(cfg)
-    parent = tracking.open_run(client, experiment_id, name=sid, tags={tracking.SWEEP_TAG: sid, tracking.ROLE_TAG: "sweep"},
+    parent = tracking.open_run(client, experiment_id, name=sid,
+                               tags={tracking.SWEEP_TAG: sid, tracking.ROLE_TAG: "sweep"},
                                params={"grid": json.dumps(cfg.sweep.grid), "profile": cfg.profile, **cfg.flat()})
     context = {"sweep_id": sid, "tracking_uri": uri, "experiment_id": experiment_id, "parent_run_id": parent,
                "repo_root": str(repo_root.resolve()), "log_level": os.environ.get("REM_LOG_LEVEL", "INFO"),

@@ -24,13 +24,20 @@ import torch
 from ray import tune
 
 import rem.checks  # noqa: F401  every package's checks of a trial's config, registered before it is read
+from pipeline.ray_trials import earlier_attempt, mark_attempt
 from rem.analysis.at_trial_end import AT_TRIAL_END
 from rem.config import from_dict
 from rem.data import fetch_dataset, get_dataset
 from rem.data.sources import recorded_checksums
-from rem.device import (CUBLAS_WORKSPACE, cap_memory, configure_determinism, describe, numerics, release_memory,
-                        resolve_device)
-from rem.training.host_memory import allocator_env
+from rem.device import (
+    CUBLAS_WORKSPACE,
+    cap_memory,
+    configure_determinism,
+    describe,
+    numerics,
+    release_memory,
+    resolve_device,
+)
 from rem.registry import PLUGINS
 from rem.results.grid import trial_key
 from rem.tracking import runs as tracking
@@ -39,10 +46,9 @@ from rem.tracking.store import open_client
 from rem.tracking.system_metrics import machine_metrics, monitored
 from rem.tracking.trial_log import axis_params, best_metrics, log_config, log_final, run_name
 from rem.training.checkpoint import checkpoint_file, final_checkpoint, load_history, saved_epoch, trial_checkpoint_dir
+from rem.training.host_memory import allocator_env
 from rem.training.loop import NonFiniteLossError, train
 from rem.training.paths import path_tags
-
-from pipeline.ray_trials import earlier_attempt, mark_attempt
 
 log = logging.getLogger("rem.trial")  # under "rem": the logger trial_logging sends to the worker's stdout
 
@@ -86,8 +92,8 @@ def on_assigned_gpus(cfg, gpu_ids: list) -> Any:
 
 def take_device(client, run_id: str, cfg) -> None:
     """The device this trial trains on (train resolves the same setting the same way in this process) and how it
-    computes there (precision, TF32, determinism, eager or compiled) as run tags; a fractional GPU's memory share enforced (Ray only
-    counts the fraction, the process must keep to it)."""
+    computes there (precision, TF32, determinism, eager or compiled) as run tags; a fractional GPU's memory share
+    enforced (Ray only counts the fraction, the process must keep to it)."""
     device = resolve_device(cfg.train.device)
     tracking.set_tags(client, run_id, {"rem.device": describe(device), **numerics(device, cfg.train),
                                        **path_tags(cfg, device)})
@@ -210,7 +216,8 @@ def worker_env() -> dict[str, str]:
     """Environment every trial process gets (quiet, and no surprise threads or auth tokens)."""
     # cuBLAS reads its workspace setting when a process first uses CUDA, before a trial could set it (a reused
     # worker already has): every worker gets the one deterministic trials need (a few MiB of workspace).
-    env = {"PYTHONUNBUFFERED": "1", "TUNE_DISABLE_AUTO_CALLBACK_LOGGERS": "1", "CUBLAS_WORKSPACE_CONFIG": CUBLAS_WORKSPACE,
+    env = {"PYTHONUNBUFFERED": "1", "TUNE_DISABLE_AUTO_CALLBACK_LOGGERS": "1",
+           "CUBLAS_WORKSPACE_CONFIG": CUBLAS_WORKSPACE,
            # saving a trial's MLflow Model copies its package through MLflow's artifact download: no progress bars
            "MLFLOW_ENABLE_ARTIFACTS_PROGRESS_BAR": "false",
            **allocator_env()}  # a step's large tensors reuse freed memory (rem.training.host_memory)

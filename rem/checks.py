@@ -3,18 +3,18 @@ config, so a bad name stops a run in one line); `settings_reference` renders the
 (docs/settings.md). `rem.config` imports this module only when a config is loaded, never when it is imported: it
 is the leaf every package imports."""
 
+from rem.analysis import checks as eval_checks  # noqa: F401  (importing registers; each package one section's)
 from rem.config.options import REQUIRED, declared_options
-from rem.data.registry import FAMILIES, named_forms
-from rem.models.registry import MODELS, family_options, list_models
-from rem.pruning.methods.registry import METHODS
-from rem.routing import ROUTINGS
-from rem.models import checks as model_checks  # noqa: F401  (importing registers)
 from rem.data import checks as data_checks  # noqa: F401
-from rem.training import checks as train_checks  # noqa: F401
-from rem.analysis import checks as eval_checks  # noqa: F401
+from rem.data.registry import FAMILIES, named_forms
+from rem.models import checks as model_checks  # noqa: F401
+from rem.models.registry import MODELS, family_options, list_models
 from rem.pruning import checks as prune_checks  # noqa: F401
+from rem.pruning.methods.registry import METHODS
 from rem.report import checks as report_checks  # noqa: F401
-from rem.results import checks as sweep_checks  # noqa: F401  (its grid check builds every point: registered last)
+from rem.results import checks as sweep_checks  # noqa: F401  (its grid check builds every point: run last)
+from rem.routing import ROUTINGS
+from rem.training import checks as train_checks  # noqa: F401
 
 
 def _default(value) -> str:

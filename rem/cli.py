@@ -27,7 +27,6 @@ from rem.config import Config, ConfigError, add_params_arguments, load_from_args
 from rem.data import DataSourceError
 from rem.data.registry import get_dataset, is_known_dataset, list_datasets
 from rem.device import DeviceUnavailableError
-from rem.training.host_memory import keep_freed_memory
 from rem.io import UnsafeFileError
 from rem.models import list_models
 from rem.models.counts import counts_table, model_counts
@@ -40,6 +39,7 @@ from rem.tracking.pareto import front_from_mlflow
 from rem.tracking.results import SweepNotFoundError
 from rem.tracking.runs import TrackingUnavailableError, tracking_uri
 from rem.tracking.ui import serve
+from rem.training.host_memory import keep_freed_memory
 from rem.training.loop import train
 
 
@@ -146,8 +146,10 @@ def models_command(args: argparse.Namespace) -> int:
 def add_source_arguments(parser, out: str) -> None:
     """The arguments of a command that re-evaluates one trained model: what it reads, how much, where it writes."""
     add_params_arguments(parser)
-    parser.add_argument("source", help="a trial's checkpoint (folder or state.pt), a model package (.pt) or an MLflow run id")
-    parser.add_argument("--images", type=int, default=0, help="the first N test images (default 0: the whole test split)")
+    parser.add_argument("source",
+                        help="a trial's checkpoint (folder or state.pt), a model package (.pt) or an MLflow run id")
+    parser.add_argument("--images", type=int, default=0,
+                        help="the first N test images (default 0: the whole test split)")
     parser.add_argument("--out", default=out, help="folder for the Parquet, CSV and figure")
     parser.add_argument("--tracking-uri", default="", help="default: env MLFLOW_TRACKING_URI, else ./mlflow.db")
 
@@ -160,22 +162,26 @@ def add_commands(sub) -> None:
     p_train.set_defaults(run=train_command)
     p_pareto = sub.add_parser("pareto", help="the accuracy / entropy / sparsity front, from MLflow")
     add_params_arguments(p_pareto)
-    p_pareto.add_argument("--sweep", default="latest", help="a sweep id, latest, or all (every sweep of the experiment)")
+    p_pareto.add_argument("--sweep", default="latest",
+                          help="a sweep id, latest, or all (every sweep of the experiment)")
     p_pareto.add_argument("--experiment", default="", help="MLflow experiment (default: params' sweep.name)")
     p_pareto.add_argument("--tracking-uri", default="", help="default: env MLFLOW_TRACKING_URI, params, ./mlflow.db")
     p_pareto.add_argument("--csv", default="reports/pareto.csv")
     p_pareto.set_defaults(run=pareto_command)
-    p_curve = sub.add_parser("sparsity-curve", help="a trained model pruned to 0-98 %% and re-evaluated (no retraining)")
+    p_curve = sub.add_parser("sparsity-curve",
+                             help="a trained model pruned to 0-98 %% and re-evaluated (no retraining)")
     add_source_arguments(p_curve, "reports/sparsity_curve")
     p_curve.add_argument("--sparsities", type=float, nargs="+", default=[0.0, 0.2, 0.4, 0.6, 0.8, 0.9, 0.95, 0.98])
     p_curve.set_defaults(run=sparsity_curve_command)
     p_robust = sub.add_parser("robustness", help="a trained model's test metrics under rotation, scale, shear, ...")
     add_source_arguments(p_robust, "reports/robustness")
     p_robust.add_argument("--families", nargs="+", default=None, metavar="FAMILY",
-                          help="these families only, at the strengths and seed the model's own config (eval.robust_*) records")
+                          help="these families only, at the strengths and seed the model's own config "
+                               "(eval.robust_*) records")
     p_robust.set_defaults(run=robustness_command)
     p_models = sub.add_parser("models", help="every model's parameters and FLOPs per image (Markdown table)")
-    p_models.add_argument("--dataset", default="fashion-mnist", help="whose input shape and classes (default fashion-mnist)")
+    p_models.add_argument("--dataset", default="fashion-mnist",
+                          help="whose input shape and classes (default fashion-mnist)")
     p_models.set_defaults(run=models_command)
     p_ui = sub.add_parser("ui", help="MLflow UI on 127.0.0.1 for the local store")
     p_ui.add_argument("--port", type=int, default=5000)
@@ -184,7 +190,8 @@ def add_commands(sub) -> None:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="rem", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(prog="rem", description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
     add_commands(parser.add_subparsers(dest="command", required=True))
     args = parser.parse_args(argv)
     return args.run(args)

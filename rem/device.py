@@ -44,8 +44,8 @@ def resolve_device(setting: str = "auto") -> torch.device:
     if not available:
         visible = os.environ.get("CUDA_VISIBLE_DEVICES")
         why = f"CUDA_VISIBLE_DEVICES={visible!r}" if visible is not None else f"torch {torch.__version__} sees no GPU"
-        raise DeviceUnavailableError(f"train.device={setting}: no CUDA device here ({why}); use train.device=auto or cpu, "
-                                     "or give the trial a GPU (sweep.gpus_per_trial)")
+        raise DeviceUnavailableError(f"train.device={setting}: no CUDA device here ({why}); "
+                                     "use train.device=auto or cpu, or give the trial a GPU (sweep.gpus_per_trial)")
     device = torch.device(setting)
     index = torch.cuda.current_device() if device.index is None else device.index
     if index >= torch.cuda.device_count():

@@ -15,11 +15,20 @@ import torch
 
 from rem.device import HOST, autocast
 from rem.losses import classification_loss
-from rem.parse_trees import (collision_entropy, collision_entropy_bound, count_profile, edge_distance,
-                             entropy_at_images, key_counts_by_class, keys_for_predictions, pooled_collisions,
-                             stats_from_counts, stats_from_keys, summarize)
+from rem.parse_trees import (
+    collision_entropy,
+    collision_entropy_bound,
+    count_profile,
+    edge_distance,
+    entropy_at_images,
+    key_counts_by_class,
+    keys_for_predictions,
+    pooled_collisions,
+    stats_from_counts,
+    stats_from_keys,
+    summarize,
+)
 from rem.routing.health import RoutingHealth
-
 
 # A coarser secondary quantization: a metric at its ceiling under REM's K may still move under K = 3.
 SECONDARY_LEVELS = 3

@@ -184,7 +184,8 @@ def stats_from_counts(per_class: list[np.ndarray]) -> pd.DataFrame:
     return frame
 
 
-def stats_from_keys(keys: np.ndarray | torch.Tensor, predicted: np.ndarray | torch.Tensor, num_classes: int) -> pd.DataFrame:
+def stats_from_keys(keys: np.ndarray | torch.Tensor, predicted: np.ndarray | torch.Tensor,
+                    num_classes: int) -> pd.DataFrame:
     """Per-class images, distinct keys and entropy from keys `(N, I)` and predicted classes `(N,)`: one row per
     class 0..num_classes-1 (index `class`), zeros for a class never predicted."""
     return stats_from_counts(key_counts_by_class(keys, predicted, num_classes))

@@ -29,7 +29,7 @@ import pytest
 
 import rem.checks  # noqa: F401  the packages' config checks, registered as the CLI and the pipeline register them
 from rem.config import DataConfig
-from rem.data import DataSourceError, DatasetSpec, RemoteFile, fetch, get_dataset, mirror_folders
+from rem.data import DatasetSpec, DataSourceError, RemoteFile, fetch, get_dataset, mirror_folders
 from rem.data.sources import fetch_file
 from rem.data.synthetic import idx_bytes
 from rem.data.verify import md5_of
@@ -157,7 +157,8 @@ def derive_lossless200(official: Path, out: Path) -> None:
     repack = {b"batch_label": b"testing subset (200 lossless CIFAR-10 test images, repacked)",
               b"labels": [int(batch["labels"][i]) for i in rows], b"data": np.ascontiguousarray(batch["data"][rows]),
               b"filenames": [n.encode() for n in wanted]}
-    meta = {b"num_cases_per_batch": 10000, b"label_names": _as_bytes(_str_keys(official / "batches.meta")["label_names"]),
+    meta = {b"num_cases_per_batch": 10000,
+            b"label_names": _as_bytes(_str_keys(official / "batches.meta")["label_names"]),
             b"num_vis": 3072}
     out.mkdir(parents=True)
     for name, value in (("test_batch", repack), ("batches.meta", meta)):
@@ -234,7 +235,8 @@ def cifar_lossless(cifar_lossless_dir) -> tuple[np.ndarray, np.ndarray]:
     """The 200 lossless CIFAR-10 test images (200, 3, 32, 32) uint8 and labels, decoded by plain pickle."""
     with open(cifar_lossless_dir / "test_batch", "rb") as fh:
         batch = pickle.load(fh, encoding="bytes")
-    return np.asarray(batch[b"data"], dtype=np.uint8).reshape(-1, 3, 32, 32), np.asarray(batch[b"labels"], dtype=np.int64)
+    return (np.asarray(batch[b"data"], dtype=np.uint8).reshape(-1, 3, 32, 32),
+            np.asarray(batch[b"labels"], dtype=np.int64))
 
 
 @real_fixture

@@ -71,7 +71,8 @@ def trial_config(raw_root: Path, architecture: str, method: str, device: str, sm
         "data": {"root": str(raw_root), "mirror": "", "system_root": "", "download": False, "prepared": "",
                  "train_subset": 64, "val_subset": 32, "test_subset": 32, **(data or {})},
         "model": {"name": architecture, "options": SMALL[architecture] if small else {}},
-        "train": {"epochs": 2 if method in ("imp", "capsules") else 1, "batch_size": 32, "eval_batch_size": 32, "precision": "fp32", "device": device,
+        "train": {"epochs": 2 if method in ("imp", "capsules") else 1, "batch_size": 32, "eval_batch_size": 32,
+                  "precision": "fp32", "device": device,
                   "progress_every_s": 0, "compile": False, **train},  # eager: see tests/tiny_trials.py
         "prune": {"method": method, **PRUNE[method]},
     }, check_grid=False)  # one trial's config: the default sweep grid's points (CapsNet) are not its

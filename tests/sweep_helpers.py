@@ -1,4 +1,5 @@
-"""Helpers for tests that run the real sweep (Ray Tune + MLflow) in a subprocess, on generated data (synthetic-fashion)."""
+"""Helpers for tests that run the real sweep (Ray Tune + MLflow) in a subprocess, on generated data
+(synthetic-fashion)."""
 
 from __future__ import annotations
 
@@ -58,8 +59,10 @@ def sweep_cmd() -> list[str]:
     return [sys.executable, "-m", "pipeline.sweep"]
 
 
-def run_sweep(folder: Path, env: dict | None = None, timeout: int = 600, check: bool = True) -> subprocess.CompletedProcess:
-    proc = subprocess.run(sweep_cmd(), cwd=folder, env=env or sweep_env(), capture_output=True, text=True, timeout=timeout)
+def run_sweep(folder: Path, env: dict | None = None, timeout: int = 600,
+              check: bool = True) -> subprocess.CompletedProcess:
+    proc = subprocess.run(sweep_cmd(), cwd=folder, env=env or sweep_env(), capture_output=True, text=True,
+                          timeout=timeout)
     if check:
         assert proc.returncode == 0, f"sweep failed ({proc.returncode}):\n{proc.stdout[-3000:]}\n{proc.stderr[-6000:]}"
     return proc
@@ -175,7 +178,8 @@ x, _ = transform(splits.test.images, train=False)
 with torch.inference_mode():
     lengths = model(x, quantize_levels=cfg.eval.levels).lengths
 res = evaluate(model, batches_of(splits.test.images, splits.test.labels, cfg.train.eval_batch_size, transform),
-               num_classes=splits.spec.num_classes, levels=cfg.eval.levels, quantize_levels=cfg.eval.levels, keep_keys=True)
+               num_classes=splits.spec.num_classes, levels=cfg.eval.levels, quantize_levels=cfg.eval.levels,
+               keep_keys=True)
 torch.save({"lengths": lengths, "x": x}, out)
 key_counts(res["keys"], res["predicted"]).to_parquet(out + ".parquet")
 """
@@ -201,6 +205,7 @@ def assert_same_table(collected: pd.DataFrame, written: pd.DataFrame) -> None:
     for column in written.columns:
         a, b = collected[column].reset_index(drop=True), written[column].reset_index(drop=True)
         if pd.api.types.is_numeric_dtype(b) and not pd.api.types.is_bool_dtype(b):
-            pd.testing.assert_series_equal(a.astype("float64"), b.astype("float64"), check_exact=True, check_names=False)
+            pd.testing.assert_series_equal(a.astype("float64"), b.astype("float64"), check_exact=True,
+                                           check_names=False)
         else:
             assert a.astype(str).tolist() == b.astype(str).tolist(), column

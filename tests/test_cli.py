@@ -74,8 +74,9 @@ def test_rem_train_with_an_unknown_key_fails_with_one_line(tmp_path):
     assert proc.returncode == 2
     assert proc.stderr.strip().splitlines() == [
         f"error: {REPO / 'params.yaml'}: unknown key 'train.epoch'; allowed: epochs, batch_size, eval_batch_size, lr, "
-        "lr_decay, warmup_steps, seed, precision, compile, cuda_graphs, m_pos, m_neg, lam, hard_margin_epoch, hard_margin, "
-        "max_steps_per_epoch, patience, min_epochs, progress_every_s, device, deterministic, tf32, checkpoint_every"]
+        "lr_decay, warmup_steps, seed, precision, compile, cuda_graphs, m_pos, m_neg, lam, hard_margin_epoch, "
+        "hard_margin, max_steps_per_epoch, patience, min_epochs, progress_every_s, device, deterministic, tf32, "
+        "checkpoint_every"]
 
 
 @pytest.mark.parametrize("command", [["pareto"], ["collect", "--sweep", "latest"]])

@@ -58,7 +58,8 @@ def test_no_collision_still_bounds_the_entropy_in_bits():
     bound = parse_trees.collision_entropy_bound(counts)
     # Garwood's bound on 0 events is -log(0.05) = 3.0 colliding pairs of 499,500
     assert bound == pytest.approx(-math.log2(-math.log(0.05) / 499_500), rel=1e-6)
-    assert parse_trees.describe_collision_entropy(parse_trees.collision_entropy(counts), bound) == f"at least {bound:.2f} bits"
+    described = parse_trees.describe_collision_entropy(parse_trees.collision_entropy(counts), bound)
+    assert described == f"at least {bound:.2f} bits"
     assert parse_trees.describe_collision_entropy(3.0, 2.5) == "3.00 (≥ 2.50) bits"
 
 

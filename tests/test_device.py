@@ -66,7 +66,8 @@ def test_auto_honours_the_gpus_ray_made_visible():
 def test_cuda_without_a_gpu_is_one_clear_line_from_rem_train(setting, tmp_path):
     """Where no GPU is visible (here, or a Ray trial given none), `rem train` says so in one line, before any work."""
     env = {**os.environ, "CUDA_VISIBLE_DEVICES": "", "PYTHONPATH": str(REPO)}
-    cmd = [sys.executable, "-m", "rem.cli", "train", "--params", str(REPO / "params.yaml"), "-S", f"train.device={setting}",
+    cmd = [sys.executable, "-m", "rem.cli", "train", "--params", str(REPO / "params.yaml"), "-S",
+           f"train.device={setting}",
            "--workdir", str(tmp_path / "trial")]
     out = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=120, cwd=tmp_path)
     assert out.returncode == 2 and out.stdout == ""
@@ -125,13 +126,15 @@ def _device_literals(path: Path) -> list[str]:
         elif name.endswith(".cuda"):
             found.append(f"{path.name}:{node.lineno} {ast.unparse(node)}")
         for kw in node.keywords:
-            if kw.arg in ("device", "device_type") and isinstance(kw.value, ast.Constant) and kw.value.value is not None:
+            if kw.arg in ("device", "device_type") and isinstance(kw.value, ast.Constant) \
+                    and kw.value.value is not None:
                 found.append(f"{path.name}:{node.lineno} {ast.unparse(node)}")
     return found
 
 
 def test_no_module_a_trial_runs_names_a_device():
-    """Only rem/device.py decides the device; the two hard-coded `torch.autocast("cpu", ...)` this replaced fail here."""
+    """Only rem/device.py decides the device; the two hard-coded `torch.autocast("cpu", ...)` this replaced fail
+    here."""
     files = [p for folder in ("rem", "pipeline") for p in sorted((REPO / folder).rglob("*.py"))
              if p != REPO / "rem" / "device.py"]
     assert len(files) > 30

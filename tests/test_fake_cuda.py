@@ -53,7 +53,8 @@ def fake_trial(architecture: str, method: str) -> TrainingRun:
 
 
 def train_steps(run: TrainingRun, epoch: int = 0) -> None:
-    """`STEPS` steps of the loop's own `train_step` on an epoch's order and augmentation drawn as the loop draws them."""
+    """`STEPS` steps of the loop's own `train_step` on an epoch's order and augmentation drawn as the loop draws
+    them."""
     gen = torch.Generator(device="cpu").manual_seed(epoch)
     order = torch.randperm(len(run.splits.train), generator=gen).to(CUDA)
     draws = run.transform.draw_epoch([BATCH] * STEPS, gen, tuple(run.splits.train.images.shape[-2:]), CUDA)
@@ -94,7 +95,8 @@ def test_a_trial_computes_on_cuda_with_no_device_mix_and_no_host_wait_per_step(m
             assert reads.snapshot()[0] == before[0], f"host reads with masks: {dict(reads.where)}"
         for quantized in (None, 11):
             before = reads.snapshot()
-            result = evaluate(run.model, batches_of(run.splits.test.images, run.splits.test.labels, BATCH, run.transform),
+            result = evaluate(run.model,
+                              batches_of(run.splits.test.images, run.splits.test.labels, BATCH, run.transform),
                               num_classes=10, quantize_levels=quantized, parse_trees=False)
             assert result["n_images"] == len(run.splits.test)
             # a pass ends with two reads (its loss and correct count), not one per batch

@@ -70,7 +70,8 @@ def test_mlflow_tags_say_how_a_trial_computes(synthetic_raw):
 
 def test_every_profile_chooses_determinism_explicitly():
     profiles = yaml.safe_load((REPO / "params.yaml").read_text())["profiles"]
-    assert {name: "deterministic" in p.get("train", {}) for name, p in profiles.items()} == dict.fromkeys(profiles, True)
+    assert {name: "deterministic" in p.get("train", {}) for name, p in profiles.items()} \
+        == dict.fromkeys(profiles, True)
 
 
 @pytest.mark.parametrize("share, expected", [(0.25, 0.25), (0.5, 0.5), (1.0, 1.0), (2.0, 1.0), (0.0, 1.0)])

@@ -20,7 +20,8 @@ CPU, CUDA = torch.device("cpu"), torch.device("cuda", 0)
 
 @pytest.fixture
 def cpu_bf16(monkeypatch):
-    """Sets what torch's CPU check answers: `cpu_bf16(True)` for oneDNN's bf16 kernels (AVX-512, AMX), False for none."""
+    """Sets what torch's CPU check answers: `cpu_bf16(True)` for oneDNN's bf16 kernels (AVX-512, AMX), False for
+    none."""
     def set_to(native: bool) -> None:
         monkeypatch.setattr(torch.ops.mkldnn, "_is_mkldnn_bf16_supported", lambda: native)
     return set_to

@@ -67,9 +67,11 @@ def test_rem_checks_imports_every_package_check_and_each_registers():
     import rem.checks
     from rem.config.checks import FIELDS_CHECKS, SECTION_CHECKS
 
-    check_modules = {m for m in every_rem_module() if m.count(".") == 2 and m.endswith(".checks") and m != "rem.config.checks"}
+    check_modules = {m for m in every_rem_module() if m.count(".") == 2 and m.endswith(".checks")
+                     and m != "rem.config.checks"}
     listed = {getattr(rem.checks, name).__name__ for name in dir(rem.checks) if name.endswith("_checks")}
-    assert listed == check_modules, f"rem.checks lists {sorted(listed)}; the packages' checks are {sorted(check_modules)}"
+    assert listed == check_modules, \
+        f"rem.checks lists {sorted(listed)}; the packages' checks are {sorted(check_modules)}"
     registered = {check.__module__ for table in (SECTION_CHECKS, FIELDS_CHECKS) for checks in table.values()
                   for check in checks}
     assert check_modules <= registered, f"registering nothing: {sorted(check_modules - registered)}"

@@ -47,7 +47,8 @@ def run_tiny_suite(tmp_path, source: str = TINY, **extra: str) -> tuple[subproce
            "PYTHONPATH": str(REPO), "COLUMNS": "2000", "http_proxy": unreachable, "https_proxy": unreachable,
            "HTTP_PROXY": unreachable, "HTTPS_PROXY": unreachable, "no_proxy": "", "NO_PROXY": ""}
     env.pop("REM_REQUIRE_REAL_DATA", None)  # as on a developer's machine, unless the test sets it
-    done = subprocess.run([sys.executable, "-m", "pytest", "-q", "-n", "0", "-p", "no:cacheprovider", "tests/test_tiny.py"],
+    done = subprocess.run([sys.executable, "-m", "pytest", "-q", "-n", "0", "-p", "no:cacheprovider",
+                           "tests/test_tiny.py"],
                           cwd=checkout, env={**env, **extra}, capture_output=True, text=True, timeout=300)
     return done, [line for line in done.stdout.splitlines()
                   if line.startswith(("SKIPPED", "ERROR")) and "REM_DATA_MIRROR" in line]

@@ -46,7 +46,8 @@ def epoch_row(m: dict, waits: dict, checkpoint_s: float) -> dict:
             "checkpoint_s": checkpoint_s, "host_waits_per_step": waits["per_step"], "test_acc": m["test/acc"]}
 
 
-def one_trial(sizes, device: str, data: dict, model: str, precision: str, work: Path, extra: dict | None = None) -> dict:
+def one_trial(sizes, device: str, data: dict, model: str, precision: str, work: Path,
+              extra: dict | None = None) -> dict:
     from rem.training.loop import train
     from tests.host_waits import counted_epochs, waits_per_step
 

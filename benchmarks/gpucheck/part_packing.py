@@ -45,7 +45,8 @@ def suggestion(memory: dict, sharing: dict, total_mib: float | None) -> dict:
             # unmeasured compute: no more than the most trials part d would have tried together
             trials = min(fit or MOST_SHARED, compute or MOST_SHARED) if (fit or compute) else 1
             out.setdefault(precision, {})[arch] = {"trials": trials, "gpus_per_trial": round(1 / trials, 4),
-                                                   "memory_mib": per_trial, "fit_by_memory": fit, "fit_by_compute": compute}
+                                                   "memory_mib": per_trial, "fit_by_memory": fit,
+                                                   "fit_by_compute": compute}
     return out
 
 

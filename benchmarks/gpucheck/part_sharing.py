@@ -59,8 +59,8 @@ def together(device: str, precision: str, n: int, sizes, graphs: bool = False) -
     """N child processes warmed up, then trained together for sizes.share_seconds (as CUDA graphs: `graphs`); the
     memory each reserved after its warm-up includes its graphs' pools."""
     used_before = device_used_mib(device)
-    cmd = [sys.executable, "-m", "benchmarks.gpucheck.part_sharing", json.dumps([device, precision, sizes.share_seconds,
-                                                                               sizes.batch, sizes.small_models, graphs])]
+    cmd = [sys.executable, "-m", "benchmarks.gpucheck.part_sharing",
+           json.dumps([device, precision, sizes.share_seconds, sizes.batch, sizes.small_models, graphs])]
     env = {**os.environ, "PYTHONPATH": str(REPO), "OMP_NUM_THREADS": "2"}
     procs = [subprocess.Popen(cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True, cwd=REPO, env=env)
              for _ in range(n)]
@@ -72,7 +72,8 @@ def together(device: str, precision: str, n: int, sizes, graphs: bool = False) -
         for p in procs:
             p.stdin.write("go\n")
             p.stdin.flush()
-        results = [json.loads(p.communicate(timeout=sizes.share_seconds + 120)[0].strip().splitlines()[-1]) for p in procs]
+        results = [json.loads(p.communicate(timeout=sizes.share_seconds + 120)[0].strip().splitlines()[-1])
+                   for p in procs]
     finally:
         for p in procs:
             if p.poll() is None:

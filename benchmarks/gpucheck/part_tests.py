@@ -20,7 +20,8 @@ def run(part: Part, sizes, device: str, raw: Path, work: Path) -> None:
         guard_directly(part, device, raw, work)
         return
     # `-o addopts=`: in this one process, without pyproject's two xdist workers (the GPU machine may lack pytest-xdist)
-    cmd = [sys.executable, "-m", "pytest", "-q", "-o", "addopts=", "-p", "no:cacheprovider", "-m", "not slow", "-x", *FILES]
+    cmd = [sys.executable, "-m", "pytest", "-q", "-o", "addopts=", "-p", "no:cacheprovider", "-m", "not slow", "-x",
+           *FILES]
     cmd += list(sizes.pytest_args)
     part.need(20, "pytest")
     try:
@@ -29,7 +30,8 @@ def run(part: Part, sizes, device: str, raw: Path, work: Path) -> None:
         part.result["output"] = (err.stdout or b"").decode(errors="replace")[-3000:]
         raise OutOfTime(f"pytest still running after {err.timeout:.0f} s") from None
     tail = (done.stdout + done.stderr).strip().splitlines()
-    part.result.update({"returncode": done.returncode, "summary": tail[-1] if tail else "", "output": "\n".join(tail[-40:])})
+    part.result.update({"returncode": done.returncode, "summary": tail[-1] if tail else "",
+                        "output": "\n".join(tail[-40:])})
     part.log(part.result["summary"])
     if done.returncode != 0:
         raise RuntimeError(f"pytest failed: {part.result['summary']}")

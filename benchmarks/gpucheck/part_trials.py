@@ -65,5 +65,6 @@ def resume_checks(part: Part, device: str, raw: Path, work: Path, common: dict) 
         ok = exact if name == "device->device" else max(diffs.values()) < 0.05
         out[name] = {"ok": ok, "exact": exact, "unequal": unequal, "max_relative_difference": max(diffs.values()),
                      "differences": diffs}
-        part.log(f"resume {name}: exact {exact} (unequal: {unequal}), max relative difference {max(diffs.values()):.2e}")
+        part.log(f"resume {name}: exact {exact} (unequal: {unequal}), "
+                 f"max relative difference {max(diffs.values()):.2e}")
     return out

@@ -35,14 +35,17 @@ GPU = Sizes(small_models=False, architectures=("capsnet", "gamma_capsnet", "deep
             epoch_subsets={"train_subset": 0, "val_subset": 0, "test_subset": 0}, epochs=2,
             share_counts=(1, 2, 4, 8), share_seconds=6.0, share_precisions=("fp32", "bf16"), first_estimate_s=40.0,
             pairs_steps=(150, 600), pairs_seeds=(42, 43, 44), pairs_test=2000,
-            evidence_subsets={"train_subset": 0, "val_subset": 0, "test_subset": 0}, evidence_arms=99, evidence_epochs=0,
+            evidence_subsets={"train_subset": 0, "val_subset": 0, "test_subset": 0},
+            evidence_arms=99, evidence_epochs=0,
             # the CPU's run of the guard is CI's job: here only the GPU's
-            pytest_args=("--deselect", "tests/training/test_factory_guard.py::test_every_architecture_and_method_names_its_devices[cpu]"))
+            pytest_args=("--deselect", "tests/training/test_factory_guard.py::"
+                                       "test_every_architecture_and_method_names_its_devices[cpu]"))
 CPU = Sizes(small_models=True, architectures=("capsnet",), methods=("none", "rem"),
             search={"prune.search_tolerance_pp": 5.0, "prune.max_evaluations": 3},
             subsets={"train_subset": 32, "val_subset": 32, "test_subset": 32}, batch=16, eval_batch=32,
             epoch_subsets={"train_subset": 64, "val_subset": 32, "test_subset": 32}, epochs=1,
             share_counts=(1, 2), share_seconds=0.5, share_precisions=("fp32",), first_estimate_s=5.0,
             pairs_steps=(2,), pairs_seeds=(42,), pairs_test=32,
-            evidence_subsets={"train_subset": 64, "val_subset": 32, "test_subset": 32}, evidence_arms=1, evidence_epochs=1,
+            evidence_subsets={"train_subset": 64, "val_subset": 32, "test_subset": 32},
+            evidence_arms=1, evidence_epochs=1,
             pytest_args=("-k", "setting_forms or autocast or describe_names"))

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from rem.analysis.routing_iterations import iteration_curves_wanted, trial_iteration_curves
 from rem.analysis.sparsity_curve import trial_curve
-from rem.analysis.transformed import trial_transformed, transformed_wanted
+from rem.analysis.transformed import transformed_wanted, trial_transformed
 from rem.models import has_routing
 from rem.training.loop import Measurement
 

@@ -8,14 +8,22 @@ a checked one; importing `rem.config` imports none of them.
 """
 
 from rem.config.loading import add_params_arguments, deep_merge, load, load_from_args, parse_override, resolve
-from rem.config.root import (SECTION_CLASSES, TRIAL_SECTIONS, Config, flatten, from_dict, from_stored,
-                             set_dotted)
-from rem.config.sections import (ConfigError, DataConfig, EvalConfig, FetchConfig, ModelConfig, ReportConfig,
-                                 SweepConfig, TrainConfig)
 from rem.config.prune import PruneConfig
+from rem.config.root import SECTION_CLASSES, TRIAL_SECTIONS, Config, flatten, from_dict, from_stored, set_dotted
+from rem.config.sections import (
+                             ConfigError,
+                             DataConfig,
+                             EvalConfig,
+                             FetchConfig,
+                             ModelConfig,
+                             ReportConfig,
+                             SweepConfig,
+                             TrainConfig,
+)
 
 __all__ = [
     "SECTION_CLASSES", "TRIAL_SECTIONS", "Config", "ConfigError", "DataConfig", "EvalConfig",
     "FetchConfig", "ModelConfig", "PruneConfig", "ReportConfig", "SweepConfig", "TrainConfig", "add_params_arguments",
-    "deep_merge", "flatten", "from_dict", "from_stored", "load", "load_from_args", "parse_override", "resolve", "set_dotted",
+    "deep_merge", "flatten", "from_dict", "from_stored", "load", "load_from_args", "parse_override", "resolve",
+    "set_dotted",
 ]

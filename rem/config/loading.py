@@ -33,7 +33,8 @@ def resolve(raw: dict[str, Any], overrides: dict[str, Any] | None = None, source
     profiles = raw.pop("profiles", {}) or {}
     profile = overrides.pop("profile", raw.get("profile", "quick"))
     if profile not in profiles:
-        raise ConfigError(f"{source}: profile {profile!r} is not defined; defined profiles: {', '.join(profiles) or 'none'}")
+        raise ConfigError(f"{source}: profile {profile!r} is not defined; "
+                          f"defined profiles: {', '.join(profiles) or 'none'}")
     tree = deep_merge(raw, profiles[profile])
     tree["profile"] = profile
     for key, value in overrides.items():

@@ -78,11 +78,13 @@ class PruneConfig:
             if not ok(getattr(self, name)):
                 raise ValueError(f"PruneConfig.{name}={getattr(self, name)!r} must be {allowed}")
         if not all(isinstance(n, str) and n for n in self.threshold_tensors):
-            raise ValueError(f"PruneConfig.threshold_tensors={self.threshold_tensors!r} must be a list of parameter names")
+            raise ValueError(f"PruneConfig.threshold_tensors={self.threshold_tensors!r} must be a list of parameter "
+                             "names")
         if not isinstance(self.options, dict):
             raise ValueError(f"PruneConfig.options={self.options!r} must be a mapping (the method's own options)")
         if not isinstance(self.tensor_targets, dict) or not all(
-                isinstance(n, str) and isinstance(t, (int, float)) and 0 <= t < 1 for n, t in self.tensor_targets.items()):
+                isinstance(n, str) and isinstance(t, (int, float)) and 0 <= t < 1
+                for n, t in self.tensor_targets.items()):
             raise ValueError(f"PruneConfig.tensor_targets={self.tensor_targets!r} must map parameter names to "
                              "sparsities in [0, 1)")
         if self.scope == "tensor" and not self.tensor_targets and self.target_from is None:

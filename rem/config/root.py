@@ -12,8 +12,16 @@ from typing import Any
 
 from rem.config.checks import check_sections, register_package_checks
 from rem.config.prune import PruneConfig  # the pruning library's own config is the `prune` section
-from rem.config.sections import (ConfigError, DataConfig, EvalConfig, FetchConfig, ModelConfig, ReportConfig,
-                                 SweepConfig, TrainConfig)
+from rem.config.sections import (
+    ConfigError,
+    DataConfig,
+    EvalConfig,
+    FetchConfig,
+    ModelConfig,
+    ReportConfig,
+    SweepConfig,
+    TrainConfig,
+)
 from rem.config.values import checked_value
 
 
@@ -144,7 +152,8 @@ def check_config(cfg: Config, source: str, check_grid: bool = True) -> None:
 def _check_sizes(cfg: Config, source: str) -> None:
     if len(cfg.train.hard_margin) != 3 or not all(isinstance(v, (int, float)) for v in cfg.train.hard_margin):
         raise ConfigError(f"{source}: train.hard_margin must be [m_pos, m_neg, lam]; got {cfg.train.hard_margin!r}")
-    at_least_one = [("train", k) for k in ("epochs", "batch_size", "eval_batch_size", "checkpoint_every")] + [("model", "routing_iterations")] \
+    at_least_one = [("train", k) for k in ("epochs", "batch_size", "eval_batch_size", "checkpoint_every")] \
+        + [("model", "routing_iterations")] \
         + [("report", k) for k in ("figure_images", "overlap_trees", "saliency_images", "graph_capsules")]
     for section, key in at_least_one:
         if getattr(getattr(cfg, section), key) < 1:
@@ -153,6 +162,7 @@ def _check_sizes(cfg: Config, source: str) -> None:
         raise ConfigError(f"{source}: eval.levels must be >= 2; got {cfg.eval.levels}")
     if cfg.eval.levels_for(cfg.model.name) < 2:
         raise ConfigError(f"{source}: eval.levels_per_model.{cfg.model.name} must be >= 2")
-    bad = [s for s in cfg.eval.curve_sparsities if isinstance(s, bool) or not isinstance(s, (int, float)) or not 0 <= s < 1]
+    bad = [s for s in cfg.eval.curve_sparsities if isinstance(s, bool) or not isinstance(s, (int, float))
+           or not 0 <= s < 1]
     if bad or not cfg.eval.curve_sparsities:
         raise ConfigError(f"{source}: eval.curve_sparsities must be fractions in [0, 1); got {bad or 'none'}")

@@ -5,7 +5,6 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Literal
 
-
 # The robustness families' default strengths (rem.analysis.robustness.families says what each means).
 DEFAULT_FAMILIES: dict[str, list[float]] = {
     "rotation": [-60.0, -45.0, -30.0, -15.0, 0.0, 15.0, 30.0, 45.0, 60.0],

@@ -3,11 +3,22 @@ Names that need torchvision or a reader are imported on first use, so fetching a
 
 from importlib import import_module
 
-from rem.data.registry import (DATASETS, DatasetFamily, DatasetSpec, RemoteFile, family_of, get_dataset, get_family,
-                               is_known_dataset, list_datasets, register_family, table_name)
+from rem.data.checks import check_data_section  # registers the data section's checks: a config read here knows them
+from rem.data.registry import (
+    DATASETS,
+    DatasetFamily,
+    DatasetSpec,
+    RemoteFile,
+    family_of,
+    get_dataset,
+    get_family,
+    is_known_dataset,
+    list_datasets,
+    register_family,
+    table_name,
+)
 from rem.data.sources import fetch, fetch_dataset, fetch_datasets, mirror_folders
 from rem.data.verify import ChecksumError, DataSourceError, FormatError
-from rem.data.checks import check_data_section  # registers the data section's checks: a config read here knows them
 
 _LAZY = {"BatchTransform": "rem.data.augment", "Split": "rem.data.splits", "Splits": "rem.data.splits",
          "load_splits": "rem.data.loading", "prepare_data": "rem.data.loading"}

@@ -22,7 +22,8 @@ if TYPE_CHECKING:
 AFFNIST = DatasetSpec(
     name="affnist",
     files=mnist_files(folder="mnist", urls=()) + (
-        RemoteFile("test.mat.zip", "", 0, urls=("https://www.cs.toronto.edu/~tijmen/affNIST/32x/transformed/test.mat.zip",),
+        RemoteFile("test.mat.zip", "", 0,
+                   urls=("https://www.cs.toronto.edu/~tijmen/affNIST/32x/transformed/test.mat.zip",),
                    header=b"PK\x03\x04", kind="zip", members=(RemoteFile("test.mat", "", 0, header=b"MATLAB 5.0"),)),
     ),
     urls=MNIST_URLS, num_classes=10, in_shape=(1, 40, 40), mean=(0.0,), std=(1.0,),
@@ -89,7 +90,8 @@ class AffNist(DatasetFamily):
             va_x, va_y = read_idx_pair(raw, "t10k")
             te_x, te_y = read_affnist(raw / "test.mat")
             return {"train_x": tr_x.numpy(), "train_y": tr_y.numpy(),
-                    "val_x": np.pad(va_x.numpy(), ((0, 0), (0, 0)) + ((CANVAS_ROOM, CANVAS_ROOM),) * 2), "val_y": va_y.numpy(),
+                    "val_x": np.pad(va_x.numpy(), ((0, 0), (0, 0)) + ((CANVAS_ROOM, CANVAS_ROOM),) * 2),
+                    "val_y": va_y.numpy(),
                     "test_x": te_x, "test_y": te_y}
         return from_arrays(prepared(spec, raw, {}, build, cache_dir), spec, data.val_size, data.split_seed)
 

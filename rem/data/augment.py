@@ -14,7 +14,8 @@ COLOUR_SETTINGS = ("resize", "brightness", "contrast")  # what a family with REM
 
 def range_problem(bounds, name: str) -> str | None:
     """What is wrong with the [low, high] factor range of setting `name`, None when nothing."""
-    if not isinstance(bounds, (list, tuple)) or len(bounds) != 2 or not all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in bounds) \
+    if not isinstance(bounds, (list, tuple)) or len(bounds) != 2 \
+            or not all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in bounds) \
             or not 0 <= bounds[0] <= bounds[1]:
         return f"{name} must be [low, high] with 0 <= low <= high; got {bounds!r}"
     return None
@@ -99,7 +100,8 @@ class BatchTransform:
             draws["flip"] = torch.rand(b, generator=gen, device=HOST) < 0.5
         if self.kind in ("color", "color_flip", "crop"):
             if self.brightness:
-                draws["brightness"] = 1 - self.brightness + 2 * self.brightness * torch.rand(b, generator=gen, device=HOST)
+                draws["brightness"] = (1 - self.brightness
+                                       + 2 * self.brightness * torch.rand(b, generator=gen, device=HOST))
             lo, hi = self.contrast
             if (lo, hi) != (1.0, 1.0):
                 draws["contrast"] = lo + (hi - lo) * torch.rand(b, generator=gen, device=HOST)
@@ -128,7 +130,8 @@ class BatchTransform:
             x = ((x - m) * c.view(-1, 1, 1, 1) + m).clamp_(0, 1)
         return x
 
-    def apply(self, images: torch.Tensor, draws: dict[str, torch.Tensor] | None = None) -> tuple[torch.Tensor, torch.Tensor]:
+    def apply(self, images: torch.Tensor,
+              draws: dict[str, torch.Tensor] | None = None) -> tuple[torch.Tensor, torch.Tensor]:
         """(normalised input, unit-range image) of a uint8 batch; `draws` (see `draw`) augment it, None evaluates."""
         unit = self.to_unit(images)
         if self.kind == "place" and unit.shape[-1] < self.canvas:  # 28x28 digits into the 40x40 canvas
@@ -150,7 +153,8 @@ class BatchTransform:
             unit = self.jitter(unit, draws)
         return self.normalize(unit), unit
 
-    def __call__(self, images: torch.Tensor, *, train: bool, gen: torch.Generator | None = None) -> tuple[torch.Tensor, torch.Tensor]:
+    def __call__(self, images: torch.Tensor, *, train: bool,
+                 gen: torch.Generator | None = None) -> tuple[torch.Tensor, torch.Tensor]:
         """(normalised input, unit-range image for the reconstruction loss), augmented from `gen` when training."""
         training = train and self.augment
         if training and gen is None:

@@ -80,5 +80,6 @@ def resized_train_test(spec: DatasetSpec, raw: Path, size: int, cache_dir: Path 
     """`read(train)` -> (images, labels) for both splits, resized to size x size once and cached."""
     def build() -> Arrays:
         (tr_x, tr_y), (te_x, te_y) = read(True), read(False)
-        return {"train_x": resize_uint8(tr_x, size), "train_y": tr_y, "test_x": resize_uint8(te_x, size), "test_y": te_y}
+        return {"train_x": resize_uint8(tr_x, size), "train_y": tr_y, "test_x": resize_uint8(te_x, size),
+                "test_y": te_y}
     return prepared(spec, raw, {"resize": size}, build, cache_dir)

@@ -22,7 +22,8 @@ if TYPE_CHECKING:
 
 UNSIGNED_BYTE = 0x08  # the element type of every MNIST-style file
 MNIST_URLS = ("https://ossci-datasets.s3.amazonaws.com/mnist/", "http://yann.lecun.com/exdb/mnist/")
-FASHION_CLASSES = ("T-shirt/top", "Trouser", "Pullover", "Dress", "Coat", "Sandal", "Shirt", "Sneaker", "Bag", "Ankle boot")
+FASHION_CLASSES = ("T-shirt/top", "Trouser", "Pullover", "Dress", "Coat", "Sandal", "Shirt", "Sneaker", "Bag",
+                   "Ankle boot")
 IDX_NAMES = ("train-images-idx3-ubyte", "train-labels-idx1-ubyte", "t10k-images-idx3-ubyte", "t10k-labels-idx1-ubyte")
 
 
@@ -82,7 +83,8 @@ def read_idx_pair(raw: Path, prefix: str) -> tuple[torch.Tensor, torch.Tensor]:
     except ValueError as err:
         raise FormatError(f"{lbl_path}: not an IDX uint8 label file (expected magic 2049, dims N): {err}") from None
     if images.shape[0] != labels.shape[0]:
-        raise FormatError(f"{raw}/{prefix}: {images.shape[0]} images but {labels.shape[0]} labels; expected equal counts")
+        raise FormatError(f"{raw}/{prefix}: {images.shape[0]} images but {labels.shape[0]} labels; "
+                          "expected equal counts")
     return images.unsqueeze(1).contiguous(), labels.long()
 
 

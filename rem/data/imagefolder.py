@@ -42,14 +42,16 @@ def list_image_folder(folder: Path) -> tuple[list[Path], list[int], tuple[str, .
     return files, labels, classes
 
 
-def read_image_folder(folder: Path, classes: tuple[str, ...] | None = None) -> tuple[np.ndarray, np.ndarray, tuple[str, ...]]:
+def read_image_folder(folder: Path,
+                      classes: tuple[str, ...] | None = None) -> tuple[np.ndarray, np.ndarray, tuple[str, ...]]:
     """`folder/<class>/*.png|jpg` -> (N,C,H,W) uint8, labels (index in sorted class names), class names; every
     image must have the first one's shape."""
     from torchvision.io import ImageReadMode, decode_image, read_file
 
     files, labels, found = list_image_folder(folder)
     if classes is not None and found != tuple(classes):
-        raise FormatError(f"{folder}: classes {', '.join(found)}; expected {', '.join(classes)} (as in the train folder)")
+        raise FormatError(f"{folder}: classes {', '.join(found)}; expected {', '.join(classes)} "
+                          "(as in the train folder)")
     out = None
     for i, path in enumerate(files):
         try:
@@ -59,7 +61,8 @@ def read_image_folder(folder: Path, classes: tuple[str, ...] | None = None) -> t
         if out is None:
             out = np.empty((len(files), *img.shape), dtype=np.uint8)
         elif tuple(img.shape) != out.shape[1:]:
-            raise FormatError(f"{path}: image of shape {tuple(img.shape)} (C,H,W); expected {out.shape[1:]} like {files[0]}")
+            raise FormatError(f"{path}: image of shape {tuple(img.shape)} (C,H,W); "
+                              f"expected {out.shape[1:]} like {files[0]}")
         out[i] = img.numpy()
     return out, np.asarray(labels, dtype=np.int64), found
 

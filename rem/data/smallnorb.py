@@ -68,7 +68,8 @@ def read_norb(path: Path, magic: int, dims: tuple[int, ...] | None = None, *, mm
         with open(path, "rb") as fh:
             head = fh.read(8)
             if len(head) < 8:
-                raise FormatError(f"{path}: truncated header ({len(head)} bytes); expected a smallNORB matrix with {what}")
+                raise FormatError(f"{path}: truncated header ({len(head)} bytes); "
+                                  f"expected a smallNORB matrix with {what}")
             got_magic, ndim = struct.unpack("<2i", head)
             if got_magic != magic:
                 raise FormatError(f"{path}: wrong magic number 0x{got_magic & 0xFFFFFFFF:08X}; expected 0x{magic:08X}")

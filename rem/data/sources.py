@@ -13,8 +13,16 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Iterable, Iterator
 
 from rem.data.registry import DatasetSpec, RemoteFile, get_dataset
-from rem.data.verify import (CHUNK, ChecksumError, DataSourceError, FormatError, install, is_present,
-                             recorded_checksums, stamp_text)
+from rem.data.verify import (
+    CHUNK,
+    ChecksumError,
+    DataSourceError,
+    FormatError,
+    install,
+    is_present,
+    recorded_checksums,
+    stamp_text,
+)
 from rem.io import home_checkout, resolve_path
 
 if TYPE_CHECKING:
@@ -142,7 +150,8 @@ def fetch(spec: DatasetSpec, dest: Path, *, mirrors: list[Path] = (), system_roo
     """Fetch every file of `spec` into `dest`; returns {file name: where it came from}."""
     dest.mkdir(parents=True, exist_ok=True)
     return {
-        remote.name: fetch_file(spec, remote, dest, mirrors=list(mirrors), system_root=system_root, download_ok=download_ok)
+        remote.name: fetch_file(spec, remote, dest, mirrors=list(mirrors), system_root=system_root,
+                                download_ok=download_ok)
         for remote in spec.files
     }
 

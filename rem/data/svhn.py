@@ -37,7 +37,8 @@ def read_svhn(path: Path) -> tuple[np.ndarray, np.ndarray]:
     path = Path(path)
     split = {"train_32x32.mat": "train", "test_32x32.mat": "test", "extra_32x32.mat": "extra"}.get(path.name)
     if split is None:
-        raise FormatError(f"{path}: unexpected SVHN file name; expected train_32x32.mat, test_32x32.mat or extra_32x32.mat")
+        raise FormatError(f"{path}: unexpected SVHN file name; "
+                          "expected train_32x32.mat, test_32x32.mat or extra_32x32.mat")
     try:
         ds = _reader()(str(path.parent), split=split)
     except Exception as err:  # scipy raises several types for a corrupt/truncated .mat

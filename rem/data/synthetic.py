@@ -48,7 +48,8 @@ def _silhouettes() -> np.ndarray:
             half = 2 + w + (y - 4) * 8 // 22
             return (y >= 4) & (y <= 26) & (2 * abs(2 * x - 27) <= 4 * half)
         if label == 4:  # coat: pullover with a collar and a dark opening down the middle
-            return (torso | box(8, 23, 3 - w, 6 - w) | box(8, 23, 21 + w, 24 + w) | box(4, 6, 10, 17)) & ~box(8, 24, 13, 14)
+            return ((torso | box(8, 23, 3 - w, 6 - w) | box(8, 23, 21 + w, 24 + w) | box(4, 6, 10, 17))
+                    & ~box(8, 24, 13, 14))
         if label == 5:  # sandal: thin straps over a sole
             return ((y % 3 == 0) & box(12, 21, 3, 24 - 2 * w)) | box(23, 24, 2, 25)
         if label == 6:  # shirt: torso, mid-length sleeves, a row of dark buttons

@@ -181,7 +181,8 @@ def stamp_text(dest: Path, remote: RemoteFile) -> str:
 
 def recorded_checksums(spec: DatasetSpec, dest: Path) -> dict[str, str]:
     """{file: md5 of its verified payload} for the fetched files of `spec` in `dest` (recorded with runs)."""
-    return {remote.name: stamp_text(dest, remote).partition(" ")[0] for remote in spec.files if stamp_text(dest, remote)}
+    return {remote.name: stamp_text(dest, remote).partition(" ")[0] for remote in spec.files
+            if stamp_text(dest, remote)}
 
 
 def install(source: Path, dest: Path, remote: RemoteFile) -> None:

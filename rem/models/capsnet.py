@@ -72,5 +72,6 @@ class CapsNet(SabourStem, ClassCapsuleHead):
                               "each type's matrices across the grid (model.options.shared_votes): set it to false")
         return sabour_layout(self, "votes")
 
-    def forward(self, x: torch.Tensor, target: torch.Tensor | None = None, *, quantize_levels: int | None = None) -> CapsuleOutput:
+    def forward(self, x: torch.Tensor, target: torch.Tensor | None = None, *,
+                quantize_levels: int | None = None) -> CapsuleOutput:
         return self.class_capsules(self.primary_capsules(x), target, quantize_levels)

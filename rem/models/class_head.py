@@ -11,9 +11,9 @@ import torch
 from torch import nn
 
 from rem.capsules import capsule_lengths
+from rem.config.options import declared_options
 from rem.models.decoder import build_decoder
 from rem.models.registry import CapsuleOutput
-from rem.config.options import declared_options
 from rem.routing import ROUTINGS
 
 

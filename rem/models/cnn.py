@@ -43,7 +43,8 @@ class CNNBaseline(nn.Module):
         self.dropout = nn.Dropout(dropout)
         self.classes = nn.Linear(width, num_classes)
 
-    def forward(self, x: torch.Tensor, target: torch.Tensor | None = None, *, quantize_levels: int | None = None) -> CapsuleOutput:
+    def forward(self, x: torch.Tensor, target: torch.Tensor | None = None, *,
+                quantize_levels: int | None = None) -> CapsuleOutput:
         # `target` and `quantize_levels` are ignored: accepted so every model is called alike
         for conv in self.convs:
             x = torch.relu(valid_conv2d(conv, x))  # the unpadded ones take the capsule models' fast bf16 path

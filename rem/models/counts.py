@@ -40,7 +40,8 @@ def millions(count: int) -> str:
 
 def counts_table(rows: list[dict]) -> str:
     """`model_counts` rows as a Markdown table: exact counts, then in millions as the papers quote them."""
-    lines = ["| model | parameters | parameters (M) | FLOPs per image | FLOPs per image (M) |", "|---|---:|---:|---:|---:|"]
+    lines = ["| model | parameters | parameters (M) | FLOPs per image | FLOPs per image (M) |",
+             "|---|---:|---:|---:|---:|"]
     lines += [f"| {r['model']} | {r['params']:,} | {millions(r['params'])} | {r['flops']:,} | {millions(r['flops'])} |"
               for r in rows]
     return "\n".join(lines)

@@ -54,7 +54,8 @@ class ConvCaps2d(nn.Module):
     def __init__(self, in_types: int, in_dim: int, out_types: int, out_dim: int, kernel_size: int = 3, stride: int = 1):
         super().__init__()
         self.out_types, self.out_dim = out_types, out_dim
-        self.conv = nn.Conv2d(in_types * in_dim, out_types * out_dim, kernel_size, stride=stride, padding=kernel_size // 2)
+        self.conv = nn.Conv2d(in_types * in_dim, out_types * out_dim, kernel_size, stride=stride,
+                              padding=kernel_size // 2)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         b, t, d, h, w = x.shape
@@ -188,7 +189,8 @@ class DeepCaps(nn.Module, ClassCapsuleHead):
                          "class layer reads two cells' capsules and each cell's types are routed from the previous "
                          "cell's, so a type cannot be removed from one layer alone")
 
-    def forward(self, x: torch.Tensor, target: torch.Tensor | None = None, *, quantize_levels: int | None = None) -> CapsuleOutput:
+    def forward(self, x: torch.Tensor, target: torch.Tensor | None = None, *,
+                quantize_levels: int | None = None) -> CapsuleOutput:
         x = squash_scalar_capsules(self.bn1(self.conv1(x))).unsqueeze(2)  # 1-D capsules (B, 128, 1, H, W)
         outputs = []
         for cell in self.cells:

@@ -99,7 +99,8 @@ class EfficientCapsNet(nn.Module, ClassCapsuleHead):
             entries.append(("prior", "row", "other"))
         return CapsuleLayout("efficient", "primary_caps", self.primary_caps, self.primary_dim, entries, "votes")
 
-    def forward(self, x: torch.Tensor, target: torch.Tensor | None = None, *, quantize_levels: int | None = None) -> CapsuleOutput:
+    def forward(self, x: torch.Tensor, target: torch.Tensor | None = None, *,
+                quantize_levels: int | None = None) -> CapsuleOutput:
         feat = self.primary(self.stem(x))
         u = efficient_squash(feat.reshape(x.shape[0], self.primary_caps, self.primary_dim))
         return self.class_capsules(u, target, quantize_levels)

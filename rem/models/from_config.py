@@ -24,4 +24,5 @@ def model_options(cfg: Config, **extra) -> dict:
 
 
 def build_model(cfg: Config, spec, **extra) -> torch.nn.Module:
-    return create_model(cfg.model.name, in_shape=spec.in_shape, num_classes=spec.num_classes, **model_options(cfg, **extra))
+    return create_model(cfg.model.name, in_shape=spec.in_shape, num_classes=spec.num_classes,
+                        **model_options(cfg, **extra))

@@ -74,7 +74,8 @@ class GammaCapsNet(SabourStem, ClassCapsuleHead):
     def capsule_layout(self) -> CapsuleLayout:
         return sabour_layout(self, "fc_votes")  # the primary capsules feed the FC capsule layer
 
-    def forward(self, x: torch.Tensor, target: torch.Tensor | None = None, *, quantize_levels: int | None = None) -> CapsuleOutput:
+    def forward(self, x: torch.Tensor, target: torch.Tensor | None = None, *,
+                quantize_levels: int | None = None) -> CapsuleOutput:
         u = self.primary_capsules(x)
         fc_levels = self.fc_quantize_levels if quantize_levels else None
         h, _ = scaled_distance_routing(self.fc_votes(u), self.routing_iterations, self.fc_bias, capsule_lengths(u),

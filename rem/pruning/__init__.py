@@ -14,14 +14,13 @@ types (`rem.pruning.capsules`), or a method registered with `register_method`. A
 """
 
 from rem.config.prune import SCHEDULES, SCOPES, SEARCHES, PruneConfig
+from rem.pruning import checks  # noqa: F401  (registers the methods' own checks: PruneConfig(method=...) is checked)
 from rem.pruning.imp import magnitude_prune_to, schedule_sparsity
 from rem.pruning.lobster import lobster_shrink_
 from rem.pruning.masks import Masks, sparsity_report
 from rem.pruning.methods import PruningMethod, get_method, method_names, register_method
-from rem.pruning.parameters import (is_class_capsule_matrix, is_primary_conv, prunable_parameters,
-                                    shrinkable_parameters)
+from rem.pruning.parameters import is_class_capsule_matrix, is_primary_conv, prunable_parameters, shrinkable_parameters
 from rem.pruning.probe import ThresholdProbe
-from rem.pruning import checks  # noqa: F401  (registers the methods' own checks: PruneConfig(method=...) is checked)
 from rem.pruning.pruner import Pruner, TrialPruner
 from rem.pruning.search import Bisection, SortedSearch, ThresholdResult, threshold_search
 from rem.pruning.snip import snip_prune

@@ -17,7 +17,8 @@ def schedule_sparsity(target: float, step: int, total: int, schedule: str = "cub
     return target * (1 - (1 - fraction) ** 3) if schedule == "cubic" else target * fraction
 
 
-def magnitude_prune_to(model: nn.Module, masks: Masks, sparsity: float | dict[str, float], scope: str = "global") -> None:
+def magnitude_prune_to(model: nn.Module, masks: Masks, sparsity: float | dict[str, float],
+                       scope: str = "global") -> None:
     """Prune exactly round(sparsity * n) weights by |w|, globally, per layer, or per tensor ("tensor": `sparsity`
     maps each name of `masks` to its own); already pruned weights count first, ties by flat index."""
     params = masks.parameters(model)

@@ -112,7 +112,8 @@ class Masks:
             raise KeyError(f"Masks.load_state_dict: names differ: {sorted(set(state) ^ set(self.masks))}")
         for n, m in state.items():
             if m.shape != self.masks[n].shape:
-                raise ValueError(f"Masks.load_state_dict: {n} has shape {tuple(m.shape)}, expected {tuple(self.masks[n].shape)}")
+                raise ValueError(f"Masks.load_state_dict: {n} has shape {tuple(m.shape)}, "
+                                 f"expected {tuple(self.masks[n].shape)}")
             self.masks[n] = m.bool().to(self.masks[n].device)
 
 

@@ -10,8 +10,8 @@ from typing import Callable, NamedTuple
 import torch
 from torch import nn
 
-from rem.device import HOST
 from rem.config.prune import PruneConfig
+from rem.device import HOST
 from rem.pruning.masks import Masks
 
 log = logging.getLogger(__name__)
@@ -60,7 +60,8 @@ class ThresholdProbe:
         self.base_loss, self.base_accuracy = self._evaluate(None)
         self.bound = self.base_loss * (1 + cfg.twt)
         if cfg.require_accuracy and self.base_accuracy is None:
-            raise ValueError("PruneConfig.require_accuracy=True needs val_loss_fn to return (loss, accuracy) or a dict with 'accuracy'")
+            raise ValueError("PruneConfig.require_accuracy=True needs val_loss_fn to return (loss, accuracy) or a dict "
+                             "with 'accuracy'")
 
     def budget_left(self) -> bool:
         return self.cfg.max_evaluations is None or self.evaluations < self.cfg.max_evaluations
@@ -99,7 +100,8 @@ class ThresholdProbe:
             accepted = False
             verdict = (f"rejected by the accuracy guard ({accuracy:.4f} < {self.base_accuracy:.4f} - "
                        f"{self.cfg.accuracy_tolerance})")
-        log.info("threshold search: pass %d, T=%.4g prunes %d more (%.2f %% of the unpruned), loss %.6f vs bound %.6f: %s",
+        log.info("threshold search: pass %d, T=%.4g prunes %d more (%.2f %% of the unpruned), "
+                 "loss %.6f vs bound %.6f: %s",
                  self.evaluations, threshold, count, 100.0 * count / max(self.n_live, 1), loss, self.bound, verdict)
         return CandidateOutcome(accepted, loss, accuracy)
 

@@ -44,8 +44,8 @@ class Pruner:
     def __init__(self, model: nn.Module, cfg: PruneConfig | None = None):
         self.cfg = (cfg or PruneConfig()).validate()
         if self.cfg.target_from and self.cfg.target_sparsity <= 0:
-            raise ValueError(f"prune.target_from={self.cfg.target_from!r}: the sweep sets prune.target_sparsity from the "
-                             f"matching {self.cfg.target_from} trial; a single run needs prune.target_sparsity set")
+            raise ValueError(f"prune.target_from={self.cfg.target_from!r}: the sweep sets prune.target_sparsity from "
+                             f"the matching {self.cfg.target_from} trial; a single run needs prune.target_sparsity set")
         self.method = get_method(self.cfg.method)(self.cfg)
         self.masks = Masks.dense(model, rem_tensors=self.cfg.rem_tensors)
         self.masks.subset(self.cfg.threshold_tensors)  # a name that is not a prunable tensor fails here, in one line

@@ -45,7 +45,8 @@ class _RepeatedLoss:
     def seen(self, loss: float, count: int) -> bool:
         if math.isnan(loss):  # rejected by the pruned-fraction cap without a pass: no loss to compare
             return False
-        same = self.previous is not None and (count == self.previous[1] or (math.isfinite(loss) and loss == self.previous[0]))
+        same = self.previous is not None and (count == self.previous[1]
+                                              or (math.isfinite(loss) and loss == self.previous[0]))
         self.repeats = self.repeats + 1 if same else 0
         self.previous = (loss, count)
         return self.repeats >= self.limit

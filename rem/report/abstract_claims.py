@@ -40,7 +40,8 @@ def claim_rows(model: str, spreads: dict, seeds: dict) -> list[list[str]]:
     q = spreads.get((model, PLUS_Q))
     rem = sorted(a for m, a in spreads if m == model and a.thresholds_by_rem)
     return [row for a in rem if q is not None
-            for row in _claims_of(f"{model} {a.label}", q, spreads[(model, a)], seeds[(model, PLUS_Q)], seeds[(model, a)])]
+            for row in _claims_of(f"{model} {a.label}", q, spreads[(model, a)], seeds[(model, PLUS_Q)],
+                                  seeds[(model, a)])]
 
 
 def _claims_of(name: str, q: dict, rem: dict, q_seeds: ArmSeeds, rem_seeds: ArmSeeds) -> list[list[str]]:
@@ -56,7 +57,8 @@ def _claims_of(name: str, q: dict, rem: dict, q_seeds: ArmSeeds, rem_seeds: ArmS
         [name, CLAIMS["parameters"], f"{rem[s].text(2)} % of the prunable weights removed",
          *judged(Differs(+1), q[s], rem[s], 2, rem_seeds.not_learned(),
                  by_construction=fewer_weights_by_construction(q[s], rem[s]))],
-        [name, CLAIMS["accuracy"] + f" (margin {NEGLIGIBLE_POINTS:g} point)", f"{q[a].text(2)} → {rem[a].text(2)} %{when}",
+        [name, CLAIMS["accuracy"] + f" (margin {NEGLIGIBLE_POINTS:g} point)",
+         f"{q[a].text(2)} → {rem[a].text(2)} %{when}",
          *judged(NoWorse(NEGLIGIBLE_POINTS), q[a], rem[a], 2, *learned)],
     ]
 
@@ -78,7 +80,8 @@ def same_epoch_rows(results: pd.DataFrame) -> list[list[str]]:
                 (q.not_learned(), mine.not_learned(), q.not_routing(QUANTIZED), mine.not_routing(QUANTIZED),
                  q.at_ceiling())):
             continue
-        last = {a: arm_rows(done, model, a).groupby("train.seed").tail(1).set_index("train.seed") for a in (PLUS_Q, arm)}
+        last = {a: arm_rows(done, model, a).groupby("train.seed").tail(1).set_index("train.seed")
+                for a in (PLUS_Q, arm)}
         common = sorted(set(last[PLUS_Q].index) & set(last[arm].index))
         epochs = sorted({int(last[a].loc[s, "epoch"]) for a in last for s in common})
         a, b = (last[x].loc[common, "entropy/mean"].to_numpy(dtype=float) for x in (PLUS_Q, arm))

@@ -11,8 +11,16 @@ import numpy as np
 import pandas as pd
 
 from rem.analysis.forwards import PLAIN
-from rem.report.preconditions import (at_ceiling, chance_accuracy, classes_of, did_not_learn, evaluation_differs,
-                                     first, input_independent, routing_uniform)
+from rem.report.preconditions import (
+    at_ceiling,
+    chance_accuracy,
+    classes_of,
+    did_not_learn,
+    evaluation_differs,
+    first,
+    input_independent,
+    routing_uniform,
+)
 from rem.results.arms import Arm
 from rem.results.frames import final_value, last_rows
 from rem.results.variants import routed

@@ -23,8 +23,9 @@ RUN_KEYS = [("primary endpoint", "Primary endpoint"), ("command", "Command"), ("
             ("started", "Started (UTC)"), ("finished", "Finished (UTC)"), ("wall", "Wall time"), ("load", "Load"),
             ("not published", "Stopped, not published"), ("hardware", "Hardware"), ("software", "Software")]
 FULL_PROTOCOL = (201, 5)  # REM's: at least 201 epochs (patience 200), 5 seeds
-SOURCE = ("every number below is computed from `sweep.parquet` in this folder (`python -m pipeline.{publication} --render-only` "
-          "regenerates the tables and this page from it without retraining).")
+SOURCE = ("every number below is computed from `sweep.parquet` in this folder "
+          "(`python -m pipeline.{publication} --render-only` regenerates the tables and this page from it without "
+          "retraining).")
 
 
 def run_lines(run: dict) -> list[str]:
@@ -65,19 +66,22 @@ def cost_section(frame: pd.DataFrame, context: Context) -> Table:
     for model, arm in arms(done):
         group = arm_rows(done, model, arm)
         step, epoch = float(group["time/step_s"].mean()), float(group["time/epoch_s"].mean())
-        search = float(group["prune/seconds"].mean()) if "prune/seconds" in group and group["prune/seconds"].notna().any() else 0.0
-        full_steps = math.ceil((60000 - float(group["data.val_size"].iloc[0])) / float(group["train.batch_size"].iloc[0]))
+        search = (float(group["prune/seconds"].mean())
+                  if "prune/seconds" in group and group["prune/seconds"].notna().any() else 0.0)
+        full_steps = math.ceil((60000 - float(group["data.val_size"].iloc[0]))
+                               / float(group["train.batch_size"].iloc[0]))
         full_epoch = epoch + step * (full_steps - float(group["time/train_s"].mean()) / step)
         share = f"{100 * search / q_epoch[model]:.0f} %" if model in q_epoch and search else "–"
         rows.append([str(model), arm.label, f"{step:.2f}", f"{epoch:.0f}", f"{search:.0f}" if search else "–", share,
                      f"{full_epoch:.0f}", f"{full_epoch * min_epochs * seeds / 86400:.1f}"])
     return Table("What it costs on this machine, and what REM's full protocol would", ["Model", "Variant",
-                 "Train s/step", "Epoch s (this run)", "Search s/epoch", "Search / +Q epoch (this run)", "Full epoch s (est.)",
+                 "Train s/step", "Epoch s (this run)", "Search s/epoch", "Search / +Q epoch (this run)",
+                 "Full epoch s (est.)",
                  f"Trial-days ({min_epochs} epochs x {seeds} seeds)"], rows,
-                 notes=["One CPU thread per trial. A full epoch is every training image once: this run's evaluation and "
-                        "search seconds plus its seconds per step times the full epoch's steps. REM stops after 200 "
-                        "epochs without a better validation loss, so 201 epochs is a lower bound. On a GPU: unmeasured "
-                        "(no GPU has run the prepared check, benchmarks/gpu_check.py)."])
+                 notes=["One CPU thread per trial. A full epoch is every training image once: this run's evaluation "
+                        "and search seconds plus its seconds per step times the full epoch's steps. REM stops after "
+                        "200 epochs without a better validation loss, so 201 epochs is a lower bound. On a GPU: "
+                        "unmeasured (no GPU has run the prepared check, benchmarks/gpu_check.py)."])
 
 
 @dataclass(frozen=True)

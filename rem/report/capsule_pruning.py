@@ -8,9 +8,9 @@ import math
 
 import pandas as pd
 
+from rem.pruning.capsules.method import CapsuleTypes
 from rem.report.registry import Context, report_table
 from rem.report.render import Table
-from rem.pruning.capsules.method import CapsuleTypes
 from rem.report.tables import Row, dataset_rows, median, pm
 from rem.results.arms import PUBLISHED_UNPRUNED
 

@@ -11,12 +11,21 @@ from rem.analysis.forwards import PLAIN
 from rem.analysis.robustness.families import PER_IMAGE
 from rem.report.arm_seeds import QUANTIZED, evaluation_note
 from rem.report.preconditions import no_better_than_null
-from rem.report.verdicts import Differs, judged
 from rem.report.registry import Context, report_table
 from rem.report.render import Table
-from rem.report.robustness import (KEEP, arm_spread, arm_trials, arms, baseline_arms, capsule_arms, per_trial,
-                                   shown_headline, with_plain_forward)
+from rem.report.robustness import (
+    KEEP,
+    arm_spread,
+    arm_trials,
+    arms,
+    baseline_arms,
+    capsule_arms,
+    per_trial,
+    shown_headline,
+    with_plain_forward,
+)
 from rem.report.spread import Spread
+from rem.report.verdicts import Differs, judged
 from rem.results.arms import PLAIN_ARM, PLUS_Q, Arm
 from rem.results.frames import arm_rows, last_rows
 from rem.results.variants import routed

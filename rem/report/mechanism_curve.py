@@ -7,8 +7,14 @@ from __future__ import annotations
 import pandas as pd
 
 from rem.analysis.sparsity_curve import curves_from_results
-from rem.report.preconditions import (KEPT_ACCURACY_POINTS, accuracy_lost, classes_of, first, input_independent,
-                                      routing_uniform)
+from rem.report.preconditions import (
+    KEPT_ACCURACY_POINTS,
+    accuracy_lost,
+    classes_of,
+    first,
+    input_independent,
+    routing_uniform,
+)
 from rem.report.render import Table
 from rem.report.spread import METRICS, Spread, model_arms, spread
 from rem.report.verdicts import MIN_SEEDS, RULE_NOTE, Differs, Outcome, Verdict, decide, holm
@@ -53,7 +59,8 @@ def falls(base: dict[str, Spread], point: dict[str, Spread]):
 def kept_targets(points: dict[float, dict[str, Spread]]) -> list[float]:
     """The pruned targets whose mean accuracy stays within `KEPT_ACCURACY_POINTS` of the unpruned model's."""
     base = points[0.0]
-    return [t for t in sorted(points) if t > 0 and not accuracy_lost(base["test/acc"].values, points[t]["test/acc"].values)]
+    return [t for t in sorted(points) if t > 0
+            and not accuracy_lost(base["test/acc"].values, points[t]["test/acc"].values)]
 
 
 def kept_verdicts(points: dict[float, dict[str, Spread]]) -> dict[float, Verdict]:
@@ -95,8 +102,8 @@ def curve_table(curves: pd.DataFrame, model: str, arm: Arm) -> Table:
     images = int(curves["n_images"].max()) if "n_images" in curves and not curves.empty else 0
     return Table(f"{model} {arm.label}: its final models pruned by magnitude, without retraining",
                  ["Pruned", "Target (%)", *(label for label, _, _ in columns.values())], rows,
-                 notes=[f"The first {images} test images, the final evaluation's weights and +Q forward (the 0 % row is "
-                        "that evaluation on these images). Mean ± sample std (ddof 1) over seeds."])
+                 notes=[f"The first {images} test images, the final evaluation's weights and +Q forward "
+                        "(the 0 % row is that evaluation on these images). Mean ± sample std (ddof 1) over seeds."])
 
 
 def onset_rows(curves: pd.DataFrame, model: str, arm: Arm) -> list[list[str]]:

@@ -81,9 +81,9 @@ def at_ceiling(arm: str, trees_per_image: Sequence[float]) -> str | None:
     values = [v for v in trees_per_image if not math.isnan(v)]
     if values and max(values) >= CEILING_TREES_PER_IMAGE:
         return (f"at ceiling: {arm} has {max(values):.3f} distinct parse trees per test image in a seed (>= "
-                f"{CEILING_TREES_PER_IMAGE:g}), so its entropy reads log2 of the images per class, a cap the entropy of "
-                "its trees may lie anywhere above: a drop below the cap would show, but a change above it cannot, so "
-                "no difference would not mean no change")
+                f"{CEILING_TREES_PER_IMAGE:g}), so its entropy reads log2 of the images per class, a cap the "
+                "entropy of its trees may lie anywhere above: a drop below the cap would show, but a change above "
+                "it cannot, so no difference would not mean no change")
     return None
 
 
@@ -134,19 +134,19 @@ def evaluation_differs(a: str, epochs_a: Sequence[int], rules_a: Sequence[str], 
     return f"evaluated differently: {seeds(a, epochs_a, rules_a)}; {seeds(b, epochs_b, rules_b)}"
 
 
-PRECONDITIONS_NOTE = (f"Preconditions (rem.report.preconditions): an arm learned when every seed's accuracy is at least "
-                      f"{LEARNED_MARGIN_POINTS:g} points above chance; a claim about routing (REM's entropy, parse trees, "
-                      f"iterations, +Q against plain) is tested only where the class layer's coupling entropy is at "
-                      f"least {ROUTING_MARGIN_BITS:g} bits below uniform (log2 of the classes) in every seed, in the "
-                      f"forward the claim reads, and, where the run measured it, its couplings' input dependence is at "
-                      f"least {DEPENDENCE_MARGIN_BITS:g} bits in every seed: within a class (the images REM's entropy "
-                      f"groups) where measured, else over all images (runs before the measure: the entropy alone); "
-                      f"an entropy or parse-tree claim is not tested at ceiling, when its reference arm has "
-                      f"{CEILING_TREES_PER_IMAGE:g} or more distinct parse trees per test image; a transformed-accuracy "
-                      f"point is not tested at chance, when an arm is within {LEARNED_MARGIN_POINTS:g} points of "
-                      f"chance there; a mechanism curve's entropy counts as falling only at targets whose mean "
-                      f"accuracy is within {KEPT_ACCURACY_POINTS:g} point of the unpruned model's. Arms evaluated "
-                      "at different epochs or checkpoint rules say so in their row.")
+PRECONDITIONS_NOTE = ("Preconditions (rem.report.preconditions): an arm learned when every seed's accuracy is at "
+                      f"least {LEARNED_MARGIN_POINTS:g} points above chance; a claim about routing (REM's entropy, "
+                      "parse trees, iterations, +Q against plain) is tested only where the class layer's coupling "
+                      f"entropy is at least {ROUTING_MARGIN_BITS:g} bits below uniform (log2 of the classes) in every "
+                      "seed, in the forward the claim reads, and, where the run measured it, its couplings' input "
+                      f"dependence is at least {DEPENDENCE_MARGIN_BITS:g} bits in every seed: within a class (the "
+                      "images REM's entropy groups) where measured, else over all images (runs before the measure: "
+                      "the entropy alone); an entropy or parse-tree claim is not tested at ceiling, when its "
+                      f"reference arm has {CEILING_TREES_PER_IMAGE:g} or more distinct parse trees per test image; a "
+                      "transformed-accuracy point is not tested at chance, when an arm is within "
+                      f"{LEARNED_MARGIN_POINTS:g} points of chance there; a mechanism curve's entropy counts as "
+                      f"falling only at targets whose mean accuracy is within {KEPT_ACCURACY_POINTS:g} point of the "
+                      "unpruned model's. Arms evaluated at different epochs or checkpoint rules say so in their row.")
 
 
 UNIFORM_MARK = "routing uniform"  # what the main report's tables, figures and metrics say of such an arm
@@ -163,10 +163,12 @@ def uniform_arms(points) -> set[tuple[str, str, str]]:
 def in_uniform_arm(points) -> list[bool]:
     """Per row of `points`: whether its arm is one of `uniform_arms(points)`."""
     uniform = uniform_arms(points)
-    return [(str(d), str(m), str(k)) in uniform for d, m, k in zip(points["dataset"], points["model"], points["arm_key"])]
+    return [(str(d), str(m), str(k)) in uniform
+            for d, m, k in zip(points["dataset"], points["model"], points["arm_key"])]
 
 
 def stayed_uniform(dataset: str, model: str, couplings) -> bool:
     """Whether a routed arm's final coupling entropies (per seed) failed `routing_uniform` in a measured seed."""
     measured = [float(v) for v in couplings if not math.isnan(float(v))]
-    return bool(measured) and routed(model) and routing_uniform(model, measured, classes_of(dataset), "final") is not None
+    return (bool(measured) and routed(model)
+            and routing_uniform(model, measured, classes_of(dataset), "final") is not None)

@@ -6,14 +6,14 @@ import math
 
 import pandas as pd
 
-from rem.report.reference import Published, load_published
 from rem.data.registry import table_name
+from rem.report.reference import Published, load_published
 from rem.report.registry import Context, report_table
 from rem.report.render import Table
 from rem.report.spread import spread
 from rem.report.tables import EXPECTED_ARMS, MISSING, Row, Sources, aggregate, footnote, pm, published_for
-from rem.results.frames import final_value
 from rem.results.arms import Arm
+from rem.results.frames import final_value
 
 ABLATION_METHODS = ("rem", "imp", "snip")  # REM against the fixed-target methods
 AFFNIST = "affnist"
@@ -59,7 +59,8 @@ def affnist_table(rows: list[Row], published: list[Published]) -> Table:
                       sources.cite(published_for(published, row))])
     notes = ["Trained on MNIST placed at random offsets in 40x40; MNIST 40x40 is the MNIST test set centred in 40x40 "
              "(the affNIST protocol's validation split; capped by data.val_subset when set), affNIST the affNIST test "
-             "set, both from the final evaluation's checkpoint and forward. Mean ± sample std (ddof 1) over seeds.", footnote(shown)] + sources.notes()
+             "set, both from the final evaluation's checkpoint and forward. Mean ± sample std (ddof 1) over seeds.",
+             footnote(shown)] + sources.notes()
     return Table("affNIST: MNIST (40x40) vs affNIST accuracy",
                  ["Model", "Variant", "MNIST 40x40 (%)", "affNIST (%)", "Published affNIST (%)"], cells, notes)
 

@@ -37,7 +37,8 @@ def robustness_points(results: pd.DataFrame) -> pd.DataFrame:
 
 def final_was_plain(points: pd.DataFrame) -> pd.Series:
     """Per row: whether the trial's final forward was plain (a CNN, or `eval.final_quantized: false`)."""
-    quantized = points["final/quantized"].fillna(1.0) if "final/quantized" in points else pd.Series(1.0, index=points.index)
+    quantized = (points["final/quantized"].fillna(1.0) if "final/quantized" in points
+                 else pd.Series(1.0, index=points.index))
     return ~pd.Series([routed(str(m)) for m in points["model.name"]], index=points.index) | (quantized == 0)
 
 
@@ -131,7 +132,8 @@ def robustness_table(points: pd.DataFrame, dataset: str, protocols: dict | None 
     rows = []
     for model, arm in arms(points):
         seeds = arm_rows(points, model, arm)["train.seed"]
-        row = [model, arm.label, str(seeds.nunique()), cell(model, arm_spread(acc_clean, points, model, arm, 100), 2, False)]
+        row = [model, arm.label, str(seeds.nunique()),
+               cell(model, arm_spread(acc_clean, points, model, arm, 100), 2, False)]
         row += [cell(model, arm_spread(per_trial(points, f, s, "test/acc"), points, model, arm, 100), 2, False)
                 for f, s, _ in headline]
         row += [cell(model, arm_spread(ent_clean, points, model, arm, 1), 3, True)]
@@ -144,12 +146,13 @@ def robustness_table(points: pd.DataFrame, dataset: str, protocols: dict | None 
               *(f"{label} (%)" for label in protocols)]
     images = int(points["n_images"].max()) if "n_images" in points and not points.empty else 0
     return Table(f"{dataset}: robustness to geometric change", header, rows, notes=[
-        f"Each trial's final model on its first {images} test images, transformed (rem/analysis/robustness/families.py: "
-        "rotation about the centre, zoom, horizontal shear, diagonal shift with zero fill, and one seeded random "
-        "affine map per image drawn as affNIST draws them); never trained on these transforms. ±30° is the mean "
-        "of -30° and +30° per trial. Mean ± sample std (ddof 1) over seeds. n/a: a model without routing has no parse trees. "
-        "affNIST / smallNORB columns, where the sweep ran them: the same model and variant trained on that "
-        "protocol's training set and tested on its real transformed / novel-viewpoint test set."])
+        f"Each trial's final model on its first {images} test images, transformed "
+        "(rem/analysis/robustness/families.py: rotation about the centre, zoom, horizontal shear, diagonal shift "
+        "with zero fill, and one seeded random affine map per image drawn as affNIST draws them); never trained on "
+        "these transforms. ±30° is the mean of -30° and +30° per trial. Mean ± sample std (ddof 1) over seeds. n/a: "
+        "a model without routing has no parse trees. affNIST / smallNORB columns, where the sweep ran them: the "
+        "same model and variant trained on that protocol's training set and tested on its real transformed / "
+        "novel-viewpoint test set."])
 
 
 def drop(points: pd.DataFrame, family: str, strengths, metric: str = "test/acc") -> pd.Series:

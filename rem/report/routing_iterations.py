@@ -46,8 +46,8 @@ def iteration_table(points: pd.DataFrame, dataset: str) -> Table | None:
         "after each iteration: "
         "the entropy of each input capsule's couplings over the classes (log2 of the classes at iteration 1, where "
         "the couplings are uniform) and Σ_j c_ij cos(û_j|i, v_j), the coupling-weighted cosine between each vote and "
-        "its class capsule's output, averaged over inputs and images. Mean ± sample std (ddof 1) over seeds. Only models whose "
-        "routing iterates (dynamic, scaled-distance) have rows."])
+        "its class capsule's output, averaged over inputs and images. Mean ± sample std (ddof 1) over seeds. Only "
+        "models whose routing iterates (dynamic, scaled-distance) have rows."])
 
 
 @report_table("routing-iterations", "Routing at each iteration",

@@ -43,7 +43,8 @@ def collision_bounds(rows: pd.DataFrame) -> tuple[np.ndarray, np.ndarray, bool]:
     images and distinct trees per class allow (True: bounds from the trees)."""
     bound = final_value(rows, "collisions/entropy_bound_bits")
     if bound.notna().any():
-        return final_value(rows, "collisions/entropy_bits").to_numpy(dtype=np.float64), bound.to_numpy(np.float64), False
+        return (final_value(rows, "collisions/entropy_bits").to_numpy(dtype=np.float64),
+                bound.to_numpy(np.float64), False)
     classes = sorted(c.removeprefix("images/") for c in rows.columns if c.startswith("images/class_"))
     images = np.stack([final_value(rows, f"images/{c}").to_numpy(dtype=np.float64) for c in classes], axis=1)
     trees = np.stack([final_value(rows, f"parse_trees/{c}").to_numpy(dtype=np.float64) for c in classes], axis=1)
@@ -110,13 +111,15 @@ def dependence_table(frame: pd.DataFrame, context: Context) -> Table | None:
         images = final_value(mine, "routing/images")
         rows.append([model, arm.label, str(len(mine)), below, recorded(mine, "routing/input_dependence", 4),
                      recorded(mine, "routing/input_dependence_within_class", 4),
-                     recorded(mine, "routing/input_dependence_weighted", 4), recorded(mine, "routing/fixed_preference", 4),
+                     recorded(mine, "routing/input_dependence_weighted", 4),
+                     recorded(mine, "routing/fixed_preference", 4),
                      NOT_RECORDED if images.isna().all() else f"{int(images.max()):,}"])
     if not rows:
         return None
     return Table("Does routing depend on the image?", [
         "Model", "Variant", "Seeds", "Coupling entropy below uniform (bits)", "Input dependence (bits)",
-        "... within a class (bits)", "... weighted by capsule length", "Fixed preference (bits)", "Images read"], rows, notes=[
+        "... within a class (bits)", "... weighted by capsule length", "Fixed preference (bits)",
+        "Images read"], rows, notes=[
         "The class layer's couplings at the final evaluation (rem.routing.health). Below uniform: log2 of the classes "
         "minus the mean entropy of an input capsule's couplings, and that distance is exactly the sum of the other "
         "two: input dependence, the mean over input capsules of the mutual information between the image and the "

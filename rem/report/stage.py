@@ -77,11 +77,13 @@ def build_reports(results: pd.DataFrame, out_dir: Path, cfg: Config | None = Non
     shutil.rmtree(tables_dir, ignore_errors=True)  # no stale table of a protocol this sweep did not run
     written = write_tables(assembly.parts, tables_dir)
     rows = assembly.context.once(aggregate)
-    written += write_metrics(rows, out_dir) + write_headline(rows, out_dir) + write_plot_data(results, out_dir / "plots")
+    written += (write_metrics(rows, out_dir) + write_headline(rows, out_dir)
+                + write_plot_data(results, out_dir / "plots"))
     figures, more = draw_figures(results, out_dir / "figures", cfg, repo_root, checkpoints)
     sections = [(part.section, table) for part in assembly.parts for table in part.tables]
     scope = " ".join(filter(None, [budget_line(rows), not_run_line(assembly.absent),
                                    precision_note(results)]))
     page = atomic_write_text(out_dir / "index.html", render_page(TITLE, sections, figures, [*notes, *more], out_dir,
-                                                                  [p for p in written if p.parent == tables_dir], scope))
+                                                                  [p for p in written if p.parent == tables_dir],
+                                                                  scope))
     return written + [f.path for f in figures] + [page]

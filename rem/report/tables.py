@@ -12,12 +12,12 @@ import numpy as np
 import pandas as pd
 
 from rem.parse_trees import entropy_over_classes
+from rem.report.preconditions import ROUTING_MARGIN_BITS, UNIFORM_MARK, stayed_uniform
 from rem.report.reference import PUBLISHED_VARIANT, Published, load_published, lookup
 from rem.report.registry import Context, report_table
 from rem.report.render import Table
-from rem.report.preconditions import ROUTING_MARGIN_BITS, UNIFORM_MARK, stayed_uniform
-from rem.results.frames import final_value, last_rows, with_final_values
 from rem.results.arms import PLUS_Q, PLUS_REM, PUBLISHED_UNPRUNED, Arm
+from rem.results.frames import final_value, last_rows, with_final_values
 from rem.results.variants import label_trials, routed
 
 MISSING = "not run"
@@ -77,7 +77,8 @@ def _aggregate_group(row: Row, group: pd.DataFrame) -> Row:
     if ent_cols:
         entropy = evaluated[ent_cols].to_numpy(dtype=np.float64)
         # results without per-class image counts: every class counts as seen
-        images = evaluated[img_cols].to_numpy(dtype=np.float64) if len(img_cols) == len(ent_cols) else np.ones_like(entropy)
+        images = (evaluated[img_cols].to_numpy(dtype=np.float64) if len(img_cols) == len(ent_cols)
+                  else np.ones_like(entropy))
         row.entropy_mean, row.entropy_std = entropy_over_classes(entropy, images)
     else:
         row.entropy_mean = row.entropy_std = math.nan
@@ -114,12 +115,13 @@ EXPECTED_ARMS = (PLUS_Q, PLUS_REM)  # every model's table shows them, run or not
 HEADER = ["Model", "Variant", "Test accuracy (%)", "Published (%)", "Entropy (bits)", "Parse trees", "Sparsity (%)",
           "Non-zero params", "Parameters"]
 
-RULES = ("Accuracy: mean ± std over seeds (one seed: its value alone). Entropy: mean ± std over classes of the per-class entropy averaged "
-         "over seeds (REM's ±). Parse trees: median over seeds of the total over classes; a tree is an image's "
-         "couplings to its predicted class, each rounded to the nearest of the K levels 0, 1/(K-1), ..., 1 (K = 11: "
-         "0, 0.1, ..., 1, edges at 0.05, 0.15, ...; near-uniform couplings of 0.1 change their entry only beyond "
-         "±50 %). Sparsity, non-zero parameters: median over seeds. \"not run\": no finished trial of that row in "
-         "the sweep. \"n/a\": a model without routing (a CNN baseline) has no parse trees.")
+RULES = ("Accuracy: mean ± std over seeds (one seed: its value alone). Entropy: mean ± std over classes of the "
+         "per-class entropy averaged over seeds (REM's ±). Parse trees: median over seeds of the total over "
+         "classes; a tree is an image's couplings to its predicted class, each rounded to the nearest of the K "
+         "levels 0, 1/(K-1), ..., 1 (K = 11: 0, 0.1, ..., 1, edges at 0.05, 0.15, ...; near-uniform couplings of "
+         "0.1 change their entry only beyond ±50 %). Sparsity, non-zero parameters: median over seeds. \"not run\": "
+         "no finished trial of that row in the sweep. \"n/a\": a model without routing (a CNN baseline) has no "
+         "parse trees.")
 
 
 def pm(mean: float, std: float, scale: float = 100.0, digits: int = 2) -> str:
@@ -200,15 +202,16 @@ def dataset_table(dataset: str, rows: list[Row], published: list[Published]) -> 
         flag = f" ({UNIFORM_MARK})" if row.uniform else ""  # a low entropy there is no routing, not a REM result
         cells.append([row.model, row.variant, pm(row.acc_mean, row.acc_std), cited,
                       pm(row.entropy_mean, row.entropy_std, scale=1.0, digits=3) + flag if routes else NOT_APPLICABLE,
-                      f"{row.parse_trees_median:g}{flag}" if routes else NOT_APPLICABLE, sparsity, nonzero, f"{row.params:,}"])
+                      f"{row.parse_trees_median:g}{flag}" if routes else NOT_APPLICABLE, sparsity, nonzero,
+                      f"{row.params:,}"])
     header = HEADER
     if not sources.cited:  # no reference number for any row: an empty column says nothing
         at = HEADER.index("Published (%)")
         header, cells = HEADER[:at] + HEADER[at + 1:], [c[:at] + c[at + 1:] for c in cells]
     uniform = [f"{r.model} {r.variant}" for r in rows if r.uniform]
     flagged = [f"'{UNIFORM_MARK}': {', '.join(uniform)} -- the class layer's couplings stayed within "
-               f"{ROUTING_MARGIN_BITS:g} bits of uniform in some seed, so its entropy and parse trees measure no routing "
-               "(near-uniform couplings round to one tree), not a low-entropy result."] if uniform else []
+               f"{ROUTING_MARGIN_BITS:g} bits of uniform in some seed, so its entropy and parse trees measure no "
+               "routing (near-uniform couplings round to one tree), not a low-entropy result."] if uniform else []
     return Table(dataset, header, cells, notes=[RULES, footnote(rows)] + flagged + sources.notes())
 
 
@@ -217,7 +220,8 @@ def parse_trees_table(dataset: str, rows: list[Row]) -> Table:
     classes = max((len(r.trees_per_class) for r in rows), default=0)
     header = ["Model", "Variant"] + [f"class {j}" for j in range(classes)]
     cells = [[r.model, r.variant] + ([NOT_APPLICABLE] * classes if not routed(r.model) else  # a CNN has no trees
-                                     [f"{v:g}" for v in r.trees_per_class] if r.trees_per_class else [MISSING] * classes)
+                                     [f"{v:g}" for v in r.trees_per_class] if r.trees_per_class
+                                     else [MISSING] * classes)
              for r in rows]
     return Table(f"{dataset}: parse trees per class", header, cells,
                  notes=["Distinct parse trees of each predicted class, median over seeds."])

@@ -334,7 +334,8 @@ def with_power(verdict: Verdict, claim: Differs | NoWorse, digits: int = 4) -> V
         seeds = claim.beyond_reach
     else:
         seeds = f"the measured one would need more than {MAX_SEEDS} seeds per arm"
-    note = f"detectable with these seeds: |difference| >= {detectable(d):.{digits}g} at {100 * POWER:.0f} % power; {seeds}"
+    note = (f"detectable with these seeds: |difference| >= {detectable(d):.{digits}g} at {100 * POWER:.0f} % power; "
+            f"{seeds}")
     return replace(verdict, power_note=note)
 
 
@@ -393,7 +394,8 @@ RULE_NOTE = (f"Verdicts (rem.report.verdicts): a difference is Welch's t-test on
              "other, undecided when it holds 0; a 'no worse' claim is supported when the interval's bound on the "
              "worse side stays within the claim's margin, not supported when the whole interval lies beyond it, "
              f"undecided otherwise. Fewer than {MIN_SEEDS} seeds in an arm: undecided. 'not tested': a precondition "
-             "failed (rem.report.preconditions). The difference is the arm the claim is about minus the arm it is compared with. "
+             "failed (rem.report.preconditions). The difference is the arm the claim is about minus the arm it is "
+             "compared with. "
              "An undecided verdict gives the smallest difference its test could detect (80 % power) and the seeds per "
              "arm the measured difference would need, from the seeds' sample spread, and how many over that spread's "
              "95 % interval (chi-square, the test's degrees of freedom): a few seeds' spread is itself uncertain.")

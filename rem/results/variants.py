@@ -9,8 +9,8 @@ from rem.config import TRIAL_SECTIONS
 from rem.config.options import as_mapping
 from rem.data.registry import table_name
 from rem.models import has_routing, list_models
-from rem.results import grid
 from rem.pruning.methods.arm_settings import ArmSetting
+from rem.results import grid
 from rem.results.arms import DEFAULT_ITERATIONS, Arm, arm_differences, is_nan, method_of
 from rem.results.table import trial_rows
 

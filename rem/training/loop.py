@@ -18,14 +18,31 @@ import torch
 
 from rem.config import Config
 from rem.data import prepare_data
-from rem.device import (HOST, autocast, configure_determinism, prepare_backend, resolve_device, resolve_precision,
-                        splits_to, to_device)
+from rem.device import (
+    HOST,
+    autocast,
+    configure_determinism,
+    prepare_backend,
+    resolve_device,
+    resolve_precision,
+    splits_to,
+    to_device,
+)
 from rem.evaluate import count_correct, predict
 from rem.losses import batch_losses, classification_loss, reconstruction_loss
 from rem.models import count_parameters
 from rem.models.counts import count_flops
-from rem.training.checkpoint import (carry_first_epoch, load_checkpoint, restore_run, run_state, save_checkpoint,
-                                     save_first_epoch, save_history, save_parse_trees, trial_checkpoint_dir)
+from rem.training.checkpoint import (
+    carry_first_epoch,
+    load_checkpoint,
+    restore_run,
+    run_state,
+    save_checkpoint,
+    save_first_epoch,
+    save_history,
+    save_parse_trees,
+    trial_checkpoint_dir,
+)
 from rem.training.progress import TrialProgress
 from rem.training.run import TrainingRun
 from rem.training.step_losses import NonFiniteLossError, StepLosses

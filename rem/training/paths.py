@@ -44,10 +44,12 @@ UNMEASURED = Path(False, "not measured on this kind: eager (no compile per mode;
 # at batch 128, 2 threads, under load (ratios hold, not seconds), compile time excluded.
 _ZEN5 = "train_step.py on a Zen 5 EPYC, 2026-12-05"
 RULE: dict[tuple[str, str, str], Path] = {
-    ("capsnet", "avx512", "bf16"): Path(False, f"eager 3.59 s, compiled 3.77 s a step ({_ZEN5}): compiling gains nothing"),
-    ("capsnet", "avx512", "fp32"): Path(False, f"compiled 4.27 s against eager 4.85 s ({_ZEN5}), but fp32 CapsNet trials "
-                                               "are pinned bit for bit (tests/training/test_same_numbers.py) and the "
-                                               "paper profile's were recorded eager: compiled kernels round otherwise"),
+    ("capsnet", "avx512", "bf16"): Path(False, f"eager 3.59 s, compiled 3.77 s a step ({_ZEN5}): compiling gains "
+                                               "nothing"),
+    ("capsnet", "avx512", "fp32"): Path(False, f"compiled 4.27 s against eager 4.85 s ({_ZEN5}), but fp32 CapsNet "
+                                               "trials are pinned bit for bit (tests/training/test_same_numbers.py) "
+                                               "and the paper profile's were recorded eager: compiled kernels round "
+                                               "otherwise"),
     ("gamma_capsnet", "avx512", "bf16"): Path(False, f"eager 5.94 s, compiled 10.6 s a step ({_ZEN5})"),
     ("gamma_capsnet", "avx512", "fp32"): Path(False, f"eager 6.87 s, compiled 10.2 s a step ({_ZEN5})"),
     ("deepcaps", "avx512", "bf16"): Path(True, f"compiled 9.03 s, eager 12.0 s a step ({_ZEN5}): its many small "

@@ -31,7 +31,8 @@ def test_unrelated_poses_leave_about_all_of_their_spread_unexplained():
 
 
 def test_too_few_images_for_the_width_is_one_line():
-    with pytest.raises(ValueError, match=r"each fold's fit \(4 of 5 folds\) to outnumber the width 20 plus its bias; got 25"):
+    with pytest.raises(ValueError,
+                       match=r"each fold's fit \(4 of 5 folds\) to outnumber the width 20 plus its bias; got 25"):
         held_out_error(torch.zeros(25, 20), torch.zeros(25, 20))
 
 
@@ -41,7 +42,8 @@ def test_cross_validated_ridge_does_not_overfit_where_the_nearly_unridged_half_s
     gen = torch.Generator().manual_seed(3)
     p, q = torch.randn(400, 160, generator=gen), torch.randn(400, 16, generator=gen)
     w, b = fit_linear_map(p[:200], q[:200])
-    old = float(((q[200:] - p[200:].double() @ w.float().double() - b) ** 2).sum() / ((q[200:] - q[200:].mean(0)) ** 2).sum())
+    old = float(((q[200:] - p[200:].double() @ w.float().double() - b) ** 2).sum()
+                / ((q[200:] - q[200:].mean(0)) ** 2).sum())
     error, ridge = cross_validated(p, q)
     assert old > 2.0 and 0.95 < error < 1.1 and ridge >= 1.0
 
@@ -69,6 +71,7 @@ def test_a_model_measured_per_family_and_strength():
     torch.manual_seed(0)
     model = create_model("capsnet", in_shape=(1, 28, 28), num_classes=10, primary_types=4)
     frame = equivariance(model, images, {"rotation": [0.0, 30.0], "translation": [2.0]}, batch=200)
-    assert list(zip(frame["family"], frame["strength"])) == [("rotation", 0.0), ("rotation", 30.0), ("translation", 2.0)]
+    assert list(zip(frame["family"], frame["strength"])) == [("rotation", 0.0), ("rotation", 30.0),
+                                                             ("translation", 2.0)]
     assert frame.loc[0, "error"] < 1e-6  # the identity: f(g·x) = f(x), exactly linear
     assert all(math.isfinite(e) and e >= 0 for e in frame["error"]) and set(frame["width"]) == {160}

@@ -80,16 +80,20 @@ def test_equivariance_of_a_trials_final_model_in_both_forwards(capsule_cfg, test
     metrics = trial_transformed(run_for(cfg, *test_images), FINAL, robust=False, equivariant=True)
     for segment in ("", "plain/"):
         assert metrics[f"equivariance/rotation/0/{segment}error"] < 1e-6  # the identity: exactly linear
-        assert 0 < metrics[f"equivariance/rotation/30/{segment}error"] and metrics[f"equivariance/translation/2/{segment}width"] == 160
+        assert 0 < metrics[f"equivariance/rotation/30/{segment}error"]
+        assert metrics[f"equivariance/translation/2/{segment}width"] == 160
         assert metrics[f"equivariance/rotation/30/{segment}null_error"] > 0.9  # shuffled pairs: nothing to explain
         assert metrics[f"equivariance/rotation/30/{segment}images"] == IMAGES
-    cnn = trial_transformed(run_for(cfg.with_overrides({"model.name": "cnn_matched", "model.options": {}}), *test_images),
+    cnn_cfg = cfg.with_overrides({"model.name": "cnn_matched", "model.options": {}})
+    cnn = trial_transformed(run_for(cnn_cfg, *test_images),
                             FINAL, robust=False, equivariant=True)
     assert cnn["equivariance/rotation/30/width"] == 160 and not [k for k in cnn if "/plain/" in k]  # its hidden layer
 
 
 def test_too_few_images_for_equivariance_is_one_line_before_training(capsule_cfg):
-    with pytest.raises(ConfigError, match=r"eval.equivariance needs eval.robust_images 0 \(all\) or >= 2500, so that each of its 5 folds' maps is fitted on 2000 images or more; got 300"):
+    with pytest.raises(ConfigError,
+                       match=r"eval.equivariance needs eval.robust_images 0 \(all\) or >= 2500, so that each of "
+                             r"its 5 folds' maps is fitted on 2000 images or more; got 300"):
         capsule_cfg.with_overrides({"eval.equivariance": True, "eval.robust_images": 300})
 
 
@@ -102,6 +106,6 @@ def test_robustness_and_equivariance_from_one_pass_equal_each_measured_alone(cap
     alone = trial_transformed(run, FINAL, robust=False, equivariant=True)
     assert both == {**robust, **alone} and alone and robust
     # and the standalone measurement of a model gives the same numbers as the trial's shared pass
-    plain = equivariance(run.model, run.splits.test.images, families, transform=run.transform, batch=cfg.train.eval_batch_size,
-                         seed=cfg.eval.robust_seed, precision=cfg.train.precision)
+    plain = equivariance(run.model, run.splits.test.images, families, transform=run.transform,
+                         batch=cfg.train.eval_batch_size, seed=cfg.eval.robust_seed, precision=cfg.train.precision)
     assert point_metrics(plain, "equivariance", PLAIN) == {k: v for k, v in alone.items() if "/plain/" in k}

@@ -10,8 +10,13 @@ import pytest
 import torch
 
 from rem.analysis.at_trial_end import AT_TRIAL_END
-from rem.analysis.routing_iterations import (coupling_entropy_bits, iteration_curves, iteration_curves_wanted,
-                                             iteration_metric, routing_calls)
+from rem.analysis.routing_iterations import (
+    coupling_entropy_bits,
+    iteration_curves,
+    iteration_curves_wanted,
+    iteration_metric,
+    routing_calls,
+)
 from rem.config import ConfigError
 from rem.device import HOST
 from rem.models import create_model
@@ -48,12 +53,14 @@ def test_the_first_iteration_is_uniform_and_the_last_is_what_the_model_routed(na
     x = images(4)
     curves = iteration_curves(model, [(x, torch.zeros(len(x), dtype=torch.long, device=HOST))])
     assert model.training  # its mode is put back
-    assert set(curves) == {iteration_metric(t, m) for t in range(1, ITERATIONS + 1) for m in ("coupling_entropy", "agreement")}
+    assert set(curves) == {iteration_metric(t, m) for t in range(1, ITERATIONS + 1)
+                           for m in ("coupling_entropy", "agreement")}
     # zero logits: uniform couplings over the 10 classes (fp32 softmax, entropy summed in float64)
     assert curves["routing/iter1/coupling_entropy"] == pytest.approx(math.log2(10), abs=1e-6)
     with torch.no_grad():
         couplings = model.eval()(x).couplings
-    assert curves[f"routing/iter{ITERATIONS}/coupling_entropy"] == pytest.approx(coupling_entropy_bits(couplings), abs=1e-9)
+    assert curves[f"routing/iter{ITERATIONS}/coupling_entropy"] == pytest.approx(coupling_entropy_bits(couplings),
+                                                                                 abs=1e-9)
     assert all(-1.0 <= curves[iteration_metric(t, "agreement")] <= 1.0 for t in range(1, ITERATIONS + 1))
 
 

@@ -1,5 +1,5 @@
-"""`rem.analysis.robustness`: the transformation families on small generated images (exact identities, rotations and shifts
-against torch's own, seeded affNIST maps, every tensor on the images' device), the evaluation's frame and metric
+"""`rem.analysis.robustness`: the transformation families on small generated images (exact identities, rotations and
+shifts against torch's own, seeded affNIST maps, every tensor on the images' device), the evaluation's frame and metric
 keys on an untrained CapsNet and a model without couplings, bad input as one line, and on a model trained on real
 Fashion-MNIST: the identity row is the trial's own test evaluation and accuracy falls with the rotation angle."""
 
@@ -13,9 +13,9 @@ import torch
 
 from rem.analysis.robustness import transforms
 from rem.analysis.robustness.evaluation import robust_from_results, robust_metrics, robustness
-from rem.analysis.transformed import trial_transformed
 from rem.analysis.robustness.families import IDENTITY, RobustnessError
 from rem.analysis.robustness.transforms import transform_images
+from rem.analysis.transformed import trial_transformed
 from rem.cli import main as rem_cli
 from rem.data import BatchTransform, get_dataset
 from rem.data.splits import Split
@@ -300,6 +300,7 @@ def test_the_command_writes_the_table_and_figure_and_logs_to_the_run(trained, tm
     assert (out / "robustness.png").stat().st_size > 10_000
     client = MlflowClient(uri)
     logged = client.get_run(run_id).data.metrics
-    assert logged["robust/scale/0.7/test/acc"] == table["test/acc"].iloc[0] and "robust/affnist/1/entropy/mean" in logged
+    assert logged["robust/scale/0.7/test/acc"] == table["test/acc"].iloc[0]
+    assert "robust/affnist/1/entropy/mean" in logged
     assert {a.path for a in client.list_artifacts(run_id, "robustness")} >= {
         "robustness/robustness.parquet", "robustness/robustness.csv", "robustness/robustness.png"}

@@ -16,7 +16,8 @@ def votes(seed: int = 0, b: int = 4, i: int = 32, j: int = 10, d: int = 16) -> t
 
 def test_the_first_iteration_routes_uniformly_from_zero_logits():
     first = per_iteration(votes(), iterations=3)[0]
-    assert first["iteration"] == 1 and math.isclose(first["coupling_entropy"], math.log2(10), rel_tol=1e-6)  # fp32 couplings
+    # fp32 couplings
+    assert first["iteration"] == 1 and math.isclose(first["coupling_entropy"], math.log2(10), rel_tol=1e-6)
 
 
 def test_every_iteration_is_recorded_and_the_last_is_what_routing_returns():

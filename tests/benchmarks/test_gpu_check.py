@@ -23,7 +23,8 @@ def test_the_gpu_check_runs_every_part_on_the_cpu_without_ray_mlflow_or_dvc(fash
                                                                            without_ray_mlflow_dvc):
     out = tmp_path / "out"
     cmd = [sys.executable, "benchmarks/gpu_check.py", "--cpu", "--out", str(out), "--data", str(fashion_raw),
-           "--budget-s", "600"]  # room for a busy 2-core CPU (the other test worker beside it): the parts take ~100 s alone
+           # room for a busy 2-core CPU (the other test worker beside it): the parts take ~100 s alone
+           "--budget-s", "600"]
     done = subprocess.run(cmd, cwd=REPO, env=without_ray_mlflow_dvc, capture_output=True, text=True, timeout=1200)
     summary = json.loads((out / "summary.json").read_text())
     statuses = {name: (p["status"], p["error"][-300:]) for name, p in summary["parts"].items()}

@@ -125,7 +125,8 @@ def test_a_default_run_records_empty_options_as_it_records_model_options():
 
 
 def test_options_set_in_a_profile_replace_the_base_ones_whole():
-    assert deep_merge({"data": {"options": {"a": 1}}}, {"data": {"options": {"b": 2}}}) == {"data": {"options": {"b": 2}}}
+    merged = deep_merge({"data": {"options": {"a": 1}}}, {"data": {"options": {"b": 2}}})
+    assert merged == {"data": {"options": {"b": 2}}}
     raw = yaml.safe_load((REPO / "params.yaml").read_text())
     raw["prune"]["options"] = {"seed": 1}  # refused by the base's method, were it merged into the profile's
     raw["profiles"]["quick"].setdefault("prune", {})["options"] = {}

@@ -31,8 +31,7 @@ from rem.data.affnist import read_affnist
 from rem.data.cifar import read_cifar10
 from rem.data.idx import read_idx_pair
 from rem.data.registry import DATASETS, RemoteFile
-from rem.data.smallnorb import NORB_MAGIC_I32, NORB_MAGIC_U8, norb_header
-from rem.data.smallnorb import NORB_AZIMUTH_TRAIN, norb_files, read_norb
+from rem.data.smallnorb import NORB_AZIMUTH_TRAIN, NORB_MAGIC_I32, NORB_MAGIC_U8, norb_files, norb_header, read_norb
 from rem.data.svhn import read_svhn
 from rem.data.verify import extract_verified
 from tests.conftest import as_rgb32, write_idx
@@ -155,14 +154,16 @@ def test_cifar_jpeg_image_folder(tmp_path, cifar_jpeg_train, cifar_jpeg_test):
     # the registry entry uses the same reader with REM's CIFAR-10 constants
     s_reg = load_splits(DATASETS["cifar10-jpeg"], root, DataConfig(val_size=50, split_seed=0), cache_dir=None)
     assert s_reg.spec.mean == (0.4914, 0.4822, 0.4465)
-    x, unit = BatchTransform(s_reg.spec, augment=True)(s_reg.train.images[:64], train=True, gen=torch.Generator().manual_seed(0))
+    x, unit = BatchTransform(s_reg.spec, augment=True)(s_reg.train.images[:64], train=True,
+                                                       gen=torch.Generator().manual_seed(0))
     assert x.shape == (64, 3, 24, 24) and 0 <= unit.min() and unit.max() <= 1
 
 
 def test_image_folder_bad_inputs(tmp_path, synthetic_jpegs):
     with pytest.raises(FormatError, match="no class sub-folders"):
         (tmp_path / "empty").mkdir()
-        load_splits(get_dataset(f"imagefolder:{tmp_path / 'empty'}"), tmp_path / "empty", DataConfig(val_size=1, split_seed=0))
+        load_splits(get_dataset(f"imagefolder:{tmp_path / 'empty'}"), tmp_path / "empty",
+                    DataConfig(val_size=1, split_seed=0))
     root = tmp_path / "mixed"
     _extract_some(synthetic_jpegs, root, 3, "train")
     bad = root / "train" / "3" / "zzz.png"
@@ -200,7 +201,8 @@ def test_affnist_protocol_and_placement(tmp_path, synthetic_train):
     write_idx(tmp_path / "t10k-images-idx3-ubyte", x[300:400])
     write_idx(tmp_path / "t10k-labels-idx1-ubyte", y[300:400])
     _write_affnist(tmp_path / "test.mat", np.pad(x[400:450], ((0, 0), (6, 6), (6, 6))), y[400:450])
-    s = load_splits(get_dataset("affnist"), tmp_path, DataConfig(val_size=5500, split_seed=0), cache_dir=tmp_path / "prep")
+    s = load_splits(get_dataset("affnist"), tmp_path, DataConfig(val_size=5500, split_seed=0),
+                    cache_dir=tmp_path / "prep")
     assert (len(s.train), len(s.val), len(s.test)) == (300, 100, 50)  # all MNIST train; val = MNIST test
     assert s.train.images.shape[1:] == (1, 28, 28) and s.val.images.shape[1:] == (1, 40, 40)
     assert np.array_equal(s.val.images[:, 0].numpy(), np.pad(x[300:400], ((0, 0), (6, 6), (6, 6))))
@@ -224,7 +226,8 @@ def test_affnist_bad_files(tmp_path):
     scipy.io.savemat(tmp_path / "a.mat", {"other": np.zeros(3)})
     with pytest.raises(FormatError, match="a.mat: no variable affNISTdata"):
         read_affnist(tmp_path / "a.mat")
-    scipy.io.savemat(tmp_path / "b.mat", {"affNISTdata": {"image": np.zeros((784, 3), np.uint8), "label_int": np.zeros(3)}})
+    scipy.io.savemat(tmp_path / "b.mat",
+                     {"affNISTdata": {"image": np.zeros((784, 3), np.uint8), "label_int": np.zeros(3)}})
     with pytest.raises(FormatError, match="b.mat: image has shape"):
         read_affnist(tmp_path / "b.mat")
     (tmp_path / "c.mat").write_bytes(b"garbage" * 10)
@@ -399,7 +402,8 @@ def test_checksum_mismatch_and_wrong_idx_magic(tmp_path):
     with pytest.raises(FormatError, match="train-labels-idx1-ubyte: not an IDX uint8 label file"):
         read_idx_pair(raw, "train")
     (raw / "train-labels-idx1-ubyte").write_bytes(b"\x00\x00\x08\x01" + (2).to_bytes(4, "big") + bytes(1))  # cut short
-    with pytest.raises(FormatError, match=r"label file \(expected magic 2049, dims N\): 1 bytes of elements, expected 2"):
+    with pytest.raises(FormatError,
+                       match=r"label file \(expected magic 2049, dims N\): 1 bytes of elements, expected 2"):
         read_idx_pair(raw, "train")
 
 

@@ -93,7 +93,8 @@ def test_download_verifies_and_is_idempotent(server, payload, tmp_path):
     assert where["train-labels-idx1-ubyte"] == server.base + "train-labels-idx1-ubyte.gz"
     assert (tmp_path / "train-labels-idx1-ubyte").read_bytes() == payload
     assert fetch(spec, tmp_path)["train-labels-idx1-ubyte"] == "already present" and len(server.log) == 1
-    assert sorted(p.name for p in tmp_path.iterdir()) == [".train-labels-idx1-ubyte.verified", "train-labels-idx1-ubyte"]
+    assert sorted(p.name for p in tmp_path.iterdir()) == [".train-labels-idx1-ubyte.verified",
+                                                          "train-labels-idx1-ubyte"]
 
 
 def test_mirror_is_tried_before_urls(server, payload, tmp_path):

@@ -3,14 +3,21 @@ settings only one family reads, the batch-transform options those settings give,
 
 from __future__ import annotations
 
-
 import numpy as np
 import pytest
 
 from rem.config import Config, ConfigError, DataConfig
 from rem.data import BatchTransform, get_dataset, load_splits
-from rem.data.registry import (DATASETS, FAMILIES, DatasetFamily, DatasetSpec, find_family, list_datasets,
-                               register_family, table_name)
+from rem.data.registry import (
+    DATASETS,
+    FAMILIES,
+    DatasetFamily,
+    DatasetSpec,
+    find_family,
+    list_datasets,
+    register_family,
+    table_name,
+)
 
 # <name>-<key>.npz as the prepared cache has always named them (key: format, the files' recorded md5s, the reader's
 # parameters at their defaults): a changed key would rebuild every user's cache.
@@ -95,12 +102,16 @@ def test_a_family_reading_a_setting_params_lacks_is_one_line(own_registry):
     ({"data.dataset": "smallnorb", "data.options": {"contrast": [1.5, 0.5]}},
      r"^params: data.options of dataset 'smallnorb': contrast must be \[low, high\] with 0 <= low <= high"),
     ({"data.dataset": "smallnorb", "data.options": {"split": "diagonal"}},
-     r"^params: data.options of dataset 'smallnorb': split must be one of standard, azimuth, elevation; got 'diagonal'$"),
+     r"^params: data.options of dataset 'smallnorb': split must be one of standard, azimuth, elevation; "
+     r"got 'diagonal'$"),
     ({"data.dataset": "affnist", "data.options": {"shift": 8}},
      r"^params: data.options of dataset 'affnist': shift must be a whole number of pixels in 0..6"),
-    ({"data.options": {"split": "azimuth"}}, r"^params: data.options.split is not an option of dataset 'mnist'; its options: none$"),
-    ({"data.norb_crop": 28}, r"^params: key 'data.norb_crop' was replaced by data.options.crop \(with data.dataset: smallnorb; "),
-    ({"data.affnist_shift": 4}, r"^params: key 'data.affnist_shift' was replaced by data.options.shift \(with data.dataset: affnist; "),
+    ({"data.options": {"split": "azimuth"}},
+     r"^params: data.options.split is not an option of dataset 'mnist'; its options: none$"),
+    ({"data.norb_crop": 28},
+     r"^params: key 'data.norb_crop' was replaced by data.options.crop \(with data.dataset: smallnorb; "),
+    ({"data.affnist_shift": 4},
+     r"^params: key 'data.affnist_shift' was replaced by data.options.shift \(with data.dataset: affnist; "),
     ({"data.contrast": [0.5]}, r"data.contrast must be \[low, high\] with 0 <= low <= high; got \[0.5\]"),
     ({"data.mean": [0.5, 0.5], "data.std": [0.5]}, r"data.mean and data.std need the same length"),
     ({"fetch.datasets": ["mnist", "norb"]}, r"dataset 'norb' is unknown; allowed: affnist, .*, imagefolder:<folder>$"),

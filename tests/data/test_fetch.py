@@ -35,7 +35,8 @@ def test_regzipped_copy_passes_and_splits_are_rems(fashion_raw, tmp_path):
     copy = tmp_path / "mirror" / "fashion-mnist"
     copy.mkdir(parents=True)
     for remote in spec.files:
-        with open(fashion_raw / "fashion-mnist" / remote.name, "rb") as src, gzip.open(copy / remote.archive, "wb", compresslevel=1) as dst:
+        with open(fashion_raw / "fashion-mnist" / remote.name, "rb") as src, \
+                gzip.open(copy / remote.archive, "wb", compresslevel=1) as dst:
             shutil.copyfileobj(src, dst)
     fetch(spec, tmp_path / "raw", mirrors=[tmp_path / "mirror"], download_ok=False)
     splits = load_splits(spec, tmp_path / "raw", DataConfig(val_size=5500, split_seed=0))

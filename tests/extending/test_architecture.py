@@ -32,11 +32,13 @@ def params_for_the_toy(folder, raw_root):
 
 
 def rem_train(params, workdir, env) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "rem.cli", "train", "--params", str(params), "--workdir", str(workdir)],
+    return subprocess.run([sys.executable, "-m", "rem.cli", "train", "--params", str(params), "--workdir",
+                           str(workdir)],
                           cwd=workdir.parent, env=env, capture_output=True, text=True, timeout=600)
 
 
-def test_an_unregistered_architecture_is_one_line_naming_the_known_ones_and_the_plugin_variable(synthetic_raw, tmp_path):
+def test_an_unregistered_architecture_is_one_line_naming_the_known_ones_and_the_plugin_variable(synthetic_raw,
+                                                                                                tmp_path):
     env = sweep_env(PYTHONPATH=str(REPO))
     env.pop("REM_PLUGINS", None)
     done = rem_train(params_for_the_toy(tmp_path, synthetic_raw), tmp_path / "trial", env)

@@ -30,7 +30,8 @@ PARAMS = {"profile": "quick", "profiles": {"quick": {}},
           "sweep": {"grid": {"train.seed": [42]}}}  # the default grid's points are CapsNet's
 # What each entry receives: its dataclass, the values set and the defaults of the rest
 RECEIVED = {"model": "FlatOptions(capsules=12, capsule_dim=8, class_dim=16)",
-            "routing": "UniformOptions(sharpness=2.0)", "data": "NpzOptions(noise=8.0)", "prune": "RandomOptions(seed=7)",
+            "routing": "UniformOptions(sharpness=2.0)", "data": "NpzOptions(noise=8.0)",
+            "prune": "RandomOptions(seed=7)",
             "report": "TrialsPerArmOptions(decimals=3)"}
 # A key no entry declares, and the one line that refuses it
 REFUSED = {

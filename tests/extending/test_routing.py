@@ -1,7 +1,8 @@
 """docs/extending.md's recipe for a routing of one's own and an option of its own: the toy "uniform" routing
 (tests/extending/toy_routing.py) declares `sharpness` in its options dataclass at its registration;
 `model.routing_options` sets it, the config refuses any key it does not declare in one line, and the value reaches
-the routing's call as a keyword from the params through `create_model`. (tests/extending/test_recipes.py runs it through a real sweep.)"""
+the routing's call as a keyword from the params through `create_model`. (tests/extending/test_recipes.py runs it
+through a real sweep.)"""
 
 from __future__ import annotations
 
@@ -11,9 +12,9 @@ import pytest
 import torch
 
 from rem.config import Config, ConfigError
-from rem.models.from_config import model_options
-from rem.models import create_model
 from rem.config.options import as_keywords, declared_options
+from rem.models import create_model
+from rem.models.from_config import model_options
 from rem.routing import ROUTINGS, register_routing
 from tests.extending.toy_routing import UniformOptions, uniform_routing
 from tests.tiny_trials import SMALL_CAPSNET

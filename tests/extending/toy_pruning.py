@@ -28,7 +28,8 @@ class RandomPruning(PruningMethod):
     def check(cls, cfg) -> None:
         super().check(cfg)
         if not 0 < cfg.target_sparsity < 1:
-            raise ValueError(f"PruneConfig.target_sparsity={cfg.target_sparsity!r} must be in (0, 1) for method='random'")
+            raise ValueError(f"PruneConfig.target_sparsity={cfg.target_sparsity!r} must be in (0, 1) "
+                             "for method='random'")
 
     def at_start(self, pruner, model, batch_loss_fn) -> None:
         masks = pruner.masks.subset(self.cfg.threshold_tensors)

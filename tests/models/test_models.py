@@ -186,9 +186,9 @@ def fashion_mnist_subset(raw_root: Path, n: int) -> tuple[torch.Tensor, torch.Te
     return torch.from_numpy(x).unsqueeze(1), torch.from_numpy(y)
 
 
-# model -> (batch size, learning rate, epoch bound over the 512 images, bf16 autocast where native; else fp32). A bound on steps, not
-# on wall-clock time, keeps the check deterministic on any machine. Chosen to stay near a minute on 2 CPU cores
-# (reached accuracy measured with one thread, seed 0):
+# model -> (batch size, learning rate, epoch bound over the 512 images, bf16 autocast where native; else fp32). A
+# bound on steps, not on wall-clock time, keeps the check deterministic on any machine. Chosen to stay near a minute
+# on 2 CPU cores (reached accuracy measured with one thread, seed 0):
 # - gamma_capsnet: batch 32 (twice the updates of batch 64 for the same images) reaches 95.7 % in 8 epochs
 #   (43.6 % after the first); with REM's detached SDA routing and std-0.1 votes it was at 29.5 % after 4 epochs
 #   at batch 64 (see rem/models/gamma_capsnet.py).

@@ -8,8 +8,7 @@ import dataclasses
 import torch
 
 from rem.config import from_dict
-from rem.models import create_model
-from rem.models import gamma_capsnet as module
+from rem.models import create_model, gamma_capsnet as module
 
 MNIST_SHAPE = (1, 28, 28)
 
@@ -24,7 +23,8 @@ def test_gamma_capsnet_plus_q_quantizes_the_fc_layer_with_11_and_the_class_layer
         return real(*args, quantize_levels=quantize_levels, **kwargs)
 
     monkeypatch.setattr(module, "scaled_distance_routing", recording)  # the FC capsule layer's
-    model = create_model("gamma_capsnet", in_shape=MNIST_SHAPE, num_classes=10, conv_channels=16, primary_types=4).eval()
+    model = create_model("gamma_capsnet", in_shape=MNIST_SHAPE, num_classes=10, conv_channels=16,
+                         primary_types=4).eval()
     model.routing = dataclasses.replace(model.routing, route=recording)  # the class layer's, from model.routing
     x = torch.rand(2, *MNIST_SHAPE)
     model(x, quantize_levels=cfg.eval.levels_for("gamma_capsnet"))

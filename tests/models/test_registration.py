@@ -7,7 +7,7 @@ from __future__ import annotations
 import pytest
 
 from rem.models import create_model
-from rem.models.registry import MODELS, default_routing, family_roles, has_routing
+from rem.models.registry import default_routing, family_roles, has_routing
 from rem.models.roles import roles_of
 from rem.routing import ROUTINGS
 from tests.models.test_routing_choice import SMALL

@@ -13,7 +13,8 @@ from rem.pruning.capsules import capsule_layout
 def test_shared_matrices_cost_one_per_type_and_class():
     unshared = create_model("capsnet", in_shape=(1, 28, 28), num_classes=10)
     shared = create_model("capsnet", in_shape=(1, 28, 28), num_classes=10, shared_votes=True)
-    assert tuple(unshared.votes.weight.shape) == (1152, 10, 16, 8) and tuple(shared.votes.weight.shape) == (32, 10, 16, 8)
+    assert tuple(unshared.votes.weight.shape) == (1152, 10, 16, 8)
+    assert tuple(shared.votes.weight.shape) == (32, 10, 16, 8)
     assert count_parameters(unshared) - count_parameters(shared) == (1152 - 32) * 10 * 16 * 8  # 1,433,600 fewer
 
 

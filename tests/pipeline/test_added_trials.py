@@ -80,7 +80,8 @@ def test_a_sweep_that_took_another_path_does_not_join(split, profile_grid):
 
 def test_published_trials_and_trials_outside_the_grid_do_not_join(split, profile_grid):
     published, later = split
-    with pytest.raises(AddedTrialsError, match="trials already published: .*model.name=capsnet,prune.method=none,train.seed=42"):
+    with pytest.raises(AddedTrialsError,
+                       match="trials already published: .*model.name=capsnet,prune.method=none,train.seed=42"):
         check_same_run(published, published, profile_grid, "later.parquet")
     stray = later.assign(trial_key=later["trial_key"].str.replace("train.seed=", "train.seed=9"))
     with pytest.raises(AddedTrialsError, match="trials outside the profile's grid: .*train.seed=942"):
@@ -95,7 +96,8 @@ def test_the_later_sweep_is_recorded_beside_the_first_and_leaves_its_stopped_lis
     assert "not published" not in added_record(run, {"commit": "ccc"}, ["k3"])
     # a matched control never started is listed by its grid point; once run, its key carries the targets it reached
     point = "model.name=gamma_capsnet,prune.method=imp,prune.scope=tensor,prune.target_from=rem,train.seed=43"
-    ran = point.replace(",train.seed", ',prune.target_sparsity=0.43,prune.tensor_targets={"conv1.weight": 0.09},train.seed')
+    ran = point.replace(",train.seed",
+                        ',prune.target_sparsity=0.43,prune.tensor_targets={"conv1.weight": 0.09},train.seed')
     assert "not published" not in added_record({"not published": point}, {"commit": "ddd"}, [ran])
 
 
@@ -149,8 +151,8 @@ def test_figures_drawn_from_checkpoints_come_from_the_later_sweep_only_for_a_dat
     frame[~pairs & ~cnn].to_parquet(out / "sweep.parquet", index=False)
     frame[pairs | cnn].to_parquet(tmp_path / "later.parquet", index=False)
     drawn = []
-    publication = dataclasses.replace(study_publication("claims"), before_render=lambda cfg, where, results: drawn.append(
-        (where, sorted(set(results["data.dataset"].astype(str))), len(results))))
+    publication = dataclasses.replace(study_publication("claims"), before_render=lambda cfg, where, results: (
+        drawn.append((where, sorted(set(results["data.dataset"].astype(str))), len(results)))))
     cfg = load(REPO / "params.yaml", {"profile": "claims", "sweep.results": str(tmp_path / "later.parquet")})
     publication.add(cfg, out)
     assert drawn == [(out, ["multifashion"], int(pairs.sum()))]

@@ -16,9 +16,18 @@ from mlflow.tracking import MlflowClient
 
 from rem.tracking.model_store import load_parse_trees
 from tests.conftest import REPO
-from tests.sweep_helpers import (BIN, assert_same_table, free_port, load_in_new_process, mlflow_server, sweep_env,
-                                 sweep_runs, wait_for, write_params)
 from tests.pipeline.test_sweep_faults import FAULT_IMAGES
+from tests.sweep_helpers import (
+    BIN,
+    assert_same_table,
+    free_port,
+    load_in_new_process,
+    mlflow_server,
+    sweep_env,
+    sweep_runs,
+    wait_for,
+    write_params,
+)
 from tests.tiny_trials import SMALL_CAPSNET
 
 pytestmark = pytest.mark.slow
@@ -32,7 +41,8 @@ def ray_cli(*args: str, env: dict, timeout: int = 120) -> subprocess.CompletedPr
 
 def nodes(gcs: str, env: dict) -> list[dict]:
     code = ("import json, ray; ray.init(address=%r, logging_level='ERROR'); "
-            "print(json.dumps([{'id': n['NodeID'], 'port': n['NodeManagerPort'], 'alive': n['Alive']} for n in ray.nodes()]))")
+            "print(json.dumps([{'id': n['NodeID'], 'port': n['NodeManagerPort'], 'alive': n['Alive']} "
+            "for n in ray.nodes()]))")
     out = subprocess.run([sys.executable, "-c", code % gcs], env=env, capture_output=True, text=True, timeout=120)
     return json.loads(out.stdout.strip().splitlines()[-1])
 
@@ -162,7 +172,8 @@ def test_losing_the_worker_node_moves_its_trial_to_the_head(cluster, synthetic_r
     assert victims, "worker raylet not found"
     for pid in victims:
         os.kill(pid, signal.SIGKILL)
-    logs = ray_cli("job", "logs", f"--address={cluster['dashboard']}", "--follow", job_id, env=cluster["env"], timeout=900)
+    logs = ray_cli("job", "logs", f"--address={cluster['dashboard']}", "--follow", job_id, env=cluster["env"],
+                   timeout=900)
     status = ray_cli("job", "status", f"--address={cluster['dashboard']}", job_id, env=cluster["env"])
     assert "succeeded" in status.stdout.lower(), logs.stdout[-4000:]
     import pandas as pd

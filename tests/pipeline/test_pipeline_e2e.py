@@ -58,7 +58,8 @@ def shrink_params(repo: Path) -> None:
     # the quick grid's shape (sub-grids, a section axis), shrunk to two CapsNet seeds, one pruned trial and the CNN
     params["profiles"]["quick"]["sweep"]["grid"] = [
         {"model.name": ["capsnet"], "prune": [{"method": "none"}], "train.seed": [42, 43]},
-        {"model.name": ["efficient_capsnet"], "prune": [{"method": "snip", "target_sparsity": 0.5}], "train.seed": [42]},
+        {"model.name": ["efficient_capsnet"], "prune": [{"method": "snip", "target_sparsity": 0.5}],
+         "train.seed": [42]},
         {"model.name": ["cnn_matched"], "prune": [{"method": "none"}], "train.seed": [42]},
     ]
     params["data"].update({"dataset": SYNTHETIC, "mirror": ""})  # no copy anywhere: the fetch stage generates it
@@ -188,15 +189,16 @@ def test_dvc_metrics_and_plots_show_what_a_reader_wants(reproduced):
     for arm in ("capsnet/Q.json", "efficient_capsnet/SNIP_50pct.json"):
         one = run(["dvc", "metrics", "show", f"reports/metrics/{SYNTHETIC}/{arm}"], reproduced).stdout
         assert {"test_acc", "sparsity", "seeds"} <= set(one.splitlines()[0].split()), one
-    table = exp_show(reproduced, {**os.environ, "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}",
-                                  "DVC_NO_ANALYTICS": "1"})
+    table = exp_show(reproduced, {**os.environ, "DVC_NO_ANALYTICS": "1",
+                                  "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}"})
     assert width(table) <= MAX_WIDTH and "capsnet.acc" in table and "workspace" in table, table
 
     specs = json.loads(run(["dvc", "plots", "show", "--json"], reproduced).stdout)["data"]
     assert {"Test accuracy per epoch (%), mean ± std over seeds per arm",
             "Final routing entropy (bits) vs pruned parameters (%), one point per trial"} <= set(specs), set(specs)
     curve = specs["Test accuracy per epoch (%), mean ± std over seeds per arm"][0]["content"]
-    assert curve["encoding"]["color"]["field"] == "arm" and [l["mark"]["type"] for l in curve["layer"]] == ["errorband", "line"]
+    assert curve["encoding"]["color"]["field"] == "arm"
+    assert [l["mark"]["type"] for l in curve["layer"]] == ["errorband", "line"]
     assert {row["arm"] for row in curve["data"]["values"]} == {"capsnet +Q", "efficient_capsnet +SNIP 50%",
                                                                "cnn_matched plain"}
     scatter = specs["Final routing entropy (bits) vs pruned parameters (%), one point per trial"][0]["content"]
@@ -250,7 +252,8 @@ def test_rem_ui_opens_on_the_trials_with_their_metrics_in_a_browser(reproduced):
             if match := re.search(r"'e2e' ranked: (\S+)", line):
                 url = match.group(1)
         assert url, printed
-        assert client.get_experiment(experiment.experiment_id).tags["mlflow.experimentKind"] == "custom_model_development"
+        kind = client.get_experiment(experiment.experiment_id).tags["mlflow.experimentKind"]
+        assert kind == "custom_model_development"
         with browser_page() as page:
             page.goto(url)
             page.get_by_text(trials[0].info.run_name, exact=True).first.wait_for(timeout=90_000)

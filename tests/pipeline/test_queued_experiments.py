@@ -104,4 +104,5 @@ def test_two_queued_experiments_come_back_with_their_metrics_and_mlflow_runs(tmp
     trials = client.search_runs([experiment.experiment_id], "tags.`rem.role` = 'trial'")
     assert sorted(r.data.params["train.lr"] for r in trials) == ["0.002", "0.004"]
     assert {r.info.status for r in trials} == {"FINISHED"}
-    assert {r.data.tags["rem.data.md5.train-images-idx3-ubyte"] for r in trials} == {get_dataset(SYNTHETIC).files[0].md5}
+    md5 = get_dataset(SYNTHETIC).files[0].md5
+    assert {r.data.tags["rem.data.md5.train-images-idx3-ubyte"] for r in trials} == {md5}

@@ -14,8 +14,19 @@ import time
 import pytest
 
 from rem.tracking.store import open_client
-from tests.sweep_helpers import (Driver, epochs_logged, free_port, local_uri, mlflow_server, results, run_sweep,
-                                 sweep_env, sweep_runs, wait_for, write_params)
+from tests.sweep_helpers import (
+    Driver,
+    epochs_logged,
+    free_port,
+    local_uri,
+    mlflow_server,
+    results,
+    run_sweep,
+    sweep_env,
+    sweep_runs,
+    wait_for,
+    write_params,
+)
 from tests.tiny_trials import SMALL_CAPSNET
 
 pytestmark = pytest.mark.slow
@@ -94,7 +105,8 @@ def rerun_and_check(folder, finished, stored_state: str) -> None:
     assert sorted(table.groupby("trial_key")["epoch"].max()) == [KILLED_DRIVER_EPOCHS] * 2
     assert set(table["status"]) == {"FINISHED"}
     parents, children = sweep_runs(local_uri(folder), "killdriver")
-    described = [(r.data.tags.get("rem.trial_key"), r.info.status, r.info.start_time, r.data.tags.get("rem.ray_trial_id"))
+    described = [(r.data.tags.get("rem.trial_key"), r.info.status, r.info.start_time,
+                  r.data.tags.get("rem.ray_trial_id"))
                  for r in children]
     assert len(parents) == 1 and len(children) == 2, described  # no duplicate runs
     assert {r.info.status for r in parents + children} == {"FINISHED"}  # no dangling RUNNING run
@@ -105,7 +117,8 @@ def rerun_and_check(folder, finished, stored_state: str) -> None:
     if stored_state == "cut short":  # neither trial started over: each went on from its earlier attempt's checkpoint
         said = rerun.stdout + rerun.stderr
         for key in ("train.seed=42", "train.seed=43"):
-            assert f"{key}: Ray knows no checkpoint of this trial; continuing from an earlier attempt's" in said, said[-3000:]
+            assert f"{key}: Ray knows no checkpoint of this trial; continuing from an earlier attempt's" in said, \
+                said[-3000:]
 
 
 def test_killed_driver_then_rerun_finishes_without_rerunning_or_duplicating(synthetic_raw, tmp_path):

@@ -16,8 +16,16 @@ from rem.results.grid import trial_key
 from rem.tracking.model_store import load_parse_trees, model_package
 from rem.training.checkpoint import final_checkpoint, load_checkpoint
 from tests.conftest import REPO, SYNTHETIC
-from tests.sweep_helpers import (assert_same_table, load_in_new_process, local_uri, results, run_sweep, sweep_env,
-                                 sweep_runs, write_params)
+from tests.sweep_helpers import (
+    assert_same_table,
+    load_in_new_process,
+    local_uri,
+    results,
+    run_sweep,
+    sweep_env,
+    sweep_runs,
+    write_params,
+)
 from tests.tiny_trials import SMALL_CAPSNET
 
 pytestmark = pytest.mark.slow
@@ -94,7 +102,8 @@ def test_a_matched_imp_control_prunes_to_the_sparsity_its_rem_trial_reached(synt
     grid = {"model.name": ["efficient_capsnet"], "train.seed": [42],
             "prune": [{"method": "rem"}, {"method": "imp", "target_from": "rem"},
                       {"method": "imp", "target_from": "rem", "scope": "tensor"}]}
-    write_params(tmp_path, synthetic_raw, grid=grid, name="matched", epochs=2, train_subset=512, sweep={"max_concurrent": 1})
+    write_params(tmp_path, synthetic_raw, grid=grid, name="matched", epochs=2, train_subset=512,
+                 sweep={"max_concurrent": 1})
     run_sweep(tmp_path)
     table = results(tmp_path)
     everything = table.sort_values("epoch").groupby("trial_key").tail(1)

@@ -10,8 +10,16 @@ import torch
 
 from rem.config import ConfigError, from_dict
 from rem.models import count_parameters, create_model
-from rem.pruning.capsules import (build_args_from_weights, capsule_layout, coupling_mass_scores, mask_capsules,
-                                  prune_capsules, retarget_optimizer, sensitivity_add_, weight_norm_scores)
+from rem.pruning.capsules import (
+    build_args_from_weights,
+    capsule_layout,
+    coupling_mass_scores,
+    mask_capsules,
+    prune_capsules,
+    retarget_optimizer,
+    sensitivity_add_,
+    weight_norm_scores,
+)
 from rem.training.checkpoint import CHECKPOINT_FILE, load_checkpoint, trial_checkpoint_dir
 from rem.training.loop import train
 from tests.conftest import synthetic_data
@@ -151,7 +159,8 @@ def capsules_cfg(raw_root, epochs, options=None, **prune):
         "data": {**synthetic_data(raw_root), "train_subset": 256, "val_subset": 128, "test_subset": 128},
         "model": {"options": SMALL_CAPSNET},
         "train": {"epochs": epochs, "batch_size": 64, "eval_batch_size": 128, "precision": "fp32",
-                  "device": "cpu"},  # exact resume is the CPU's; the GPU's capsule pruning: tests/training/test_factory_guard.py
+                  # exact resume is the CPU's; the GPU's capsule pruning: tests/training/test_factory_guard.py
+                  "device": "cpu"},
         "prune": {"method": "capsules", "options": {"fraction": 0.5, **options}, "schedule": "linear", **prune},
         "sweep": {"grid": {"train.seed": [1]}},
     })
@@ -246,4 +255,5 @@ def test_a_capsule_pruned_model_reports_sparsity_against_the_dense_model():
     kept = int(sparsity_report(small)["nonzero_params"])
     assert report["prunable_params"] == original and kept < original
     assert report["sparsity"] == pytest.approx(100.0 * (1 - kept / original))
-    assert capsule_report(dense, (1, 28, 28), SMALL_CAPSNET["primary_types"], original)["sparsity"] == pytest.approx(0.0, abs=0.01)
+    dense_report = capsule_report(dense, (1, 28, 28), SMALL_CAPSNET["primary_types"], original)
+    assert dense_report["sparsity"] == pytest.approx(0.0, abs=0.01)

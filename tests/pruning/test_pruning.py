@@ -11,8 +11,18 @@ from torch import nn
 from rem.evaluate import batches_of, evaluate
 from rem.losses import margin_loss
 from rem.models import create_model
-from rem.pruning import (Masks, PruneConfig, Pruner, lobster_shrink_, magnitude_prune_to, prunable_parameters,
-                         schedule_sparsity, shrinkable_parameters, sparsity_report, threshold_search)
+from rem.pruning import (
+    Masks,
+    PruneConfig,
+    Pruner,
+    lobster_shrink_,
+    magnitude_prune_to,
+    prunable_parameters,
+    schedule_sparsity,
+    shrinkable_parameters,
+    sparsity_report,
+    threshold_search,
+)
 from rem.training.validation_loss import ValidationLoss
 
 SHAPE = (1, 20, 20)  # 2x2 grid of primary capsules: 16 input capsules, fast on CPU
@@ -72,7 +82,8 @@ def briefly_trained(steps=30, seed=0):
 # ------------------------------------------------------------------ tensors
 
 def test_prunable_and_shrinkable_sets():
-    model = create_model("capsnet", in_shape=(1, 28, 28), num_classes=10, conv_channels=16, primary_types=4, decoder=True)
+    model = create_model("capsnet", in_shape=(1, 28, 28), num_classes=10, conv_channels=16, primary_types=4,
+                         decoder=True)
     assert set(prunable_parameters(model)) == {"conv1.weight", "primary.conv.weight", "votes.weight"}
     assert set(shrinkable_parameters(model)) == {
         "conv1.weight", "conv1.bias", "primary.conv.weight", "primary.conv.bias", "votes.weight", "routing_bias"}
@@ -236,7 +247,8 @@ def trained_checkpoint(synthetic_train):
     state = {k: v.clone() for k, v in model.state_dict().items()}
 
     def validation(order_by_loss=False):  # the pipeline's search closure over 400 held-out images, batches of 100
-        return ValidationLoss(images[2560:2960], labels[2560:2960], lambda im, train: (im.float().div(255).unsqueeze(1), None),
+        return ValidationLoss(images[2560:2960], labels[2560:2960],
+                              lambda im, train: (im.float().div(255).unsqueeze(1), None),
                               batch_size=100, num_classes=10, order_by_loss=order_by_loss)
 
     early = validation()  # dataset order: stateless, shared by the tests
@@ -246,7 +258,8 @@ def trained_checkpoint(synthetic_train):
 
     fresh = functools.partial(fresh, state)
     model = fresh()
-    published = threshold_search(model, Masks.dense(model), full, PruneConfig(method="rem", require_accuracy=False, threshold_search="bisection"))
+    published = threshold_search(model, Masks.dense(model), full,
+                                 PruneConfig(method="rem", require_accuracy=False, threshold_search="bisection"))
     return fresh, full, early, published, validation
 
 
@@ -255,12 +268,14 @@ def test_sorted_search_lands_where_the_published_bisection_does(trained_checkpoi
     fresh, full, early, published, _ = trained_checkpoint
     model = fresh()
     min_step = max(1, int(tolerance_pp / 100 * Masks.dense(model).numel))
-    fast = threshold_search(model, Masks.dense(model), early, PruneConfig(method="rem", require_accuracy=False, search_tolerance_pp=tolerance_pp))
+    fast = threshold_search(model, Masks.dense(model), early,
+                            PruneConfig(method="rem", require_accuracy=False, search_tolerance_pp=tolerance_pp))
     assert published.pruned > 0
     # The published answer lies in the final bracket: at most min_step weights away.
     assert fast.pruned <= published.pruned <= fast.pruned + min_step, (fast, published)
     if tolerance_pp == 0:  # the default: exactly the published answer, the same threshold included
-        assert (fast.pruned, fast.threshold, fast.sparsity) == (published.pruned, published.threshold, published.sparsity)
+        assert (fast.pruned, fast.threshold, fast.sparsity) == (published.pruned, published.threshold,
+                                                                published.sparsity)
     assert fast.evaluations < published.evaluations and fast.partial_evaluations > 0
     assert fast.loss <= fast.base_loss == published.base_loss
     assert full(model)["loss"] == pytest.approx(fast.loss)  # the applied threshold, fully evaluated
@@ -272,7 +287,8 @@ def test_early_exit_passes_change_nothing_but_the_cost(trained_checkpoint):
     a, b = fresh(), fresh()
     plain = threshold_search(a, Masks.dense(a), full, cfg)
     quick = threshold_search(b, Masks.dense(b), early, cfg)
-    assert (plain.threshold, plain.pruned, plain.loss, plain.evaluations) == (quick.threshold, quick.pruned, quick.loss, quick.evaluations)
+    assert (plain.threshold, plain.pruned, plain.loss, plain.evaluations) == (quick.threshold, quick.pruned, quick.loss,
+                                                                              quick.evaluations)
     assert plain.partial_evaluations == 0 < quick.partial_evaluations
     for (n, p), q in zip(a.named_parameters(), b.parameters()):
         assert torch.equal(p, q), n
@@ -347,7 +363,8 @@ def test_sorted_search_respects_eval_cap_and_step():
     model = briefly_trained()
     x, y = learnable(128, seed=3)
     fn = val_fn_for(x, y)
-    r = threshold_search(model, Masks.dense(model), fn, PruneConfig(method="rem", require_accuracy=False, max_evaluations=5, search_tolerance_pp=0.0))
+    r = threshold_search(model, Masks.dense(model), fn,
+                         PruneConfig(method="rem", require_accuracy=False, max_evaluations=5, search_tolerance_pp=0.0))
     assert r.evaluations <= 5 and r.loss <= r.base_loss
     coarse = threshold_search(briefly_trained(), Masks.dense(briefly_trained()), fn,
                               PruneConfig(method="rem", require_accuracy=False, search_tolerance_pp=20.0))
@@ -369,7 +386,9 @@ def test_nothing_prunable_stops(search):
         with torch.no_grad():
             return float((m(x) - x).pow(2).mean())
 
-    r = threshold_search(model, Masks.dense(model), fn, PruneConfig(method="rem", require_accuracy=False, threshold_search=search, search_tolerance_pp=0.0))
+    r = threshold_search(model, Masks.dense(model), fn,
+                         PruneConfig(method="rem", require_accuracy=False, threshold_search=search,
+                                     search_tolerance_pp=0.0))
     assert r.pruned == 0 and r.threshold == 0.0
     assert r.evaluations <= 40
     assert model[0].weight.item() == 1.0
@@ -381,7 +400,8 @@ def test_all_pruned_stops_without_evaluating(search):
     masks = Masks.dense(model)
     magnitude_prune_to(model, masks, 1.0)
     calls = []
-    r = threshold_search(model, masks, lambda m: calls.append(1) or 0.0, PruneConfig(method="rem", require_accuracy=False, threshold_search=search))
+    r = threshold_search(model, masks, lambda m: calls.append(1) or 0.0,
+                         PruneConfig(method="rem", require_accuracy=False, threshold_search=search))
     assert r.evaluations == 0 and not calls and r.stop == "nothing_prunable"
 
 
@@ -426,10 +446,13 @@ def _collapsing_setup():
 @pytest.mark.parametrize("search", ["bisection", "sorted"])
 def test_collapse_guard_fraction(search):
     model, fn = _collapsing_setup()
-    free = threshold_search(model, Masks.dense(model), fn, PruneConfig(method="rem", require_accuracy=False, threshold_search=search, search_tolerance_pp=0.0))
+    free = threshold_search(model, Masks.dense(model), fn,
+                            PruneConfig(method="rem", require_accuracy=False, threshold_search=search,
+                                        search_tolerance_pp=0.0))
     assert free.sparsity > 90.0  # without a guard the search empties the net
     model, fn = _collapsing_setup()
-    cfg = PruneConfig(method="rem", require_accuracy=False, threshold_search=search, search_tolerance_pp=0.0, max_prune_fraction_per_epoch=0.25)
+    cfg = PruneConfig(method="rem", require_accuracy=False, threshold_search=search, search_tolerance_pp=0.0,
+                      max_prune_fraction_per_epoch=0.25)
     r = threshold_search(model, Masks.dense(model), fn, cfg)
     n = sum(p.numel() for p in prunable_parameters(model).values())
     assert 0 < r.pruned <= math.floor(0.25 * n)

@@ -102,7 +102,8 @@ def test_each_control_matches_the_rem_arm_with_its_lambda():
 @pytest.mark.parametrize("prune, label", [
     ({"prune.method": "rem"}, "+REM"),
     ({"prune.method": "rem", "prune.lambda0": 0.01}, "+REM λ×100"),
-    ({"prune.method": "rem", "prune.lambda0": 0.001, "prune.threshold_tensors": '["votes.weight"]'}, "+REM λ×10 W only"),
+    ({"prune.method": "rem", "prune.lambda0": 0.001, "prune.threshold_tensors": '["votes.weight"]'},
+     "+REM λ×10 W only"),
     ({"prune.method": "rem", "prune.lambda0": 0.01, "prune.threshold_search": "none"}, "LOBSTER λ×100 (no threshold)"),
     ({"prune.method": "imp", "prune.target_from": "rem", "prune.lambda0": 0.01}, "+IMP@REM λ×100"),
 ])

@@ -1,4 +1,5 @@
-"""SNIP's saliency batches: distinct batches of one seeded permutation of the training split, as REM's code draws them."""
+"""SNIP's saliency batches: distinct batches of one seeded permutation of the training split, as REM's code draws
+them."""
 
 from __future__ import annotations
 

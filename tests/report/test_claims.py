@@ -32,7 +32,8 @@ def test_the_committed_run_is_the_claims_profile_of_these_params(committed):
     measured = last[last["eval.robustness"].astype(bool)]
     assert set(measured["data.dataset"]) == {"fashion-mnist"} and set(measured["eval.equivariance"]) == {True}
     for stem, metric in (("robust", "test/acc"), ("equivariance", "error")):
-        final = [c for c in last.columns if c.startswith(f"{stem}/") and c.endswith(f"/{metric}") and "/plain/" not in c]
+        final = [c for c in last.columns if c.startswith(f"{stem}/") and c.endswith(f"/{metric}")
+                 and "/plain/" not in c]
         plain = [c for c in last.columns if c.startswith(f"{stem}/") and c.endswith(f"/plain/{metric}")]
         assert len(final) == len(plain) == 14 and measured[final].notna().all().all()
         assert measured[measured["model.name"] == "capsnet"][plain].notna().all().all()

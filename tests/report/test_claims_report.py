@@ -62,7 +62,8 @@ def test_ablations_and_baselines_get_their_own_variant_labels():
                 {**row, "model.routing_iterations": 1}, row, {**row, "model.decoder": True},
                 {"prune.method": "imp", "prune.target_sparsity": 0.5, "model.name": "capsnet"}]
     order = sorted((variants.arm_of(pd.Series(r)) for r in shuffled), key=lambda arm: arm.sort_key)
-    assert [a.label for a in order] == ["+Q", "+Q (decoder)", "+Q (1 iteration)", "+Q (5 iterations)", "+REM", "+IMP 50%"]
+    assert [a.label for a in order] == ["+Q", "+Q (decoder)", "+Q (1 iteration)", "+Q (5 iterations)", "+REM",
+                                        "+IMP 50%"]
 
 
 def test_a_cnn_row_shows_na_for_routing_metrics_and_no_expected_rem_row():
@@ -104,7 +105,8 @@ def test_claims_are_decided_by_the_verdict_rule_on_three_seeds_only():
     assert verdicts[("capsnet +REM vs +Q", "Rotation ±30°")].startswith("undecided (the 95 % interval reaches past")
     # REM's robustness is a claim about routing: with the couplings at uniform it is not tested
     uniform = claim_verdicts(claims_results(seeds=3, coupling=3.3215))
-    assert uniform[("capsnet +REM vs +Q", "Rotation ±30°")].startswith("not tested: capsnet +Q's routing stayed uniform")
+    assert uniform[("capsnet +REM vs +Q", "Rotation ±30°")].startswith(
+        "not tested: capsnet +Q's routing stayed uniform")
     assert uniform[("capsnet +Q vs cnn_matched", "Rotation ±30°")] == "supported"  # not a claim about routing
     forwards = {(r[0], r[1].rsplit(": ", 1)[1]): r[2] for r in table.rows}
     assert forwards[("capsnet +Q vs cnn_matched", "Rotation ±30°")] == "+Q"  # no plain forward was measured here
@@ -116,7 +118,8 @@ def with_plain(results: pd.DataFrame, plain_drop: float) -> pd.DataFrame:
     caps = (rows["model.name"] == "capsnet") & (rows["prune.method"] == "none")
     rows.loc[caps, "robust/rotation/0/plain/test/acc"] = rows.loc[caps, "robust/rotation/0/test/acc"]
     for strength in ("-30", "30"):
-        rows.loc[caps, f"robust/rotation/{strength}/plain/test/acc"] = rows.loc[caps, "robust/rotation/0/test/acc"] - plain_drop
+        rows.loc[caps, f"robust/rotation/{strength}/plain/test/acc"] = (rows.loc[caps, "robust/rotation/0/test/acc"]
+                                                                         - plain_drop)
     return rows
 
 
@@ -184,7 +187,8 @@ def test_claims_tables_render_from_a_results_table_alone():
 
 def test_publishing_other_results_as_claims_fails_with_one_line(tmp_path):
     pd.DataFrame({"profile": ["quick"], "trial_key": ["a"], "epoch": [1]}).to_parquet(tmp_path / "sweep.parquet")
-    done = subprocess.run([sys.executable, "-m", "pipeline.cli", "publish", "claims", "--render-only", "--out", str(tmp_path)],
+    done = subprocess.run([sys.executable, "-m", "pipeline.cli", "publish", "claims", "--render-only", "--out",
+                           str(tmp_path)],
                           cwd=REPO, capture_output=True, text=True)
     assert done.returncode == 2
     assert done.stderr.strip() == (f"error: {tmp_path / 'sweep.parquet'}: results of profile ['quick'], expected "
@@ -219,7 +223,8 @@ def test_the_decoder_is_counted_apart_in_the_size_table():
     cnn = count_parameters(create_model("cnn_matched", in_shape=(1, 36, 36), num_classes=10))
     rows = [final_row(f"caps-{s}", "multifashion", "capsnet", s, 0.3, **{"model.decoder": True, "params": caps,
                                                                        "flops": 1.1e9}) for s in (42, 43, 44)]
-    rows += [final_row(f"cnn-{s}", "multifashion", "cnn_matched", s, 0.3, params=cnn, flops=1.1e9) for s in (42, 43, 44)]
+    rows += [final_row(f"cnn-{s}", "multifashion", "cnn_matched", s, 0.3, params=cnn, flops=1.1e9)
+             for s in (42, 43, 44)]
     sizes = published_page("claims").tables(pd.DataFrame(rows))["sizes.md"]
     assert f"| multifashion | capsnet | +Q (decoder) | {caps:,} | 1,936,144 | {caps - 1_936_144:,} |" in sizes
     assert f"cnn_matched has {cnn / (caps - 1_936_144):.4f}x the inference parameters" in sizes
@@ -233,7 +238,8 @@ def test_shared_vote_matrices_are_their_own_arm_with_their_parameter_count():
                            "model.options": '{"shared_votes": true}'}) for seed, acc in ((42, 0.905), (43, 0.915))]
     results = pd.concat([results.assign(**{"model.options": "{}"}), pd.DataFrame(shared)], ignore_index=True)
     rows = tables.aggregate(results)
-    assert "+Q (shared votes)" in {r.variant for r in rows} and "+Q" in {r.variant for r in rows}  # no options=... label
+    # no options=... label
+    assert "+Q (shared votes)" in {r.variant for r in rows} and "+Q" in {r.variant for r in rows}
     verdicts = {r[0]: r for r in written(routing_rows(rows, arms_of(results)))}
     row = verdicts["capsnet shared vs per-capsule votes"]
     # shared 90.5 and 91.5 %, per-capsule 90 and 92 %: sample stds (ddof 1) 1 / sqrt(2) and 2 / sqrt(2)

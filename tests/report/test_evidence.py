@@ -9,8 +9,8 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from rem.config import load
 from pipeline.studies.evidence.tables import mechanism_rows as mechanism_cells
+from rem.config import load
 from rem.report.arm_seeds import ArmSeeds
 from rem.report.spread import METRICS, spread as spread_of
 from rem.report.verdicts import HEADER as VERDICT_HEADER, claims_table
@@ -78,7 +78,8 @@ def _arm(entropy: float, acc: float, sparsity: float, w: float, spread: float = 
 
 
 def _seeds(name: str, *, coupling: float = 3.0, acc: float = 80.0) -> ArmSeeds:
-    return ArmSeeds(name, "fashion-mnist", True, (1, 2, 3), (acc,) * 3, {"+Q": (coupling,) * 3, "plain": (coupling,) * 3},
+    return ArmSeeds(name, "fashion-mnist", True, (1, 2, 3), (acc,) * 3,
+                    {"+Q": (coupling,) * 3, "plain": (coupling,) * 3},
                     (3, 3, 3), ("last",) * 3)
 
 
@@ -102,7 +103,8 @@ def test_w_only_and_shrinkage_only_arms_are_read_against_their_rem_arm():
     assert [a.label for _, a in spreads] == ["+Q", "+REM W only", "+IMP@REM W only", "+REM λ×100",
                                              "LOBSTER λ×100 (no threshold)"]  # the labels the page shows
     seeds = {("capsnet", a): _seeds(f"capsnet {a.label}") for a in arms}
-    rows = {question: (measured, verdict) for _, question, measured, _, verdict in mechanism_rows("capsnet", spreads, seeds)}
+    rows = {question: (measured, verdict)
+            for _, question, measured, _, verdict in mechanism_rows("capsnet", spreads, seeds)}
     measured, verdict = rows["+REM W only's entropy lower than +IMP@REM W only's (the same sparsity by magnitude: not "
                              "pruning alone)"]
     # seeds at -0.01, 0 and +0.01 around the mean: a sample std (ddof 1) of exactly 0.01
@@ -112,7 +114,8 @@ def test_w_only_and_shrinkage_only_arms_are_read_against_their_rem_arm():
     accuracy = rows["+REM W only's accuracy no worse than +IMP@REM W only's (margin 1 point; the same sparsity by "
                     "magnitude: not pruning alone)"][1]
     assert accuracy.startswith("undecided")
-    assert rows["+REM λ×100's entropy lower than LOBSTER λ×100 (no threshold)'s (the same shrinkage, no threshold)"][1] \
+    assert rows["+REM λ×100's entropy lower than LOBSTER λ×100 (no threshold)'s "
+                "(the same shrinkage, no threshold)"][1] \
         .startswith("undecided (the 95 % interval holds 0")
     # with +Q's routing uniform, every entropy claim against it is not tested, and the arm's drop is "no routing"
     seeds[("capsnet", PLUS_Q)] = _seeds("capsnet +Q", coupling=3.3215)

@@ -18,8 +18,8 @@ from pipeline.report import locate_checkpoints
 from rem.analysis.at_trial_end import AT_TRIAL_END
 from rem.config import load
 from rem.report.figures.build import build_figures
-from rem.report.figures.internals import load_trial, snapshot
 from rem.report.figures.graphs import parse_tree_graph
+from rem.report.figures.internals import load_trial, snapshot
 from rem.report.figures.saliency import saliency, saliency_maps
 from rem.report.page import linked_files
 from rem.report.stage import build_reports
@@ -134,7 +134,8 @@ def test_missing_checkpoint_is_a_note_not_a_crash(tiny_sweep, synthetic_raw, tmp
     assert f"no {CHECKPOINT_FILE} in {gone}" in notes[0] and "no checkpoint found" in notes[1]
 
 
-def test_report_stage_finds_checkpoints_in_ray_storage_and_links_only_existing_files(tiny_sweep, synthetic_raw, tmp_path):
+def test_report_stage_finds_checkpoints_in_ray_storage_and_links_only_existing_files(tiny_sweep, synthetic_raw,
+                                                                                     tmp_path):
     results, checkpoints = tiny_sweep
     storage = tmp_path / "ray"
     for n, (key, folder) in enumerate(sorted(checkpoints.items())):

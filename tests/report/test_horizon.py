@@ -6,8 +6,8 @@ from __future__ import annotations
 import pandas as pd
 import pytest
 
-from rem.config import load
 from pipeline.studies.horizon.tables import ceiling, lowest_val_loss_epoch, stopped_by
+from rem.config import load
 from rem.results import grid
 from tests.conftest import REPO
 
@@ -51,7 +51,8 @@ def test_a_seed_is_said_to_stop_by_patience_or_by_the_cap():
     assert stopped_by(trial([0.5, 0.4, 0.41, 0.42, 0.43], True), 3, 15).startswith("patience (3 epochs")
     assert stopped_by(trial([0.5] * 15, False), 3, 15) == "cap (15 epochs)"
     # patience that could never act (train.min_epochs at the cap, or none): a fixed budget, not a stopping rule
-    assert stopped_by(trial([0.5] * 5, False), 3, 5, fixed=True) == "the fixed budget (5 epochs; patience could not act)"
+    assert stopped_by(trial([0.5] * 5, False), 3, 5, fixed=True) \
+        == "the fixed budget (5 epochs; patience could not act)"
 
 
 def test_patience_counts_from_the_first_lowest_validation_loss():

@@ -1,8 +1,8 @@
 """MultiMNIST's reconstruction figure (pipeline/studies/claims/multi_reconstructions.py) and the claims publication's
-figures from trained models (pipeline/studies/claims/model_figures.py): the overlay's colours on hand-made arrays; the figure of a
-seeded, untrained CapsNet with its decoder on generated pairs (each digit decoded from its own label's capsule, the
-panels drawn from those reconstructions, the PNG at its designed size); a trained trial's model package drawn end to
-end; which trials the publication draws, and that one it cannot draw is a warning, not a failure."""
+figures from trained models (pipeline/studies/claims/model_figures.py): the overlay's colours on hand-made arrays; the
+figure of a seeded, untrained CapsNet with its decoder on generated pairs (each digit decoded from its own label's
+capsule, the panels drawn from those reconstructions, the PNG at its designed size); a trained trial's model package
+drawn end to end; which trials the publication draws, and that one it cannot draw is a warning, not a failure."""
 
 from __future__ import annotations
 
@@ -12,13 +12,19 @@ import pytest
 import torch
 
 from pipeline.studies.claims import model_figures as claims_figures
+from pipeline.studies.claims.multi_reconstructions import (
+    DPI,
+    figure_size,
+    overlay,
+    overlay_figure,
+    reconstruct_pairs,
+    reconstruction_overlay_figure,
+    reconstruction_overlay_of,
+)
 from rem.data import BatchTransform
 from rem.data.multi import CANVAS
 from rem.evaluate import count_correct
 from rem.models import create_model
-from pipeline.studies.claims.multi_reconstructions import (
-    DPI, figure_size, overlay, overlay_figure, reconstruct_pairs, reconstruction_overlay_figure,
-    reconstruction_overlay_of)
 from rem.report.figures.style import plt
 from rem.tracking.model_sources import SourceError, load_source, package_evaluation
 from rem.training.checkpoint import final_checkpoint
@@ -147,4 +153,5 @@ def test_publishing_draws_one_figure_per_pair_dataset_from_a_capsule_decoder_arm
     gone = publication_results().replace({"dec-42": "gone", "dec-43": "gone-too"})
     gone = gone[gone["trial_key"] != "gone-too"]
     assert claims_figures.multi_reconstruction_figures(cfg, tmp_path, gone) == []
-    assert "multi_reconstructions_multifashion.png not drawn for trial gone (SourceError: gone" in capsys.readouterr().err
+    said = capsys.readouterr().err
+    assert "multi_reconstructions_multifashion.png not drawn for trial gone (SourceError: gone" in said

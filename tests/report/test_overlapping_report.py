@@ -1,16 +1,16 @@
-"""The overlapping-digits table and claim on the claims page (pipeline/studies/claims/overlapping.py) from hand-made results:
-capsules against the CNN on a two-digit dataset, the reconstruction figure placed under its table, and nothing for
-datasets of one object per image."""
+"""The overlapping-digits table and claim on the claims page (pipeline/studies/claims/overlapping.py) from hand-made
+results: capsules against the CNN on a two-digit dataset, the reconstruction figure placed under its table, and
+nothing for datasets of one object per image."""
 
 from __future__ import annotations
 
 import pandas as pd
 
-from rem.report import tables
 from pipeline.studies import published_page
-from rem.report.assemble import markdown_body
-from rem.report.arm_seeds import arms_of
 from pipeline.studies.claims.overlapping import overlapping_rows as overlapping_cells, overlapping_table
+from rem.report import tables
+from rem.report.arm_seeds import arms_of
+from rem.report.assemble import markdown_body
 from tests.report.test_claims_report import written
 from tests.report.test_report import final_row
 
@@ -30,13 +30,15 @@ def pair_results(caps=((42, 0.60), (43, 0.62)), cnn=((42, 0.50), (43, 0.51))) ->
 def test_the_table_lists_each_arm_on_the_pairs_only():
     table = overlapping_table(tables.aggregate(pair_results()), "multifashion")
     # 60 and 62 %, 50 and 51 %: sample stds (ddof 1) 2 / sqrt(2) = 1.41 and 1 / sqrt(2) = 0.71
-    assert [(r[0], r[2], r[4]) for r in table.rows] == [("capsnet", "2", "61.00 ± 1.41"), ("cnn_matched", "2", "50.50 ± 0.71")]
+    assert [(r[0], r[2], r[4]) for r in table.rows] == [("capsnet", "2", "61.00 ± 1.41"),
+                                                        ("cnn_matched", "2", "50.50 ± 0.71")]
 
 
 def test_the_claim_compares_capsules_and_the_cnn_beyond_the_seed_spread():
     results = pair_results()
     (row,) = overlapping_rows(tables.aggregate(results), arms_of(results))
-    assert row[0] == "capsnet +Q (decoder) vs cnn_matched (multifashion)" and row[5] == "undecided (n = 2, fewer than 3 seeds)"
+    assert row[0] == "capsnet +Q (decoder) vs cnn_matched (multifashion)"
+    assert row[5] == "undecided (n = 2, fewer than 3 seeds)"
     assert row[3] == "both right 61.00 ± 1.41 vs 50.50 ± 0.71 %"
     three = pair_results(((42, 0.60), (43, 0.62), (44, 0.61)), ((42, 0.50), (43, 0.51), (44, 0.505)))
     (row,) = overlapping_rows(tables.aggregate(three), arms_of(three))

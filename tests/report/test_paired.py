@@ -11,8 +11,16 @@ import pytest
 from scipy import stats
 
 from rem.report.sequential import Design, boundaries, design_power, spent, stated
-from rem.report.verdicts import (Outcome, paired, paired_detectable, paired_power, paired_power_note, pairs_needed,
-                                 sd_interval, sign_flip_p)
+from rem.report.verdicts import (
+    Outcome,
+    paired,
+    paired_detectable,
+    paired_power,
+    paired_power_note,
+    pairs_needed,
+    sd_interval,
+    sign_flip_p,
+)
 
 # The exploratory γ-CapsNet horizon's last-epoch entropies (issue 64): +Q and +REM, seeds 42-44
 Q = [8.806, 8.787, 8.759]
@@ -70,7 +78,8 @@ def test_power_matches_the_noncentral_t_and_the_issue_design():
 
 def test_the_undecided_text_gives_the_uncertainty_of_its_sd():
     note = paired_power_note(paired(Q, [8.70, 8.80, 8.65], direction=-1))
-    assert "2 degrees of freedom, 95 % interval [" in note and "pairs (" in note and "over the SD's 95 % interval" in note
+    assert "2 degrees of freedom, 95 % interval [" in note and "pairs (" in note
+    assert "over the SD's 95 % interval" in note
     wrong_side = paired_power_note(paired(Q, [8.9, 8.9, 8.9], direction=-1))
     assert "not on the claimed side" in wrong_side
 

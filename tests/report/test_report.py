@@ -8,12 +8,12 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from rem.report.stage import build_reports
 from rem.config import ConfigError, load
 from rem.report import protocol, tables
 from rem.report.page import linked_files
 from rem.report.reference import PUBLISHED_FILE, ReferenceError, load_published, lookup
 from rem.report.render import to_markdown
+from rem.report.stage import build_reports
 from tests.conftest import REPO
 
 
@@ -139,7 +139,8 @@ def test_published_column_cites_verified_numbers_only():
     published = load_published()
     rows = tables.aggregate(pd.DataFrame([final_row("a", "fashion-mnist", "deepcaps", 42, 0.9),
                                           final_row("b", "mnist", "capsnet", 42, 0.99)]))
-    fmnist = to_markdown(tables.dataset_table("fashion-mnist", [r for r in rows if r.dataset == "fashion-mnist"], published))
+    fmnist = to_markdown(tables.dataset_table("fashion-mnist", [r for r in rows if r.dataset == "fashion-mnist"],
+                                              published))
     assert "| deepcaps | +Q | 90.00 | 94.73 [1] |" in fmnist  # one seed: no spread to show
     assert "[1] brjathu/deepcaps README" in fmnist
     # CapsNet's MNIST 99.75 % is in the file but marked unverified (from memory): no number, so no column
@@ -167,8 +168,10 @@ def test_affnist_and_smallnorb_tables_against_hand_computed_means():
     frame = pd.DataFrame([
         final_row("a1", "affnist", "capsnet", 1, 0.70, **{"val/acc": 0.99}),
         final_row("a2", "affnist", "capsnet", 2, 0.80, **{"val/acc": 0.97}),
-        final_row("n1", "smallnorb", "capsnet", 1, 0.80, **{"data.options": '{"split": "azimuth"}', "extra/familiar/acc": 0.95}),
-        final_row("n2", "smallnorb", "capsnet", 2, 0.90, **{"data.options": '{"split": "azimuth"}', "extra/familiar/acc": 0.97}),
+        final_row("n1", "smallnorb", "capsnet", 1, 0.80,
+                  **{"data.options": '{"split": "azimuth"}', "extra/familiar/acc": 0.95}),
+        final_row("n2", "smallnorb", "capsnet", 2, 0.90,
+                  **{"data.options": '{"split": "azimuth"}', "extra/familiar/acc": 0.97}),
     ])
     rows = tables.aggregate(frame)
     affnist = to_markdown(protocol.affnist_table(rows, load_published()))
@@ -219,7 +222,8 @@ def test_report_files_are_logged_to_the_sweeps_parent_run(tmp_path, monkeypatch)
     cfg = load(REPO / "params.yaml", {"sweep.tracking_uri": uri, "sweep.name": "toy"})
     client = MlflowClient(uri)
     experiment = tracking.ensure_experiment(client, "toy", str(tmp_path / "artifacts"))
-    parent = tracking.open_run(client, experiment, name="s", tags={tracking.SWEEP_TAG: "s-1", tracking.ROLE_TAG: "sweep"})
+    parent = tracking.open_run(client, experiment, name="s",
+                               tags={tracking.SWEEP_TAG: "s-1", tracking.ROLE_TAG: "sweep"})
     out = tmp_path / "reports"
     build_reports(synthetic_results(), out)
     assert log_to_mlflow(cfg, tmp_path, ["s-1"], out) is None

@@ -5,9 +5,9 @@ from __future__ import annotations
 
 import math
 
+from pipeline.studies.claims.routing_activity import activity_rows
 from rem.analysis.forwards import PLAIN
 from rem.report.arm_seeds import QUANTIZED, ArmSeeds
-from pipeline.studies.claims.routing_activity import activity_rows
 
 UNIFORM = math.log2(10)
 

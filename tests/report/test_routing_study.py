@@ -8,8 +8,8 @@ import pandas as pd
 import pytest
 
 from pipeline.studies import publication, published_page
-from rem.config import load
 from pipeline.studies.routing.tables import curves, onset, routing_threshold
+from rem.config import load
 from rem.results import grid
 from tests.conftest import REPO
 
@@ -21,7 +21,8 @@ def study() -> pd.DataFrame:
     evidence = pd.read_parquet(REPO / "reports" / "evidence" / "sweep.parquet")
     published = evidence[evidence["prune.method"] == "none"].copy()
     published["profile"] = "routing"
-    published["trial_key"] = [grid.trial_key({"model.name": "capsnet", "train.seed": int(s)}) for s in published["train.seed"]]
+    published["trial_key"] = [grid.trial_key({"model.name": "capsnet", "train.seed": int(s)})
+                              for s in published["train.seed"]]
     setting = published.copy()
     setting["model.options"] = "{'agreement_scale': 3.0}"
     setting["trial_key"] = setting["trial_key"] + ",model.options.agreement_scale=3.0"
@@ -49,14 +50,15 @@ def test_the_tables_state_the_onset_and_decide_each_setting_against_the_publishe
     # the same accuracies, but three seeds 0.55 points apart: Welch's interval (±1.53) reaches past the margin
     # undecided verdicts also say what these seeds could detect: a "no worse" claim's measured difference (0) sits
     # the whole 1-point margin inside it, so more seeds would decide it
-    assert "| undecided (the 95 % interval reaches past the 1 margin; detectable with these seeds: \\|difference\\| >= " \
-        in rows[1] and rows[1].endswith(" over the spread's 95 % interval)) |") \
+    assert "| undecided (the 95 % interval reaches past the 1 margin; detectable with these seeds: " \
+        "\\|difference\\| >= " in rows[1] and rows[1].endswith(" over the spread's 95 % interval)) |") \
         and "the measured one would need ~" in rows[1] and " seeds per arm (" in rows[1]
     assert "This table's claims are one family: 2 tested" in verdicts  # the two decisions survive Holm's correction
 
 
 def test_the_page_renders_with_its_figure(study, tmp_path):
-    written = publication("routing").render(tmp_path, study, {"command": "`dvc exp run -S profile=routing && python -m pipeline.routing`"})
+    command = "`dvc exp run -S profile=routing && python -m pipeline.routing`"
+    written = publication("routing").render(tmp_path, study, {"command": command})
     assert (tmp_path / "figures" / "routing_by_images.png").stat().st_size > 10_000
     page = (tmp_path / "README.md").read_text()
     assert "(figures/routing_by_images.png)" in page and "When each setting's routing leaves uniform" in page

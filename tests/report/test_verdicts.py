@@ -12,8 +12,14 @@ import pytest
 from scipy import stats
 
 from rem.report.arm_seeds import QUANTIZED, arm_seeds
-from rem.report.preconditions import (LEARNED_MARGIN_POINTS, ROUTING_MARGIN_BITS, chance_accuracy, evaluation_differs,
-                                      first, uniform_arms)
+from rem.report.preconditions import (
+    LEARNED_MARGIN_POINTS,
+    ROUTING_MARGIN_BITS,
+    chance_accuracy,
+    evaluation_differs,
+    first,
+    uniform_arms,
+)
 from rem.report.verdicts import Differs, NoWorse, Outcome, decide, welch
 from tests.report.test_report import final_row
 
@@ -77,7 +83,8 @@ def trial(seed, acc, coupling, *, dataset="fashion-mnist", epoch=2, best=1.0, **
 
 def test_an_arm_at_chance_is_not_tested():
     learned = arm_seeds(pd.DataFrame([trial(s, 0.80, 3.0) for s in (1, 2, 3)]), "capsnet +Q")
-    chance = arm_seeds(pd.DataFrame([trial(s, a, 3.0) for s, a in ((1, 0.80), (2, 0.12), (3, 0.81))]), "capsnet +Q (1 iteration)")
+    chance = arm_seeds(pd.DataFrame([trial(s, a, 3.0) for s, a in ((1, 0.80), (2, 0.12), (3, 0.81))]),
+                       "capsnet +Q (1 iteration)")
     assert learned.not_learned() is None
     reason = chance.not_learned()
     assert reason == (f"capsnet +Q (1 iteration) did not learn (a seed at 12.00 %, below chance 10.00 % + "
@@ -98,7 +105,8 @@ def test_a_uniform_routing_arm_is_not_tested_for_a_routing_claim():
     entropy = decide(Differs(-1), [1.0, 1.1, 0.9], [0.1, 0.1, 0.1], first(routes.not_routing(QUANTIZED), reason))
     assert entropy.outcome is Outcome.NOT_TESTED
     # the plain forward is read where the claim reads it: a +Q trial's plain couplings come from its robustness pass
-    plain = arm_seeds(pd.DataFrame([trial(s, 0.8, UNIFORM_10, **{"robust/rotation/0/plain/routing/coupling_entropy": 2.5})
+    plain = arm_seeds(pd.DataFrame([trial(s, 0.8, UNIFORM_10,
+                                          **{"robust/rotation/0/plain/routing/coupling_entropy": 2.5})
                                     for s in (1, 2, 3)]), "capsnet +Q")
     assert plain.not_routing("plain") is None and plain.not_routing(QUANTIZED) is not None
     # the main report flags the arm (a run that measured no couplings is not flagged)
@@ -127,7 +135,8 @@ def test_the_main_report_flags_an_arm_whose_routing_stayed_uniform():
 
     frame = pd.DataFrame([trial(s, 0.80, UNIFORM_10 - 0.001) for s in (1, 2)]
                          + [final_row(f"e{s}", "fashion-mnist", "efficient_capsnet", s, 0.8,
-                                      **{"final/routing/coupling_entropy": 2.0}) for s in (1, 2)]).drop(columns="variant")
+                                      **{"final/routing/coupling_entropy": 2.0})
+                                      for s in (1, 2)]).drop(columns="variant")
     rows = tables.aggregate(frame)
     flagged = {r.model: r.uniform for r in rows}
     assert flagged == {"capsnet": True, "efficient_capsnet": False}
@@ -138,8 +147,8 @@ def test_the_main_report_flags_an_arm_whose_routing_stayed_uniform():
     assert "routing_uniform" not in row_metrics(next(r for r in rows if r.model == "efficient_capsnet"))
     line = budget_line(rows)
     assert line == ("What this budget can show: every axis, with at most 2 seeds per arm, so no comparison is decided "
-                    "here (a verdict needs 3, rem.report.verdicts); routing stayed uniform in capsnet +Q: their entropy "
-                    "and parse trees measure no routing.")
+                    "here (a verdict needs 3, rem.report.verdicts); routing stayed uniform in capsnet +Q: their "
+                    "entropy and parse trees measure no routing.")
 
 
 def test_an_arm_named_by_an_axis_is_flagged_too():

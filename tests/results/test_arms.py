@@ -12,8 +12,8 @@ import pytest
 
 from pipeline.studies import published_page
 from rem.report.dvc_outputs import arm_curves, write_metrics
-from rem.report.spread import final_spreads
 from rem.report.robustness import arms as robustness_arms, robustness_points
+from rem.report.spread import final_spreads
 from rem.report.tables import aggregate
 from rem.results.arms import compared_keys, short_keys
 from rem.results.frames import training_points, trial_points
@@ -90,7 +90,8 @@ def test_an_axis_over_a_model_option_makes_two_arms(claims):
 
 def test_an_axis_over_prune_twt_makes_two_arms(claims):
     def rem_capsnet(results, seed):
-        return (results["model.name"] == "capsnet") & (results["prune.method"] == "rem") & (results["train.seed"] == seed)
+        return ((results["model.name"] == "capsnet") & (results["prune.method"] == "rem")
+                & (results["train.seed"] == seed))
 
     results = changed(claims, "prune.twt", 0.1, which=rem_capsnet)
     assert rows_of(results, "capsnet", "+REM") == {"+REM": [42, 44], "+REM · twt=0.1": [43]}

@@ -8,8 +8,8 @@ import subprocess
 import sys
 from pathlib import Path
 
-import pytest
 import pandas as pd
+import pytest
 import yaml
 
 from rem import config
@@ -68,7 +68,8 @@ def _arms(cfg) -> dict[str, set]:
 
 def test_the_quick_profile_exercises_every_axis_of_the_experiment():
     cfg = load(REPO / "params.yaml")
-    assert cfg.profile == "quick" and cfg.data.dataset == "fashion-mnist" and cfg.train.epochs >= 2  # REM searches twice
+    # REM searches twice
+    assert cfg.profile == "quick" and cfg.data.dataset == "fashion-mnist" and cfg.train.epochs >= 2
     arms = _arms(cfg)
     assert {"capsnet", "efficient_capsnet"} <= set(arms)
     for model, runs in arms.items():  # every capsule model +Q against +REM; the CNN baseline unpruned
@@ -108,14 +109,16 @@ def test_the_paper_profile_is_rems_protocol_whole():
     assert len(grid.points(cfg.sweep.grid)) == 460
     ablations = {(cfg.with_overrides(p).model.name, cfg.with_overrides(p).model.routing_iterations)
                  for p in grid.points(cfg.sweep.grid)}
-    assert {("capsnet", n) for n in (1, 2, 3, 5)} <= ablations and {("gamma_capsnet", n) for n in (1, 2, 3, 5)} <= ablations
+    assert {("capsnet", n) for n in (1, 2, 3, 5)} <= ablations
+    assert {("gamma_capsnet", n) for n in (1, 2, 3, 5)} <= ablations
     assert {"cnn_sabour", "cnn_matched"} <= {m for m, _ in ablations} and cfg.eval.robustness
     assert cfg.eval.levels_for("gamma_capsnet") == 6 and cfg.eval.levels_for("capsnet") == 11
     assert cfg.sweep.gpus_per_trial == 0.25 and cfg.sweep.resources_per_model["deepcaps"]["gpu"] == 0.5
 
 
 def _env() -> dict:
-    return {**os.environ, "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}", "DVC_NO_ANALYTICS": "1"}
+    return {**os.environ, "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}",
+            "DVC_NO_ANALYTICS": "1"}
 
 
 def test_the_fetch_stage_resolves_each_profiles_datasets():
@@ -125,7 +128,8 @@ def test_the_fetch_stage_resolves_each_profiles_datasets():
         return out.split()
 
     assert listed() == ["fashion-mnist"]
-    assert sorted(listed("-S", "profile=paper")) == sorted(["mnist", "fashion-mnist", "svhn", "cifar10", "affnist", "smallnorb"])
+    assert sorted(listed("-S", "profile=paper")) \
+        == sorted(["mnist", "fashion-mnist", "svhn", "cifar10", "affnist", "smallnorb"])
 
 
 def test_dvc_resolves_the_paper_profiles_stages_without_training(tmp_path):
@@ -145,7 +149,8 @@ def test_dvc_resolves_the_paper_profiles_stages_without_training(tmp_path):
     ran = [line.split("'")[1] for line in proc.stdout.splitlines() if line.startswith("Running stage")]
     assert ran == ["fetch", "sweep"]
     assert "> python -m pipeline.fetch" in proc.stdout and "> python -m pipeline.sweep" in proc.stdout
-    dag = subprocess.run(["dvc", "dag", "--md"], cwd=repo, env=_env(), capture_output=True, text=True, check=True).stdout
+    dag = subprocess.run(["dvc", "dag", "--md"], cwd=repo, env=_env(), capture_output=True, text=True,
+                         check=True).stdout
     names = dict(re.findall(r'(node\d+)\["(\w+)"\]', dag))
     edges = {(names[a], names[b]) for a, b in re.findall(r"(node\d+)-->(node\d+)", dag)}
     assert edges == {("fetch", "sweep"), ("sweep", "report")}
@@ -170,7 +175,8 @@ def test_no_committed_file_holds_a_machine_path():
             if root in text:
                 offenders.append(f"{name}: {root}")
     assert offenders == []
-    # reports/ is the pipeline's output; only the published runs are committed (tests/report/test_evidence.py, test_claims.py, test_routing_study.py)
+    # reports/ is the pipeline's output; only the published runs are committed (tests/report/test_evidence.py,
+    # test_claims.py, test_routing_study.py)
     published = ("reports/evidence/", "reports/claims/", "reports/routing/")
     assert "dvc.lock" not in files and not any(f.startswith("reports/") and not f.startswith(published) for f in files)
 

@@ -87,7 +87,8 @@ def test_a_per_tensor_matched_control_is_one_arm_whatever_targets_its_seeds_deri
     seed within one arm and never names the arm."""
     def control(key: str, seed: int, targets: str) -> dict:
         return {"trial_key": key, "epoch": 1, "status": "FINISHED", "data.dataset": "fashion-mnist",
-                "model.name": "gamma_capsnet", "prune.method": "imp", "prune.target_from": "rem", "prune.scope": "tensor",
+                "model.name": "gamma_capsnet", "prune.method": "imp", "prune.target_from": "rem",
+                "prune.scope": "tensor",
                 "prune.target_sparsity": 0.4 + seed / 1000, "prune.tensor_targets": targets, "train.seed": seed}
     results = label_trials(pd.DataFrame([control("a", 42, '{"conv1.weight": 0.09}'),
                                          control("b", 43, '{"conv1.weight": 0.1}')]))

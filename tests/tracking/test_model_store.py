@@ -35,7 +35,8 @@ def test_tampered_checkpoint_is_refused_with_one_line_naming_the_file(tmp_path):
     with pytest.raises(UnsafeFileError) as err:
         load_checkpoint(trial_checkpoint_dir(tmp_path))
     message = str(err.value)
-    assert "\n" not in message and str(trial_checkpoint_dir(tmp_path) / CHECKPOINT_FILE) in message and "refused" in message
+    assert "\n" not in message and "refused" in message
+    assert str(trial_checkpoint_dir(tmp_path) / CHECKPOINT_FILE) in message
     assert not marker.exists()  # nothing from the file ran
 
 
@@ -72,7 +73,8 @@ def test_routing_health_counts_dead_capsules_and_coupling_entropy():
 def test_key_counts_is_the_dictionary_of_distinct_keys_per_class():
     keys = np.array([[1, 2], [1, 2], [3, 4], [1, 2]], dtype=np.uint8)
     table = key_counts(keys, np.array([0, 0, 0, 1]))
-    assert table.to_dict("records") == [{"class": 0, "key": "0102", "count": 2}, {"class": 0, "key": "0304", "count": 1},
+    assert table.to_dict("records") == [{"class": 0, "key": "0102", "count": 2},
+                                        {"class": 0, "key": "0304", "count": 1},
                                         {"class": 1, "key": "0102", "count": 1}]
 
 

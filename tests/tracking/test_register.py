@@ -160,6 +160,7 @@ def test_register_warns_when_the_chosen_trial_never_routed(tmp_path):
         if coupling is not None:
             client.log_metric(run, "final/routing/coupling_entropy", coupling)
         warnings.append(routing_warning(client, pd.Series({**trial, "run_id": run})))
-    assert warnings[0].startswith("warning: capsnet +Q seed 42's routing stayed uniform (final: coupling entropy 3.3213")
+    assert warnings[0].startswith("warning: capsnet +Q seed 42's routing stayed uniform "
+                                  "(final: coupling entropy 3.3213")
     assert warnings[0].endswith("its entropy of 0.0000 bits is no routing, not a trade-off")
     assert warnings[1:] == ["", ""]  # it routed; it did not measure its couplings

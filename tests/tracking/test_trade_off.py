@@ -50,7 +50,8 @@ def test_a_rule_needs_one_table_and_an_unpruned_trial_to_measure_against():
     with pytest.raises(RuleError, match="several datasets/architectures match; the sweep has fashion-mnist/capsnet, "
                                         "fashion-mnist/efficient_capsnet"):
         one_group(two)
-    assert set(one_group(two, model="efficient_capsnet")["trial_key"]) == {"q42-e", "q43-e", "rem-a-e", "rem-b-e", "rem-c-e"}
+    assert set(one_group(two, model="efficient_capsnet")["trial_key"]) == {"q42-e", "q43-e", "rem-a-e", "rem-b-e",
+                                                                           "rem-c-e"}
     with pytest.raises(RuleError, match="no datasets/architectures match"):
         one_group(two, dataset="mnist")
     with pytest.raises(RuleError, match="no unpruned trial of fashion-mnist/capsnet"):

@@ -49,8 +49,10 @@ def test_compiled_rem_search_evaluates_through_the_compiled_module(synthetic_raw
 
     nets = []
     real_evaluate = validation_loss.evaluate
-    monkeypatch.setattr(validation_loss, "evaluate", lambda net, *a, **kw: nets.append(net) or real_evaluate(net, *a, **kw))
-    cfg = tiny_cfg(synthetic_raw, compile=True).with_overrides({"prune.method": "rem", "prune.search_tolerance_pp": 1.0})
+    monkeypatch.setattr(validation_loss, "evaluate",
+                        lambda net, *a, **kw: nets.append(net) or real_evaluate(net, *a, **kw))
+    cfg = tiny_cfg(synthetic_raw, compile=True).with_overrides({"prune.method": "rem",
+                                                                "prune.search_tolerance_pp": 1.0})
     metrics = train(cfg, workdir=tmp_path)
     assert metrics["prune/evaluations"] >= 2 and len(nets) == metrics["prune/evaluations"]
     assert all(hasattr(net, "_orig_mod") for net in nets)  # the search's passes ran the compiled graph

@@ -10,7 +10,8 @@ import torch
 from tests.conftest import SYNTHETIC
 from tests.factory_guard import REM, DevicelessFactories, trial_matrix
 
-DEVICES = ["cpu", pytest.param("cuda", marks=pytest.mark.skipif(not torch.cuda.is_available(), reason="no CUDA device"))]
+DEVICES = ["cpu",
+           pytest.param("cuda", marks=pytest.mark.skipif(not torch.cuda.is_available(), reason="no CUDA device"))]
 
 
 def run_as_if_in(path, code: str) -> None:

@@ -6,8 +6,7 @@ from __future__ import annotations
 import pytest
 import torch
 
-from rem.config import from_dict
-from rem.config import Config, ConfigError, load
+from rem.config import Config, ConfigError, from_dict, load
 from rem.device import PRECISIONS, cpu_kind
 from rem.models import list_models
 from rem.training import paths, run

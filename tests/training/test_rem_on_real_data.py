@@ -25,6 +25,7 @@ def test_a_short_rem_run_keeps_its_accuracy_near_plus_q_on_real_data(fashion_raw
     plus_q, plus_rem = run("none"), run("rem")
     assert plus_rem["sparsity"] > 0 and plus_rem["prune/evaluations"] > 1
     assert plus_q["final/test/acc"] > 0.6
-    assert abs(plus_rem["final/test/acc"] - plus_q["final/test/acc"]) <= 0.02, (plus_q["final/test/acc"], plus_rem["final/test/acc"])
+    assert abs(plus_rem["final/test/acc"] - plus_q["final/test/acc"]) <= 0.02, (plus_q["final/test/acc"],
+                                                                                plus_rem["final/test/acc"])
     imp = run("imp", target_sparsity=0.5)
     assert imp["sparsity"] == pytest.approx(50.0, abs=0.01) and imp["prune/scheduled_sparsity"] == pytest.approx(50.0)

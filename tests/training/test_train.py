@@ -1,5 +1,5 @@
-"""`rem.training.loop.train` on generated data (synthetic-fashion), shrunk: metrics, checkpoints, exact resume, non-finite
-loss."""
+"""`rem.training.loop.train` on generated data (synthetic-fashion), shrunk: metrics, checkpoints, exact resume,
+non-finite loss."""
 
 from __future__ import annotations
 

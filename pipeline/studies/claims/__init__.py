@@ -17,7 +17,8 @@ from pipeline.studies.study import Publishes, Study
 STUDY = Study(
     page="claims", about=__doc__, heading=tables.heading,
     tables=("routing-activity", "ceiling", "routing-dependence", "capsule-claims", "evaluated", "sizes",
-            "routing-ablation", "overlapping-digits", "routing-iterations", "robustness", "equivariance", "accuracy-lost"),
+            "routing-ablation", "overlapping-digits", "routing-iterations", "robustness", "equivariance",
+            "accuracy-lost"),
     figures=draw, before_render=claims_figures,
     publishes=(Publishes("claims", Path("reports/claims")),),
 )

@@ -6,11 +6,11 @@ from __future__ import annotations
 from rem.data.multi import PairedDigits
 from rem.data.registry import find_family
 from rem.report.arm_seeds import evaluation_note
-from rem.report.verdicts import Differs, judged
 from rem.report.registry import Context, report_table
 from rem.report.render import Table
 from rem.report.spread import Spread, spread
 from rem.report.tables import aggregate, pm
+from rem.report.verdicts import Differs, judged
 from rem.results.frames import final_value
 from rem.results.variants import routed
 
@@ -57,4 +57,5 @@ def overlapping_rows(rows, seeds: dict) -> list[list[str]]:
               file="overlapping_{group}", figures=("multi_reconstructions_{group}.png",))
 def overlapping_section(frame, context: Context, dataset: str) -> Table | None:
     rows = context.once(aggregate)
-    return overlapping_table(rows, dataset) if paired(dataset) and any(r.dataset == dataset and r.seeds for r in rows) else None
+    return (overlapping_table(rows, dataset)
+            if paired(dataset) and any(r.dataset == dataset and r.seeds for r in rows) else None)

@@ -35,7 +35,8 @@ def activity_rows(seeds: dict) -> list[list[str]]:
         for forward in FORWARDS:
             mean, worst = entropy_cells(arm.coupling.get(forward, ()))
             cells += [mean, "–" if worst == "–" else f"{uniform - float(worst):.4f}"]
-        active = [f for f in FORWARDS if routing_uniform(arm.name, arm.coupling.get(f, ()), classes_of(dataset), f) is None]
+        active = [f for f in FORWARDS
+                  if routing_uniform(arm.name, arm.coupling.get(f, ()), classes_of(dataset), f) is None]
         rows.append([dataset, arm.name, str(len(arm.seeds)), *cells,
                      ("yes: " + ", ".join(active)) if active else "no"])
     return rows

@@ -14,15 +14,24 @@ from rem.data.registry import find_family
 from rem.models.counts import decoder_parameters
 from rem.report.ablations import gflops, step_ms
 from rem.report.arm_seeds import QUANTIZED, ArmSeeds, arms_of, evaluation_note
+from rem.report.equivariance import equivariance_points, equivariance_rows
 from rem.report.preconditions import PRECONDITIONS_NOTE, at_chance, chance_accuracy, first
-from rem.report.verdicts import HEADER as VERDICT_HEADER, RULE_NOTE, Differs, NoWorse, claims_table, judged
 from rem.report.registry import Context, report_table
 from rem.report.render import Table
-from rem.report.equivariance import equivariance_points, equivariance_rows
-from rem.report.robustness import (HEADLINE, arm_spread, arms, baseline_arms, capsule_arms, dataset_points, drop,
-                                   per_trial, robustness_points)
+from rem.report.robustness import (
+    HEADLINE,
+    arm_spread,
+    arms,
+    baseline_arms,
+    capsule_arms,
+    dataset_points,
+    drop,
+    per_trial,
+    robustness_points,
+)
 from rem.report.spread import Spread
 from rem.report.tables import aggregate
+from rem.report.verdicts import HEADER as VERDICT_HEADER, RULE_NOTE, Differs, NoWorse, claims_table, judged
 from rem.results.arms import PLAIN_ARM, PLUS_Q, Arm
 from rem.results.variants import routed
 
@@ -32,7 +41,8 @@ MARGIN_POINTS = 1.0  # the "no worse" claims' margin: accuracy (or accuracy lost
 # Sabour et al. 2017 and the capsule literature, as the claims page states them
 CLAIMS = {
     "robust": "Capsules lose less accuracy than a CNN of the same size under geometric change they were not trained on",
-    "rem": f"REM-pruned capsules stay as robust as the unpruned model (REM's summaries; margin {MARGIN_POINTS:g} point)",
+    "rem": ("REM-pruned capsules stay as robust as the unpruned model (REM's summaries; "
+            f"margin {MARGIN_POINTS:g} point)"),
     "iterations": "Routing by agreement needs its iterations: 1 (a single softmax, no feedback) is worse than 3",
     "plateau": f"Beyond 3 iterations little is gained (at most {MARGIN_POINTS:g} point) while the cost grows",
     "decoder": "The reconstruction decoder helps (a regulariser, Sabour et al.)",
@@ -104,7 +114,8 @@ def robustness_rows(points: pd.DataFrame, seeds: dict) -> list[list[str]]:
                 rem = arm_drop(points, model, arm, family, strengths)
                 if q.n and rem.n:
                     rows.append([f"{model} {arm.label} vs {PLUS_Q.label}", CLAIMS["rem"] + f": {label}", QUANTIZED,
-                                 f"accuracy lost {rem.text(2)} vs {q.text(2)} points{evaluation_note(rem_seeds, q_seeds)}",
+                                 f"accuracy lost {rem.text(2)} vs {q.text(2)} points"
+                                 f"{evaluation_note(rem_seeds, q_seeds)}",
                                  *judged(NoWorse(MARGIN_POINTS, higher_is_better=False), q, rem, 2, untested,
                                          near_chance(points, model, PLUS_Q, family, strengths, label),
                                          near_chance(points, model, arm, family, strengths, label))])
@@ -122,7 +133,8 @@ def routing_rows(rows, seeds: dict) -> list[list[str]]:
 
         def arm(**ablation):
             other = by.get((dataset, model, replace(PLUS_Q, **ablation)))
-            return other, (accuracy(other) if other else None), (seeds_of(seeds, other, model, other.arm) if other else None)
+            return (other, (accuracy(other) if other else None),
+                    (seeds_of(seeds, other, model, other.arm) if other else None))
 
         def measured(other_acc, other_seeds, extra=""):
             return f"{other_acc.text(2)} vs {base.text(2)} %{extra}{evaluation_note(other_seeds, base_seeds)}"
@@ -156,7 +168,8 @@ def routing_rows(rows, seeds: dict) -> list[list[str]]:
 def verdict_table(points: pd.DataFrame, rows, seeds: dict, equivariance: pd.DataFrame | None = None) -> Table:
     equivariant = equivariance_rows(equivariance, seeds) if equivariance is not None and not equivariance.empty else []
     return claims_table("The capsule claims against this run", HEADER,
-                 robustness_rows(points, seeds) + equivariant + overlapping_rows(rows, seeds) + routing_rows(rows, seeds),
+                 robustness_rows(points, seeds) + equivariant + overlapping_rows(rows, seeds)
+                 + routing_rows(rows, seeds),
                  notes=[
                      "Accuracy lost: each trial's clean test accuracy minus its accuracy on the transformed images, in "
                      "points.", RULE_NOTE, PRECONDITIONS_NOTE,
@@ -211,8 +224,9 @@ def drop_table(points: pd.DataFrame, dataset: str) -> Table:
     points = points[points["data.dataset"].astype(str) == dataset]
     rows = [[m, a.label, *(arm_drop(points, m, a, f, s).text(2) for f, s, _ in HEADLINE)] for m, a in arms(points)]
     return Table(f"{dataset}: accuracy lost to each transform (points)", ["Model", "Variant",
-                 *(label for _, _, label in HEADLINE)], rows, notes=["Mean ± sample std (ddof 1) over seeds of clean minus transformed "
-                                                                      "accuracy; – where the run did not measure it."])
+                 *(label for _, _, label in HEADLINE)], rows,
+                 notes=["Mean ± sample std (ddof 1) over seeds of clean minus transformed "
+                        "accuracy; – where the run did not measure it."])
 
 
 @report_table("capsule-claims", "The capsule claims against this run", file="claims")
@@ -234,7 +248,8 @@ def accuracy_lost_section(frame: pd.DataFrame, context: Context, dataset: str) -
 
 
 def heading(done: pd.DataFrame) -> tuple[str, str]:
-    listed = ", ".join(f"{m} {v}" for m, v in sorted({(str(m), str(v)) for m, v in zip(done["model.name"], done["variant"])}))
+    listed = ", ".join(f"{m} {v}"
+                       for m, v in sorted({(str(m), str(v)) for m, v in zip(done["model.name"], done["variant"])}))
     return ("Claims: do capsule networks keep their promises here, and does REM keep them?",
             f"{done['trial_key'].nunique()} finished trials ({listed})")
 

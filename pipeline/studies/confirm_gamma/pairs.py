@@ -9,8 +9,15 @@ import numpy as np
 import pandas as pd
 
 from rem.report.arm_seeds import routing_dependence, trees_per_image
-from rem.report.preconditions import (CEILING_TREES_PER_IMAGE, chance_accuracy, classes_of, did_not_learn, first,
-                                      input_independent, routing_uniform)
+from rem.report.preconditions import (
+    CEILING_TREES_PER_IMAGE,
+    chance_accuracy,
+    classes_of,
+    did_not_learn,
+    first,
+    input_independent,
+    routing_uniform,
+)
 from rem.report.routing_measures import ceiling_bits
 from rem.report.sequential import Design, design_of
 from rem.results.frames import final_value, last_rows

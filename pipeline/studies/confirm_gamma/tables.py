@@ -11,8 +11,15 @@ from rem.report.registry import Context, report_table
 from rem.report.render import Table
 from rem.report.sequential import FAILED_PAIR_RULE, design_of
 from rem.report.spread import spread
-from rem.report.verdicts import (ALPHA, HEADER as VERDICT_HEADER, MIN_SEEDS, VerdictCell, claims_table,
-                                 paired, paired_verdict)
+from rem.report.verdicts import (
+    ALPHA,
+    HEADER as VERDICT_HEADER,
+    MIN_SEEDS,
+    VerdictCell,
+    claims_table,
+    paired,
+    paired_verdict,
+)
 
 
 @report_table("confirm-primary", "The primary endpoint, by the committed rule",

@@ -12,8 +12,16 @@ from rem.report.mechanism_curve import curve_tables
 from rem.report.registry import Context, report_table
 from rem.report.render import Table
 from rem.report.spread import METRICS, final_spreads, model_arms, spread
-from rem.report.verdicts import (HEADER as VERDICT_HEADER, DerivedCell, Differs, NoWorse, Outcome, Verdict,
-                                  claims_table, judged)
+from rem.report.verdicts import (
+    HEADER as VERDICT_HEADER,
+    DerivedCell,
+    Differs,
+    NoWorse,
+    Outcome,
+    Verdict,
+    claims_table,
+    judged,
+)
 from rem.results.arms import PLUS_Q, Arm
 from rem.results.frames import arm_rows, finished_trials
 
@@ -35,18 +43,19 @@ def routing_kind(arm: dict, seeds: ArmSeeds, lower_coupling: Verdict) -> str:
     return "undecided (couplings left uniform, but not shown more polarised than +Q's)"
 
 
-def arm_rows_against_q(model: str, variant: str, q: dict, arm: dict, q_seeds: ArmSeeds, seeds: ArmSeeds) -> list[list[str]]:
+def arm_rows_against_q(model: str, variant: str, q: dict, arm: dict, q_seeds: ArmSeeds,
+                       seeds: ArmSeeds) -> list[list[str]]:
     """`variant` (a label) against +Q: its entropy, its couplings' polarisation, its dead capsules."""
     e, c, d = "entropy/mean", "routing/coupling_entropy", "routing/dead_capsules"
     learned = (q_seeds.not_learned(), seeds.not_learned())
-    entropy = judged(Differs(-1), q[e], arm[e], 3, *learned, q_seeds.not_routing(QUANTIZED), seeds.not_routing(QUANTIZED),
-                     q_seeds.at_ceiling())
+    entropy = judged(Differs(-1), q[e], arm[e], 3, *learned, q_seeds.not_routing(QUANTIZED),
+                     seeds.not_routing(QUANTIZED), q_seeds.at_ceiling())
     coupling = judged(Differs(-1), q[c], arm[c], 4, *learned)
     rows = [[model, f"{variant}: entropy lower than +Q's", f"{q[e].text(3)} → {arm[e].text(3)} bits at "
              f"{arm['sparsity'].text(2)} % sparsity ({arm['sparsity/votes.weight'].text(2)} % of W)"
              f"{evaluated(q_seeds, seeds)}", *entropy],
-            [model, f"{variant}: couplings more polarised (coupling entropy lower)", f"{q[c].text(4)} → {arm[c].text(4)} bits",
-             *coupling],
+            [model, f"{variant}: couplings more polarised (coupling entropy lower)",
+             f"{q[c].text(4)} → {arm[c].text(4)} bits", *coupling],
             [model, f"{variant}: capsules starved (more dead input capsules)", f"{q[d].text(1)} → {arm[d].text(1)} %",
              *judged(Differs(+1), q[d], arm[d], 1, *learned)]]
     if arm[e].mean < q[e].mean:
@@ -63,12 +72,15 @@ def mechanism_rows(model: str, spreads: dict, seeds: dict) -> list[list[str]]:
     rows = []
     family = [a for m, a in spreads if m == model and a.method == "rem"]  # +REM's arms and LOBSTER's alone
     for arm in sorted(family):
-        rows += arm_rows_against_q(model, arm.label, q, spreads[(model, arm)], seeds[(model, PLUS_Q)], seeds[(model, arm)])
-    return (rows + reference_rows(model, spreads, seeds, control_reference, "the same sparsity by magnitude: not pruning alone")
+        rows += arm_rows_against_q(model, arm.label, q, spreads[(model, arm)], seeds[(model, PLUS_Q)],
+                                   seeds[(model, arm)])
+    return (rows + reference_rows(model, spreads, seeds, control_reference,
+                                  "the same sparsity by magnitude: not pruning alone")
             + reference_rows(model, spreads, seeds, shrinkage_reference, "the same shrinkage, no threshold"))
 
 
-def versus_rows(model: str, reference_arm: Arm, other_arm: Arm, spreads: dict, seeds: dict, why: str) -> list[list[str]]:
+def versus_rows(model: str, reference_arm: Arm, other_arm: Arm, spreads: dict, seeds: dict,
+                why: str) -> list[list[str]]:
     """A REM arm against an arm that isolates one of its parts (`why`): entropy lower, accuracy no worse."""
     ref, alt = spreads[(model, reference_arm)], spreads[(model, other_arm)]
     ref_seeds, alt_seeds = seeds[(model, reference_arm)], seeds[(model, other_arm)]
@@ -129,8 +141,8 @@ def final_section(frame: pd.DataFrame, context: Context) -> Table:
             for (m, a), s in context.once(final_spreads).items()]
     return Table("Final evaluation, per architecture and variant", ["Model", "Variant", "Seeds",
                  *(label for label, _, _ in METRICS.values())], rows,
-                 notes=["Each trial's final evaluation (+Q couplings; an unpruned trial's best-validation-loss epoch, a "
-                        "pruned trial's last epoch).", SEED_SPREAD_NOTE])
+                 notes=["Each trial's final evaluation (+Q couplings; an unpruned trial's best-validation-loss epoch, "
+                        "a pruned trial's last epoch).", SEED_SPREAD_NOTE])
 
 
 @report_table("first-epoch", "First epoch of REM's recipe", file="first_epoch")
@@ -141,9 +153,12 @@ def first_epoch_section(frame: pd.DataFrame, context: Context) -> Table:
     rows = []
     for model, group in first.groupby("model.name"):
         for seed, row in group.set_index("train.seed").sort_index().iterrows():
-            rows.append([str(model), str(int(seed)), *(f"{scale * row[c]:.{d}f}" for c, (_, scale, d) in FIRST_EPOCH.items())])
-        rows.append([str(model), "mean ± std", *(spread(group[c], scale).text(d) for c, (_, scale, d) in FIRST_EPOCH.items())])
-    return Table("First epoch of REM's recipe (unpruned, +Q)", ["Model", "Seed", *(l for l, _, _ in FIRST_EPOCH.values())], rows)
+            rows.append([str(model), str(int(seed)),
+                         *(f"{scale * row[c]:.{d}f}" for c, (_, scale, d) in FIRST_EPOCH.items())])
+        rows.append([str(model), "mean ± std",
+                     *(spread(group[c], scale).text(d) for c, (_, scale, d) in FIRST_EPOCH.items())])
+    return Table("First epoch of REM's recipe (unpruned, +Q)",
+                 ["Model", "Seed", *(l for l, _, _ in FIRST_EPOCH.values())], rows)
 
 
 @report_table("epochs", "Every epoch", per="model.name", file="epochs_{group}",

@@ -59,7 +59,8 @@ def stopping_section(frame: pd.DataFrame, context: Context) -> Table:
                 else float("nan")
             best = lowest_val_loss_epoch(trial)
             rows.append([model, arm.label, str(int(seed)), str(int(last["epoch"])), f"{images:,.0f}",
-                         stopped_by(trial, patience, cap, fixed_budget(done)), f"{best} ({trial['val/loss'].min():.4f})",
+                         stopped_by(trial, patience, cap, fixed_budget(done)),
+                         f"{best} ({trial['val/loss'].min():.4f})",
                          str(int(evaluated)), f"{100 * final_value(trial.tail(1), 'test/acc').iloc[0]:.2f}"])
     return Table("How each seed's training ended", ["Model", "Variant", "Seed", "Epochs trained",
                  "Images seen by the evaluated weights",
@@ -132,8 +133,8 @@ def classes_section(frame: pd.DataFrame, context: Context, model: str) -> Table 
                  f"{arm.label} {what}" for arm, _ in mine for what in ("entropy (bits)", "parse trees"))], rows,
                  notes=[f"REM's parse-tree entropy of each class over the test images predicted as that class (REM's "
                         f"grouping; {images[0]:,}-{images[-1]:,} images a class here): a class's entropy is at most "
-                        "log2 of its images, reached when every image has a parse tree of its own (the last row). 'all classes': the "
-                        "mean entropy over classes and the total of parse trees. "
+                        "log2 of its images, reached when every image has a parse tree of its own (the last row). "
+                        "'all classes': the mean entropy over classes and the total of parse trees. "
                         f"{SEED_NOTE} Per class, descriptive only: the verdicts are on the totals (claims table)."])
 
 

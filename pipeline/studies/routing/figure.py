@@ -34,7 +34,8 @@ def routing_figure(results: pd.DataFrame, path: Path) -> Path:
         if measure == "coupling_entropy":
             dataset = str(table["data.dataset"].iloc[0])
             ax.axhline(math.log2(classes_of(dataset)), color="black", linestyle="--", linewidth=0.8, label="uniform")
-            ax.axhline(routing_threshold(dataset), color="grey", linestyle=":", linewidth=0.8, label="routing threshold")
+            ax.axhline(routing_threshold(dataset), color="grey", linestyle=":", linewidth=0.8,
+                       label="routing threshold")
         ax.set_title(MEASURES[measure][2])
         ax.set_xlabel("training images seen")
         ax.grid(alpha=0.3)

@@ -11,8 +11,7 @@ import pandas as pd
 
 from rem.report.abstract_claims import NEGLIGIBLE_POINTS
 from rem.report.arm_seeds import last_iteration
-from rem.report.preconditions import (PRECONDITIONS_NOTE, ROUTING_MARGIN_BITS, chance_accuracy, classes_of,
-                                      did_not_learn)
+from rem.report.preconditions import PRECONDITIONS_NOTE, ROUTING_MARGIN_BITS, chance_accuracy, classes_of, did_not_learn
 from rem.report.registry import Context, report_table
 from rem.report.render import Table
 from rem.report.spread import spread
@@ -130,8 +129,8 @@ def verdicts_section(frame: pd.DataFrame, context: Context) -> Table | None:
         rows.append([arm.label, f"accuracy no worse than published (margin {NEGLIGIBLE_POINTS:g} point)",
                      f"{a.text(2)} → {b.text(2)} %", *judged(NoWorse(NEGLIGIBLE_POINTS), a, b, 2, *learned)])
     threshold = routing_threshold(dataset)
-    return claims_table("Each CapsNet setting against CapsNet as published (each seed's last epoch)", ["Setting", "Claim",
-                 "Measured (published → setting)", *VERDICT_HEADER], rows, notes=[
+    return claims_table("Each CapsNet setting against CapsNet as published (each seed's last epoch)",
+                        ["Setting", "Claim", "Measured (published → setting)", *VERDICT_HEADER], rows, notes=[
         RULE_NOTE, PRECONDITIONS_NOTE, f"A setting whose couplings are lower but not below {threshold:.4f} bits in "
         "every seed has moved, but does not route by the precondition: the onset table says which do."])
 

@@ -14,8 +14,17 @@ from rem.analysis.sparsity_curve import curves_from_results
 from rem.config import Config
 from rem.models import has_routing, list_models
 from rem.report.dvc_outputs import file_slug
-from rem.report.figures import (couplings, curve, graphs, overlap, parallel, robustness, routing_iterations, saliency,
-                                 sweep_plots)
+from rem.report.figures import (
+    couplings,
+    curve,
+    graphs,
+    overlap,
+    parallel,
+    robustness,
+    routing_iterations,
+    saliency,
+    sweep_plots,
+)
 from rem.report.figures.internals import CheckpointMissingError, load_trial, snapshot
 from rem.report.robustness import robustness_points
 from rem.report.routing_iterations import iteration_points
@@ -58,7 +67,8 @@ def sweep_figures(results: pd.DataFrame, out_dir: Path) -> list[Figure]:
 
 def curve_figures(results: pd.DataFrame, out_dir: Path) -> list[Figure]:
     """Per dataset and model, the mechanism curves its trials recorded, mean ± seed spread per variant."""
-    curves = curves_from_results(last_rows(results), keep=("trial_key", "data.dataset", "model.name", "variant", "train.seed"))
+    curves = curves_from_results(last_rows(results),
+                                 keep=("trial_key", "data.dataset", "model.name", "variant", "train.seed"))
     figures = []
     if curves.empty:
         return figures
@@ -67,9 +77,9 @@ def curve_figures(results: pd.DataFrame, out_dir: Path) -> list[Figure]:
         path = curve.curve_figure(group, out_dir / f"curve_{file_slug(dataset, model)}.png",
                                   f"{dataset} {model}: final models pruned without retraining ({images} test images)")
         figures.append(Figure("Entropy against sparsity (mechanism curve)", path,
-                              f"{dataset} {model}: each final model's weights pruned by magnitude to 0-98 % — every REM "
-                              "tensor, the class-capsule matrices W only, the primary-capsule conv only — and "
-                              "re-evaluated; mean over seeds, band ± std."))
+                              f"{dataset} {model}: each final model's weights pruned by magnitude to 0-98 % — "
+                              "every REM tensor, the class-capsule matrices W only, the primary-capsule conv only — "
+                              "and re-evaluated; mean over seeds, band ± std."))
     return figures
 
 
@@ -95,7 +105,8 @@ class ArmFigures:
 
 ROBUSTNESS = ArmFigures(
     "robustness", "Robustness to geometric change", robustness.robustness_figure,
-    lambda dataset, group: f"{dataset}: final models on transformed test images ({int(group['n_images'].max())} images)",
+    lambda dataset, group: (f"{dataset}: final models on transformed test images "
+                            f"({int(group['n_images'].max())} images)"),
     "{dataset}: test accuracy (top) and entropy (bottom, capsule models only) of every arm's final model on rotated, "
     "zoomed, sheared and shifted test images, never trained on; mean over seeds, band ± std.")
 ROUTING_ITERATIONS = ArmFigures(

@@ -62,6 +62,7 @@ def parse_tree_graph(snap: RoutingSnapshot, path: Path, title: str, index: int =
     fig.colorbar(plt.cm.ScalarMappable(norm=norm, cmap=cmap), ax=ax, shrink=0.6, label="Capsule activation (length)")
     note = "" if activation is not None else "\n(input activations not exposed by this model: grey)"
     fig.suptitle(f"{title}\nimage {index} (true {snap.images.true_names(index)}): the {len(chosen)} input capsules "
-                 f"most coupled to the prediction; edge width = quantized coupling c̃ (red: to the predicted class){note}",
+                 "most coupled to the prediction; edge width = quantized coupling c̃ "
+                 f"(red: to the predicted class){note}",
                  fontsize=10)
     return save(fig, path)

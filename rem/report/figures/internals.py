@@ -15,8 +15,15 @@ from rem.data import BatchTransform, prepare_data
 from rem.device import resolve_device
 from rem.models.from_config import build_model
 from rem.pruning.capsules import build_args_from_weights
-from rem.training.checkpoint import (CHECKPOINT_FILE, FIRST_EPOCH_FILE, checkpoint_file, load_checkpoint,
-                                     load_first_epoch, saved_config, saved_weights)
+from rem.training.checkpoint import (
+    CHECKPOINT_FILE,
+    FIRST_EPOCH_FILE,
+    checkpoint_file,
+    load_checkpoint,
+    load_first_epoch,
+    saved_config,
+    saved_weights,
+)
 
 # Data sources are the report machine's, not the trial's (it may have run elsewhere)
 DATA_SOURCE_KEYS = ("root", "mirror", "system_root", "download", "prepared")
@@ -75,11 +82,13 @@ def load_trial(checkpoint_dir: Path, report_cfg: Config, repo_root: Path, count:
     cfg = saved_config(state, source).with_overrides(overrides, "report data sources")
     splits = _splits(cfg, repo_root, count)
     device = resolve_device(report_cfg.train.device)
-    model = build_model(cfg, splits.spec, **build_args_from_weights(weights)).to(device)  # capsule-pruned: its saved size
+    # capsule-pruned: its saved size
+    model = build_model(cfg, splits.spec, **build_args_from_weights(weights)).to(device)
     model.load_state_dict(weights)
     transform = BatchTransform.from_config(splits.spec, cfg.data)
     normalised, unit = transform(splits.test.images.to(device), train=False)
-    images = FigureImages(normalised, unit.cpu(), splits.test.labels, list(splits.spec.classes) or [str(j) for j in range(splits.spec.num_classes)])
+    images = FigureImages(normalised, unit.cpu(), splits.test.labels,
+                          list(splits.spec.classes) or [str(j) for j in range(splits.spec.num_classes)])
     return TrialModel(cfg, model.eval(), epoch), images
 
 

@@ -41,7 +41,8 @@ def _scaled(column: pd.Series) -> tuple[np.ndarray, list[tuple[float, str]]]:
     if plain_numbers and numeric.notna().any():  # a missing value (no entropy without couplings) leaves a gap
         low, high = float(numeric.min()), float(numeric.max())
         span = high - low or 1.0
-        return ((numeric - low) / span).to_numpy(float), [(0.0, f"{low:.4g}"), (1.0 if high > low else 0.0, f"{high:.4g}")]
+        return ((numeric - low) / span).to_numpy(float), [(0.0, f"{low:.4g}"),
+                                                          (1.0 if high > low else 0.0, f"{high:.4g}")]
     levels = sorted(column.astype(str).unique())
     where = {v: (i / (len(levels) - 1) if len(levels) > 1 else 0.5) for i, v in enumerate(levels)}
     return column.astype(str).map(where).to_numpy(float), [(where[v], v) for v in levels]

@@ -8,8 +8,7 @@ from pathlib import Path
 import pandas as pd
 
 from rem.analysis.robustness.families import IDENTITY, RANGES
-from rem.report.figures.style import (ceiling_line, colours, images_per_class_bound, mean_band, message_panel, plt,
-                                      save)
+from rem.report.figures.style import ceiling_line, colours, images_per_class_bound, mean_band, message_panel, plt, save
 from rem.report.preconditions import classes_of
 
 ROWS = {"test/acc": ("Test acc. (%)", 100.0), "entropy/mean": ("Entropy (bits)", 1.0)}

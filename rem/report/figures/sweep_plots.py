@@ -121,7 +121,8 @@ def training_figure(points: pd.DataFrame, dataset: str, path: Path) -> Path:
         flag = f", {UNIFORM_MARK}" if arm in uniform else ""
         for ax, column in zip(axes, ("test_acc", "entropy", "sparsity")):
             mean, std = group[column].to_numpy(float), group[f"{column}_std"].to_numpy(float)
-            ax.plot(group["epoch"], mean, marker="o", color=palette[arm], label=f"{arm} ({int(group['seeds'].max())} seeds{flag})")
+            ax.plot(group["epoch"], mean, marker="o", color=palette[arm],
+                    label=f"{arm} ({int(group['seeds'].max())} seeds{flag})")
             ax.fill_between(group["epoch"], mean - std, mean + std, color=palette[arm], alpha=0.15, linewidth=0)
     for ax, label in zip(axes, (ACC_LABEL, ENTROPY_LABEL, SPARSITY_LABEL)):
         ax.set_ylabel(label, fontsize=10)

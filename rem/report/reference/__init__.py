@@ -42,7 +42,8 @@ def load_published(path: Path | str = PUBLISHED_FILE) -> list[Published]:
         if not str(entry["source"]).strip():
             raise ReferenceError(f"{path}: entry {n} has no source; every published number needs one")
         if not isinstance(entry["accuracy"], (int, float)) or not 0 < entry["accuracy"] <= 100:
-            raise ReferenceError(f"{path}: entry {n}: accuracy must be a percentage in (0, 100]; got {entry['accuracy']!r}")
+            raise ReferenceError(f"{path}: entry {n}: accuracy must be a percentage in (0, 100]; "
+                                 f"got {entry['accuracy']!r}")
         out.append(Published(**{**entry, "accuracy": float(entry["accuracy"]), "verified": bool(entry["verified"])}))
     return out
 
@@ -50,6 +51,7 @@ def load_published(path: Path | str = PUBLISHED_FILE) -> list[Published]:
 def lookup(entries: list[Published], dataset: str, model: str, variant: str, split: str = "test") -> Published | None:
     """The verified published accuracy for this cell, or None (the cell stays empty)."""
     for entry in entries:
-        if entry.verified and (entry.dataset, entry.model, entry.variant, entry.split) == (dataset, model, variant, split):
+        if entry.verified and ((entry.dataset, entry.model, entry.variant, entry.split)
+                               == (dataset, model, variant, split)):
             return entry
     return None

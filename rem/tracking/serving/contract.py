@@ -17,6 +17,7 @@ from rem.data.registry import DatasetSpec, get_dataset
 from rem.device import HOST
 from rem.models import has_routing
 
+
 @dataclass(frozen=True)
 class InputContract:
     dataset: str
