@@ -11,14 +11,14 @@ from rem.config.loading import add_params_arguments, deep_merge, load, load_from
 from rem.config.prune import PruneConfig
 from rem.config.root import SECTION_CLASSES, TRIAL_SECTIONS, Config, flatten, from_dict, from_stored, set_dotted
 from rem.config.sections import (
-                             ConfigError,
-                             DataConfig,
-                             EvalConfig,
-                             FetchConfig,
-                             ModelConfig,
-                             ReportConfig,
-                             SweepConfig,
-                             TrainConfig,
+    ConfigError,
+    DataConfig,
+    EvalConfig,
+    FetchConfig,
+    ModelConfig,
+    ReportConfig,
+    SweepConfig,
+    TrainConfig,
 )
 
 __all__ = [

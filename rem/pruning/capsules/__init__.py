@@ -6,19 +6,19 @@ gamma-CapsNet's routing averages over all inputs, zero ones included, so there i
 
 from rem.models.roles import CapsuleLayout, Entry
 from rem.pruning.capsules.criteria import (
-                                           capsule_report,
-                                           coupling_mass_scores,
-                                           flops_per_image,
-                                           sensitivity_add_,
-                                           weight_norm_scores,
+    capsule_report,
+    coupling_mass_scores,
+    flops_per_image,
+    sensitivity_add_,
+    weight_norm_scores,
 )
 from rem.pruning.capsules.layout import (
-                                           build_args_from_weights,
-                                           capsule_layout,
-                                           mask_capsules,
-                                           prune_capsules,
-                                           retarget_optimizer,
-                                           type_slices,
+    build_args_from_weights,
+    capsule_layout,
+    mask_capsules,
+    prune_capsules,
+    retarget_optimizer,
+    type_slices,
 )
 from rem.pruning.capsules.options import CRITERIA, RULES, CapsuleOptions
 from rem.pruning.capsules.pruner import CapsulePruner, largest_harmless_removal, types_to_remove
