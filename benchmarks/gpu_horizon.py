@@ -3,7 +3,7 @@ one GPU in one prepared run of at most 9 minutes (params.yaml profile `gpu_horiz
 
     python benchmarks/gpu_horizon.py --out DIR --data FOLDER --budget-s 420   # one GPU
     python benchmarks/gpu_horizon.py --out DIR --data FOLDER --cpu            # the same code on the CPU, tiny
-    python -m pipeline.gpu_horizon --from DIR                                 # publish DIR's run in reports/
+    rem publish gpu_horizon --from DIR                                        # publish DIR's run in reports/
 
 FOLDER holds fashion-mnist/*.gz (or is that folder). Needs torch, torchvision, pandas and this repository only: no
 Ray, MLflow or DVC. Every point of the profile's grid is a process of its own on the one device, all started at
@@ -144,7 +144,7 @@ def run_record(described: str, started: float, table, status: dict, budget_s: fl
     wall = time.time() - started
     commit = subprocess.run(["git", "rev-parse", "HEAD"], cwd=REPO, capture_output=True, text=True).stdout.strip()
     return {"command": f"`python benchmarks/gpu_horizon.py --budget-s {budget_s:.0f}` and "
-                       f"`python -m pipeline.gpu_horizon --from DIR`",
+                       f"`rem publish gpu_horizon --from DIR`",
             "commit": commit or "unknown",
             "wall": f"{wall / 60:.1f} min (the trials' deadline {budget_s:.0f} s after the start)",
             "hardware": f"{described}; host: {os.cpu_count()} CPU cores ({cpu_name()})",

@@ -24,8 +24,8 @@ def not_run_page() -> str:
         "",
         "```",
         "python benchmarks/gpu_horizon.py --out DIR --data FOLDER   # one GPU: the six trials share it, <= 9 min",
-        "python -m pipeline.gpu_horizon --from DIR                  # publish DIR's run here",
-        "dvc exp run -S profile=gpu_horizon && python -m pipeline.gpu_horizon   # or the whole protocol, Ray + GPUs",
+        "rem publish gpu_horizon --from DIR                          # publish DIR's run here",
+        "dvc exp run -S profile=gpu_horizon && rem publish gpu_horizon  # or the whole protocol, Ray + GPUs",
         "```",
         "",
         "The prepared run stops each trial when its next epoch and final evaluation would not fit before its "
@@ -33,6 +33,6 @@ def not_run_page() -> str:
         "Its mechanics are tested on the CPU at tiny sizes (tests/benchmarks/test_gpu_horizon.py), which decides "
         "nothing about CapsNet's routing.",
         "",
-        "Regenerate this page: `python -m pipeline.gpu_horizon --render-only`.",
+        "Regenerate this page: `rem publish gpu_horizon --render-only`.",
         "",
     ])
