@@ -22,7 +22,7 @@ import pandas as pd
 
 from pipeline.added_trials import AddedTrialsError, added_record, check_same_run, grid_point_key, grid_point_keys
 from rem.cli import run_with_params
-from rem.config import add_params_arguments
+from rem.config import add_params_arguments, load as load_params
 from rem.device import bf16_capability, cpu_name
 from rem.io import atomic_write, atomic_write_text
 from rem.results.table import read_results
@@ -104,6 +104,9 @@ class Publication:
     folder: Path | None = None  # where it goes, when not reports/<name>
     not_run: Callable[[], str] | None = None  # the page --render-only writes while no run is published (why, how)
     by_sweep: bool = False  # each part runs as its own sweep of some grid points (`-S sweep.grid=...`), not dvc exp run
+    # (profile's grid, published results, run.json) -> the grid points a committed rule adds to it (a failed pair's
+    # replacement seed); `--add` accepts trials of these beside the profile's own
+    replacements: Callable[[list, pd.DataFrame, dict], list] | None = None
 
     @property
     def out(self) -> Path:
@@ -180,23 +183,27 @@ class Publication:
             run["not published"] = "; ".join(stopped)
         return self.store(out, results, run)
 
-    def add(self, cfg, out: Path, load: str = "") -> list[Path]:
+    def add(self, cfg, out: Path, params: Path, load: str = "") -> list[Path]:
         """The sweep's finished trials added to the run published in `out` (pipeline/added_trials.py): checked to
         be the same comparison first, recorded under run.json's "added". The published figures drawn from
         checkpoints (coupling histograms, reconstructions) stay those of the first run; a dataset the first run had
         no trial of gets them from the later sweep's trials."""
         published = self.read(out / "sweep.parquet")
         later, stopped = self.finished(cfg)
-        check_same_run(published, later, cfg.sweep.grid, str(cfg.sweep.results))
+        run_file = out / "run.json"
+        run = json.loads(run_file.read_text()) if run_file.is_file() else {}
+        # the profile's own grid, not the `-S sweep.grid=` that chose this sweep's points
+        committed = load_params(params, {"profile": self.name}).sweep.grid
+        extra = self.replacements(committed, published, run) if self.replacements is not None else []
+        check_same_run(published, later, [*committed, *extra], str(cfg.sweep.results))
         new_data = ~later["data.dataset"].astype(str).isin(set(published["data.dataset"].astype(str)))
         if self.before_render is not None and new_data.any():
             self.before_render(cfg, out, later[new_data])
         keys = sorted(set(later["trial_key"].astype(str)))
         results = pd.concat([published, later], ignore_index=True)
-        run_file = out / "run.json"
         # the later sweep ran only its own arms
         addition = {**self.record(cfg, later, stopped, load), "command": f"`{self.swept(cfg, ' --add')}`"}
-        run = added_record(json.loads(run_file.read_text()) if run_file.is_file() else {}, addition, keys)
+        run = added_record(run, addition, keys)
         return self.store(out, results, run)
 
     def run(self, cfg, args: argparse.Namespace) -> int:
@@ -208,7 +215,7 @@ class Publication:
             run = json.loads((args.out / "run.json").read_text()) if (args.out / "run.json").is_file() else {}
             written = self.render(args.out, self.read(args.out / "sweep.parquet"), run)
         elif args.add:
-            written = self.add(cfg, args.out, args.load)
+            written = self.add(cfg, args.out, Path(args.params), args.load)
         else:
             written = self.publish(cfg, args.out, args.load)
         print(f"{self.name}: {len(written)} files -> {args.out}")

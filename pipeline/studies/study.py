@@ -25,6 +25,7 @@ class Publishes:
     primary_endpoint: bool = False  # its profile names one before any trial ran (report.primary_endpoint; tested)
     not_run: Callable[[], str] | None = None  # the page --render-only writes while no run is published (why, how)
     by_sweep: bool = False  # each part runs as its own sweep of some grid points (`-S sweep.grid=...`)
+    replacements: Callable[[list, pd.DataFrame, dict], list] | None = None  # grid points a committed rule adds
 
 
 @dataclass(frozen=True)
@@ -45,4 +46,4 @@ class Study:
         """Each profile's `Publication` of the page, by profile."""
         return {p.profile: Publication(p.profile, partial(self.published_page(p.profile).write, draw=self.figures),
                                        before_render=self.before_render, folder=p.folder, not_run=p.not_run,
-                                       by_sweep=p.by_sweep) for p in self.publishes}
+                                       by_sweep=p.by_sweep, replacements=p.replacements) for p in self.publishes}

@@ -99,6 +99,11 @@ class Design:
     def pairs(self) -> int:
         return self.looks[-1]
 
+    def replacement_seeds(self, failed: int) -> list[int]:
+        """The seeds that take the places of `failed` failed pairs, by FAILED_PAIR_RULE: the next unused ones after
+        the committed pairs' seeds (first_seed, ..., first_seed + pairs - 1), in order."""
+        return [self.first_seed + self.pairs + i for i in range(failed)]
+
     def looks_text(self) -> str:
         return " and ".join(str(n) for n in self.looks)
 

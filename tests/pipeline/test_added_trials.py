@@ -111,7 +111,7 @@ def test_add_writes_the_joined_run_and_its_page(split, tmp_path, monkeypatch):
     (out / "run.json").write_text(json.dumps({"commit": "first", "not published": later_keys[0]}))
     later.to_parquet(tmp_path / "later.parquet", index=False)
     cfg = load(REPO / "params.yaml", {"profile": "evidence", "sweep.results": str(tmp_path / "later.parquet")})
-    study_publication("evidence").add(cfg, out, load="alone on the machine")
+    study_publication("evidence").add(cfg, out, REPO / "params.yaml", load="alone on the machine")
     joined = pd.read_parquet(out / "sweep.parquet")
     assert sorted(set(joined["trial_key"])) == sorted(set(pd.read_parquet(PUBLISHED)["trial_key"]))
     run = json.loads((out / "run.json").read_text())
@@ -121,7 +121,7 @@ def test_add_writes_the_joined_run_and_its_page(split, tmp_path, monkeypatch):
     page = (out / "README.md").read_text()
     assert f"- **Added later (3 trials: {'; '.join(later_keys)}):**" in page
     with pytest.raises(AddedTrialsError, match="trials already published"):
-        study_publication("evidence").add(cfg, out)  # twice is refused: nothing is counted twice
+        study_publication("evidence").add(cfg, out, REPO / "params.yaml")  # twice is refused: nothing is counted twice
 
 
 def test_a_stopped_sweep_names_its_unfinished_trials_and_the_points_it_never_started(split, tmp_path):
@@ -154,7 +154,7 @@ def test_figures_drawn_from_checkpoints_come_from_the_later_sweep_only_for_a_dat
     publication = dataclasses.replace(study_publication("claims"), before_render=lambda cfg, where, results: (
         drawn.append((where, sorted(set(results["data.dataset"].astype(str))), len(results)))))
     cfg = load(REPO / "params.yaml", {"profile": "claims", "sweep.results": str(tmp_path / "later.parquet")})
-    publication.add(cfg, out)
+    publication.add(cfg, out, REPO / "params.yaml")
     assert drawn == [(out, ["multifashion"], int(pairs.sum()))]
 
 

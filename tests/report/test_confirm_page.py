@@ -11,8 +11,11 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from pipeline.studies import published_page
+from pipeline.added_trials import AddedTrialsError
+from pipeline.studies import publication as study_publication, published_page
 from pipeline.studies.confirm_gamma.pairs import pairs_of
+from rem.config import load
+from rem.results.table import read_results
 from tests.conftest import REPO
 
 DESIGN = {"reference": "none", "treatment": "rem", "metric": "entropy/mean", "direction": "lower", "alpha": 0.05,
@@ -107,3 +110,34 @@ def test_pairs_of_another_design_are_refused_in_one_line(horizon):
     with pytest.raises(ValueError, match=r"trials ran under 2 different designs") as err:
         pairs_of(pd.concat([first, other], ignore_index=True))
     assert "\n" not in str(err.value)
+
+
+def confirm_add(published: pd.DataFrame, later: pd.DataFrame, run: dict, tmp_path: Path) -> list[str]:
+    """`rem publish confirm_gamma --add` of `later` (a sweep's table) onto `published` and its run.json: the seeds
+    of the joined run, or the one-line refusal."""
+    out = tmp_path / "confirm"
+    out.mkdir(exist_ok=True)
+    published.to_parquet(out / "sweep.parquet", index=False)
+    (out / "run.json").write_text(json.dumps(run))
+    later.to_parquet(tmp_path / "later.parquet", index=False)
+    cfg = load(REPO / "params.yaml", {"profile": "confirm_gamma", "sweep.results": str(tmp_path / "later.parquet"),
+                                      "sweep.tracking_uri": f"sqlite:///{tmp_path / 'none.db'}"})
+    publication = study_publication("confirm_gamma")
+    try:
+        publication.add(cfg, out, REPO / "params.yaml")
+    except AddedTrialsError as err:
+        return [str(err)]
+    return sorted(set(read_results(out / "sweep.parquet")["train.seed"].astype(int)))
+
+
+def test_a_failed_pair_s_next_unused_seed_joins_and_no_other_seed_beyond_the_committed_ones(horizon, tmp_path):
+    """The committed rule: seeds 45-56 are the profile's; a pair that failed (here seed 46's +REM crashed, so run.json
+    names it as not published) is owed seed 57, and only then, and only that one."""
+    crashed = "model.name=gamma_capsnet,prune.method=rem,train.seed=46"
+    published = as_study(with_seeds(horizon, {45: 42}))
+    replacement = as_study(with_seeds(horizon, {57: 43}))
+    assert "outside the profile's grid" in confirm_add(published, replacement, {}, tmp_path)[0]  # no pair failed
+    assert confirm_add(published, replacement, {"not published": crashed}, tmp_path) == [45, 57]
+    skipped = as_study(with_seeds(horizon, {58: 43}))  # not the next unused seed
+    assert "outside the profile's grid" in confirm_add(published, skipped, {"not published": crashed}, tmp_path)[0]
+    assert confirm_add(published, as_study(with_seeds(horizon, {47: 43})), {}, tmp_path) == [45, 47]  # a committed one

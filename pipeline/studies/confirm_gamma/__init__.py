@@ -13,6 +13,7 @@ from pathlib import Path
 
 from pipeline.studies.confirm_gamma import tables
 from pipeline.studies.confirm_gamma.figures import draw
+from pipeline.studies.confirm_gamma.replacements import replacement_grid
 from pipeline.studies.study import Publishes, Study
 
 
@@ -30,5 +31,5 @@ STUDY = Study(
             "evaluated", "cost"),
     figures=draw,
     publishes=(Publishes("confirm_gamma", Path("reports/evidence/confirm-gamma"), primary_endpoint=True,
-                         not_run=not_run, by_sweep=True),),
+                         not_run=not_run, by_sweep=True, replacements=replacement_grid),),
 )
