@@ -30,7 +30,8 @@ def test_the_pages_example_runs():
 
 def test_every_package_in_the_pages_layout_exists():
     (tree,) = re.findall(r"```\n(rem/.*?)```", page_section("Layout"), re.S)
-    packages = re.findall(r"^  (\w+)/", tree, re.M)
+    rem_tree = re.split(r"^\S", tree.split("\n", 1)[1], maxsplit=1, flags=re.M)[0]  # up to the next top-level folder
+    packages = re.findall(r"^  (\w+)/", rem_tree, re.M)
     assert len(packages) >= 9
     for package in packages:
         importlib.import_module(f"rem.{package}")
