@@ -13,7 +13,6 @@ import torch
 
 from pipeline.studies.claims import model_figures as claims_figures
 from pipeline.studies.claims.multi_reconstructions import (
-    DPI,
     figure_size,
     overlay,
     overlay_figure,
@@ -25,7 +24,7 @@ from rem.data import BatchTransform
 from rem.data.multi import CANVAS
 from rem.evaluate import count_correct
 from rem.models import create_model
-from rem.report.figures.style import plt
+from rem.report.figures.style import DPI, plt
 from rem.tracking.model_sources import SourceError, load_source, package_evaluation
 from rem.training.checkpoint import final_checkpoint
 from rem.training.loop import train

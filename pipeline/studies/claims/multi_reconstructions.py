@@ -14,8 +14,7 @@ from rem.analysis.model_on_test import ModelOnTest
 from rem.data import BatchTransform, get_dataset
 from rem.device import to_device
 from rem.evaluate import count_correct, model_device, predict
-from rem.io import atomic_write
-from rem.report.figures.style import DPI, plt
+from rem.report.figures.style import plt, save
 
 PANEL = 1.5  # inches per pair and row
 HEADER = 1.0  # inches above the panels for the figure's title
@@ -123,21 +122,13 @@ def overlay_figure(pairs: PairReconstructions, title: str = "", class_names: lis
     return fig
 
 
-def save_as_sized(fig, path: Path) -> Path:
-    """The PNG at the figure's own size, not cropped as `style.save` does; written atomically, the figure closed."""
-    try:
-        return atomic_write(path, lambda tmp: fig.savefig(tmp, dpi=DPI, format="png"))
-    finally:
-        plt.close(fig)
-
-
 def reconstruction_overlay_figure(model: torch.nn.Module, images: torch.Tensor, labels: torch.Tensor, path: Path,
                                   title: str = "", *, transform: BatchTransform, parts: torch.Tensor | None = None,
                                   class_names: list[str] | None = None,
                                   quantize_levels: int | None = None) -> Path:
     """The figure of the pairs `images` (N, 1, H, W) with `labels` (N, 2) and optional `parts` (N, 2, 1, H, W)."""
     pairs = reconstruct_pairs(model, images, labels, transform=transform, parts=parts, quantize_levels=quantize_levels)
-    return save_as_sized(overlay_figure(pairs, title, class_names), Path(path))
+    return save(overlay_figure(pairs, title, class_names), Path(path), crop=False)
 
 
 def reconstruction_overlay_of(trained: ModelOnTest, path: Path) -> Path:

@@ -37,10 +37,11 @@ def markers(arms: list) -> dict[str, str]:
     return out
 
 
-def save(fig, path: Path) -> Path:
-    """Write the PNG atomically and close the figure."""
+def save(fig, path: Path, crop: bool = True) -> Path:
+    """Write the PNG atomically and close the figure; cropped to what is drawn, or (`crop=False`) at the figure's own
+    size, for a grid of images whose panels must keep their places."""
     try:
-        return atomic_write(path, lambda tmp: fig.savefig(tmp, dpi=DPI, bbox_inches="tight"))
+        return atomic_write(path, lambda tmp: fig.savefig(tmp, dpi=DPI, bbox_inches="tight" if crop else None))
     finally:
         plt.close(fig)
 
