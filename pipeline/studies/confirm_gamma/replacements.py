@@ -8,7 +8,7 @@ import re
 
 import pandas as pd
 
-from pipeline.studies.confirm_gamma.pairs import pairs_of
+from pipeline.studies.confirm_gamma.pairs import Pairs, pairs_of
 
 SEED = re.compile(r"train\.seed=(\d+)")
 
@@ -19,13 +19,13 @@ def stopped_seeds(run: dict) -> set[int]:
     return {int(seed) for text in texts for seed in SEED.findall(text)}
 
 
-def failed_seeds(published: pd.DataFrame, run: dict) -> set[int]:
+def failed_seeds(pairs: Pairs, run: dict) -> set[int]:
     """The seeds whose pair failed: an arm crashed (not published), or both finished and one did not learn."""
-    pairs = pairs_of(published)
     return stopped_seeds(run) | {int(seed) for seed in pairs.table.index[~pairs.table["counts"]]}
 
 
 def replacement_grid(committed: list[dict], published: pd.DataFrame, run: dict) -> list[dict]:
     """The committed grid's arms on the replacement seeds the failed pairs so far are owed (none: nothing)."""
-    seeds = pairs_of(published).design.replacement_seeds(len(failed_seeds(published, run)))
+    pairs = pairs_of(published)
+    seeds = pairs.design.replacement_seeds(len(failed_seeds(pairs, run)))
     return [{**sub_grid, "train.seed": seeds} for sub_grid in committed] if seeds else []
