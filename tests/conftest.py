@@ -33,9 +33,15 @@ from rem.data import DatasetSpec, DataSourceError, RemoteFile, fetch, get_datase
 from rem.data.sources import fetch_file
 from rem.data.synthetic import idx_bytes
 from rem.data.verify import md5_of
-from tests.realdata import pytest_collection_modifyitems, pytest_terminal_summary, real_fixture, unavailable  # noqa: F401
+from tests.realdata import pytest_terminal_summary, real_fixture, refuse_unmarked, unavailable  # noqa: F401
+from tests.schedule import longest_files_first, recorded_seconds
 
 SYNTHETIC = "synthetic-fashion"  # the generated dataset the mechanics tests train on
+
+
+def pytest_collection_modifyitems(items) -> None:
+    refuse_unmarked(items)
+    longest_files_first(items, recorded_seconds())  # the two workers finish together (tests/schedule.py)
 
 
 @pytest.fixture(scope="session", autouse=True)

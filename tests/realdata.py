@@ -37,7 +37,7 @@ def unavailable(message: str) -> NoReturn:
     pytest.skip(message)
 
 
-def pytest_collection_modifyitems(items) -> None:
+def refuse_unmarked(items) -> None:
     # A test reading real data without the mark would fail or skip uncounted: refuse to run such a suite.
     unmarked = [f"{item.nodeid} (uses {', '.join(sorted(REAL_FIXTURES & set(item.fixturenames)))})"
                 for item in items if REAL_FIXTURES & set(item.fixturenames) and not item.get_closest_marker(MARK)]
