@@ -110,23 +110,13 @@ def job_params(folder, raw, name, **kwargs):
         "tracking_uri": f"sqlite:///{folder / 'mlflow.db'}", "max_failures": 3}, **kwargs)
 
 
-def test_sweep_submitted_as_a_job_runs_trials_on_both_nodes(cluster, synthetic_raw, tmp_path):
-    job_params(tmp_path, synthetic_raw, "cluster", grid={"train.seed": [42, 43]}, model_options=SMALL_CAPSNET)
-    out = submit(cluster, tmp_path)
-    assert "succeeded" in out.stdout.lower()
-    import pandas as pd
-
-    table = pd.read_parquet(tmp_path / "results" / "sweep.parquet")
-    assert set(table["status"]) == {"FINISHED"} and len(table) == 2
-    assert set(table["node_id"]) == {cluster["head"], cluster["worker"]}
-    _, children = sweep_runs(f"sqlite:///{tmp_path / 'mlflow.db'}", "cluster")
-    assert {r.data.tags["rem.node_id"] for r in children} == {cluster["head"], cluster["worker"]}
-
-
-def test_cluster_sweep_ends_in_a_local_report_rebuilt_from_a_real_mlflow_server(cluster, synthetic_raw, tmp_path):
-    """The job's results table stays on the head node; `python -m pipeline.collect` in the user's checkout gets
-    the same table from the tracking server, the report runs on it, and a trial's model loads from the server.
-    (Before the node-loss test, which leaves the cluster without its worker node.)"""
+def test_a_sweep_submitted_as_a_job_runs_on_both_nodes_and_ends_in_a_local_report_from_a_real_mlflow_server(
+        cluster, synthetic_raw, tmp_path):
+    """The sweep submitted as a Ray job runs its trials on both nodes, and the runs say which. The job's results
+    table stays on the head node; `python -m pipeline.collect` in the user's checkout gets the same table from the
+    tracking server, the report runs on it, and a trial's model loads from the server. (One job serves both checks:
+    a job of its own for the nodes cost the suite a minute. Before the node-loss test, which leaves the cluster
+    without its worker node; that test also reads a job's sqlite store at its absolute path.)"""
     job, checkout = tmp_path / "job", tmp_path / "checkout"
     with mlflow_server(tmp_path) as uri:
         grid = {"train.seed": [42, 43]}
@@ -141,11 +131,13 @@ def test_cluster_sweep_ends_in_a_local_report_rebuilt_from_a_real_mlflow_server(
                                   timeout=600)
             assert proc.returncode == 0, proc.stderr[-3000:]
         written = pd.read_parquet(tmp_path / "head" / "sweep.parquet")
+        assert set(written["status"]) == {"FINISHED"} and len(written) == 2
         assert set(written["node_id"]) == {cluster["head"], cluster["worker"]}
         assert_same_table(pd.read_parquet(checkout / "results" / "sweep.parquet"), written)
         assert (checkout / "reports" / "index.html").exists()
 
         _, children = sweep_runs(uri, "served")
+        assert {r.data.tags["rem.node_id"] for r in children} == {cluster["head"], cluster["worker"]}
         run_id = children[0].info.run_id
         loaded, trees = load_in_new_process(run_id, uri, checkout)
         pd.testing.assert_frame_equal(trees, load_parse_trees(run_id, uri))
