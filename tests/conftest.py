@@ -278,6 +278,17 @@ def synthetic_train(synthetic_raw) -> tuple[np.ndarray, np.ndarray]:
     return idx_pair(synthetic_raw / SYNTHETIC, "train")
 
 
+@pytest.fixture(scope="session")
+def mlflow_service(tmp_path_factory):
+    """One real `mlflow server` per worker (tests.sweep_helpers.mlflow_server) for the tests that only talk to one:
+    its start is seconds on an idle CPU and a minute or more on a busy one, and each test keeps to its own
+    experiment (and registered model) names, so none reads another's runs."""
+    from tests.sweep_helpers import mlflow_server  # it imports this module
+
+    with mlflow_server(tmp_path_factory.mktemp("mlflow-server")) as uri:
+        yield uri
+
+
 def synthetic_data(raw_root: Path) -> dict:
     """A `data` section reading synthetic-fashion from an already verified raw folder and from nowhere else."""
     return {"dataset": SYNTHETIC, "root": str(raw_root), "mirror": "", "system_root": "", "download": False}

@@ -19,7 +19,6 @@ from tests.sweep_helpers import (
     epochs_logged,
     free_port,
     local_uri,
-    mlflow_server,
     results,
     run_sweep,
     sweep_env,
@@ -182,13 +181,14 @@ def test_unreachable_mlflow_server_fails_fast_before_any_trial(synthetic_raw, tm
     assert not (tmp_path / "ray").exists()  # no trial started
 
 
-def test_sweep_against_a_real_mlflow_server(synthetic_raw, tmp_path):
-    with mlflow_server(tmp_path) as uri:
-        write_params(tmp_path, synthetic_raw, grid={"train.seed": [42, 43]}, name="served", model_options=SMALL_CAPSNET)
-        run_sweep(tmp_path, env=sweep_env(MLFLOW_TRACKING_URI=uri))
-        parents, children = sweep_runs(uri, "served")
-        assert len(parents) == 1 and len(children) == 2
-        assert {r.info.status for r in parents + children} == {"FINISHED"}
-        assert all("test/acc" in r.data.metrics for r in children)
-        assert not (tmp_path / "mlflow.db").exists()  # everything went to the server
-        assert open_client(uri).get_metric_history(children[0].info.run_id, "entropy/mean")
+def test_sweep_against_a_real_mlflow_server(synthetic_raw, tmp_path, mlflow_service):
+    uri = mlflow_service  # the worker's server: the experiment's name is this test's alone
+    write_params(tmp_path, synthetic_raw, grid={"train.seed": [42, 43]}, name="served-faults",
+                 model_options=SMALL_CAPSNET)
+    run_sweep(tmp_path, env=sweep_env(MLFLOW_TRACKING_URI=uri))
+    parents, children = sweep_runs(uri, "served-faults")
+    assert len(parents) == 1 and len(children) == 2
+    assert {r.info.status for r in parents + children} == {"FINISHED"}
+    assert all("test/acc" in r.data.metrics for r in children)
+    assert not (tmp_path / "mlflow.db").exists()  # everything went to the server
+    assert open_client(uri).get_metric_history(children[0].info.run_id, "entropy/mean")

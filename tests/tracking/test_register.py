@@ -21,7 +21,7 @@ from pipeline.cli import main as rem_cli
 from rem.tracking.mlflow_model import run_models
 from rem.tracking.model_registry import register_trial
 from tests.analysis.model_runs import run_holding_the_model
-from tests.sweep_helpers import mlflow_server, sweep_env
+from tests.sweep_helpers import sweep_env
 from tests.tracking.recorded_trials import RecordedSweep, elsewhere, store, tiny_checkpoint  # noqa: F401
 
 EXPERIMENT, NAME, RULE = "register", "capsnet-synthetic", "min-entropy --max-acc-drop 1"
@@ -112,16 +112,16 @@ def test_a_run_logged_before_mlflow_models_gets_one_when_registered(checkpoint, 
 
 
 @pytest.mark.slow
-def test_register_against_a_real_mlflow_server(checkpoint, tmp_path, monkeypatch):
-    with mlflow_server(tmp_path) as uri:
-        runs = record_sweep(uri, checkpoint)  # artifacts, MLflow Models included, through the server's proxy
-        assert not rem.load_model(runs["rem-c"], uri).training  # model/model.pt, read back through the proxy too
-        done = subprocess.run([sys.executable, "-m", "pipeline.cli", *register_args(tmp_path)], cwd=tmp_path,
-                              env=sweep_env(MLFLOW_TRACKING_URI=uri), capture_output=True, text=True, timeout=300)
-        assert done.returncode == 0, done.stderr[-3000:]
-        assert_champion_is(MlflowClient(uri), runs["rem-a"])
-        assert predicts_by_alias(uri, monkeypatch) == 2
-        seen_in_a_browser(uri, MlflowClient(uri), runs["rem-a"])
+def test_register_against_a_real_mlflow_server(checkpoint, tmp_path, monkeypatch, mlflow_service):
+    uri = mlflow_service  # the worker's server: the experiment and the registered model are this test's alone
+    runs = record_sweep(uri, checkpoint)  # artifacts, MLflow Models included, through the server's proxy
+    assert not rem.load_model(runs["rem-c"], uri).training  # model/model.pt, read back through the proxy too
+    done = subprocess.run([sys.executable, "-m", "pipeline.cli", *register_args(tmp_path)], cwd=tmp_path,
+                          env=sweep_env(MLFLOW_TRACKING_URI=uri), capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert_champion_is(MlflowClient(uri), runs["rem-a"])
+    assert predicts_by_alias(uri, monkeypatch) == 2
+    seen_in_a_browser(uri, MlflowClient(uri), runs["rem-a"])
 
 
 def seen_in_a_browser(uri: str, client: MlflowClient, run_id: str) -> None:
