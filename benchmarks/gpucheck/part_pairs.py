@@ -11,10 +11,13 @@ from pathlib import Path
 
 from benchmarks.gpucheck.runner import Part
 from benchmarks.pairs_learning import SETTINGS, pairs_run, verdict_lines
+from tests.factory_guard import SMALL
 
 
 def run(part: Part, sizes, device: str, data: dict, work: Path) -> None:
-    overrides = {**data, "train.device": device, "data.val_subset": sizes.subsets["val_subset"]}
+    overrides = {**data, "train.device": device, "data.val_subset": sizes.subsets["val_subset"],
+                 **({"train.batch_size": sizes.pairs_batch} if sizes.pairs_batch else {})}
+    narrower = SMALL["capsnet"] if sizes.small_models else None  # the other parts' reduced CapsNet, to both settings
     rows = part.result.setdefault("runs", [])
     estimate = sizes.first_estimate_s
     for steps in sizes.pairs_steps:
@@ -22,7 +25,8 @@ def run(part: Part, sizes, device: str, data: dict, work: Path) -> None:
             for seed in sizes.pairs_seeds:
                 part.need(estimate * steps / sizes.pairs_steps[0], f"{name} seed {seed}, 2 x {steps} steps")
                 start = time.perf_counter()
-                row = pairs_run(name, seed, steps, sizes.pairs_test, work / f"{name}-{seed}-{steps}", overrides)
+                row = pairs_run(name, seed, steps, sizes.pairs_test, work / f"{name}-{seed}-{steps}", overrides,
+                                narrower)
                 estimate = 1.2 * (time.perf_counter() - start) * sizes.pairs_steps[0] / steps
                 rows.append(row)
                 part.log(f"{name} seed {seed}, {row['steps']} steps: both right {row['both_right_pct']:.2f} % "

@@ -22,6 +22,7 @@ class Sizes:
     pairs_steps: tuple[int, ...]  # part g: steps per epoch (2 epochs) of each round, shortest first
     pairs_seeds: tuple[int, ...]
     pairs_test: int  # test pairs read
+    pairs_batch: int | None  # part g: train.batch_size (None: the claims profile's 64); small_models: SMALL's CapsNet
     evidence_subsets: dict  # part f
     evidence_arms: int  # part f: at most this many trials
     evidence_epochs: int  # part f: 0 = the profile's epochs
@@ -34,7 +35,7 @@ GPU = Sizes(small_models=False, architectures=("capsnet", "gamma_capsnet", "deep
             subsets={"train_subset": 256, "val_subset": 500, "test_subset": 500}, batch=128, eval_batch=500,
             epoch_subsets={"train_subset": 0, "val_subset": 0, "test_subset": 0}, epochs=2,
             share_counts=(1, 2, 4, 8), share_seconds=6.0, share_precisions=("fp32", "bf16"), first_estimate_s=40.0,
-            pairs_steps=(150, 600), pairs_seeds=(42, 43, 44), pairs_test=2000,
+            pairs_steps=(150, 600), pairs_seeds=(42, 43, 44), pairs_test=2000, pairs_batch=None,
             evidence_subsets={"train_subset": 0, "val_subset": 0, "test_subset": 0},
             evidence_arms=99, evidence_epochs=0,
             # the CPU's run of the guard is CI's job: here only the GPU's
@@ -45,7 +46,9 @@ CPU = Sizes(small_models=True, architectures=("capsnet",), methods=("none", "rem
             subsets={"train_subset": 32, "val_subset": 32, "test_subset": 32}, batch=16, eval_batch=32,
             epoch_subsets={"train_subset": 64, "val_subset": 32, "test_subset": 32}, epochs=1,
             share_counts=(1, 2), share_seconds=0.5, share_precisions=("fp32",), first_estimate_s=5.0,
-            pairs_steps=(2,), pairs_seeds=(42,), pairs_test=32,
+            # the published CapsNet at the claims' batch 64 on 36x36 took 8-13 s a step here: part g alone was
+            # 131 of the check's ~300 s (load 13 on 2 Zen 5 cores)
+            pairs_steps=(2,), pairs_seeds=(42,), pairs_test=32, pairs_batch=16,
             evidence_subsets={"train_subset": 64, "val_subset": 32, "test_subset": 32},
             evidence_arms=1, evidence_epochs=1,
             pytest_args=("-k", "setting_forms or autocast or describe_names"))
