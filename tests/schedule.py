@@ -9,8 +9,8 @@ place among the short ones: a new test file needs no record to run, only to be p
 
 Record a run again (CI's, on any CPU: only the files' order matters) with
 
-    .venv/bin/python -m pytest --junitxml=/tmp/suite.xml
-    .venv/bin/python -m tests.schedule /tmp/suite.xml
+    .venv/bin/python -m pytest --junitxml=.pytest_cache/suite.xml
+    .venv/bin/python -m tests.schedule .pytest_cache/suite.xml
 """
 
 from __future__ import annotations
@@ -51,16 +51,26 @@ def longest_files_first(items: list, seconds: dict[str, float]) -> None:
     items.sort(key=lambda item: (-seconds.get(path := item.nodeid.split("::")[0], 0.0), first_seen[path]))
 
 
-def file_seconds_from_junit(junit_xml: Path) -> dict[str, float]:
-    """Per-file seconds from pytest's --junitxml report (each testcase's time is its setup, call and teardown)."""
-    totals: dict[str, float] = defaultdict(float)
+def junit_tests(junit_xml: Path) -> list[tuple[str, float]]:
+    """(nodeid, seconds) of every test in pytest's --junitxml report, in the report's order; a test's seconds are
+    its setup, call and teardown."""
+    found = []
     for case in ET.parse(junit_xml).getroot().iter("testcase"):
         # classname is the module's dotted path, plus the class for a test in a class
-        parts = case.get("classname", "").split(".")
+        parts, klass = case.get("classname", "").split("."), []
         while parts and not (REPO / Path(*parts).with_suffix(".py")).exists():
-            parts.pop()
+            klass.insert(0, parts.pop())
         if parts:
-            totals[str(Path(*parts).with_suffix(".py"))] += float(case.get("time", 0.0))
+            nodeid = "::".join([str(Path(*parts).with_suffix(".py")), *klass, case.get("name", "")])
+            found.append((nodeid, float(case.get("time", 0.0))))
+    return found
+
+
+def file_seconds_from_junit(junit_xml: Path) -> dict[str, float]:
+    """Per-file seconds from pytest's --junitxml report."""
+    totals: dict[str, float] = defaultdict(float)
+    for nodeid, seconds in junit_tests(junit_xml):
+        totals[nodeid.split("::")[0]] += seconds
     return dict(totals)
 
 

@@ -37,7 +37,7 @@ def run_tiny_suite(tmp_path, source: str = TINY, **extra: str) -> tuple[subproce
     network; returns the run and its short-summary lines (SKIPPED/ERROR) that name REM_DATA_MIRROR."""
     checkout = tmp_path / "checkout"  # no shared/ beside it: only the variables below can point at data
     (checkout / "tests").mkdir(parents=True)
-    for name in ("conftest.py", "realdata.py", "__init__.py"):
+    for name in ("conftest.py", "realdata.py", "schedule.py", "__init__.py"):
         shutil.copy(REPO / "tests" / name, checkout / "tests" / name)
     shutil.copy(REPO / "pyproject.toml", checkout / "pyproject.toml")  # the marker and the -r options
     (checkout / "tests" / "test_tiny.py").write_text(source)
