@@ -22,7 +22,7 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
-from tests.schedule import junit_tests, longest_files_first, recorded_seconds  # noqa: E402  (the repo on the path first)
+from tests.schedule import file_of, junit_tests, longest_files_first, recorded_seconds  # noqa: E402  (the repo on the path first)
 
 WORKERS = 2
 
@@ -35,22 +35,21 @@ class Test:
 def tests_of(junit_xml: Path) -> list[Test]:
     """Every test of the report with its seconds, in path order (each file's tests in the report's order)."""
     found = [Test(nodeid, seconds) for nodeid, seconds in junit_tests(junit_xml)]
-    return sorted(found, key=lambda t: t.nodeid.split("::")[0])  # stable: a file's tests keep their order
+    return sorted(found, key=lambda t: file_of(t.nodeid))  # stable: a file's tests keep their order
 
 
 def replay_load(tests: list[Test]) -> list[float]:
     """`--dist load`: each worker's busy seconds."""
     pending = deque(range(len(tests)))
     queues = [deque() for _ in range(WORKERS)]
-    chunk = max(min(len(tests) // WORKERS // 4, len(tests)), 2)
+    chunk = max(len(tests) // WORKERS // 4, 2)  # xdist's first chunk (--maxschedchunk unset never binds)
     for queue in queues:
         queue.extend(pending.popleft() for _ in range(min(chunk, len(pending))))
-    clock, busy = [0.0] * WORKERS, [0.0] * WORKERS
+    clock = [0.0] * WORKERS
     while any(queues):
         w = min((w for w in range(WORKERS) if queues[w]), key=lambda w: clock[w])
         test = tests[queues[w].popleft()]
         clock[w] += test.seconds
-        busy[w] += test.seconds
         if pending:  # xdist's check_schedule after each test
             low = max(2, len(pending) // WORKERS // 4)
             high = max(2, len(pending) // WORKERS // 2)
@@ -65,7 +64,7 @@ def replay_loadfile(tests: list[Test], seconds: dict[str, float]) -> list[float]
     longest_files_first(ordered, seconds)
     files: dict[str, list[Test]] = {}
     for test in ordered:
-        files.setdefault(test.nodeid.split("::")[0], []).append(test)
+        files.setdefault(file_of(test.nodeid), []).append(test)
     units = deque(files.values())
     queues = [deque() for _ in range(WORKERS)]
     for queue in queues:

@@ -42,13 +42,18 @@ def recorded_seconds(path: Path = RECORD) -> dict[str, float]:
     return seconds
 
 
+def file_of(nodeid: str) -> str:
+    """The test file a nodeid names (`tests/x.py::test_y[z]` -> `tests/x.py`)."""
+    return nodeid.split("::")[0]
+
+
 def longest_files_first(items: list, seconds: dict[str, float]) -> None:
     """Reorder `items` in place: files by recorded seconds, longest first; within a file, tests keep their order
     (and unknown files theirs, after every recorded one that took longer than 0 s)."""
     first_seen: dict[str, int] = {}
     for item in items:
-        first_seen.setdefault(item.nodeid.split("::")[0], len(first_seen))
-    items.sort(key=lambda item: (-seconds.get(path := item.nodeid.split("::")[0], 0.0), first_seen[path]))
+        first_seen.setdefault(file_of(item.nodeid), len(first_seen))
+    items.sort(key=lambda item: (-seconds.get(path := file_of(item.nodeid), 0.0), first_seen[path]))
 
 
 def junit_tests(junit_xml: Path) -> list[tuple[str, float]]:
@@ -70,7 +75,7 @@ def file_seconds_from_junit(junit_xml: Path) -> dict[str, float]:
     """Per-file seconds from pytest's --junitxml report."""
     totals: dict[str, float] = defaultdict(float)
     for nodeid, seconds in junit_tests(junit_xml):
-        totals[nodeid.split("::")[0]] += seconds
+        totals[file_of(nodeid)] += seconds
     return dict(totals)
 
 
