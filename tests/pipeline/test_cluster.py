@@ -16,7 +16,7 @@ from mlflow.tracking import MlflowClient
 
 from rem.tracking.model_store import load_parse_trees
 from tests.conftest import REPO
-from tests.pipeline.test_sweep_faults import FAULT_IMAGES
+from tests.pipeline.test_sweep_faults import FAULT_IMAGES, first_checkpoint
 from tests.sweep_helpers import (
     BIN,
     assert_same_table,
@@ -151,13 +151,15 @@ def test_losing_the_worker_node_moves_its_trial_to_the_head(cluster, synthetic_r
     job_id = "nodeloss-" + str(os.getpid())
     submit(cluster, tmp_path, "--no-wait", f"--submission-id={job_id}")
 
-    def worker_trial():
+    def worker_trial():  # its run is tagged with its node as it starts
         _, children = sweep_runs(uri, "nodeloss")
-        on_worker = [r for r in children if r.data.tags.get("rem.node_id") == cluster["worker"]
-                     and r.data.metrics.get("epoch", 0) >= 1]
+        on_worker = [r for r in children if r.data.tags.get("rem.node_id") == cluster["worker"]]
         return on_worker[0] if on_worker else None
 
-    moved = wait_for(worker_trial, timeout=400, what="a trial on the worker node to finish epoch 1")
+    moved = wait_for(worker_trial, timeout=400, what="a trial on the worker node")
+    seed = dict(part.split("=") for part in moved.data.tags["rem.trial_key"].split(","))["train.seed"]
+    wait_for(first_checkpoint(tmp_path, f"train_seed_{seed}"), timeout=400, interval=0.1,
+             what="the worker node's trial to checkpoint epoch 1")
     flag = f"--node_manager_port={cluster['worker_port']}"
     victims = [p.pid for p in psutil.process_iter(["cmdline"])
                if p.info["cmdline"] and p.info["cmdline"][0].endswith("raylet") and flag in p.info["cmdline"]]
