@@ -58,8 +58,8 @@ def test_the_live_config_path_does_not_import_what_reads_old_keys():
         "from rem.config import load\n"
         "from rem.data.registry import get_dataset\n"
         "from rem.models.from_config import build_model\n"
-        "for profile in ('quick', 'paper', 'evidence', 'horizon', 'horizon_gamma', 'confirm_gamma', 'gpu_horizon',\n"
-        "                'routing', 'claims'):\n"
+        "for profile in ('quick', 'paper', 'evidence', 'horizon', 'horizon_gamma', 'confirm_gamma',\n"
+        "                'deepcaps_routing', 'gpu_horizon', 'routing', 'claims'):\n"
         "    cfg = load('params.yaml', {'profile': profile})\n"
         "    cfg.digest()\n"
         "    build_model(cfg, get_dataset(cfg.data.dataset))\n")

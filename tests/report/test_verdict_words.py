@@ -31,7 +31,8 @@ DOCS = {"studies": sorted((REPO / "pipeline" / "studies").glob("*/README.md")), 
 TABLE_GLOBS = ("*/tables/*.md", "evidence/*/tables/*.md")
 
 # Longer words first where one holds another: "not supported" must not read as "supported".
-VERDICTS = ("no verdict", "not supported", "not tested", "by construction", "supported", "undecided")
+# "testable": a measurement's word (DeepCaps' routing page): no claim tested, every precondition for testing it holds.
+VERDICTS = ("no verdict", "not supported", "not tested", "by construction", "supported", "undecided", "testable")
 # "supported alone at p = ..." is the test Holm's correction overruled, inside an undecided verdict: not a verdict.
 VERDICT_WORD = re.compile(r"\b(?:" + "|".join(VERDICTS) + r")\b(?!\s+alone)", re.I)
 ARM_COLUMNS = ("Arm", "Arms", "Setting", "Model")  # the curve tables name the arm in the question itself
