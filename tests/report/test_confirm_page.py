@@ -81,6 +81,8 @@ def test_a_failed_precondition_waits_for_a_look_too(horizon):
     assert "at the next look it would read 'not tested: γ-CapsNet +Q's couplings barely depend on the image" in note
     six = flat(as_study(with_seeds(horizon, {45: 42, 46: 43, 47: 44, 48: 42, 49: 43, 50: 44}, shift=-0.6)))
     assert primary(six)[-1].startswith("not tested: γ-CapsNet +Q's couplings barely depend on the image")
+    note = published_page("confirm_gamma").files(Path("out"), six, {})[Path("out/tables/primary.md")]
+    assert "no later pair can lift it: the verdict is final" in note and "at the next look" not in note
 
 
 def test_at_the_first_look_a_clear_drop_is_decided(horizon):

@@ -32,7 +32,13 @@ def primary_table(frame: pd.DataFrame, context: Context) -> Table:
     verdict, d = design.decide(list(a), list(b))
     at_look = any(look <= len(a) for look in design.looks)  # preconditions decide too: at the looks only
     text = f"not tested: {reason}" if reason and at_look else verdict.text()
-    standing = f"at the next look it would read 'not tested: {reason}'" if reason else "they hold so far"
+    if not reason:
+        standing = "they hold so far"
+    elif at_look:  # each check reads the worst counted pair: more pairs can only keep it failed
+        standing = (f"one fails ({reason}), and since each reads the worst counted pair no later pair can lift it: "
+                    "the verdict is final, and the remaining committed seeds are not run")
+    else:
+        standing = f"at the next look it would read 'not tested: {reason}'"
     measured = "–" if d is None else (f"{d.text(3)} bits, n = {d.n} pairs; one-sided paired t p = {d.p:.3g}, exact "
                                       f"sign-flip p = {d.p_sign_flip:.3g}")
     looks = "; ".join(f"{n} pairs: p <= {p:g}" for n, p in zip(design.looks, design.nominal_p))
