@@ -197,7 +197,7 @@ MENTIONS = [
     # the confirmatory γ-CapsNet study: its primary endpoint by the committed rule
     *mention(claim("γ confirmatory", "", CONFIRM_ENDPOINT, "primary endpoint"),
              studies=r"Where it stands",
-             readme=(r"claim \(K = 6\) \*\*undecided \(n = \d+ of", r"in the confirmatory study")),
+             readme=(r"parse-tree claim \(K = 6\) \*\*not tested: γ-CapsNet", r"in the confirmatory study")),
     # γ-CapsNet horizon: the primary endpoint, its secondary claims, the paired read-out, the mechanism curves
     *mention(claim("γ horizon", "gamma_capsnet +REM", ENTROPY, "entropy (primary)"),
              studies=r"\[-0\.73, \+0\.33\]", readme=(r"8\.58 ± 0\.22", r"\*\*γ-CapsNet\*\*")),
