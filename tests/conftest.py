@@ -20,7 +20,7 @@ import os
 # The suite's two workers share two cores, and torch gives each one OpenMP thread per core. GNU OpenMP's threads
 # spin while they wait for work, so with more threads than cores (two training tests at once, or one beside a
 # sweep's trials) the spinning takes the cores the work needs: two learning checks side by side took 384 s, and
-# 117 s with waiting threads asleep (benchmarks/omp_wait.py). OpenMP reads this when torch loads it: set before
+# 119 s with waiting threads asleep (benchmarks/README.md). OpenMP reads this when torch loads it: set before
 # anything here imports torch. The threads and their share of the work, hence every number, stay the same.
 os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
 

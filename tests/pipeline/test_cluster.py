@@ -151,14 +151,13 @@ def test_losing_the_worker_node_moves_its_trial_to_the_head(cluster, synthetic_r
     job_id = "nodeloss-" + str(os.getpid())
     submit(cluster, tmp_path, "--no-wait", f"--submission-id={job_id}")
 
-    def worker_trial():  # its run is tagged with its node as it starts
+    def worker_trial():  # its run has its params and its node's tag before it trains
         _, children = sweep_runs(uri, "nodeloss")
         on_worker = [r for r in children if r.data.tags.get("rem.node_id") == cluster["worker"]]
         return on_worker[0] if on_worker else None
 
     moved = wait_for(worker_trial, timeout=400, what="a trial on the worker node")
-    seed = dict(part.split("=") for part in moved.data.tags["rem.trial_key"].split(","))["train.seed"]
-    wait_for(first_checkpoint(tmp_path, f"train_seed_{seed}"), timeout=400, interval=0.1,
+    wait_for(first_checkpoint(tmp_path, f"train_seed_{moved.data.params['train.seed']}"), timeout=400, interval=0.1,
              what="the worker node's trial to checkpoint epoch 1")
     flag = f"--node_manager_port={cluster['worker_port']}"
     victims = [p.pid for p in psutil.process_iter(["cmdline"])

@@ -77,7 +77,7 @@ def cut_short(experiment_states) -> None:
 def stop_group(leader: subprocess.Popen, grace: float = 5.0) -> None:
     """What of the killed driver's process group outlived it (its local Ray), given `grace` seconds to go by itself,
     then killed: the files it leaves must stay as they are while they are copied. The trial's worker dies with the
-    driver; Ray's head processes (GCS, raylet, dashboard) outlive it by 30 s and more and write nothing the rerun
+    driver; Ray's head processes (the GCS and the raylet) outlive it by 30 s and more and write nothing the rerun
     reads, so a short grace loses nothing."""
     deadline = time.monotonic() + grace
     while time.monotonic() < deadline:
