@@ -24,7 +24,7 @@ RUN_KEYS = [("primary endpoint", "Primary endpoint"), ("command", "Command"), ("
             ("not published", "Stopped, not published"), ("hardware", "Hardware"), ("software", "Software")]
 FULL_PROTOCOL = (201, 5)  # REM's: at least 201 epochs (patience 200), 5 seeds
 SOURCE = ("every number below is computed from `sweep.parquet` in this folder "
-          "(`python -m pipeline.{publication} --render-only` regenerates the tables and this page from it without "
+          "(`rem publish {publication} --render-only` regenerates the tables and this page from it without "
           "retraining).")
 
 
@@ -56,6 +56,14 @@ def evaluated_section(frame: pd.DataFrame, context: Context) -> Table:
         "over the classes is log2(classes) bits (3.3219 for 10)."])
 
 
+def threads_per_trial(done: pd.DataFrame) -> str:
+    """The torch threads each trial ran on: Ray sets a trial worker's thread count to the CPUs it reserved for it."""
+    cpus = sorted({int(c) for c in done["sweep.cpus_per_trial"]})
+    if cpus == [1]:
+        return "One CPU thread per trial."
+    return f"{' or '.join(map(str, cpus))} CPU threads per trial (the sweep's CPUs per trial)."
+
+
 @report_table("cost", "What it costs on this machine")
 def cost_section(frame: pd.DataFrame, context: Context) -> Table:
     """What each arm's epoch cost here, the threshold search's share, and what REM's full protocol would take."""
@@ -78,7 +86,7 @@ def cost_section(frame: pd.DataFrame, context: Context) -> Table:
                  "Train s/step", "Epoch s (this run)", "Search s/epoch", "Search / +Q epoch (this run)",
                  "Full epoch s (est.)",
                  f"Trial-days ({min_epochs} epochs x {seeds} seeds)"], rows,
-                 notes=["One CPU thread per trial. A full epoch is every training image once: this run's evaluation "
+                 notes=[f"{threads_per_trial(done)} A full epoch is every training image once: this run's evaluation "
                         "and search seconds plus its seconds per step times the full epoch's steps. REM stops after "
                         "200 epochs without a better validation loss, so 201 epochs is a lower bound. On a GPU: "
                         "unmeasured (no GPU has run the prepared check, benchmarks/gpu_check.py)."])

@@ -146,6 +146,7 @@ CLAIMS_TABLE = {  # the tables, by study
     "routing": "routing/tables/verdicts.md",
     "claims": "claims/tables/claims.md",
     "γ confirmatory": "evidence/confirm-gamma/tables/primary.md",
+    "deepcaps": "evidence/deepcaps-routing/tables/testable.md",
 }
 ENTROPY = "REM strongly reduces the number of intra-class parse trees (lower routing entropy)"
 FEWER = "... with fewer parameters"
@@ -198,6 +199,10 @@ MENTIONS = [
     *mention(claim("γ confirmatory", "", CONFIRM_ENDPOINT, "primary endpoint"),
              studies=r"Where it stands",
              readme=(r"parse-tree claim \(K = 6\) \*\*not tested: γ-CapsNet", r"in the confirmatory study")),
+    # DeepCaps' routing: whether REM's entropy claim is testable on it (a measurement's verdict)
+    *mention(claim("deepcaps", "deepcaps +Q", "REM's entropy claim testable at this budget", "testable"),
+             studies=r"claim is \*\*not tested\*\* on DeepCaps",
+             readme=(r"claim \*\*not tested\*\* on DeepCaps", r"\*\*DeepCaps\*\*")),
     # γ-CapsNet horizon: the primary endpoint, its secondary claims, the paired read-out, the mechanism curves
     *mention(claim("γ horizon", "gamma_capsnet +REM", ENTROPY, "entropy (primary)"),
              studies=r"\[-0\.73, \+0\.33\]", readme=(r"8\.58 ± 0\.22", r"\*\*γ-CapsNet\*\*")),

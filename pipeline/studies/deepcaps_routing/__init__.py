@@ -33,5 +33,7 @@ STUDY = Study(
     page="deepcaps-routing", about=__doc__, heading=heading, new_sentence=True,
     tables=("deepcaps-testable", "routing-dependence", "ceiling", "evaluated", "cost"),
     figures=draw,
-    publishes=(Publishes("deepcaps_routing", Path("reports/evidence/deepcaps-routing"), not_run=not_run),),
+    # its run is the profile's sweep alone (python -m pipeline.sweep), which the page's command records with its grid
+    publishes=(Publishes("deepcaps_routing", Path("reports/evidence/deepcaps-routing"), not_run=not_run,
+                         by_sweep=True),),
 )

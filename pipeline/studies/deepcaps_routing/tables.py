@@ -39,7 +39,9 @@ def row_of(seeds: ArmSeeds) -> list[str]:
             testable(seeds)]
 
 
-@report_table("deepcaps-testable", "Is REM's entropy claim testable on DeepCaps?", file="testable")
+# the trial epoch by epoch (the study's figure) follows the verdict it explains
+@report_table("deepcaps-testable", "Is REM's entropy claim testable on DeepCaps?", file="testable",
+              figures=(f"epochs_{MODEL}.png",))
 def testable_table(frame: pd.DataFrame, context: Context) -> Table | None:
     found = [seeds for (_, model, arm), seeds in arms_of(context.results).items()
              if model == MODEL and arm.label == QUANTIZED]
