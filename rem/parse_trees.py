@@ -14,7 +14,6 @@ from concurrent.futures import ThreadPoolExecutor
 import numpy as np
 import pandas as pd
 import torch
-from scipy import stats
 
 from rem.device import HOST
 
@@ -327,6 +326,8 @@ def collision_upper_bound(per_class: Sequence[Iterable[int]], confidence: float 
     U-statistic's variance, on the log scale (the share is skewed right): right when a few keys hold many images,
     whose pairs are far from independent. Approximate: 93-97 % coverage at 95 % in tests/test_collisions.py's
     regimes."""
+    from scipy import stats  # here, not at the top: ~0.6 s of every process that keys trees (each trial worker)
+
     colliding, pairs, arrays = pooled_collisions(per_class)
     if not pairs:
         return math.nan

@@ -8,7 +8,6 @@ from typing import TYPE_CHECKING
 from rem.config import ConfigError
 from rem.config.checks import register_section_check
 from rem.report.registry import TABLES, table_options
-from rem.report.sequential import Design
 
 if TYPE_CHECKING:
     from rem.config import Config
@@ -16,6 +15,10 @@ if TYPE_CHECKING:
 
 def check_report_section(cfg: Config, source: str) -> None:
     if cfg.report.sequential:
+        # here, not at the top: the design's boundaries need scipy, ~0.4 s of every process that checks settings
+        # (each trial worker), and only a confirmatory profile states one
+        from rem.report.sequential import Design
+
         try:
             Design.from_mapping(cfg.report.sequential)
         except ValueError as err:
