@@ -16,6 +16,17 @@ def sample_counts(rng: np.random.Generator, p: np.ndarray, images: int) -> np.nd
     return np.bincount(draws)[np.bincount(draws) > 0]
 
 
+@pytest.mark.parametrize("confidence", [0.8, 0.95, 0.99])
+def test_the_poisson_bound_is_scipys_chi_square_quantile(confidence):
+    """Garwood's bound, found without scipy in the library (its import costs each trial worker ~0.6 s), equals
+    chi2.ppf(confidence, 2 (k + 1)) / 2 from none to millions of colliding pairs."""
+    from scipy import stats
+
+    for observed in (0, 1, 2, 7, 40, 1_000, 123_457, 5_000_000):
+        expected = stats.chi2.ppf(confidence, 2 * (observed + 1)) / 2
+        assert parse_trees.poisson_upper_mean(observed, confidence) == pytest.approx(expected, rel=1e-9), observed
+
+
 def test_pairs_and_probability_by_hand():
     counts = [3, 2, 1]  # 3 + 1 colliding pairs of 15
     assert parse_trees.colliding_pairs(counts) == 4
