@@ -161,6 +161,10 @@ def test_nan_trial_fails_with_its_reason_and_the_sweep_goes_on(synthetic_raw, tm
     table = results(tmp_path).set_index("train.lr")
     assert table.loc[0.001, "status"] == "FINISHED"
     assert table.loc[1.0e30, "status"] == "FAILED" and "NonFiniteLossError" in table.loc[1.0e30, "error"]
+    # Ray retried it (sweep.max_failures 2), and each retry was refused from its run's record, not trained again:
+    # the trial's error file in Ray's storage keeps the last attempt's traceback
+    errors = [path.read_text() for path in (tmp_path / "ray").rglob("error.txt")]
+    assert len(errors) == 1 and "not retried, it failed before" in errors[0], errors
     parents, children = sweep_runs(local_uri(tmp_path), "nan")
     by_lr = {r.data.params["train.lr"]: r for r in children}
     assert by_lr["0.001"].info.status == "FINISHED"
