@@ -17,6 +17,7 @@ import pandas as pd
 import yaml
 
 from rem.tracking.store import open_client
+from rem.tracking.ui import server_env
 from tests.conftest import REPO, synthetic_data
 
 BIN = Path(sys.executable).parent
@@ -143,12 +144,15 @@ def answers(url: str, timeout: float = 2) -> bool:
 
 @contextlib.contextmanager
 def mlflow_server(folder: Path):
-    """A real `mlflow server` on a free local port (sqlite store, proxied artifacts under `folder`); yields its URI."""
+    """A real `mlflow server` on a free local port (sqlite store, proxied artifacts under `folder`); yields its URI.
+    Started as `rem ui` starts one (rem.tracking.ui.server_env): without MLflow's job runners, which no test uses and
+    which would take a tenth of a core or more for as long as the server lives."""
     port = free_port()
     server = subprocess.Popen(
         [sys.executable, "-m", "mlflow", "server", "--backend-store-uri", f"sqlite:///{folder / 'server.db'}",
          "--artifacts-destination", str(folder / "artifacts"), "--host", "127.0.0.1", "--port", str(port),
-         "--workers", "1"], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
+         "--workers", "1"], env=server_env(), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+        start_new_session=True)
     uri = f"http://127.0.0.1:{port}"
     try:
         # its start takes minutes on a busy 2-core CPU

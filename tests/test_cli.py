@@ -14,6 +14,7 @@ import pytest
 
 from pipeline import fetch as fetch_stage
 from rem.config import ConfigError
+from rem.tracking.ui import JOB_EXECUTION, server_env
 from tests.conftest import REPO
 from tests.sweep_helpers import BIN, free_port, sweep_env, wait_for
 
@@ -26,6 +27,19 @@ def processes_in_group(pgid: int) -> list[int]:
                 found.append(pid)
         except ProcessLookupError:  # a process that ended while we looked
             continue
+    return found
+
+
+def job_runners(pgid: int) -> list[str]:
+    """MLflow's job runner and task consumers among a server's processes (rem.tracking.ui.server_env turns them off)."""
+    found = []
+    for pid in processes_in_group(pgid):
+        try:
+            args = " ".join(psutil.Process(pid).cmdline())
+        except psutil.NoSuchProcess:
+            continue
+        if "huey" in args or "jobs._job_runner" in args:
+            found.append(args)
     return found
 
 
@@ -58,6 +72,7 @@ def test_rem_ui_serves_the_local_store_and_stops_with_its_server(tmp_path, stop)
         assert (tmp_path / "mlflow.db").exists()  # the local sqlite store in the working directory
         group = server_group(proc.pid, port)
         assert group != proc.pid and processes_in_group(group)
+        assert job_runners(group) == []  # no idle MLflow job processes taking a tenth of a core while the UI is open
         proc.send_signal(stop)  # to `rem ui` alone, as `kill` or a terminal's Ctrl-C reaches it
         out, _ = proc.communicate(timeout=60)
         assert proc.returncode == 0, out[-2000:]
@@ -148,3 +163,8 @@ def test_a_stage_prints_a_refusal_in_one_line_and_lets_a_bug_through(monkeypatch
     else:
         with pytest.raises(type(raised)):
             fetch_stage.main(argv)
+
+
+def test_rem_ui_turns_mlflow_job_execution_off_unless_the_user_set_it():
+    assert server_env({})[JOB_EXECUTION] == "false"
+    assert server_env({JOB_EXECUTION: "true"})[JOB_EXECUTION] == "true"

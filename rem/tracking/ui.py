@@ -25,6 +25,18 @@ SORT_METRIC = "final/test/acc"
 HEADLINE_METRICS = (SORT_METRIC, "final/entropy/mean", "final/parse_trees/total", "sparsity",
                     "final/routing/coupling_entropy", "final/routing/dead_capsules")
 STOP_GRACE_SECONDS = 10.0
+# MLflow's server starts a job runner and eight task consumers (its GenAI jobs) beside the UI unless told not to: on
+# a 2-core Zen 5 they took 6 s of CPU to start and then a tenth to a fifth of a core while the server sat idle
+# (benchmarks/suite_starts.py). Browsing runs needs none of them; a user who wants them sets the variable.
+JOB_EXECUTION = "MLFLOW_SERVER_ENABLE_JOB_EXECUTION"
+
+
+def server_env(env: dict[str, str] | None = None) -> dict[str, str]:
+    """The environment to start `mlflow ui` / `mlflow server` in for browsing and tracking runs: `env` (default: this
+    process's) with MLflow's job execution off unless it says otherwise."""
+    env = dict(os.environ if env is None else env)
+    env.setdefault(JOB_EXECUTION, "false")
+    return env
 
 
 def column(kind: str, name: str) -> str:
@@ -108,7 +120,7 @@ def serve(uri: str, port: int, open_browser: bool = False) -> int:
     base = f"http://127.0.0.1:{port}"
     published = publish_views(open_client(uri))
     server = subprocess.Popen([sys.executable, "-m", "mlflow", "ui", "--backend-store-uri", uri, "--host", "127.0.0.1",
-                               "--port", str(port), "--workers", "1"], start_new_session=True)
+                               "--port", str(port), "--workers", "1"], env=server_env(), start_new_session=True)
 
     def stop(signum, _frame):
         raise KeyboardInterrupt(signal.Signals(signum).name)
