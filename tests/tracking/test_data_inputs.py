@@ -58,7 +58,7 @@ def test_a_digest_changes_exactly_when_its_splits_images_could():
 
 @pytest.mark.slow  # MLflow's UI takes 15-60 s to start on a busy 2-core CPU (measured)
 def test_the_run_page_and_the_model_page_show_the_datasets_in_a_browser(tmp_path):
-    from rem.tracking.ui import stop_group, wait_until_serving
+    from rem.tracking.ui import server_env, stop_group, wait_until_serving
     from tests.browser import browser_page, screenshot
     from tests.sweep_helpers import free_port
 
@@ -68,8 +68,8 @@ def test_the_run_page_and_the_model_page_show_the_datasets_in_a_browser(tmp_path
     test = next(i.dataset for i in run.inputs.dataset_inputs if i.dataset.name.endswith("/test"))
     port = free_port()
     server = subprocess.Popen([sys.executable, "-m", "mlflow", "ui", "--backend-store-uri", uri, "--host",
-                               "127.0.0.1", "--port", str(port), "--workers", "1"], start_new_session=True,
-                              stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+                               "127.0.0.1", "--port", str(port), "--workers", "1"], env=server_env(),
+                              start_new_session=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     base = f"http://127.0.0.1:{port}"
     try:
         assert wait_until_serving(base, server, timeout=180), "mlflow ui did not answer"
