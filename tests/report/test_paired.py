@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 from scipy import stats
 
-from rem.report.sequential import Design, boundaries, design_power, spent, stated
+from rem.report.sequential import Design, _boundaries, boundaries, design_power, spent, stated
 from rem.report.verdicts import (
     Outcome,
     paired,
@@ -95,6 +95,17 @@ def test_the_boundaries_spend_alpha_as_obrien_fleming():
     assert boundaries([12], 0.05) == [0.05]
     with pytest.raises(ValueError, match="increasing"):
         boundaries([12, 6], 0.05)
+
+
+def test_a_design_s_boundaries_are_computed_once_per_process_and_handed_out_as_copies():
+    """A profile's check asks for them at every config it builds (25 times per `rem publish confirm_gamma --add`)."""
+    once = boundaries([5, 10], 0.025)
+    before = _boundaries.cache_info()
+    once.append(1.0)  # a caller's list is its own
+    again = boundaries([5, 10], 0.025)
+    assert len(again) == 2 and again == once[:2]
+    after = _boundaries.cache_info()
+    assert (after.hits, after.misses) == (before.hits + 1, before.misses)
 
 
 def test_the_design_keeps_its_error_and_has_the_stated_power():
