@@ -54,7 +54,7 @@ def init_ray() -> None:
     # left running on this machine. `ray job submit` sets RAY_ADDRESS for its entrypoint.
     # A new local instance starts no idle workers for this driver: Ray would start one per CPU for tasks, but every
     # trial is an actor in a worker started for it (with the runtime_env above), so those went unused: two
-    # interpreter starts of ~0.45 s of CPU each per sweep, taken from its first trials (benchmarks/suite_starts.py).
+    # interpreter starts of 0.3-0.5 s of CPU each per sweep (measured per process), taken from its first trials.
     system = None if address else {"prestart_worker_first_driver": False}
     ray.init(address=address or "local", include_dashboard=False, configure_logging=True, logging_level="WARNING",
              runtime_env=runtime_env, ignore_reinit_error=True, _system_config=system)

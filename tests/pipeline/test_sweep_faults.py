@@ -155,21 +155,31 @@ def test_killed_driver_then_rerun_finishes_without_rerunning_or_duplicating(synt
     rerun_and_check(folder, finished[0], "cut short")
 
 
-def test_nan_trial_fails_with_its_reason_and_the_sweep_goes_on(synthetic_raw, tmp_path):
-    write_params(tmp_path, synthetic_raw, grid={"train.lr": [0.001, 1.0e30]}, name="nan", model_options=SMALL_CAPSNET)
-    run_sweep(tmp_path)
+def test_nan_trial_fails_with_its_reason_and_the_sweep_goes_on_against_a_real_mlflow_server(synthetic_raw, tmp_path,
+                                                                                           mlflow_service):
+    """One sweep serves both checks (each sweep is seconds of Ray and interpreter starts): a diverged trial fails with
+    its reason while the other finishes, and every record of both goes to a real `mlflow server`, none to a local
+    store."""
+    uri = mlflow_service  # the worker's server: the experiment's name is this test's alone
+    write_params(tmp_path, synthetic_raw, grid={"train.lr": [0.001, 1.0e30]}, name="nan-served",
+                 model_options=SMALL_CAPSNET)
+    run_sweep(tmp_path, env=sweep_env(MLFLOW_TRACKING_URI=uri))
     table = results(tmp_path).set_index("train.lr")
     assert table.loc[0.001, "status"] == "FINISHED"
     assert table.loc[1.0e30, "status"] == "FAILED" and "NonFiniteLossError" in table.loc[1.0e30, "error"]
-    # Ray retried it (sweep.max_failures 2), and each retry was refused from its run's record, not trained again:
-    # the trial's error file in Ray's storage keeps the last attempt's traceback
+    # Ray retried it (sweep.max_failures 2), and each retry was refused from its run's record on the server, not
+    # trained again: the trial's error file in Ray's storage keeps the last attempt's traceback
     errors = [path.read_text() for path in (tmp_path / "ray").rglob("error.txt")]
     assert len(errors) == 1 and "not retried, it failed before" in errors[0], errors
-    parents, children = sweep_runs(local_uri(tmp_path), "nan")
+    parents, children = sweep_runs(uri, "nan-served")
+    assert len(parents) == 1 and len(children) == 2
     by_lr = {r.data.params["train.lr"]: r for r in children}
-    assert by_lr["0.001"].info.status == "FINISHED"
+    finished = by_lr["0.001"]
+    assert finished.info.status == "FINISHED" and "test/acc" in finished.data.metrics
+    assert open_client(uri).get_metric_history(finished.info.run_id, "entropy/mean")
     assert by_lr["1e+30"].info.status == "FAILED" and "non-finite" in by_lr["1e+30"].data.tags["rem.failure"]
     assert parents[0].info.status == "FAILED" and parents[0].data.metrics["trials_failed"] == 1
+    assert not (tmp_path / "mlflow.db").exists()  # everything went to the server
 
 
 def test_unreachable_mlflow_server_fails_fast_before_any_trial(synthetic_raw, tmp_path):
@@ -180,16 +190,3 @@ def test_unreachable_mlflow_server_fails_fast_before_any_trial(synthetic_raw, tm
     lines = [line for line in proc.stderr.splitlines() if line.startswith("error:")]
     assert len(lines) == 1 and "unreachable" in lines[0] and "127.0.0.1" in lines[0]
     assert not (tmp_path / "ray").exists()  # no trial started
-
-
-def test_sweep_against_a_real_mlflow_server(synthetic_raw, tmp_path, mlflow_service):
-    uri = mlflow_service  # the worker's server: the experiment's name is this test's alone
-    write_params(tmp_path, synthetic_raw, grid={"train.seed": [42, 43]}, name="served-faults",
-                 model_options=SMALL_CAPSNET)
-    run_sweep(tmp_path, env=sweep_env(MLFLOW_TRACKING_URI=uri))
-    parents, children = sweep_runs(uri, "served-faults")
-    assert len(parents) == 1 and len(children) == 2
-    assert {r.info.status for r in parents + children} == {"FINISHED"}
-    assert all("test/acc" in r.data.metrics for r in children)
-    assert not (tmp_path / "mlflow.db").exists()  # everything went to the server
-    assert open_client(uri).get_metric_history(children[0].info.run_id, "entropy/mean")
