@@ -11,13 +11,15 @@ from rem.training.loop import train
 @pytest.mark.slow
 @pytest.mark.realdata
 def test_a_short_rem_run_keeps_its_accuracy_near_plus_q_on_real_data(fashion_raw, tmp_path):
-    """Real Fashion-MNIST, Efficient-CapsNet, the same seed: +REM prunes and stays within 2 points of +Q."""
+    """Real Fashion-MNIST, Efficient-CapsNet, the same seed: +REM prunes and stays within 2 points of +Q. At
+    `train.precision: auto`, as the learning checks run: bf16 where the CPU computes it natively (on the Zen 5 +Q
+    83.0 %, +REM 82.75 %, the test 27 s against 48 s in fp32), fp32 elsewhere."""
     def run(method, subsets=None, **prune):
         cfg = from_dict({
             "data": {"root": str(fashion_raw), "mirror": "", "system_root": "", "download": False, "augment": False,
                      "train_subset": 6400, "val_subset": 500, "test_subset": 2000, **(subsets or {})},
             "model": {"name": "efficient_capsnet"},
-            "train": {"epochs": 2, "batch_size": 64, "eval_batch_size": 500, "precision": "fp32", "seed": 42},
+            "train": {"epochs": 2, "batch_size": 64, "eval_batch_size": 500, "precision": "auto", "seed": 42},
             "prune": {"method": method, **prune},
         })
         return train(cfg, workdir=tmp_path / method)
