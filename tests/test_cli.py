@@ -3,6 +3,7 @@ values only the data refute; a bug keeps its traceback."""
 
 from __future__ import annotations
 
+import contextlib
 import os
 import signal
 import subprocess
@@ -60,6 +61,7 @@ def test_rem_ui_serves_the_local_store_and_stops_with_its_server(tmp_path, stop)
     port = free_port()
     proc = subprocess.Popen([str(BIN / "rem"), "ui", "--port", str(port)], cwd=tmp_path, env=sweep_env(),
                             stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, start_new_session=True)
+    group = None
     try:
         def page():
             try:
@@ -81,6 +83,11 @@ def test_rem_ui_serves_the_local_store_and_stops_with_its_server(tmp_path, stop)
     finally:
         if proc.poll() is None:
             os.killpg(proc.pid, signal.SIGKILL)
+        # a failed assertion above leaves the server's own group running (a killed `rem ui` cannot stop it): the
+        # suite's later tests would share the CPU with it
+        for pid in processes_in_group(group) if group is not None else []:
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, signal.SIGKILL)
 
 
 def test_rem_train_with_an_unknown_key_fails_with_one_line(tmp_path):
