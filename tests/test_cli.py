@@ -85,9 +85,9 @@ def test_rem_ui_serves_the_local_store_and_stops_with_its_server(tmp_path, stop)
             os.killpg(proc.pid, signal.SIGKILL)
         # a failed assertion above leaves the server's own group running (a killed `rem ui` cannot stop it): the
         # suite's later tests would share the CPU with it
-        for pid in processes_in_group(group) if group is not None else []:
+        if group is not None:
             with contextlib.suppress(ProcessLookupError):
-                os.kill(pid, signal.SIGKILL)
+                os.killpg(group, signal.SIGKILL)
 
 
 def test_rem_train_with_an_unknown_key_fails_with_one_line(tmp_path):
