@@ -7,7 +7,7 @@ from __future__ import annotations
 import functools
 import json
 import math
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 
 import pandas as pd
@@ -19,6 +19,7 @@ from rem.pruning.methods.presentation import REM_RANK
 from rem.pruning.methods.registry import METHODS, FixedTargetMethod, PruningMethod, presentation_of
 from rem.results.arm_key import arm_key
 from rem.results.grid import SEED, point_keys
+from rem.results.rows import row_dicts
 
 REPLICATES = frozenset({SEED})
 # Said by the paper name or derived per seed from it (a matched control's targets), so never a difference.
@@ -116,14 +117,22 @@ def arm_differences(last: pd.DataFrame, names: pd.Series) -> dict[str, tuple[tup
               for group_key, group in frame.groupby(["model.name", "_name"], dropna=False, sort=False)}
     out: dict[str, tuple] = {}
     for (_, model, name), group in frame.groupby(["data.dataset", "model.name", "_name"], dropna=False, sort=False):
-        varying = [k for k in keys if group[k].astype(str).nunique(dropna=False) > 1 or k in across[(model, name)]]
+        rows = row_dicts(group)
+        varying = [k for k in keys if distinct_texts(row[k] for row in rows) > 1 or k in across[(model, name)]]
         short = short_keys(varying)
-        rows = group.to_dict("records")
         base = run_defaults(rows, varying)
         for row in rows:
             out[row["trial_key"]] = tuple((short[k], comparable(row[k])) for k in varying
                                           if not at_default(k, row[k]) and not at_run_default(k, row, base))
     return out
+
+
+def distinct_texts(values: Iterable) -> int:
+    """How many different values `values` hold as text, every missing one (NaN, None, NA, NaT) the same one: what
+    `Series.astype(str).nunique(dropna=False)` counts, without a Series per key and group (20,000 of them, most of
+    a page's time in labelling its arms)."""
+    return len({None if value is None or value is pd.NA or value is pd.NaT or is_nan(value) else str(value)
+                for value in values})
 
 
 def run_defaults(rows: list[dict], keys: list[str]) -> dict[str, object]:

@@ -11,6 +11,7 @@ import pandas as pd
 
 from rem.config import Config
 from rem.io import atomic_write
+from rem.results.rows import row_dicts
 
 IDENTITY = ["sweep_id", "trial_key", "status", "error", "epoch"]
 
@@ -80,7 +81,7 @@ def with_current_keys(table: pd.DataFrame) -> pd.DataFrame:
     old = [column for column in table.columns if column in stored.RENAMED]
     if not old:
         return table
-    rows = pd.DataFrame.from_records([stored.upgraded_row(row) for row in table.to_dict("records")], index=table.index)
+    rows = pd.DataFrame.from_records([stored.upgraded_row(row) for row in row_dicts(table)], index=table.index)
     current = table.drop(columns=old)
     for column in rows.columns:  # only the columns the upgrade wrote are replaced, the others keep their dtypes
         if column not in current.columns or not rows[column].astype(object).equals(current[column].astype(object)):

@@ -12,6 +12,7 @@ from rem.models import has_routing, list_models
 from rem.pruning.methods.arm_settings import ArmSetting
 from rem.results import grid
 from rem.results.arms import DEFAULT_ITERATIONS, Arm, arm_differences, is_nan, method_of
+from rem.results.rows import row_dicts
 from rem.results.table import trial_rows
 
 
@@ -91,11 +92,12 @@ def label_trials(results: pd.DataFrame) -> pd.DataFrame:
     """A copy with each trial's `arm`, `arm_key` (what readers select by), `variant` (its label, for display) and
     `arm_rank`, and its table's name in `data.dataset`."""
     results = results.copy()
-    results["data.dataset"] = [dataset_label(r) for r in results.to_dict("records")]
+    results["data.dataset"] = [dataset_label(r) for r in row_dicts(results)]
     last = results.sort_values("epoch").groupby("trial_key").tail(1)
-    names = pd.Series([variant_of(row) for row in last.to_dict("records")], index=last.index)
+    last_dicts = row_dicts(last)
+    names = pd.Series([variant_of(row) for row in last_dicts], index=last.index)
     differences = arm_differences(last, names)
-    arms = {row["trial_key"]: arm_of(row, differences[row["trial_key"]]) for row in last.to_dict("records")}
+    arms = {row["trial_key"]: arm_of(row, differences[row["trial_key"]]) for row in last_dicts}
     ranks = arm_ranks(arms.values())
     results["arm"] = results["trial_key"].map(arms).astype(object)
     results["arm_key"] = results["trial_key"].map({key: arm.key for key, arm in arms.items()})

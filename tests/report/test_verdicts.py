@@ -11,6 +11,7 @@ import pandas as pd
 import pytest
 from scipy import stats
 
+from benchmarks.report_rows import seeds_needed_one_size_at_a_time
 from rem.report.arm_seeds import QUANTIZED, arm_seeds
 from rem.report.preconditions import (
     LEARNED_MARGIN_POINTS,
@@ -20,7 +21,7 @@ from rem.report.preconditions import (
     first,
     uniform_arms,
 )
-from rem.report.verdicts import Differs, NoWorse, Outcome, decide, welch
+from rem.report.verdicts import MAX_SEEDS, Differs, NoWorse, Outcome, decide, seeds_needed, welch, welch_df
 from tests.report.test_report import final_row
 
 UNIFORM_10 = math.log2(10)
@@ -34,6 +35,28 @@ def test_welch_matches_scipy_and_its_interval_holds_the_estimate():
     assert (d.n_a, d.n_b) == (4, 3)
     # the interval excludes 0 exactly when p < 0.05
     assert (d.high < 0) == (d.p < 0.05)
+
+
+def test_seeds_needed_is_the_first_size_that_detects_the_target():
+    """On 300 spreads and targets, some reached and some not under MAX_SEEDS: the same size as sizes tried one by
+    one; and a target exactly on a size's own detectable difference (the smallest size, one between, the largest) is
+    reached at that size, one a bit below it at the next."""
+    rng = np.random.default_rng(7)
+    reached = []
+    for _ in range(300):
+        a, b = rng.normal(80, rng.uniform(0.01, 3), int(rng.integers(2, 9))), rng.normal(80, 2, 3)
+        d = welch(a.tolist(), b.tolist())
+        target = float(d.se * rng.uniform(0.02, 6))
+        got = seeds_needed(d, target)
+        assert got == seeds_needed_one_size_at_a_time(d, target), (d, target)
+        reached.append(got is not None)
+    assert any(reached) and not all(reached)
+    for n in (2, 17, MAX_SEEDS):  # a target exactly on a size's detectable difference is reached at that size
+        d = welch([1.0, 2.0, 4.0], [0.5, 3.0, 3.5])
+        df = welch_df(d.var_a, d.var_b, n, n)
+        edge = float(stats.t.ppf(0.975, df) + stats.t.ppf(0.80, df)) * math.sqrt((d.var_a + d.var_b) / n)
+        assert seeds_needed(d, edge) == n and seeds_needed(d, math.nextafter(edge, 0)) == (n + 1 if n < MAX_SEEDS
+                                                                                            else None)
 
 
 def test_a_real_difference_at_five_seeds_is_decided():

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 
+import numpy as np
 import pandas as pd
 import pytest
 
@@ -15,7 +16,7 @@ from rem.report.dvc_outputs import arm_curves, write_metrics
 from rem.report.robustness import arms as robustness_arms, robustness_points
 from rem.report.spread import final_spreads
 from rem.report.tables import aggregate
-from rem.results.arms import compared_keys, short_keys
+from rem.results.arms import compared_keys, distinct_texts, short_keys
 from rem.results.frames import training_points, trial_points
 from rem.results.pareto import front
 from rem.results.table import read_results
@@ -117,3 +118,21 @@ def test_a_sweeps_fixed_setting_names_no_arm_and_a_grid_axis_over_it_does(claims
     # each value away from the code's default still names its arm
     other = changed(claims, "train.batch_size", 96, seed=43)
     assert rows_of(other, "capsnet", "+Q ·") == {"+Q · batch_size=64": [42, 44], "+Q · batch_size=96": [43]}
+
+
+@pytest.mark.parametrize("values", [
+    [1.0, np.nan, np.nan], [np.nan, "nan"], [None, np.nan], [{"a": 1}, {"a": 1}, None], [True, np.nan],
+    [pd.NA, None], [0.1, 0.1], [1, 1.0], ["1", 1], [], ["+REM", "+REM"], [pd.NaT, np.nan]])
+def test_distinct_texts_counts_what_a_series_as_text_counts(values):
+    """Each list as a column holding exactly these values (object), so 1 and 1.0 stay two texts, as they are."""
+    assert distinct_texts(values) == pd.Series(values, dtype=object).astype(str).nunique(dropna=False)
+
+
+def test_distinct_texts_reads_values_as_their_column_holds_them(claims):
+    """Over every compared key of the committed claims table, row values (as `row_dicts` gives them) against the
+    column's own text."""
+    from rem.results.rows import row_dicts
+
+    rows = row_dicts(claims)
+    for key in compared_keys(claims.columns):
+        assert distinct_texts(row[key] for row in rows) == claims[key].astype(str).nunique(dropna=False), key

@@ -24,6 +24,7 @@ from rem.device import resolve_device
 from rem.report.dvc_outputs import file_slug
 from rem.report.figures.internals import DATA_SOURCE_KEYS
 from rem.results.frames import last_rows
+from rem.results.rows import row_dicts
 from rem.results.table import sweeps_in
 from rem.tracking import runs as tracking
 from rem.tracking.model_sources import load_source, package_evaluation
@@ -96,7 +97,7 @@ def multi_reconstruction_figures(cfg, out: Path, results: pd.DataFrame) -> list[
         return []
     checkpoints, notes = locate_checkpoints(cfg, Path.cwd(), sweeps_in(results))
     written = []
-    for row in chosen.to_dict("records"):
+    for row in row_dicts(chosen):
         path = out / "figures" / FIGURE.format(dataset=file_slug(str(row["data.dataset"])))
         try:
             package, source = trial_package(cfg, row, checkpoints)

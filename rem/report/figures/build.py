@@ -29,6 +29,7 @@ from rem.report.figures.internals import CheckpointMissingError, load_trial, sna
 from rem.report.robustness import robustness_points
 from rem.report.routing_iterations import iteration_points
 from rem.results.frames import last_rows, training_points, trial_points
+from rem.results.rows import row_dicts
 
 log = logging.getLogger("rem.report.figures")
 
@@ -137,7 +138,7 @@ def checkpoint_figures(results: pd.DataFrame, checkpoints: dict[str, Path], cfg:
             notes.append(f"{dataset} {model}: no routing figures (the model has no routing couplings).")
             continue
         series = {}
-        for row in sorted(group.to_dict("records"), key=lambda r: r["arm_rank"]):
+        for row in sorted(row_dicts(group), key=lambda r: r["arm_rank"]):
             variant, key = row["variant"], row["trial_key"]
             name = f"{dataset} {model} {variant} (seed {row['train.seed']})"
             if key not in checkpoints:
