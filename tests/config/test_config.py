@@ -6,6 +6,7 @@ import pytest
 import yaml
 
 from rem.config import ConfigError, load, parse_override, resolve
+from rem.config.loading import SAFE_LOADER
 from rem.results import grid
 from tests.conftest import REPO
 
@@ -89,3 +90,13 @@ def test_a_bare_yaml_on_or_off_is_the_setting_not_a_boolean(tmp_path):
     assert load(path).data.flip == "off"
     path.write_text("data:\n  flip: on\nprofile: quick\nprofiles: {quick: {}}\n")
     assert load(path).data.flip == "on"
+
+
+def test_params_files_load_with_libyaml_to_the_trees_pyyamls_own_parser_gives():
+    """The loader reads params.yaml with libyaml's parser (PyYAML's wheels carry it): the repo's params and every
+    YAML file under pipeline/ parse to the same tree as with PyYAML's pure-Python SafeLoader."""
+    assert SAFE_LOADER is yaml.CSafeLoader
+    files = [REPO / "params.yaml", *sorted((REPO / "pipeline").rglob("*.yaml"))]
+    for path in files:
+        text = path.read_text()
+        assert yaml.load(text, Loader=SAFE_LOADER) == yaml.safe_load(text), path
