@@ -71,11 +71,16 @@ def welch_df(var_a: float, var_b: float, n_a: int, n_b: int) -> float:
     return (va + vb) ** 2 / (va ** 2 / (n_a - 1) + vb ** 2 / (n_b - 1)) if va + vb > 0 else math.inf
 
 
+def detectable_at(df, se, alpha: float = ALPHA, power: float = POWER):
+    """(t_{1 - alpha/2} + t_{power}) x se at `df` degrees of freedom, for one size or an array of them."""
+    return (stats.t.ppf(1 - alpha / 2, df) + stats.t.ppf(power, df)) * se
+
+
 def detectable(d: Difference, alpha: float = ALPHA, power: float = POWER) -> float:
-    """The smallest |b - a| the test finds with probability `power`: (t_{1 - alpha/2} + t_{power}) x se."""
+    """The smallest |b - a| the test finds with probability `power` (`detectable_at` the arms' own df and se)."""
     if d.se == 0.0:
         return 0.0
-    return float(stats.t.ppf(1 - alpha / 2, d.df) + stats.t.ppf(power, d.df)) * d.se
+    return float(detectable_at(d.df, d.se, alpha, power))
 
 
 def seeds_needed(d: Difference, target: float, alpha: float = ALPHA, power: float = POWER) -> int | None:
@@ -84,14 +89,13 @@ def seeds_needed(d: Difference, target: float, alpha: float = ALPHA, power: floa
         return None
     if d.se == 0.0:
         return max(d.n_a, d.n_b)
-    # Every size from 2 to MAX_SEEDS at once, each computed as `detectable` computes it: the quantiles in two calls
-    # for the 999 sizes instead of two per size (a page's power notes asked scipy 200,000 times). The degrees of
-    # freedom stay welch_df's own floats: numpy squares as x * x, Python's float ** 2 calls pow, and the two differ
-    # in the last bit for about one number in a thousand.
+    # Every size from 2 to MAX_SEEDS at once: the quantiles in two calls for the 999 sizes instead of two per size (a
+    # page's power notes asked scipy 200,000 times). The degrees of freedom stay welch_df's own floats: numpy squares
+    # as x * x, Python's float ** 2 calls pow, and the two differ in the last bit for about one number in a thousand.
     sizes = range(2, MAX_SEEDS + 1)
     df = np.array([welch_df(d.var_a, d.var_b, n, n) for n in sizes])
     se = np.sqrt((d.var_a + d.var_b) / np.array(sizes))
-    reached = np.flatnonzero((stats.t.ppf(1 - alpha / 2, df) + stats.t.ppf(power, df)) * se <= target)
+    reached = np.flatnonzero(detectable_at(df, se, alpha, power) <= target)
     return sizes[reached[0]] if reached.size else None
 
 

@@ -111,13 +111,14 @@ def arm_differences(last: pd.DataFrame, names: pd.Series) -> dict[str, tuple[tup
     """trial_key -> the (short key, value) pairs that set its arm apart beyond its paper name, from each trial's last
     row and paper name (same index), compared within one table (`data.dataset`), model and name."""
     keys = compared_keys(last.columns)
-    frame = last.assign(_name=names.to_numpy(), **{k: [unstated(k, v) for v in last[k]] for k in keys
-                                                   if k.endswith(".options")})
+    frame = last.assign(_name=names.to_numpy(), _row=range(len(last)),
+                        **{k: [unstated(k, v) for v in last[k]] for k in keys if k.endswith(".options")})
+    every_row = row_dicts(frame)  # once for the table, not once per group
     across = {group_key: [k for k in ACROSS_DATASETS if k in keys and group[k].map(beyond_name).nunique() > 1]
               for group_key, group in frame.groupby(["model.name", "_name"], dropna=False, sort=False)}
     out: dict[str, tuple] = {}
     for (_, model, name), group in frame.groupby(["data.dataset", "model.name", "_name"], dropna=False, sort=False):
-        rows = row_dicts(group)
+        rows = [every_row[i] for i in group["_row"]]
         varying = [k for k in keys if distinct_texts(row[k] for row in rows) > 1 or k in across[(model, name)]]
         short = short_keys(varying)
         base = run_defaults(rows, varying)

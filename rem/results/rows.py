@@ -1,9 +1,10 @@
 """A table's rows as dicts, for the readers that walk a results table row by row (arms, labels, figures).
 
 `DataFrame.to_dict("records")` in pandas 3 builds one Series per column before it reads a row, and a results table
-has 250-550 columns (a metric per class, per routing layer, per transform): 0.04-0.05 s per call on a committed
-table of 54-150 rows, and a page labels its trials a dozen times. One conversion of the whole table to Python
-objects gives the same dicts, value for value and type for type, in a fifth of the time (benchmarks/report_rows.py).
+has 240-545 columns (a metric per class, per routing layer, per transform): 0.008-0.022 s per call on a committed
+table of 18-150 rows (Intel Xeon), and a page labels its trials a dozen times. One conversion of the whole table to
+Python objects gives the same dicts, value for value and type for type, 3.7-6.7 times as fast
+(benchmarks/report_rows.py).
 """
 
 from __future__ import annotations

@@ -19,6 +19,7 @@ from rem.report.tables import aggregate
 from rem.results.arms import compared_keys, distinct_texts, short_keys
 from rem.results.frames import training_points, trial_points
 from rem.results.pareto import front
+from rem.results.rows import row_dicts
 from rem.results.table import read_results
 from tests.conftest import REPO
 
@@ -131,8 +132,6 @@ def test_distinct_texts_counts_what_a_series_as_text_counts(values):
 def test_distinct_texts_reads_values_as_their_column_holds_them(claims):
     """Over every compared key of the committed claims table, row values (as `row_dicts` gives them) against the
     column's own text."""
-    from rem.results.rows import row_dicts
-
     rows = row_dicts(claims)
     for key in compared_keys(claims.columns):
         assert distinct_texts(row[key] for row in rows) == claims[key].astype(str).nunique(dropna=False), key
