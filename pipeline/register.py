@@ -27,8 +27,7 @@ from rem.report.preconditions import classes_of, routing_uniform
 from rem.tracking import runs as tracking
 from rem.tracking.model_registry import register_trial
 from rem.tracking.pareto import points_from_mlflow
-from rem.tracking.results import SweepNotFoundError, experiment_id, resolve_sweep
-from rem.tracking.store import open_client
+from rem.tracking.results import SweepNotFoundError, experiment_id, open_store, resolve_sweep
 from rem.tracking.trade_off import RuleError, choose, one_group, parse_rule
 
 
@@ -62,8 +61,8 @@ def register(cfg: Config, args: argparse.Namespace) -> int:
     os.environ.setdefault("MLFLOW_ENABLE_ARTIFACTS_PROGRESS_BAR", "false")
     uri = tracking.tracking_uri(cfg.sweep.tracking_uri, Path.cwd())
     tracking.check_reachable(uri)
-    client = open_client(uri)
     experiment = args.experiment or cfg.sweep.name
+    client = open_store(uri, experiment)
     sweep = resolve_sweep(client, experiment_id(client, experiment), args.sweep)  # its id: the version records it
     trial = choose(one_group(points_from_mlflow(uri, experiment, sweep), args.dataset, args.model), rule)
     version = register_trial(client, trial["run_id"], args.name, args.alias, choice_tags(args.rule, sweep, trial),

@@ -108,6 +108,7 @@ def test_rem_pareto_and_collect_without_that_sweep_fail_with_one_line(tmp_path, 
     assert proc.returncode == 2
     errors = [line for line in proc.stderr.strip().splitlines() if line.startswith("error:")]
     assert len(errors) == 1 and "no MLflow experiment 'rem'" in errors[0] and str(tmp_path) in errors[0]
+    assert list(tmp_path.iterdir()) == []  # reading made no store (no mlflow.db, no lock)
 
 
 def rem_train(tmp_path, *overrides: str) -> subprocess.CompletedProcess:
