@@ -1,8 +1,7 @@
 """`python -m pipeline.claims`, which earlier run.json files cite: an alias of `rem publish claims`."""
 
-import sys
-
 from pipeline.publish import alias
+from rem.cli import exit_with
 
 if __name__ == "__main__":
-    sys.exit(alias("claims"))
+    exit_with(alias("claims"))

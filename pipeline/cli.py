@@ -14,7 +14,6 @@ from __future__ import annotations
 import argparse
 import importlib
 import os
-import sys
 
 from rem import cli as library_cli
 
@@ -38,5 +37,10 @@ def main(argv: list[str] | None = None) -> int:
     return args.run(args)
 
 
+def run() -> None:
+    """The `rem` command (pyproject.toml's script): `main`, then the end of the process (rem.cli.exit_with)."""
+    library_cli.exit_with(main())
+
+
 if __name__ == "__main__":
-    sys.exit(main())
+    run()

@@ -10,10 +10,9 @@ By default the sweep these params name (the same id `pipeline.sweep` gives them)
 from __future__ import annotations
 
 import argparse
-import sys
 from pathlib import Path
 
-from rem.cli import run_with_params
+from rem.cli import exit_with, run_with_params
 from rem.config import Config, add_params_arguments
 from rem.results.table import summary, sweep_id, write_results
 from rem.tracking import runs as tracking
@@ -35,4 +34,4 @@ def main(argv: list[str] | None = None) -> int:
     return run_with_params(collect, parser.parse_args(argv), (SweepNotFoundError, tracking.TrackingUnavailableError))
 
 if __name__ == "__main__":
-    sys.exit(main())
+    exit_with(main())

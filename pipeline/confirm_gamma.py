@@ -1,8 +1,7 @@
 """`python -m pipeline.confirm_gamma`, which earlier run.json files cite: an alias of `rem publish confirm_gamma`."""
 
-import sys
-
 from pipeline.publish import alias
+from rem.cli import exit_with
 
 if __name__ == "__main__":
-    sys.exit(alias("confirm_gamma"))
+    exit_with(alias("confirm_gamma"))

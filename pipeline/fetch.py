@@ -11,10 +11,9 @@ folder (data.system_root, e.g. Debian's /usr/share/datasets), then the canonical
 from __future__ import annotations
 
 import argparse
-import sys
 from pathlib import Path
 
-from rem.cli import run_with_params
+from rem.cli import exit_with, run_with_params
 from rem.config import Config, add_params_arguments
 from rem.data import DataSourceError, fetch_datasets
 from rem.results import grid
@@ -46,4 +45,4 @@ def main(argv: list[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    exit_with(main())

@@ -1,8 +1,7 @@
 """`python -m pipeline.gpu_horizon`, which earlier run.json files cite: an alias of `rem publish gpu_horizon`."""
 
-import sys
-
 from pipeline.publish import alias
+from rem.cli import exit_with
 
 if __name__ == "__main__":
-    sys.exit(alias("gpu_horizon"))
+    exit_with(alias("gpu_horizon"))

@@ -1,8 +1,7 @@
 """`python -m pipeline.horizon`, which earlier run.json files cite: an alias of `rem publish horizon`."""
 
-import sys
-
 from pipeline.publish import alias
+from rem.cli import exit_with
 
 if __name__ == "__main__":
-    sys.exit(alias("horizon"))
+    exit_with(alias("horizon"))

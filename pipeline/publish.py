@@ -13,6 +13,7 @@ import argparse
 import sys
 
 from pipeline.studies import publications
+from rem.cli import exit_with
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -32,4 +33,4 @@ def alias(profile: str) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    exit_with(main())

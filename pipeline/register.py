@@ -21,7 +21,7 @@ import pandas as pd
 from mlflow.exceptions import MlflowException
 from mlflow.tracking import MlflowClient
 
-from rem.cli import MODEL_SOURCE_ERRORS, run_with_params
+from rem.cli import MODEL_SOURCE_ERRORS, exit_with, run_with_params
 from rem.config import Config, add_params_arguments
 from rem.report.preconditions import classes_of, routing_uniform
 from rem.tracking import runs as tracking
@@ -90,4 +90,4 @@ def main(argv: list[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    exit_with(main())

@@ -19,7 +19,7 @@ import sys
 from pathlib import Path
 
 from pipeline.ray_trials import POINT, storage_uri
-from rem.cli import CommandError, run_with_params
+from rem.cli import CommandError, exit_with, run_with_params
 from rem.config import Config, add_params_arguments
 from rem.report.stage import build_reports
 from rem.results.grid import trial_key
@@ -107,4 +107,4 @@ def main(argv: list[str] | None = None) -> int:
     return run_with_params(report, args)
 
 if __name__ == "__main__":
-    sys.exit(main())
+    exit_with(main())

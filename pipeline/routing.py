@@ -1,8 +1,7 @@
 """`python -m pipeline.routing`, which earlier run.json files cite: an alias of `rem publish routing`."""
 
-import sys
-
 from pipeline.publish import alias
+from rem.cli import exit_with
 
 if __name__ == "__main__":
-    sys.exit(alias("routing"))
+    exit_with(alias("routing"))

@@ -19,7 +19,7 @@ from pathlib import Path
 import pandas as pd
 
 from pipeline.ray_trials import POINT, storage_uri, trial_name
-from rem.cli import run_with_params
+from rem.cli import exit_with, run_with_params
 from rem.config import Config, add_params_arguments
 from rem.data import DataSourceError, fetch_datasets
 from rem.results import grid
@@ -294,4 +294,4 @@ def main(argv: list[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    exit_with(main())

@@ -11,10 +11,12 @@
 from __future__ import annotations
 
 import argparse
+import gc
 import logging
 import sys
 from collections.abc import Callable
 from pathlib import Path
+from typing import NoReturn
 
 import pandas as pd
 
@@ -45,6 +47,16 @@ from rem.training.loop import train
 
 class CommandError(Exception):
     """A mistake the user can fix (a missing input file, say): reported as one line, like a bad param."""
+
+
+def exit_with(code: int) -> NoReturn:
+    """Ends a command's process with exit status `code`, its objects frozen first (`gc.freeze`) so that the garbage
+    collections Python runs as it shuts down skip them. With torch, MLflow, Ray and pandas loaded, those collections
+    walk millions of objects that the process's end frees anyway: 1.3-1.5 s of CPU at every command's end, measured
+    (issue 65). atexit handlers (Ray's shutdown, logging's flush) still run. Only for the end of a process: a caller
+    that goes on (a test calling `main`) would keep every object alive now out of all its later collections."""
+    gc.freeze()
+    sys.exit(code)
 
 
 def run_with_params(command: Callable[[Config, argparse.Namespace], int], args: argparse.Namespace,
@@ -198,4 +210,4 @@ def main(argv: list[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    exit_with(main())
