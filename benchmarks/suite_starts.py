@@ -1,8 +1,8 @@
 """What the test suite pays each time it starts something before any test work: a Python interpreter (bare, with
-torch, with a pipeline stage's imports), a local Ray instance, a real `mlflow server`, a DVC repository, and a
-headless Chromium; and the share of a core an idle `mlflow server` keeps taking, with MLflow's job execution on and
-off. Multiplied by how often the suite starts each, this is the part of the suite's time that no assertion needs
-(docs/testing.md gives the counts).
+torch, with a pipeline stage's imports, and that one ended as every command ends: rem.cli.exit_with), a local Ray
+instance, a real `mlflow server`, a DVC repository, and a headless Chromium; and the share of a core an idle
+`mlflow server` keeps taking, with MLflow's job execution on and off. Multiplied by how often the suite starts each,
+this is the part of the suite's time that no assertion needs (docs/testing.md gives the counts).
 
     PYTHONPATH=$PWD python benchmarks/suite_starts.py [--rounds 3]
 
@@ -115,6 +115,9 @@ STARTS = {
     "Python, bare": lambda: python("pass"),
     "Python + torch": lambda: python("import torch"),
     "Python + a sweep's imports (pipeline.sweep)": lambda: python("import pipeline.sweep"),
+    # the same process ended as every command ends now: the objects frozen, out of the exit's collections
+    "Python + a sweep's imports, ended by rem.cli.exit_with": lambda: python(
+        "import pipeline.sweep; from rem.cli import exit_with; exit_with(0)"),
     "Python + a trial worker's imports": lambda: python("import pipeline.ray_trials"),
     "Ray, local instance (init + shutdown)": ray_local,
     "mlflow server, until /health": lambda: started(mlflow_server()),
