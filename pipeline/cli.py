@@ -14,6 +14,7 @@ from __future__ import annotations
 import argparse
 import importlib
 import os
+from typing import NoReturn
 
 from rem import cli as library_cli
 
@@ -37,7 +38,7 @@ def main(argv: list[str] | None = None) -> int:
     return args.run(args)
 
 
-def run() -> None:
+def run() -> NoReturn:
     """The `rem` command (pyproject.toml's script): `main`, then the end of the process (rem.cli.exit_with)."""
     library_cli.exit_with(main())
 
