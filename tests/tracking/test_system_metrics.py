@@ -26,14 +26,22 @@ def test_a_watched_block_writes_cpu_and_memory_into_its_run(tmp_path, enabled):
     uri = f"sqlite:///{tmp_path / 'mlflow.db'}"
     client = open_client(uri)
     run_id = client.create_run(client.create_experiment("machine")).info.run_id
+    def samples() -> int:
+        return len(client.get_metric_history(run_id, "system/cpu_utilization_percentage"))
+
     with machine_metrics(run_id, uri, enabled, every_s=0.2):
-        time.sleep(0.7)
+        # Written while the block runs, not only at its end: two samples, however long a busy CPU takes to start
+        # the monitor's thread (a fixed sleep of 0.7 s saw one on a loaded 2-core machine).
+        deadline = time.monotonic() + (120 if enabled else 1.0)
+        while samples() < 2 and time.monotonic() < deadline:
+            time.sleep(0.1)
+        during = samples()
     written = {key for key in client.get_run(run_id).data.metrics if key.startswith("system/")}
     if enabled:
+        assert during >= 2
         assert {"system/cpu_utilization_percentage", "system/system_memory_usage_megabytes"} <= written, written
-        assert len(client.get_metric_history(run_id, "system/cpu_utilization_percentage")) >= 2
     else:
-        assert not written
+        assert during == 0 and not written
 
 
 def test_a_block_shorter_than_one_interval_still_records_its_sample(tmp_path):
