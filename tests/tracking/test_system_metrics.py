@@ -11,6 +11,7 @@ import pytest
 from rem.config import Config, ConfigError
 from rem.tracking.store import open_client
 from rem.tracking.system_metrics import machine_metrics, monitored
+from tests.sweep_helpers import wait_for
 
 
 def test_auto_watches_gpu_trials_only_and_the_setting_is_checked():
@@ -26,15 +27,17 @@ def test_a_watched_block_writes_cpu_and_memory_into_its_run(tmp_path, enabled):
     uri = f"sqlite:///{tmp_path / 'mlflow.db'}"
     client = open_client(uri)
     run_id = client.create_run(client.create_experiment("machine")).info.run_id
+
     def samples() -> int:
         return len(client.get_metric_history(run_id, "system/cpu_utilization_percentage"))
 
     with machine_metrics(run_id, uri, enabled, every_s=0.2):
         # Written while the block runs, not only at its end: two samples, however long a busy CPU takes to start
         # the monitor's thread (a fixed sleep of 0.7 s saw one on a loaded 2-core machine).
-        deadline = time.monotonic() + (120 if enabled else 1.0)
-        while samples() < 2 and time.monotonic() < deadline:
-            time.sleep(0.1)
+        if enabled:
+            wait_for(lambda: samples() >= 2, timeout=120, interval=0.1, what="two machine-metric samples")
+        else:
+            time.sleep(1.0)
         during = samples()
     written = {key for key in client.get_run(run_id).data.metrics if key.startswith("system/")}
     if enabled:
