@@ -1,8 +1,9 @@
 """What the test suite pays each time it starts something before any test work: a Python interpreter (bare, with
-torch, with a pipeline stage's imports, and that one ended as every command ends: rem.cli.exit_with), a local Ray
-instance, a real `mlflow server`, a DVC repository, and a headless Chromium; and the share of a core an idle
-`mlflow server` keeps taking, with MLflow's job execution on and off. Multiplied by how often the suite starts each,
-this is the part of the suite's time that no assertion needs (docs/testing.md gives the counts).
+torch, with a pipeline stage's imports, and that one ended as every command ends: rem.cli.exit_with), a new sqlite
+MLflow store (created by MLflow's migrations, or copied from the cached empty tables as rem.tracking.store opens
+one), a local Ray instance, a real `mlflow server`, a DVC repository, and a headless Chromium; and the share of a
+core an idle `mlflow server` keeps taking, with MLflow's job execution on and off. Multiplied by how often the suite
+starts each, this is the part of the suite's time that no assertion needs (docs/testing.md gives the counts).
 
     PYTHONPATH=$PWD python benchmarks/suite_starts.py [--rounds 3]
 
@@ -27,6 +28,12 @@ from rem.tracking.ui import JOB_EXECUTION, server_env
 
 def python(code: str) -> None:
     subprocess.run([sys.executable, "-c", code], cwd=REPO, check=True, env={**os.environ, "PYTHONPATH": str(REPO)})
+
+
+def new_store(opener: str) -> None:
+    """A new interpreter that opens a client on a new sqlite file in an empty folder: `opener` is the call."""
+    python("import tempfile\nwith tempfile.TemporaryDirectory() as folder:\n"
+           f"    {opener}(f'sqlite:///{{folder}}/mlflow.db').search_experiments()")
 
 
 def ray_local() -> None:
@@ -119,6 +126,10 @@ STARTS = {
     "Python + a sweep's imports, ended by rem.cli.exit_with": lambda: python(
         "import pipeline.sweep; from rem.cli import exit_with; exit_with(0)"),
     "Python + a trial worker's imports": lambda: python("import pipeline.ray_trials"),
+    "Python + a new sqlite store, created by MLflow (MlflowClient: every migration)": lambda: new_store(
+        "__import__('mlflow.tracking').tracking.MlflowClient"),
+    "Python + a new sqlite store, copied from the cached tables (rem.tracking.store.open_client)": lambda: new_store(
+        "__import__('rem.tracking.store').tracking.store.open_client"),
     "Ray, local instance (init + shutdown)": ray_local,
     "mlflow server, until /health": lambda: started(mlflow_server()),
     "mlflow server with MLflow's job execution on (its default), until /health": lambda: started(mlflow_server(True)),

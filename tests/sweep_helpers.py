@@ -16,7 +16,7 @@ from pathlib import Path
 import pandas as pd
 import yaml
 
-from rem.tracking.store import open_client
+from rem.tracking.store import open_client, start_from_empty_tables
 from rem.tracking.ui import server_env
 from tests.conftest import REPO, synthetic_data
 
@@ -146,7 +146,10 @@ def answers(url: str, timeout: float = 2) -> bool:
 def mlflow_server(folder: Path):
     """A real `mlflow server` on a free local port (sqlite store, proxied artifacts under `folder`); yields its URI.
     Started as `rem ui` starts one (rem.tracking.ui.server_env): without MLflow's job runners, which no test uses and
-    which would take a tenth of a core or more for as long as the server lives."""
+    which would take a tenth of a core or more for as long as the server lives. Its new store starts from the cached
+    empty tables, as every store the product opens does (rem.tracking.store): the server then adds only its Default
+    experiment, not every migration, before it answers."""
+    start_from_empty_tables(folder / "server.db")
     port = free_port()
     server = subprocess.Popen(
         [sys.executable, "-m", "mlflow", "server", "--backend-store-uri", f"sqlite:///{folder / 'server.db'}",
