@@ -88,7 +88,9 @@ def start_from_empty_tables(database: Path) -> None:
     template = empty_tables()
     if template is None:
         return
-    staged = Path(tempfile.mkstemp(dir=database.parent, prefix=f".{database.name}.", suffix=".new")[1])
+    handle, name = tempfile.mkstemp(dir=database.parent, prefix=f".{database.name}.", suffix=".new")
+    os.close(handle)  # copied over by name below
+    staged = Path(name)
     try:
         shutil.copyfile(template, staged)
         os.link(staged, database)

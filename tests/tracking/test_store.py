@@ -10,7 +10,7 @@ import pytest
 from mlflow.tracking import MlflowClient
 
 from rem.tracking.results import SweepNotFoundError, results_from_mlflow
-from rem.tracking.store import empty_tables, open_client, sqlite_path, tables_cache
+from rem.tracking.store import empty_tables, open_client, sqlite_path, start_from_empty_tables, tables_cache
 
 OPENERS = 4
 
@@ -104,6 +104,21 @@ def test_a_new_store_is_a_copy_of_the_cached_tables_not_built_again(tmp_path, mo
         tables = {row[0] for row in db.execute("select name from sqlite_master where type = 'table'")}
     assert {"copied_from_the_cache", "runs", "experiments"} <= tables
     assert sorted(p.name for p in tmp_path.iterdir()) == ["cache", "mlflow.db", "mlflow.db.lock"]  # nothing staged
+
+
+def test_placing_the_copy_leaves_no_file_open_and_never_replaces_a_database(tmp_path, monkeypatch):
+    """Every new store of a long-lived process (a test worker, `rem`) goes through here: no descriptor may stay open.
+    A database already there, even an empty file another process is about to fill, is left as it is."""
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+    empty_tables()
+    descriptors = sorted(Path("/proc/self/fd").iterdir())
+    start_from_empty_tables(tmp_path / "new.db")
+    assert sorted(Path("/proc/self/fd").iterdir()) == descriptors
+    assert (tmp_path / "new.db").read_bytes() == empty_tables().read_bytes()
+    (tmp_path / "taken.db").write_bytes(b"")
+    start_from_empty_tables(tmp_path / "taken.db")
+    assert (tmp_path / "taken.db").read_bytes() == b""
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["cache", "new.db", "taken.db"]  # nothing staged left
 
 
 def test_an_unwritable_cache_still_gives_a_new_store(tmp_path, monkeypatch):
