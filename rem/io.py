@@ -9,7 +9,10 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-import torch
+
+def user_cache() -> Path:
+    """This project's folder in the user's cache: $XDG_CACHE_HOME/rem-capsules (~/.cache/rem-capsules)."""
+    return Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "rem-capsules"
 
 
 def temporary_for(path: Path) -> Path:
@@ -40,6 +43,8 @@ class UnsafeFileError(ValueError):
 
 def load_plain(path: Path | str) -> dict:
     """The dict saved in `path`, read on the CPU with torch's restricted (weights-only) unpickler."""
+    import torch  # here, not at the top: the module's other helpers serve processes that never load torch
+
     try:
         return torch.load(path, map_location="cpu", weights_only=True)
     except pickle.UnpicklingError as err:

@@ -41,6 +41,7 @@ from rem.data import DatasetSpec, DataSourceError, RemoteFile, fetch, get_datase
 from rem.data.sources import fetch_file
 from rem.data.synthetic import idx_bytes
 from rem.data.verify import md5_of
+from rem.io import user_cache
 from tests.realdata import pytest_terminal_summary, real_fixture, refuse_unmarked, unavailable  # noqa: F401
 from tests.schedule import longest_files_first, recorded_seconds
 
@@ -82,7 +83,7 @@ CIFAR_LOSSLESS = DatasetSpec(
 def data_cache() -> Path:
     if os.environ.get("REM_DATA_CACHE"):
         return Path(os.environ["REM_DATA_CACHE"])
-    return Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "rem-capsules" / "data"
+    return user_cache() / "data"
 
 
 def fetch_into_cache(spec: DatasetSpec, *names: str) -> Path:

@@ -16,6 +16,8 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Iterator
 
+from rem.io import atomic_write, user_cache
+
 if TYPE_CHECKING:
     from mlflow.tracking import MlflowClient
 
@@ -44,14 +46,14 @@ def creation_lock(database: Path) -> Iterator[None]:
 def tables_cache() -> Path:
     """Where the empty-tables copies are kept: $XDG_CACHE_HOME/rem-capsules/mlflow (~/.cache/...), beside the data
     cache."""
-    return Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "rem-capsules" / "mlflow"
+    return user_cache() / "mlflow"
 
 
 def empty_tables() -> Path | None:
     """A sqlite file holding this MLflow's tables at its latest schema and no rows of ours, built by MLflow's own
     table creation the first time and kept; None where it cannot be (a release without that function, a read-only
-    cache): the store is then created as MLflow creates it. Built in a private file and renamed into place, so a
-    process never sees half of one and two builders at once both leave a whole one."""
+    cache): the store is then created as MLflow creates it. Written atomically (rem.io.atomic_write), so a process
+    never sees half of one and two builders at once both leave a whole one."""
     import mlflow
     import sqlalchemy
 
@@ -62,23 +64,19 @@ def empty_tables() -> Path | None:
     template = tables_cache() / f"tables-{mlflow.__version__}.db"
     if template.is_file():
         return template
-    building = None
-    try:
-        template.parent.mkdir(parents=True, exist_ok=True)
-        handle, building = tempfile.mkstemp(dir=template.parent, suffix=".building")
-        os.close(handle)
-        engine = sqlalchemy.create_engine(f"{SQLITE_PREFIX}{building}")
+
+    def build(path: Path) -> None:
+        engine = sqlalchemy.create_engine(f"{SQLITE_PREFIX}{path}")
         try:
             # Tables and migrations only: MLflow adds its Default experiment when a client first opens a store, with
             # that process's artifact root, as it would on a store it made itself.
             _initialize_tables(engine)
         finally:
             engine.dispose()
-        os.replace(building, template)
-        return template
+
+    try:
+        return atomic_write(template, build)
     except (OSError, sqlalchemy.exc.SQLAlchemyError):
-        if building:
-            Path(building).unlink(missing_ok=True)
         return None
 
 
