@@ -46,6 +46,31 @@ def dataset_inputs(data, checksums: dict[str, str], folder: Path) -> list:
     return inputs
 
 
+# How a database says a row with the same unique key was inserted first: SQLite, PostgreSQL, MySQL (as SQLAlchemy
+# words them, in a local store's MlflowException or in a server's answer).
+_DUPLICATE_ROW = ("IntegrityError", "UniqueViolation", "Duplicate entry")
+# Each lost race means another run's rows now exist, so a second try finds them; more tries cover a race per split.
+_TRIES = len(SPLITS) + 1
+
+
+def lost_an_insert_race(err: Exception) -> bool:
+    """True when `err` is MLflow reporting a duplicate dataset row: runs sharing a dataset logged it at once."""
+    return any(marker in str(err) for marker in _DUPLICATE_ROW)
+
+
 def log_data_inputs(client: MlflowClient, run_id: str, data, checksums: dict[str, str], folder: Path) -> None:
-    """The trial's three splits as the run's dataset inputs; logging them again (a retried trial) adds nothing."""
-    client.log_inputs(run_id, datasets=dataset_inputs(data, checksums, folder))
+    """The trial's three splits as the run's dataset inputs; logging them again (a retried trial) adds nothing.
+
+    MLflow looks a dataset up and inserts it when missing in one transaction, so trials that start together and share
+    their data race: all find it missing, one inserts it, the others fail on the datasets table's unique key (and
+    their transaction adds nothing). Those log again, and then reuse the winner's rows."""
+    from mlflow.exceptions import MlflowException
+
+    inputs = dataset_inputs(data, checksums, folder)
+    for attempt in range(1, _TRIES + 1):
+        try:
+            client.log_inputs(run_id, datasets=inputs)
+            return
+        except MlflowException as err:
+            if attempt == _TRIES or not lost_an_insert_race(err):
+                raise

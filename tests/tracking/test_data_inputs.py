@@ -7,11 +7,12 @@ from __future__ import annotations
 
 import subprocess
 import sys
+import threading
 
 import pytest
 
 from rem.config import Config
-from rem.tracking.data_inputs import log_data_inputs, split_digest
+from rem.tracking.data_inputs import log_data_inputs, lost_an_insert_race, split_digest
 from rem.tracking.store import open_client
 from tests.conftest import SYNTHETIC
 
@@ -40,6 +41,46 @@ def test_a_run_lists_its_three_splits_with_their_source_context_and_digest(tmp_p
     # a retried trial logs them again: still three
     log_data_inputs(client, run.info.run_id, data, CHECKSUMS, tmp_path / "raw" / SYNTHETIC)
     assert len(client.get_run(run.info.run_id).inputs.dataset_inputs) == 3
+
+
+def test_trials_logging_one_dataset_at_once_all_list_it_against_a_real_mlflow_server(tmp_path, mlflow_service):
+    # Trials of a sweep start together and share their data. MLflow looks a dataset up and then inserts it, so all
+    # but one of them used to fail on the datasets table's unique key (6 threads at once: 9 rounds of 10 failed).
+    client = open_client(mlflow_service)
+    experiment = client.create_experiment("data inputs at once")
+    folder = tmp_path / "raw" / SYNTHETIC
+    for seed in range(4):  # each round a new dataset, so each round races for its insert
+        data = Config().with_overrides({"data.dataset": SYNTHETIC, "data.split_seed": seed}).data
+        runs = [client.create_run(experiment).info.run_id for _ in range(6)]
+        together, errors = threading.Barrier(len(runs)), []
+
+        def log(run_id):
+            together.wait()
+            try:
+                log_data_inputs(client, run_id, data, CHECKSUMS, folder)
+            except Exception as err:  # collected: an exception in a thread would not fail the test
+                errors.append(err)
+
+        threads = [threading.Thread(target=log, args=(run_id,)) for run_id in runs]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join()
+        assert errors == []
+        listed = [sorted((i.dataset.name, i.dataset.digest) for i in client.get_run(r).inputs.dataset_inputs)
+                  for r in runs]
+        assert len(listed[0]) == 3 and all(names == listed[0] for names in listed), listed
+
+
+def test_an_input_mlflow_refuses_for_another_reason_fails_at_once(tmp_path):
+    from mlflow.exceptions import MlflowException
+
+    data = Config().with_overrides({"data.dataset": SYNTHETIC}).data
+    client, _, run = logged_run(tmp_path, data)
+    client.delete_run(run.info.run_id)
+    with pytest.raises(MlflowException) as refused:
+        log_data_inputs(client, run.info.run_id, data, CHECKSUMS, tmp_path / "raw" / SYNTHETIC)
+    assert "active" in str(refused.value) and not lost_an_insert_race(refused.value)
 
 
 def test_a_digest_changes_exactly_when_its_splits_images_could():
